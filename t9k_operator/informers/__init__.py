@@ -1,0 +1,63 @@
+"""Informers: client-go ``tools/cache`` style caches over raw JSON objects.
+
+* :mod:`~t9k_operator.informers.store` - the thread-safe indexed cache.
+* :mod:`~t9k_operator.informers.reflector` - the list/watch loop feeding it.
+* :mod:`~t9k_operator.informers.informer` - :class:`SharedInformer`, which
+  ties the two together in a daemon thread and dispatches events to handlers.
+
+Threads, not asyncio. Cached objects are read-only: copy before changing.
+This package knows nothing about job kinds.
+"""
+
+from t9k_operator.informers.informer import EventHandlerRegistration, SharedInformer
+from t9k_operator.informers.reflector import (
+    Backoff,
+    ListerWatcher,
+    Reflector,
+    ReflectorHandler,
+    ResourceListerWatcher,
+    Transform,
+    WatchEvents,
+    strip_managed_fields,
+)
+from t9k_operator.informers.store import (
+    CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
+    Indexer,
+    Indexers,
+    IndexFunc,
+    Store,
+    by_controller_uid,
+    by_namespace,
+    controller_ref,
+    default_indexers,
+    make_key,
+    object_key,
+    split_key,
+)
+
+__all__ = [
+    "CONTROLLER_UID_INDEX",
+    "NAMESPACE_INDEX",
+    "Backoff",
+    "EventHandlerRegistration",
+    "IndexFunc",
+    "Indexer",
+    "Indexers",
+    "ListerWatcher",
+    "Reflector",
+    "ReflectorHandler",
+    "ResourceListerWatcher",
+    "SharedInformer",
+    "Store",
+    "Transform",
+    "WatchEvents",
+    "by_controller_uid",
+    "by_namespace",
+    "controller_ref",
+    "default_indexers",
+    "make_key",
+    "object_key",
+    "split_key",
+    "strip_managed_fields",
+]

@@ -1,0 +1,31 @@
+"""The only package that talks to the Kubernetes API (and imports ``kubernetes``).
+
+Public surface: :class:`KubeClient` (raw-JSON verbs, watches, QPS limit,
+timeouts), :class:`Resource` descriptors, and the error hierarchy in
+:mod:`t9k_operator.kube.errors`.
+"""
+
+from t9k_operator.kube.client import ClientOptions, KubeClient, Obj, WatchStream
+from t9k_operator.kube.config import Connection, load_connection
+from t9k_operator.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+    Unauthorized,
+)
+from t9k_operator.kube.resources import Resource
+
+__all__ = [
+    "AlreadyExists", "ApiError", "BadRequest", "ClientOptions", "Conflict", "Connection",
+    "Forbidden", "Gone", "Invalid", "KubeClient", "NotFound", "Obj", "Resource",
+    "ServerError", "TooManyRequests", "TransportError", "Unauthorized", "WatchStream",
+    "load_connection",
+]

@@ -1,0 +1,329 @@
+"""A small, raw-JSON Kubernetes REST client.
+
+Requests and watches carry plain ``dict`` bodies: decoding into generated model
+classes is the known CPU sink of the ``kubernetes`` package, and the operator
+only needs dicts for built-in objects (its own CRDs are parsed by pydantic in
+``api/``). Every call has explicit connect and read timeouts, passes a
+client-side token bucket (``--kube-api-qps`` / ``--kube-api-burst``), and maps
+failures onto :mod:`t9k_operator.kube.errors`. One urllib3 pool is shared by
+all threads; size it to workers + watches.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+from t9k_operator.flowcontrol import TokenBucket
+from t9k_operator.kube.config import Connection, load_connection
+from t9k_operator.kube.errors import (
+    ApiError,
+    Gone,
+    TransportError,
+    error_from_response,
+    error_from_status_object,
+)
+from t9k_operator.kube.resources import Resource
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    qps: float = 20.0
+    burst: int = 30
+    pool_size: int = 16
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    # Longer than the API server's bookmark interval (about 1 min), so a quiet
+    # but healthy watch is not mistaken for a dead one.
+    watch_read_timeout: float = 150.0
+    user_agent: str = "t9k-operator"
+
+
+class WatchStream:
+    """Iterates the events of one watch request; ``close()`` ends it early.
+
+    Yields ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": {...}}``.
+    An ``ERROR`` event is raised as the mapped :class:`ApiError` (410 ->
+    :class:`Gone`). A read timeout or a dropped connection ends iteration
+    with :class:`TransportError`; a server-side timeout ends it normally.
+    """
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Obj]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield self._decode(line)
+            if buffer.strip():
+                yield self._decode(buffer)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if not self._closed:
+                raise TransportError(f"watch stream broken: {exc}") from exc
+        finally:
+            self.close()
+
+    @staticmethod
+    def _decode(line: bytes) -> Obj:
+        event: Obj = json.loads(line)
+        if event.get("type") == "ERROR":
+            raise error_from_status_object(event.get("object") or {})
+        return event
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                self._response.release_conn()
+                self._response.close()
+            except Exception:  # noqa: S110 - closing a dead socket may fail; nothing to do
+                pass
+
+
+class KubeClient:
+    """Thread-safe; share one per process."""
+
+    def __init__(self, connection: Connection, options: ClientOptions | None = None) -> None:
+        self.connection = connection
+        self.options = options or ClientOptions()
+        self._limiter = TokenBucket(self.options.qps, self.options.burst)
+        pool_kwargs: dict[str, Any] = {
+            "maxsize": self.options.pool_size,
+            "block": False,
+            "retries": False,
+        }
+        if connection.host.startswith("https"):
+            if connection.verify:
+                pool_kwargs["cert_reqs"] = ssl.CERT_REQUIRED
+                if connection.ca_file:
+                    pool_kwargs["ca_certs"] = connection.ca_file
+            else:
+                pool_kwargs["cert_reqs"] = ssl.CERT_NONE
+                pool_kwargs["assert_hostname"] = False
+            if connection.cert_file:
+                pool_kwargs["cert_file"] = connection.cert_file
+            if connection.key_file:
+                pool_kwargs["key_file"] = connection.key_file
+            if connection.tls_server_name:
+                pool_kwargs["server_hostname"] = connection.tls_server_name
+        self._pool = urllib3.PoolManager(**pool_kwargs)
+
+    @classmethod
+    def from_config(
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        options: ClientOptions | None = None,
+    ) -> KubeClient:
+        return cls(load_connection(kubeconfig, context), options)
+
+    def close(self) -> None:
+        self._pool.clear()
+
+    # -- the one HTTP entry point ------------------------------------------------
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str,
+        read_timeout: float,
+        stream: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        self._limiter.accept()
+        url = self.connection.host + path
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+        auth = self.connection.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        data: bytes | None = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            response = self._pool.request(
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=urllib3.Timeout(connect=self.options.connect_timeout, read=read_timeout),
+                preload_content=not stream,
+                redirect=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        if response.status >= 300:
+            payload = response.data if not stream else response.read()
+            if stream:
+                response.release_conn()
+            raise error_from_response(response.status, payload, response.headers.get("Retry-After"))
+        return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Obj:
+        response = self._open(
+            method, path, query, body, content_type,
+            timeout or self.options.read_timeout, stream=False,
+        )
+        if not response.data:
+            return {}
+        try:
+            decoded: Obj = json.loads(response.data)
+        except ValueError as exc:
+            raise ApiError(f"{method} {path}: answer is not JSON") from exc
+        return decoded
+
+    # -- verbs -------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        return self.request("GET", resource.path(namespace, name))
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Obj:
+        query = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "resourceVersion": resource_version,
+            "limit": limit,
+            "continue": continue_token,
+        }
+        return self.request("GET", resource.path(namespace), query=query)
+
+    def list_all(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[list[Obj], str]:
+        """Every item (paginated) and the list's resourceVersion."""
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            page = self.list(
+                resource, namespace, label_selector=label_selector,
+                limit=page_size, continue_token=token,
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion", ""))
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None,
+        timeout_seconds: int,
+        label_selector: str | None = None,
+        allow_bookmarks: bool = True,
+    ) -> WatchStream:
+        query = {
+            "watch": "true",
+            "labelSelector": label_selector,
+            "resourceVersion": resource_version,
+            "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": "true" if allow_bookmarks else None,
+        }
+        try:
+            response = self._open(
+                "GET", resource.path(namespace), query, None, "",
+                self.options.watch_read_timeout, stream=True,
+            )
+        except Gone:
+            raise
+        return WatchStream(response)
+
+    def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        return self.request("POST", resource.path(ns), body=body)
+
+    def replace(self, resource: Resource, body: Obj, subresource: str | None = None) -> Obj:
+        meta = body["metadata"]
+        path = resource.path(meta.get("namespace"), meta["name"], subresource)
+        return self.request("PUT", path, body=body)
+
+    def replace_status(self, resource: Resource, body: Obj) -> Obj:
+        return self.replace(resource, body, subresource="status")
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool | None = None,
+    ) -> Obj:
+        content_type = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+            "apply": "application/apply-patch+yaml",
+        }[patch_type]
+        query = {
+            "fieldManager": field_manager,
+            "force": None if force is None else str(force).lower(),
+        }
+        return self.request(
+            "PATCH", resource.path(namespace, name, subresource),
+            query=query, body=patch, content_type=content_type,
+        )
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Obj:
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        return self.request("DELETE", resource.path(namespace, name), body=body)
