@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -52,8 +53,13 @@ ALL_TOOLS = (*K8S_TOOLS, "etcd", "kwok")
 
 # Fake nodes: enough for several multi-replica jobs at once, with GPUs.
 NODES = 4
-NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8",
-                 "ephemeral-storage": "1Ti"}
+NODE_CAPACITY = {
+    "cpu": "64",
+    "memory": "512Gi",
+    "pods": "110",
+    "nvidia.com/gpu": "8",
+    "ephemeral-storage": "1Ti",
+}
 
 
 def log(msg: str) -> None:
@@ -71,6 +77,7 @@ def versions() -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- binaries
+
 
 def _complete(folder: Path) -> bool:
     return all(os.access(folder / tool, os.X_OK) for tool in ALL_TOOLS)
@@ -101,14 +108,28 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
             log(f"downloading {url}")
             urllib.request.urlretrieve(url, tmp / tool)
         for tool in ("kwok",):
-            url = (f"https://github.com/kubernetes-sigs/kwok/releases/download/{kwok}/"
-                   f"{tool}-linux-amd64")
+            url = (
+                f"https://github.com/kubernetes-sigs/kwok/releases/download/{kwok}/"
+                f"{tool}-linux-amd64"
+            )
             urllib.request.urlretrieve(url, tmp / tool)
-        url = (f"https://github.com/etcd-io/etcd/releases/download/{etcd}/"
-               f"etcd-{etcd}-linux-amd64.tar.gz")
+        url = (
+            f"https://github.com/etcd-io/etcd/releases/download/{etcd}/"
+            f"etcd-{etcd}-linux-amd64.tar.gz"
+        )
         urllib.request.urlretrieve(url, tmp / "etcd.tgz")
-        subprocess.run(["tar", "-xzf", tmp / "etcd.tgz", "-C", tmp, "--strip-components=1",
-                        f"etcd-{etcd}-linux-amd64/etcd"], check=True)
+        subprocess.run(
+            [
+                "tar",
+                "-xzf",
+                tmp / "etcd.tgz",
+                "-C",
+                tmp,
+                "--strip-components=1",
+                f"etcd-{etcd}-linux-amd64/etcd",
+            ],
+            check=True,
+        )
         for tool in ALL_TOOLS:
             (tmp / tool).chmod(0o755)
             (tmp / tool).replace(dest / tool)
@@ -122,33 +143,56 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
 
 def _build(dest: Path, v: dict[str, str]) -> None:
     if not shutil.which("go"):
-        raise SystemExit("cluster: no Go toolchain on PATH, and no binaries to use: "
-                         "install Go or set T9K_CLUSTER_BIN_DIR")
+        raise SystemExit(
+            "cluster: no Go toolchain on PATH, and no binaries to use: "
+            "install Go or set T9K_CLUSTER_BIN_DIR"
+        )
     env = _go_env()
     k8s = v["KUBERNETES_VERSION"]
     minor = k8s.lstrip("v").split(".")[1]
-    ldflags = ("-s -w "
-               f"-X k8s.io/component-base/version.gitVersion={k8s} "
-               "-X k8s.io/component-base/version.gitMajor=1 "
-               f"-X k8s.io/component-base/version.gitMinor={minor} "
-               "-X k8s.io/component-base/version.gitTreeState=clean")
+    ldflags = (
+        "-s -w "
+        f"-X k8s.io/component-base/version.gitVersion={k8s} "
+        "-X k8s.io/component-base/version.gitMajor=1 "
+        f"-X k8s.io/component-base/version.gitMinor={minor} "
+        "-X k8s.io/component-base/version.gitTreeState=clean"
+    )
     started = time.monotonic()
-    log(f"building Kubernetes {k8s} (apiserver, controller-manager, scheduler, kubectl) "
-        "from Go modules: about 5 minutes cold on 2 cores")
-    subprocess.run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(dest / "k8s"), "."],
-                   cwd=HACK / "k8s", env=env, check=True)
+    log(
+        f"building Kubernetes {k8s} (apiserver, controller-manager, scheduler, kubectl) "
+        "from Go modules: about 5 minutes cold on 2 cores"
+    )
+    subprocess.run(
+        ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(dest / "k8s"), "."],
+        cwd=HACK / "k8s",
+        env=env,
+        check=True,
+    )
     for tool in K8S_TOOLS:
         link = dest / tool
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to("k8s")
     log(f"building etcd {v['ETCD_VERSION']}")
-    subprocess.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(dest / "etcd"), "."],
-                   cwd=HACK / "etcd", env=env, check=True)
+    subprocess.run(
+        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(dest / "etcd"), "."],
+        cwd=HACK / "etcd",
+        env=env,
+        check=True,
+    )
     log(f"building kwok {v['KWOK_VERSION']}")
-    subprocess.run(["go", "install", "-trimpath", "-ldflags", "-s -w",
-                    f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}"],
-                   env={**env, "GOBIN": str(dest), "GOFLAGS": ""}, check=True)
+    subprocess.run(
+        [
+            "go",
+            "install",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}",
+        ],
+        env={**env, "GOBIN": str(dest), "GOFLAGS": ""},
+        check=True,
+    )
     log(f"binaries built in {time.monotonic() - started:.0f}s")
 
 
@@ -175,17 +219,34 @@ def ensure_binaries() -> Path:
 
 # --------------------------------------------------------------------------- PKI
 
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
 def make_pki(pki: Path) -> None:
     pki.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-             "ca.crt", "-days", "3650", "-subj", "/CN=t9k-local-ca", cwd=pki)
-    sans = ("subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
-            "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
-            "DNS:kubernetes.default.svc.cluster.local")
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=t9k-local-ca",
+        cwd=pki,
+    )
+    sans = (
+        "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
+        "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+        "DNS:kubernetes.default.svc.cluster.local"
+    )
     certs = {
         "apiserver": ("/CN=kube-apiserver", sans),
         "admin": ("/O=system:masters/CN=kubernetes-admin", None),
@@ -194,14 +255,40 @@ def make_pki(pki: Path) -> None:
         "kwok": ("/O=system:masters/CN=kwok-controller", None),
     }
     for name, (subject, ext) in certs.items():
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-                 f"{name}.csr", "-subj", subject, cwd=pki)
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subject,
+            cwd=pki,
+        )
         extra = []
         if ext:
             (pki / f"{name}.ext").write_text(ext + "\n")
             extra = ["-extfile", f"{name}.ext"]
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                 "-CAcreateserial", "-out", f"{name}.crt", "-days", "3650", *extra, cwd=pki)
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "3650",
+            *extra,
+            cwd=pki,
+        )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
@@ -211,12 +298,23 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str) -> None:
         return base64.b64encode((pki / name).read_bytes()).decode()
 
     doc = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "t9k-local", "cluster": {
-            "server": server, "certificate-authority-data": b64("ca.crt")}}],
-        "users": [{"name": user, "user": {
-            "client-certificate-data": b64(f"{user}.crt"),
-            "client-key-data": b64(f"{user}.key")}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "t9k-local",
+                "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate-data": b64(f"{user}.crt"),
+                    "client-key-data": b64(f"{user}.key"),
+                },
+            }
+        ],
         "contexts": [{"name": "t9k-local", "context": {"cluster": "t9k-local", "user": user}}],
         "current-context": "t9k-local",
     }
@@ -226,6 +324,7 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str) -> None:
 
 
 # --------------------------------------------------------------------------- processes
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -239,8 +338,14 @@ def state_dir(name: str) -> Path:
 
 def _start(bin_dir: Path, tool: str, args: list[str], workdir: Path) -> int:
     logf = open(workdir / f"{tool}.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen([str(bin_dir / tool), *args], stdout=logf, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(bin_dir / tool), *args],
+        stdout=logf,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        cwd=workdir,
+        start_new_session=True,
+    )
     logf.close()
     return proc.pid
 
@@ -290,13 +395,21 @@ def _wait(what: str, check, timeout: float, procs: dict[str, int], workdir: Path
         except (OSError, urllib.error.URLError, ValueError):
             pass
         time.sleep(0.2)
-    raise SystemExit(f"cluster: timed out after {timeout:.0f}s waiting for {what} (logs in {workdir})")
+    raise SystemExit(
+        f"cluster: timed out after {timeout:.0f}s waiting for {what} (logs in {workdir})"
+    )
 
 
-def kubectl(bin_dir: Path, kubeconfig: Path, *args: str, input_: str | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(bin_dir / "kubectl"), "--kubeconfig", str(kubeconfig), *args],
-                          input=input_, text=True, capture_output=True, check=check)
+def kubectl(
+    bin_dir: Path, kubeconfig: Path, *args: str, input_: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_dir / "kubectl"), "--kubeconfig", str(kubeconfig), *args],
+        input=input_,
+        text=True,
+        capture_output=True,
+        check=check,
+    )
 
 
 def up(name: str) -> Path:
@@ -320,8 +433,7 @@ def up(name: str) -> Path:
     for component in ("controller-manager", "scheduler", "kwok"):
         write_kubeconfig(workdir / f"{component}.kubeconfig", server, pki, component)
     procs: dict[str, int] = {}
-    state = {"name": name, "ports": ports, "pids": procs, "bin_dir": str(bin_dir),
-             "server": server}
+    state = {"name": name, "ports": ports, "pids": procs, "bin_dir": str(bin_dir), "server": server}
 
     def save() -> None:
         (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
@@ -329,96 +441,185 @@ def up(name: str) -> Path:
     try:
         etcd_url = f"http://127.0.0.1:{ports['etcd']}"
         peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
-        procs["etcd"] = _start(bin_dir, "etcd", [
-            "--name=t9k", f"--data-dir={workdir / 'etcd'}",
-            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=t9k={peer_url}", "--unsafe-no-fsync=true",
-            "--log-level=warn", "--quota-backend-bytes=4294967296",
-        ], workdir)
+        procs["etcd"] = _start(
+            bin_dir,
+            "etcd",
+            [
+                "--name=t9k",
+                f"--data-dir={workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=t9k={peer_url}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+                "--quota-backend-bytes=4294967296",
+            ],
+            workdir,
+        )
         save()
-        _wait("etcd", lambda: urllib.request.urlopen(f"{etcd_url}/health", timeout=1).status == 200,
-              30, procs, workdir)
-        procs["kube-apiserver"] = _start(bin_dir, "kube-apiserver", [
-            f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}", "--authorization-mode=Node,RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
-            # Config maps are watched straight from etcd (no watch cache), so an
-            # etcd compaction yields a genuine 410 Gone to a watch that resumes
-            # from a compacted revision: the informer tests provoke exactly that.
-            "--watch-cache-sizes=configmaps#0",
-            "--profiling=false", "--v=1",
-        ], workdir)
+        _wait(
+            "etcd",
+            lambda: urllib.request.urlopen(f"{etcd_url}/health", timeout=1).status == 200,
+            30,
+            procs,
+            workdir,
+        )
+        procs["kube-apiserver"] = _start(
+            bin_dir,
+            "kube-apiserver",
+            [
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={ports['apiserver']}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                "--authorization-mode=Node,RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                # Config maps are watched straight from etcd (no watch cache), so an
+                # etcd compaction yields a genuine 410 Gone to a watch that resumes
+                # from a compacted revision: the informer tests provoke exactly that.
+                "--watch-cache-sizes=configmaps#0",
+                "--profiling=false",
+                "--v=1",
+            ],
+            workdir,
+        )
         save()
-        _wait("kube-apiserver", lambda: _https_get(f"{server}/readyz", pki)[0] == 200,
-              60, procs, workdir)
-        procs["kube-controller-manager"] = _start(bin_dir, "kube-controller-manager", [
-            f"--kubeconfig={workdir / 'controller-manager.kubeconfig'}",
-            f"--authentication-kubeconfig={workdir / 'controller-manager.kubeconfig'}",
-            f"--authorization-kubeconfig={workdir / 'controller-manager.kubeconfig'}",
-            "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
-            "--use-service-account-credentials=true",
-            f"--service-account-private-key-file={pki / 'sa.key'}",
-            f"--root-ca-file={pki / 'ca.crt'}",
-            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-            f"--cluster-signing-key-file={pki / 'ca.key'}",
-            "--controllers=*", "--concurrent-gc-syncs=5", "--v=1",
-        ], workdir)
-        procs["kube-scheduler"] = _start(bin_dir, "kube-scheduler", [
-            f"--kubeconfig={workdir / 'scheduler.kubeconfig'}",
-            f"--authentication-kubeconfig={workdir / 'scheduler.kubeconfig'}",
-            f"--authorization-kubeconfig={workdir / 'scheduler.kubeconfig'}",
-            "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false", "--v=1",
-        ], workdir)
-        procs["kwok"] = _start(bin_dir, "kwok", [
-            f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
-            f"--config={HACK / 'kwok' / 'stages.yaml'}",
-            "--manage-all-nodes=false",
-            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{ports['kwok']}",
-        ], workdir)
+        _wait(
+            "kube-apiserver",
+            lambda: _https_get(f"{server}/readyz", pki)[0] == 200,
+            60,
+            procs,
+            workdir,
+        )
+        procs["kube-controller-manager"] = _start(
+            bin_dir,
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={workdir / 'controller-manager.kubeconfig'}",
+                f"--authentication-kubeconfig={workdir / 'controller-manager.kubeconfig'}",
+                f"--authorization-kubeconfig={workdir / 'controller-manager.kubeconfig'}",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                "--controllers=*",
+                "--concurrent-gc-syncs=5",
+                "--v=1",
+            ],
+            workdir,
+        )
+        procs["kube-scheduler"] = _start(
+            bin_dir,
+            "kube-scheduler",
+            [
+                f"--kubeconfig={workdir / 'scheduler.kubeconfig'}",
+                f"--authentication-kubeconfig={workdir / 'scheduler.kubeconfig'}",
+                f"--authorization-kubeconfig={workdir / 'scheduler.kubeconfig'}",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--leader-elect=false",
+                "--v=1",
+            ],
+            workdir,
+        )
+        procs["kwok"] = _start(
+            bin_dir,
+            "kwok",
+            [
+                f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
+                f"--config={HACK / 'kwok' / 'stages.yaml'}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--node-lease-duration-seconds=40",
+                "--cidr=10.244.0.0/16",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+            ],
+            workdir,
+        )
         save()
         nodes = []
         for i in range(NODES):
-            nodes.append({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": f"kwok-node-{i}",
-                             "annotations": {"kwok.x-k8s.io/node": "fake",
-                                             "node.alpha.kubernetes.io/ttl": "0"},
-                             "labels": {"kubernetes.io/hostname": f"kwok-node-{i}",
-                                        "kubernetes.io/os": "linux",
-                                        "kubernetes.io/arch": "amd64",
-                                        "type": "kwok"}},
-                "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY},
-            })
-        kubectl(bin_dir, kubeconfig, "apply", "-f", "-",
-                input_=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": f"kwok-node-{i}",
+                        "annotations": {
+                            "kwok.x-k8s.io/node": "fake",
+                            "node.alpha.kubernetes.io/ttl": "0",
+                        },
+                        "labels": {
+                            "kubernetes.io/hostname": f"kwok-node-{i}",
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                            "type": "kwok",
+                        },
+                    },
+                    "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY},
+                }
+            )
+        kubectl(
+            bin_dir,
+            kubeconfig,
+            "apply",
+            "-f",
+            "-",
+            input_=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}),
+        )
 
         def nodes_ready() -> bool:
             out = kubectl(bin_dir, kubeconfig, "get", "nodes", "-o", "json", check=False)
             items = json.loads(out.stdout or "{}").get("items", [])
-            ready = [n for n in items for c in n.get("status", {}).get("conditions", [])
-                     if c["type"] == "Ready" and c["status"] == "True"]
+            ready = [
+                n
+                for n in items
+                for c in n.get("status", {}).get("conditions", [])
+                if c["type"] == "Ready" and c["status"] == "True"
+            ]
             return len(ready) == NODES
 
         _wait("nodes Ready", nodes_ready, 60, procs, workdir)
-        _wait("the default service account (controller-manager up)",
-              lambda: kubectl(bin_dir, kubeconfig, "get", "serviceaccount", "default",
-                              "-n", "default", check=False).returncode == 0,
-              60, procs, workdir)
+        _wait(
+            "the default service account (controller-manager up)",
+            lambda: (
+                kubectl(
+                    bin_dir,
+                    kubeconfig,
+                    "get",
+                    "serviceaccount",
+                    "default",
+                    "-n",
+                    "default",
+                    check=False,
+                ).returncode
+                == 0
+            ),
+            60,
+            procs,
+            workdir,
+        )
     except BaseException:
         save()
         down(name, quiet=True)
         raise
-    log(f"cluster {name!r} ready in {time.monotonic() - started:.1f}s: "
-        f"{server}, kubeconfig {kubeconfig}")
+    log(
+        f"cluster {name!r} ready in {time.monotonic() - started:.1f}s: "
+        f"{server}, kubeconfig {kubeconfig}"
+    )
     return kubeconfig
 
 
@@ -434,20 +635,16 @@ def down(name: str, quiet: bool = False) -> None:
     # Reverse start order: kwok and the controllers first, etcd last.
     order = [p for p in reversed(list(pids.values())) if _alive(p) and _ours(p, workdir)]
     for pid in order:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(p) for p in order):
         _reap()
         time.sleep(0.1)
     for pid in order:
         if _alive(pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     _reap()
     shutil.rmtree(workdir, ignore_errors=True)
     if not quiet:

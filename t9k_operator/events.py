@@ -342,10 +342,10 @@ class EventRecorder:
                     )
                 )
             except NotFound:
-                log.debug("event to update is gone; creating a new one", event=logged.name)
+                log.debug("event to update is gone; creating a new one", event_name=logged.name)
                 self._logged.pop(key, None)
             except ApiError as exc:
-                log.warning("could not update event", event=logged.name, error=str(exc))
+                log.warning("could not update event", event_name=logged.name, error=str(exc))
                 self._note_drop(p, "write failed")
                 return
             else:

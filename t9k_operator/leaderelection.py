@@ -26,7 +26,8 @@ then on any failure by reading the Lease and updating that. If no renewal has
 succeeded for ``renew_deadline`` seconds (measured on the monotonic clock from
 the start of the last successful attempt), or the Lease turns out to be held
 by someone else, leadership is lost: ``on_stopped_leading()`` is called at
-once and :meth:`run` returns. Each API call made while leading is abandoned
+once and :meth:`run` returns (the Lease is not released then: it may no
+longer be ours; peers take it over once it expires). Each API call made while leading is abandoned
 when the renew deadline passes, so a hung connection cannot keep a stale
 leader alive past the deadline. Because ``lease_duration > renew_deadline``,
 a former leader stops before any peer can take over.
@@ -55,6 +56,7 @@ import random
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 
 import structlog
@@ -88,6 +90,14 @@ def format_micro_time(ts: datetime) -> str:
 
 class _CallTimeout(TransportError):
     """An API call did not answer before the deadline."""
+
+
+class _HeldByOther(Exception):
+    """While leading, the Lease was found held by another identity."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
 
 
 class LeaderElector:
@@ -210,7 +220,7 @@ class LeaderElector:
             return 0.0
         if not self._leading:
             start = self._clock.monotonic()
-            if self._try_acquire_or_renew(timeout=self.renew_deadline):
+            if self._attempt(self.renew_deadline):
                 self._start_leading(start)
                 return self.retry_period
             return self.retry_period * (1.0 + self._rng.random() * JITTER_FACTOR)
@@ -219,17 +229,30 @@ class LeaderElector:
         remaining = self._last_renew + self.renew_deadline - start
         if remaining > 0:
             try:
-                if self._try_acquire_or_renew(timeout=remaining):
+                if self._attempt(remaining):
                     self._last_renew = start
                     return self.retry_period
             except _HeldByOther as exc:
                 self._log.warning("lease taken by another holder", holder=exc.holder)
                 self._lose("lease held by another identity")
                 return 0.0
-        if self._clock.monotonic() - self._last_renew >= self.renew_deadline:
-            self._lose("failed to renew lease within the renew deadline")
+        left = self._last_renew + self.renew_deadline - self._clock.monotonic()
+        if left <= 0:
+            self._lose("failed to renew the lease within the renew deadline")
             return 0.0
-        return self.retry_period
+        self._log.warning("failed to renew the lease; retrying", seconds_left=round(left, 3))
+        # Wake up no later than the deadline, so the loss is noticed at once.
+        return min(self.retry_period, left)
+
+    def _attempt(self, timeout: float) -> bool:
+        """One acquire/renew attempt; unexpected errors count as a failed attempt."""
+        try:
+            return self._try_acquire_or_renew(timeout)
+        except _HeldByOther:
+            raise
+        except Exception:
+            self._log.exception("unexpected error in leader election")
+            return False
 
     # -- transitions -------------------------------------------------------------
 
@@ -325,16 +348,16 @@ class LeaderElector:
             lease = copy.deepcopy(self._lease)
             lease["spec"] = self._spec(lease.get("spec"), now, keep_acquire=True)
             try:
-                written = self._call(lambda: self._client.replace(LEASES, lease), deadline)
+                written = self._call(partial(self._client.replace, LEASES, lease), deadline)
             except ApiError as exc:
                 self._log.info("optimistic renew failed; re-reading the lease", error=str(exc))
             else:
-                self._wrote(written, lease["spec"])
+                self._wrote(written, lease)
                 return True
 
         try:
             current = self._call(
-                lambda: self._client.get(LEASES, self.name, self.namespace), deadline
+                partial(self._client.get, LEASES, self.name, self.namespace), deadline
             )
         except NotFound:
             return self._create(now, deadline)
@@ -356,7 +379,7 @@ class LeaderElector:
         lease = copy.deepcopy(current)
         lease["spec"] = self._spec(spec, now, keep_acquire=holder == self.identity)
         try:
-            written = self._call(lambda: self._client.replace(LEASES, lease), deadline)
+            written = self._call(partial(self._client.replace, LEASES, lease), deadline)
         except Conflict as exc:
             self._log.info("lost a race to update the lease", error=str(exc))
             return False
@@ -369,7 +392,7 @@ class LeaderElector:
                 previous_holder=holder or None,
                 transitions=lease["spec"]["leaseTransitions"],
             )
-        self._wrote(written, lease["spec"])
+        self._wrote(written, lease)
         return True
 
     def _create(self, now: datetime, deadline: float) -> bool:
@@ -383,7 +406,7 @@ class LeaderElector:
         }
         try:
             written = self._call(
-                lambda: self._client.create(LEASES, body, self.namespace), deadline
+                partial(self._client.create, LEASES, body, self.namespace), deadline
             )
         except AlreadyExists:
             self._log.info("lost a race to create the lease")
@@ -392,38 +415,50 @@ class LeaderElector:
             self._log.warning("could not create the lease", error=str(exc))
             return False
         self._log.info("created the lease")
-        self._wrote(written, spec)
+        self._wrote(written, body)
         return True
 
-    def _wrote(self, written: Obj, spec: Obj) -> None:
+    def _wrote(self, written: Obj, sent: Obj) -> None:
         # Keep the server's answer (it has the new resourceVersion) when there is one.
-        self._lease = written if written.get("metadata") else None
-        self._observe(spec)
+        self._lease = written if written.get("metadata") else sent
+        self._observe(sent.get("spec") or {})
 
     def _release(self) -> None:
-        if self._lease is None:
-            return
-        lease = copy.deepcopy(self._lease)
-        old: Obj = lease.get("spec") or {}
-        if old.get("holderIdentity") != self.identity:
-            return
-        stamp = format_micro_time(self._clock.now())
-        spec = dict(old)
-        spec.update(
-            holderIdentity="",
-            leaseDurationSeconds=1,
-            acquireTime=stamp,
-            renewTime=stamp,
-        )
-        lease["spec"] = spec
+        """Give the Lease up: empty holder, 1 s duration, transitions kept."""
         deadline = self._clock.monotonic() + self.renew_deadline
-        try:
-            written = self._call(lambda: self._client.replace(LEASES, lease), deadline)
-        except ApiError as exc:
-            self._log.warning("could not release the lease", error=str(exc))
+        lease = copy.deepcopy(self._lease) if self._lease is not None else None
+        for attempt in range(2):
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                self._log.info("lease not held by us; nothing to release")
+                return
+            stamp = format_micro_time(self._clock.now())
+            spec: Obj = dict(lease.get("spec") or {})
+            spec.update(
+                holderIdentity="", leaseDurationSeconds=1, acquireTime=stamp, renewTime=stamp
+            )
+            lease["spec"] = spec
+            body = lease
+            try:
+                written = self._call(partial(self._client.replace, LEASES, body), deadline)
+            except Conflict:
+                if attempt:
+                    break
+                # Our copy is stale: re-read and release if it is still ours.
+                try:
+                    lease = self._call(
+                        partial(self._client.get, LEASES, self.name, self.namespace), deadline
+                    )
+                except ApiError as exc:
+                    self._log.warning("could not release the lease", error=str(exc))
+                    return
+                continue
+            except ApiError as exc:
+                self._log.warning("could not release the lease", error=str(exc))
+                return
+            self._wrote(written, body)
+            self._log.info("released the lease")
             return
-        self._wrote(written, spec)
-        self._log.info("released the lease")
+        self._log.warning("could not release the lease: it keeps changing")
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -459,9 +494,3 @@ class LeaderElector:
             self._stop.wait(seconds)
         else:
             self._clock.sleep(seconds)
-
-
-class _HeldByOther(Exception):
-    def __init__(self, holder: str) -> None:
-        super().__init__(holder)
-        self.holder = holder

@@ -277,7 +277,7 @@ class SharedInformer:
             meta = obj.get("metadata") or {}
             self._log.exception(
                 "event handler failed",
-                event=kind,
+                change=kind,
                 namespace=meta.get("namespace"),
                 name=meta.get("name"),
             )

@@ -289,9 +289,11 @@ class Reflector:
             except TransportError as exc:
                 if self._stopped.is_set():
                     break
-                # The connection broke; the resourceVersion is still good.
+                # No answer / connection broke: retry the same step (a watch
+                # re-watches from the last resourceVersion, which is still good).
                 self._log.info(
-                    "watch broken; re-watching",
+                    "list/watch connection failed; retrying after backoff",
+                    relist=need_list,
                     error=str(exc),
                     resource_version=self.last_sync_resource_version,
                 )

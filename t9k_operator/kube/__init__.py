@@ -24,8 +24,23 @@ from t9k_operator.kube.errors import (
 from t9k_operator.kube.resources import Resource
 
 __all__ = [
-    "AlreadyExists", "ApiError", "BadRequest", "ClientOptions", "Conflict", "Connection",
-    "Forbidden", "Gone", "Invalid", "KubeClient", "NotFound", "Obj", "Resource",
-    "ServerError", "TooManyRequests", "TransportError", "Unauthorized", "WatchStream",
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "ClientOptions",
+    "Conflict",
+    "Connection",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "KubeClient",
+    "NotFound",
+    "Obj",
+    "Resource",
+    "ServerError",
+    "TooManyRequests",
+    "TransportError",
+    "Unauthorized",
+    "WatchStream",
     "load_connection",
 ]

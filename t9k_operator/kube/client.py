@@ -11,6 +11,7 @@ all threads; size it to workers + watches.
 
 from __future__ import annotations
 
+import builtins
 import json
 import ssl
 from collections.abc import Iterator
@@ -90,7 +91,7 @@ class WatchStream:
             try:
                 self._response.release_conn()
                 self._response.close()
-            except Exception:  # noqa: S110 - closing a dead socket may fail; nothing to do
+            except Exception:
                 pass
 
 
@@ -188,8 +189,13 @@ class KubeClient:
         timeout: float | None = None,
     ) -> Obj:
         response = self._open(
-            method, path, query, body, content_type,
-            timeout or self.options.read_timeout, stream=False,
+            method,
+            path,
+            query,
+            body,
+            content_type,
+            timeout or self.options.read_timeout,
+            stream=False,
         )
         if not response.data:
             return {}
@@ -231,14 +237,17 @@ class KubeClient:
         *,
         label_selector: str | None = None,
         page_size: int = 500,
-    ) -> tuple[list[Obj], str]:
+    ) -> tuple[builtins.list[Obj], str]:
         """Every item (paginated) and the list's resourceVersion."""
-        items: list[Obj] = []
+        items: builtins.list[Obj] = []
         token: str | None = None
         while True:
             page = self.list(
-                resource, namespace, label_selector=label_selector,
-                limit=page_size, continue_token=token,
+                resource,
+                namespace,
+                label_selector=label_selector,
+                limit=page_size,
+                continue_token=token,
             )
             items.extend(page.get("items") or [])
             meta = page.get("metadata") or {}
@@ -265,8 +274,13 @@ class KubeClient:
         }
         try:
             response = self._open(
-                "GET", resource.path(namespace), query, None, "",
-                self.options.watch_read_timeout, stream=True,
+                "GET",
+                resource.path(namespace),
+                query,
+                None,
+                "",
+                self.options.watch_read_timeout,
+                stream=True,
             )
         except Gone:
             raise
@@ -307,8 +321,11 @@ class KubeClient:
             "force": None if force is None else str(force).lower(),
         }
         return self.request(
-            "PATCH", resource.path(namespace, name, subresource),
-            query=query, body=patch, content_type=content_type,
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            query=query,
+            body=patch,
+            content_type=content_type,
         )
 
     def delete(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubernetes import client as k8s_client  # type: ignore[import-untyped]
+from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from t9k_operator.kube.errors import ApiError
@@ -62,12 +62,13 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
     default_path = os.path.expanduser("~/.kube/config")
     try:
         if explicit or (not in_cluster_available() and os.path.exists(default_path)):
-            k8s_config.load_kube_config(
-                config_file=explicit or default_path, context=context,
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=explicit or default_path,
+                context=context,
                 client_configuration=cfg,
             )
         elif in_cluster_available():
-            k8s_config.load_incluster_config(client_configuration=cfg)
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
             raise ApiError(
                 "no Kubernetes configuration: pass --kubeconfig, set KUBECONFIG, "

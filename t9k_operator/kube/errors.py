@@ -99,9 +99,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-def error_from_response(
-    status: int, data: bytes, retry_after: str | None = None
-) -> ApiError:
+def error_from_response(status: int, data: bytes, retry_after: str | None = None) -> ApiError:
     """Map an HTTP error answer (a ``metav1.Status`` body) to an exception."""
     body: dict[str, Any] = {}
     try:

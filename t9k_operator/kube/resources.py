@@ -51,6 +51,9 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
     namespaced=False,
 )

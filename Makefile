@@ -1,0 +1,61 @@
+# t9k-operator: run `make help` for the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CLUSTER ?= t9k
+KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
+
+.PHONY: help venv lint format test unit integration cluster cluster-down run demo manifests bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,lint]'
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv with the operator and its test and lint tools
+
+lint: $(STAMP) ## ruff, mypy and the import-layering contracts
+	$(VENV)/bin/ruff check t9k_operator tests hack
+	$(VENV)/bin/ruff format --check t9k_operator tests hack
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+format: $(STAMP) ## apply ruff's formatting and safe fixes
+	$(VENV)/bin/ruff check --fix t9k_operator tests hack
+	$(VENV)/bin/ruff format t9k_operator tests hack
+
+test: lint ## lint, unit tests, then integration tests on a local cluster it starts
+	$(VENV)/bin/pytest tests
+
+unit: $(STAMP) ## unit tests only (no cluster)
+	$(VENV)/bin/pytest tests/unit
+
+integration: $(STAMP) ## integration tests only
+	$(VENV)/bin/pytest tests/integration
+
+cluster: ## start the local cluster (builds the binaries the first time)
+	$(PYTHON) hack/cluster.py up --name $(CLUSTER)
+
+cluster-down: ## stop the local cluster and remove its state
+	$(PYTHON) hack/cluster.py down --name $(CLUSTER)
+
+run: $(STAMP) ## run the operator against the current kubeconfig context
+	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+
+demo: $(STAMP) ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
+	$(PY) hack/demo.py --name $(CLUSTER)
+
+manifests: $(STAMP) ## regenerate manifests/crds from the API models
+	$(PY) hack/gen_crds.py
+
+bench: $(STAMP) ## benchmarks (print figures; see docs/benchmarks.md)
+	$(PY) hack/bench_store_memory.py
+
+clean: ## remove the virtualenv and caches in the work tree
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,162 @@
+"""Command line: flags -> :class:`~t9k_operator.manager.Manager`.
+
+``t9k-operator`` (console script) and ``python -m t9k_operator`` both land
+here. Flag names follow controller-runtime's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType
+
+import structlog
+
+from t9k_operator import __version__
+from t9k_operator import logging as oplogging
+from t9k_operator.kube import ApiError, ClientOptions, KubeClient
+from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
+from t9k_operator.reconcilers import build_controllers
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="t9k-operator",
+        description="Runs PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob and MSJob.",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)",
+    )
+    p.add_argument(
+        "--namespace", default=None, help="watch only this namespace (default: all namespaces)"
+    )
+    p.add_argument(
+        "--metrics-bind-address",
+        default=":8080",
+        help="address of /metrics, host:port or 0 to disable (default :8080)",
+    )
+    p.add_argument(
+        "--health-probe-bind-address",
+        default=":8081",
+        help="address of /healthz and /readyz, or 0 to disable (default :8081)",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="take part in leader election; only the leader reconciles",
+    )
+    p.add_argument(
+        "--leader-election-namespace",
+        default=None,
+        help="namespace of the leader Lease (default: the pod's, else t9k-system)",
+    )
+    p.add_argument(
+        "--leader-election-id", default="t9k-operator-leader", help="name of the leader Lease"
+    )
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a standby waits after the last renewal before taking over",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds the leader keeps trying to renew before it gives up",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        help="seconds between leader election attempts",
+    )
+    p.add_argument(
+        "--concurrent-reconciles",
+        type=int,
+        default=4,
+        help="worker threads per job kind (default 4)",
+    )
+    p.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=20.0,
+        help="client-side limit on API requests per second (default 20)",
+    )
+    p.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=30,
+        help="client-side burst above --kube-api-qps (default 30)",
+    )
+    p.add_argument(
+        "--graceful-shutdown-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to let running reconciles finish on SIGTERM (default 30)",
+    )
+    p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
+    p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
+    args = p.parse_args(argv)
+    if args.concurrent_reconciles < 1:
+        p.error("--concurrent-reconciles must be at least 1")
+    if not (
+        0
+        < args.leader_elect_retry_period
+        < args.leader_elect_renew_deadline
+        < args.leader_elect_lease_duration
+    ):
+        p.error("leader election needs retry-period < renew-deadline < lease-duration")
+    if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
+        p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    oplogging.configure(args.log_level)
+    log = structlog.get_logger("t9k_operator")
+    # One pool connection per worker and per watch, plus a few for events and
+    # leader election.
+    pool_size = 4 * args.concurrent_reconciles + 16
+    try:
+        client = KubeClient.from_config(
+            args.kubeconfig,
+            options=ClientOptions(
+                qps=args.kube_api_qps, burst=args.kube_api_burst, pool_size=pool_size
+            ),
+        )
+    except ApiError as exc:
+        log.error("cannot configure the API client", error=str(exc))
+        return 2
+    options = ManagerOptions(
+        namespace=args.namespace,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election_namespace=(
+            args.leader_election_namespace or pod_namespace() or "t9k-system"
+        ),
+        leader_election_id=args.leader_election_id,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        concurrent_reconciles=args.concurrent_reconciles,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+    )
+    manager = Manager(client, options, build_controllers)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+        manager.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return manager.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

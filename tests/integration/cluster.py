@@ -1,0 +1,170 @@
+"""Test-side handle on the local cluster started by hack/cluster.py."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from t9k_operator.kube import KubeClient, NotFound, Resource
+from t9k_operator.kube.resources import NAMESPACES, SERVICEACCOUNTS
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_SCRIPT = ROOT / "hack" / "cluster.py"
+
+
+@dataclass
+class Cluster:
+    name: str
+    kubeconfig: Path
+    bin_dir: Path
+    etcd_url: str
+    server: str
+    ca_file: Path
+
+    @classmethod
+    def start(cls, name: str) -> Cluster:
+        proc = subprocess.run(
+            [sys.executable, str(CLUSTER_SCRIPT), "up", "--name", name],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"hack/cluster.py up failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+            )
+        kubeconfig = Path(proc.stdout.strip().splitlines()[-1])
+        state = json.loads((kubeconfig.parent / "cluster.json").read_text())
+        return cls(
+            name=name,
+            kubeconfig=kubeconfig,
+            bin_dir=Path(state["bin_dir"]),
+            etcd_url=f"http://127.0.0.1:{state['ports']['etcd']}",
+            server=state["server"],
+            ca_file=kubeconfig.parent / "pki" / "ca.crt",
+        )
+
+    def stop(self) -> None:
+        subprocess.run(
+            [sys.executable, str(CLUSTER_SCRIPT), "down", "--name", self.name], check=False
+        )
+
+    def kubectl(
+        self, *args: str, input_: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=input_,
+            text=True,
+            capture_output=True,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{proc.stderr}")
+        return proc
+
+    def admin(self) -> KubeClient:
+        return KubeClient.from_config(str(self.kubeconfig))
+
+    def token_kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig that authenticates with a bearer token (a ServiceAccount's)."""
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": base64.b64encode(
+                            self.ca_file.read_bytes()
+                        ).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "sa", "user": {"token": token}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
+            "current-context": "sa",
+        }
+        path.write_text(json.dumps(doc))
+        path.chmod(0o600)
+        return path
+
+    def etcd_compact(self) -> int:
+        """Compact etcd at its current revision (through etcd's JSON gateway)."""
+        import urllib.request
+
+        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            req = urllib.request.Request(
+                self.etcd_url + path,
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                result: dict[str, Any] = json.loads(resp.read())
+                return result
+
+        # A range read of a key that does not exist still reports the revision.
+        revision = int(
+            post("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})["header"]["revision"]
+        )
+        post("/v3/kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
+
+def create_namespace(client: KubeClient, prefix: str) -> str:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": f"{prefix}-"}}
+    name = str(client.create(NAMESPACES, body)["metadata"]["name"])
+    wait_for(lambda: _has_default_sa(client, name), 30, f"default ServiceAccount in {name}")
+    return name
+
+
+def _has_default_sa(client: KubeClient, namespace: str) -> bool:
+    try:
+        client.get(SERVICEACCOUNTS, "default", namespace)
+        return True
+    except NotFound:
+        return False
+
+
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail with ``what``."""
+    deadline = time.monotonic() + timeout
+    last_exc: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except AssertionError as exc:
+            last_exc = exc
+        time.sleep(interval)
+    detail = f": {last_exc}" if last_exc else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{detail}")
+
+
+def request_token(client: KubeClient, namespace: str, name: str, seconds: int = 7200) -> str:
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
+    resp = client.request("POST", SERVICEACCOUNTS.path(namespace, name, "token"), body=body)
+    return str(resp["status"]["token"])
+
+
+def delete_quietly(
+    client: KubeClient, resource: Resource, name: str, namespace: str | None
+) -> None:
+    with contextlib.suppress(NotFound):
+        client.delete(resource, name, namespace)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

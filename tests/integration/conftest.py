@@ -1,0 +1,105 @@
+"""Fixtures for tests against the real local cluster (hack/cluster.py).
+
+One cluster per test session (name ``$T9K_TEST_CLUSTER``, default
+``t9k-test``), started here and stopped at the end unless
+``T9K_KEEP_CLUSTER=1``; each test gets its own namespace. A cluster that
+cannot be started fails the session: these tests never skip.
+
+The operator under test authenticates as its own ServiceAccount, bound by
+the RBAC in manifests/rbac/, never as cluster-admin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from t9k_operator.kube import KubeClient
+from t9k_operator.kube.resources import NAMESPACES
+from tests.integration.cluster import (
+    ROOT,
+    Cluster,
+    create_namespace,
+    delete_quietly,
+    env_flag,
+    request_token,
+)
+from tests.integration.operator_process import OperatorProcess
+
+OPERATOR_NAMESPACE = "t9k-system"
+OPERATOR_SA = "t9k-operator"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    name = os.environ.get("T9K_TEST_CLUSTER", "t9k-test")
+    try:
+        handle = Cluster.start(name)
+    except RuntimeError as exc:
+        pytest.fail(f"the local cluster could not be started: {exc}", pytrace=False)
+    yield handle
+    if not env_flag("T9K_KEEP_CLUSTER"):
+        handle.stop()
+
+
+@pytest.fixture(scope="session")
+def admin(cluster: Cluster) -> KubeClient:
+    return cluster.admin()
+
+
+@pytest.fixture
+def namespace(admin: KubeClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    prefix = "t-" + request.node.name.replace("_", "-").lower()[:40].strip("-")
+    name = create_namespace(admin, prefix)
+    yield name
+    delete_quietly(admin, NAMESPACES, name, None)
+
+
+@pytest.fixture(scope="session")
+def rbac_installed(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "rbac"))
+
+
+@pytest.fixture(scope="session")
+def operator_kubeconfig(
+    cluster: Cluster,
+    admin: KubeClient,
+    rbac_installed: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """Kubeconfig of the operator's ServiceAccount (token from the TokenRequest API)."""
+    token = request_token(admin, OPERATOR_NAMESPACE, OPERATOR_SA)
+    return cluster.token_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", token)
+
+
+@pytest.fixture
+def operator_client(operator_kubeconfig: Path) -> KubeClient:
+    return KubeClient.from_config(str(operator_kubeconfig))
+
+
+@pytest.fixture
+def start_operator(
+    operator_kubeconfig: Path, tmp_path: Path
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """Start operator processes (as the ServiceAccount); all are killed at teardown."""
+    started: list[OperatorProcess] = []
+
+    def start(*args: str) -> OperatorProcess:
+        proc = OperatorProcess(
+            operator_kubeconfig, tmp_path / f"operator-{len(started)}.log", *args
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()

@@ -1,0 +1,67 @@
+"""The raw-JSON client against the real API server: verbs and error mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from t9k_operator.kube import AlreadyExists, Conflict, Gone, Invalid, KubeClient, NotFound
+from t9k_operator.kube.resources import CONFIGMAPS
+
+
+def cm(name: str, **data: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def test_create_get_patch_replace_delete(admin: KubeClient, namespace: str) -> None:
+    created = admin.create(CONFIGMAPS, cm("a", k="1"), namespace)
+    assert created["metadata"]["namespace"] == namespace
+    assert admin.get(CONFIGMAPS, "a", namespace)["data"] == {"k": "1"}
+    patched = admin.patch(CONFIGMAPS, "a", {"data": {"k": "2"}}, namespace)
+    assert patched["data"] == {"k": "2"}
+    patched["data"]["k"] = "3"
+    assert admin.replace(CONFIGMAPS, patched)["data"] == {"k": "3"}
+    admin.delete(CONFIGMAPS, "a", namespace)
+    with pytest.raises(NotFound):
+        admin.get(CONFIGMAPS, "a", namespace)
+
+
+def test_errors_map_to_types(admin: KubeClient, namespace: str) -> None:
+    admin.create(CONFIGMAPS, cm("dup"), namespace)
+    with pytest.raises(AlreadyExists) as exists:
+        admin.create(CONFIGMAPS, cm("dup"), namespace)
+    assert exists.value.status == 409 and exists.value.reason == "AlreadyExists"
+    stale = admin.get(CONFIGMAPS, "dup", namespace)
+    admin.patch(CONFIGMAPS, "dup", {"data": {"x": "y"}}, namespace)
+    with pytest.raises(Conflict) as conflict:
+        admin.replace(CONFIGMAPS, stale)
+    assert not isinstance(conflict.value, AlreadyExists)
+    with pytest.raises(Invalid) as invalid:
+        admin.create(CONFIGMAPS, cm("Not_A_Valid_Name"), namespace)
+    assert "Not_A_Valid_Name" in invalid.value.message
+    with pytest.raises(NotFound):
+        admin.delete(CONFIGMAPS, "missing", namespace)
+
+
+def test_list_all_paginates(admin: KubeClient, namespace: str) -> None:
+    for i in range(7):
+        admin.create(CONFIGMAPS, cm(f"p{i}"), namespace)
+    items, rv = admin.list_all(CONFIGMAPS, namespace, page_size=2)
+    names = sorted(i["metadata"]["name"] for i in items if i["metadata"]["name"].startswith("p"))
+    assert names == [f"p{i}" for i in range(7)]
+    assert rv.isdigit()
+
+
+def test_watch_from_compacted_revision_is_gone(admin: KubeClient, namespace: str, cluster) -> None:  # type: ignore[no-untyped-def]
+    first = admin.create(CONFIGMAPS, cm("w0"), namespace)
+    for i in range(3):
+        admin.create(CONFIGMAPS, cm(f"w{i + 1}"), namespace)
+    cluster.etcd_compact()
+    with pytest.raises(Gone):
+        stream = admin.watch(
+            CONFIGMAPS,
+            namespace,
+            resource_version=first["metadata"]["resourceVersion"],
+            timeout_seconds=5,
+        )
+        for _ in stream:
+            pass
