@@ -74,7 +74,9 @@ class Controller:
         self._reconcile = reconcile
         self._workers = workers
         self._clock = clock
-        self.queue: RateLimitingQueue[str] = queue or RateLimitingQueue(name, clock=clock)
+        self.queue: RateLimitingQueue[str] = (
+            queue if queue is not None else RateLimitingQueue(name, clock=clock)
+        )
         self._threads: list[threading.Thread] = []
         self._active = threading.Event()
         self._log = log.bind(controller=name)

@@ -86,13 +86,21 @@ class WatchStream:
         return event
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            try:
-                self._response.release_conn()
-                self._response.close()
-            except Exception:
-                pass
+        """End the stream, also from another thread blocked reading it.
+
+        The connection is closed, never handed back to the pool: it still has
+        unread chunks of this watch on it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        shutdown = getattr(self._response, "shutdown", None)  # urllib3 >= 2.3
+        try:
+            if shutdown is not None:
+                shutdown()
+            self._response.close()
+        except Exception:
+            pass
 
 
 class KubeClient:

@@ -34,8 +34,13 @@ class Connection:
 
 def _from_configuration(cfg: k8s_client.Configuration) -> Connection:
     def authorization() -> str | None:
-        value = cfg.get_api_key_with_prefix("authorization")
-        return str(value) if value else None
+        # The loaders store the token under "BearerToken" (client >= 32) or
+        # "authorization" (older); either way the value may lack "Bearer ".
+        value = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
+        if not value:
+            return None
+        text = str(value)
+        return text if text.lower().startswith("bearer ") else f"Bearer {text}"
 
     return Connection(
         host=str(cfg.host).rstrip("/"),

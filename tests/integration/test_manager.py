@@ -1,0 +1,102 @@
+"""The operator process: probes, leader election hand-over, graceful shutdown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from t9k_operator.kube import KubeClient, NotFound
+from t9k_operator.kube.resources import LEASES
+from tests.integration.cluster import wait_for
+from tests.integration.operator_process import OperatorProcess
+
+LEASE_NS = "t9k-system"
+FAST_ELECTION = (
+    "--leader-elect-lease-duration=6",
+    "--leader-elect-renew-deadline=4",
+    "--leader-elect-retry-period=1",
+)
+
+
+def leader_status(proc: OperatorProcess, lease: str) -> float:
+    return proc.metric("leader_election_master_status", {"name": lease}) or 0.0
+
+
+def lease_holder(admin: KubeClient, name: str) -> str:
+    try:
+        return str(admin.get(LEASES, name, LEASE_NS)["spec"].get("holderIdentity") or "")
+    except NotFound:
+        return ""
+
+
+def test_two_managers_one_leader_and_handover_on_kill(
+    start_operator: Callable[..., OperatorProcess], admin: KubeClient
+) -> None:
+    lease = f"test-handover-{int(time.time())}"
+    args = ("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
+    a, b = start_operator(*args), start_operator(*args)
+    a.wait_ready()
+    b.wait_ready()
+    wait_for(lambda: leader_status(a, lease) + leader_status(b, lease) == 1, 20, "a leader")
+    # For a while, sampled often: never two leaders at once.
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        assert leader_status(a, lease) + leader_status(b, lease) <= 1
+        time.sleep(0.2)
+    leader, standby = (a, b) if leader_status(a, lease) == 1 else (b, a)
+    holder = lease_holder(admin, lease)
+    assert holder
+    leader.kill()  # kill -9: no release, the lease must expire
+    killed_at = time.monotonic()
+    wait_for(lambda: leader_status(standby, lease) == 1, 15, "the standby to take over")
+    took = time.monotonic() - killed_at
+    # The standby may take the lease only after it expired (6 s after the last
+    # renewal, which was at most one retry period before the kill).
+    assert took <= 6 + 1 + 1.5, f"hand-over took {took:.1f}s"
+    new_holder = lease_holder(admin, lease)
+    assert new_holder and new_holder != holder
+    assert standby.proc.poll() is None
+
+
+def test_sigterm_exits_zero_and_releases_the_lease(
+    start_operator: Callable[..., OperatorProcess], admin: KubeClient
+) -> None:
+    lease = f"test-sigterm-{int(time.time())}"
+    proc = start_operator("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
+    proc.wait_ready()
+    assert proc.get("/healthz")[0] == 200
+    wait_for(lambda: leader_status(proc, lease) == 1, 20, "leadership")
+    assert lease_holder(admin, lease)
+    code = proc.terminate(timeout=40)
+    assert code == 0, proc.logs()
+    assert lease_holder(admin, lease) == ""
+    assert admin.get(LEASES, lease, LEASE_NS)["spec"]["leaseDurationSeconds"] == 1
+
+
+def test_released_lease_is_taken_at_once(
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    lease = f"test-release-{int(time.time())}"
+    args = ("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
+    a = start_operator(*args)
+    a.wait_ready()
+    wait_for(lambda: leader_status(a, lease) == 1, 20, "a leads")
+    b = start_operator(*args)
+    b.wait_ready()
+    assert a.terminate() == 0
+    stopped_at = time.monotonic()
+    wait_for(lambda: leader_status(b, lease) == 1, 10, "b takes the released lease")
+    # Released, not expired: well under the 6 s lease duration.
+    assert time.monotonic() - stopped_at < 4
+
+
+def test_readyz_waits_for_caches_and_bad_flags_fail_fast(
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    proc = start_operator()
+    proc.wait_ready()
+    assert proc.get("/readyz") == (200, "ok\n")
+    assert proc.get("/nope")[0] == 404
+    bad = start_operator("--concurrent-reconciles=0")
+    assert bad.proc.wait(20) == 2
+    assert "--concurrent-reconciles must be at least 1" in bad.logs()

@@ -1,0 +1,93 @@
+"""The operator's ServiceAccount under manifests/rbac: what it needs, and no more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from t9k_operator.kube import Forbidden, KubeClient
+from t9k_operator.kube.resources import (
+    CONFIGMAPS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Resource,
+)
+
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+    namespaced=False,
+)  # fmt: skip
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+
+
+def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -> None:
+    c = operator_client
+    for res in (PODS, SERVICES, CONFIGMAPS, SECRETS):
+        c.list_all(res)  # cluster-wide list (informers)
+        c.watch(res, resource_version=None, timeout_seconds=1).close()
+    c.create(PODS, {"metadata": {"name": "p"},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]}}, namespace)  # fmt: skip
+    c.delete(PODS, "p", namespace)
+    c.create(
+        SERVICES,
+        {"metadata": {"name": "s"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
+        namespace,
+    )
+    c.create(CONFIGMAPS, {"metadata": {"name": "h"}, "data": {"hostfile": "x"}}, namespace)
+    c.create(SECRETS, {"metadata": {"name": "k"}, "stringData": {"id": "x"}}, namespace)
+    c.delete(SECRETS, "k", namespace)
+    ev = c.create(EVENTS, {"metadata": {"generateName": "e-"}, "reason": "R", "message": "m",
+                           "involvedObject": {"kind": "Pod", "name": "p",
+                                              "namespace": namespace}}, namespace)  # fmt: skip
+    c.patch(EVENTS, ev["metadata"]["name"], {"count": 2}, namespace)
+    c.create(LEASES, {"metadata": {"name": f"rbac-{namespace}"}, "spec": {}}, "t9k-system")
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        pytest.param(lambda c, ns: c.list_all(NODES), id="list-nodes"),
+        pytest.param(lambda c, ns: c.delete(NAMESPACES, ns, None), id="delete-namespace"),
+        pytest.param(
+            lambda c, ns: c.create(
+                CLUSTER_ROLE_BINDINGS,
+                {
+                    "metadata": {"name": "escalate"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": "cluster-admin",
+                    },
+                    "subjects": [
+                        {
+                            "kind": "ServiceAccount",
+                            "name": "t9k-operator",
+                            "namespace": "t9k-system",
+                        }
+                    ],
+                },
+            ),
+            id="grant-itself-cluster-admin",
+        ),
+        pytest.param(lambda c, ns: c.list_all(DEPLOYMENTS, ns), id="list-deployments"),
+        pytest.param(
+            lambda c, ns: c.create(LEASES, {"metadata": {"name": "x"}, "spec": {}}, ns),
+            id="lease-outside-its-namespace",
+        ),
+        pytest.param(
+            lambda c, ns: c.patch(PODS, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
+            id="patch-pods",
+        ),
+    ],
+)
+def test_operator_is_refused_cluster_admin_actions(
+    operator_client: KubeClient, namespace: str, action: Callable[[KubeClient, str], object]
+) -> None:
+    with pytest.raises(Forbidden):
+        action(operator_client, namespace)
