@@ -1,0 +1,497 @@
+"""The job engine: one pure state machine shared by every job kind.
+
+``plan(kind, job, pods, now)`` looks at a job, the pods that exist and the
+time, and returns a :class:`Plan`: pods to create, pods to delete, the status
+to write, Events to record and when to look again. It never does I/O and
+never reads a clock, so every rule is a table-driven unit test.
+
+Rules, in order of precedence:
+
+1. **Finished jobs** (phase Succeeded/Failed) stay finished; only the cleanup
+   policy still acts (``None`` keeps all pods, ``All`` deletes every pod,
+   ``Unfinished`` deletes pods that have not ended; a kind may narrow the
+   scope, as ColossalAIJob keeps its launcher).
+2. **Deadline**: ``activeDeadlineSeconds`` after ``status.startTime`` the job
+   fails with reason ``DeadlineExceeded``, exactly on time: until then the
+   plan asks to be requeued at that instant. Paused time counts.
+3. **Pause**: every pod is deleted (none created); phase Paused. Unpausing
+   shows phase Resuming until every replica runs again; pods created after a
+   pause use the ``resumeSpecs`` of their type.
+4. **Debug**: pods run the debug command (per-kind default), optionally
+   without init containers; their exits neither restart them nor end the job.
+5. **Restarts**: an ended replica is recreated per its type's restart policy
+   (Never / OnFailure / Always / ExitCode on 130, 137, 138, 143). Every
+   recreation counts once against the job's one ``backoffLimit``; the failed
+   pod's uid goes into ``status.countedFailures`` in the same status write
+   that raises ``restartCount``, so a crash between the write and the delete
+   neither loses nor double-counts it. At the limit nothing is recreated.
+6. **Outcome**: the kind decides success and failure from the replicas'
+   states (PyTorch: the master's exit; DeepSpeed: worker-0; ...). A replica
+   failed for good fails the job at once, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from t9k_operator.reconcilers.pods import ReplicaState, should_restart
+
+Obj = dict[str, Any]
+
+TERMINAL = ("Succeeded", "Failed")
+CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
+
+
+@dataclass(frozen=True)
+class Role:
+    """One replica type of a job."""
+
+    type: str
+    replicas: int
+    restart_policy: str = "Never"
+
+
+@dataclass(frozen=True)
+class PodMode:
+    """How a pod is to be built: normally, for debugging, or after a pause."""
+
+    command: tuple[str, ...] | None = None  # replaces the training container's command
+    args: tuple[str, ...] | None = None  # replaces its args (resume only)
+    skip_init_containers: bool = False
+    debug: bool = False
+
+
+@dataclass(frozen=True)
+class Override:
+    """A per-type debug or resume setting from ``spec.runMode``."""
+
+    type: str
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    skip_init_container: bool = False
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the engine needs to know about a job, in kind-neutral terms."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    roles: tuple[Role, ...]
+    backoff_limit: int = 3
+    active_deadline_seconds: int | None = None
+    cleanup_policy: str = "None"  # None | All | Unfinished
+    debug: bool = False
+    debug_overrides: tuple[Override, ...] = ()
+    paused: bool = False
+    resume_overrides: tuple[Override, ...] = ()
+    status: Mapping[str, Any] = field(default_factory=dict)
+    spec_error: str | None = None  # an invalid spec the schema could not catch
+
+
+@dataclass(frozen=True)
+class Outcome:
+    phase: str  # Succeeded | Failed
+    reason: str
+    message: str
+
+
+class Kind(Protocol):
+    """The hooks a job kind gives the engine."""
+
+    debug_command: tuple[str, ...]
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        """Succeeded/Failed from the replicas' current states, or None while running.
+
+        Replicas that failed for good (no restart left) are reported by the
+        engine itself; this hook decides success and kind-specific failure.
+        """
+        ...
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        """Replica types the cleanup policy may delete (None: every type)."""
+        ...
+
+
+@dataclass
+class Plan:
+    create: list[tuple[str, int, PodMode]] = field(default_factory=list)
+    delete: list[ReplicaState] = field(default_factory=list)
+    status: Obj = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # type, reason, message
+    requeue_after: float | None = None
+    finished: Outcome | None = None  # set on the reconcile that ends the job
+
+    def wake_in(self, seconds: float) -> None:
+        seconds = max(seconds, 0.001)
+        if self.requeue_after is None or seconds < self.requeue_after:
+            self.requeue_after = seconds
+
+
+# -- time helpers -------------------------------------------------------------------
+
+
+def fmt_time(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+# -- conditions ---------------------------------------------------------------------
+
+
+def set_condition(
+    conditions: list[Obj], type_: str, status: str, reason: str, message: str, now: datetime
+) -> None:
+    """Set a condition; ``lastTransitionTime`` moves only when ``status`` moves."""
+    for cond in conditions:
+        if cond.get("type") == type_:
+            if cond.get("status") != status:
+                cond["lastTransitionTime"] = fmt_time(now)
+            cond["status"], cond["reason"], cond["message"] = status, reason, message
+            return
+    conditions.append(
+        {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": fmt_time(now),
+        }
+    )
+
+
+def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+# -- the plan -----------------------------------------------------------------------
+
+
+def plan(
+    kind: Kind, job: JobView, pods: Mapping[tuple[str, int], ReplicaState], now: datetime
+) -> Plan:
+    out = Plan()
+    prev = job.status
+    status: Obj = {
+        "observedGeneration": job.generation,
+        "phase": prev.get("phase") or "Pending",
+        "conditions": [dict(c) for c in prev.get("conditions") or []],
+        "restartCount": int(prev.get("restartCount") or 0),
+        "countedFailures": [],
+        "startTime": prev.get("startTime") or fmt_time(now),
+    }
+    if prev.get("completionTime"):
+        status["completionTime"] = prev["completionTime"]
+    out.status = status
+    conds: list[Obj] = status["conditions"]
+    desired = {(r.type, i) for r in job.roles for i in range(r.replicas)}
+    role_restarts = _role_restarts(prev)
+
+    # Counted failures whose pods are gone need no more remembering.
+    live_uids = {s.uid for s in pods.values()}
+    counted = [u for u in prev.get("countedFailures") or [] if u in live_uids]
+
+    def finish(outcome: Outcome) -> None:
+        status["phase"] = outcome.phase
+        status["completionTime"] = fmt_time(now)
+        msg = outcome.message
+        ok = outcome.phase == "Succeeded"
+        set_condition(conds, "Completed", "True" if ok else "False", outcome.reason, msg, now)
+        set_condition(conds, "Failed", "False" if ok else "True", outcome.reason, msg, now)
+        set_condition(conds, "Running", "False", outcome.reason, msg, now)
+        out.finished = outcome
+        out.events.append(("Normal" if ok else "Warning", outcome.reason, msg))
+
+    # 1. finished jobs: cleanup only.
+    if status["phase"] in TERMINAL:
+        _cleanup(kind, job, pods, out)
+        status["countedFailures"] = counted
+        _render_replicas(job, pods, status, role_restarts, out)
+        return out
+
+    if job.spec_error:
+        finish(Outcome("Failed", "InvalidSpec", job.spec_error))
+        _cleanup(kind, job, pods, out)
+        _render_replicas(job, pods, status, role_restarts, out)
+        return out
+
+    # 2. deadline.
+    start = parse_time(status["startTime"]) or now
+    if job.active_deadline_seconds is not None:
+        deadline = start + timedelta(seconds=job.active_deadline_seconds)
+        if now >= deadline:
+            finish(
+                Outcome(
+                    "Failed",
+                    "DeadlineExceeded",
+                    f"The job ran past its activeDeadlineSeconds ({job.active_deadline_seconds}s).",
+                )
+            )
+            _cleanup(kind, job, pods, out)
+            _render_replicas(job, pods, status, role_restarts, out)
+            return out
+        out.wake_in((deadline - now).total_seconds())
+
+    # 3. pause.
+    if job.paused:
+        for live in pods.values():
+            if not live.terminating:
+                out.delete.append(live)
+        if status["phase"] != "Paused":
+            out.events.append(("Normal", "Paused", "The job is paused: its pods are deleted."))
+        status["phase"] = "Paused"
+        set_condition(
+            conds,
+            "Paused",
+            "True",
+            "Paused",
+            "The job is paused: all replicas are deleted or being deleted.",
+            now,
+        )
+        set_condition(conds, "Running", "False", "Paused", "The job is paused.", now)
+        status["countedFailures"] = counted
+        _render_replicas(job, pods, status, role_restarts, out)
+        return out
+    was_paused = get_condition(prev, "Paused") is not None
+    resuming = status["phase"] == "Paused" or (status["phase"] == "Resuming")
+    if status["phase"] == "Paused":
+        out.events.append(("Normal", "Resumed", "The job is resuming: its pods are recreated."))
+        set_condition(conds, "Paused", "False", "Resumed", "The job has been resumed.", now)
+
+    # 4/5. per replica: create, restart, or note a permanent failure.
+    failed_for_good: list[tuple[ReplicaState, str]] = []  # state, reason
+    counted_set = set(counted)
+    for key, existing in sorted(pods.items()):
+        if key not in desired and not existing.terminating:
+            out.delete.append(existing)  # scaled down, or a type that no longer exists
+    for role in job.roles:
+        for index in range(role.replicas):
+            state: ReplicaState | None = pods.get((role.type, index))
+            mode = _pod_mode(kind, job, role.type, was_paused or resuming)
+            if state is None:
+                out.create.append((role.type, index, mode))
+                continue
+            if state.terminating or not state.ended or job.debug:
+                continue
+            if not should_restart(role.restart_policy, state):
+                if state.phase == "Failed":
+                    failed_for_good.append((state, "ReplicaFailed"))
+                continue
+            if state.uid in counted_set:
+                out.delete.append(state)  # counted before a crash; finish the restart
+                continue
+            if status["restartCount"] >= job.backoff_limit:
+                if state.phase == "Failed":
+                    failed_for_good.append((state, "BackoffLimitExceeded"))
+                    out.events.append(
+                        (
+                            "Warning",
+                            "BackoffLimitExceeded",
+                            f"{state.describe_failure()}; backoffLimit "
+                            f"{job.backoff_limit} reached, not restarting",
+                        )
+                    )
+                continue
+            status["restartCount"] += 1
+            role_restarts[role.type] = role_restarts.get(role.type, 0) + 1
+            counted.append(state.uid)
+            counted_set.add(state.uid)
+            out.delete.append(state)
+            code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
+            out.events.append(
+                (
+                    "Warning" if state.phase == "Failed" else "Normal",
+                    "Restarting",
+                    f"Restarting {state.name}{code}: restart "
+                    f"{status['restartCount']} of {job.backoff_limit}",
+                )
+            )
+    status["countedFailures"] = counted
+
+    # 6. outcome.
+    if failed_for_good and not job.debug:
+        first, reason = failed_for_good[0]
+        finish(Outcome("Failed", reason, first.describe_failure()))
+        _cleanup(kind, job, pods, out, keep_planned=True)
+        out.create.clear()
+    elif not job.debug:
+        outcome = kind.outcome(job, {k: v for k, v in pods.items() if k in desired})
+        if outcome is not None and not (outcome.phase == "Succeeded" and _restarting(out)):
+            finish(outcome)
+            _cleanup(kind, job, pods, out, keep_planned=True)
+            out.create.clear()
+
+    if status["phase"] not in TERMINAL:
+        _progress(job, pods, desired, status, conds, out, now, resuming)
+    _render_replicas(job, pods, status, role_restarts, out)
+    return out
+
+
+def _restarting(out: Plan) -> bool:
+    return any(e[1] == "Restarting" for e in out.events)
+
+
+def _pod_mode(kind: Kind, job: JobView, type_: str, after_pause: bool) -> PodMode:
+    if job.debug:
+        o = next((o for o in job.debug_overrides if o.type == type_), None)
+        return PodMode(
+            command=(o.command if o and o.command else kind.debug_command),
+            skip_init_containers=bool(o and o.skip_init_container),
+            debug=True,
+        )
+    if after_pause:
+        o = next((o for o in job.resume_overrides if o.type == type_), None)
+        if o is not None:
+            return PodMode(
+                command=o.command, args=o.args, skip_init_containers=o.skip_init_container
+            )
+    return PodMode()
+
+
+def _cleanup(
+    kind: Kind,
+    job: JobView,
+    pods: Mapping[tuple[str, int], ReplicaState],
+    out: Plan,
+    keep_planned: bool = False,
+) -> None:
+    policy = job.cleanup_policy
+    if policy == "None":
+        return
+    scope = kind.cleanup_types(job)
+    planned = {s.uid for s in out.delete} if keep_planned else set()
+    if not keep_planned:
+        out.delete.clear()
+    for (type_, _), state in sorted(pods.items()):
+        if state.terminating or state.uid in planned:
+            continue
+        if scope is not None and type_ not in scope:
+            continue
+        if policy == "All" or (policy == "Unfinished" and not state.ended):
+            out.delete.append(state)
+
+
+def _progress(
+    job: JobView,
+    pods: Mapping[tuple[str, int], ReplicaState],
+    desired: set[tuple[str, int]],
+    status: Obj,
+    conds: list[Obj],
+    out: Plan,
+    now: datetime,
+    resuming: bool,
+) -> None:
+    present = {k: s for k, s in pods.items() if k in desired and not s.terminating}
+    all_created = len(present) == len(desired) and not out.create
+    if all_created:
+        set_condition(
+            conds, "Initialized", "True", "-", "The job has been initialized successfully.", now
+        )
+    failing = [s for s in present.values() if s.phase == "Failed"]
+    if failing:
+        set_condition(
+            conds,
+            "ReplicaFailure",
+            "True",
+            "ReplicaFailed",
+            "; ".join(s.describe_failure() for s in failing),
+            now,
+        )
+    else:
+        set_condition(conds, "ReplicaFailure", "False", "-", "All pods are running normally.", now)
+    running = all_created and all(s.phase in ("Running", "Succeeded") for s in present.values())
+    if running:
+        status["phase"] = "Running"
+        set_condition(conds, "Running", "True", "-", "The job is running.", now)
+    elif resuming:
+        status["phase"] = "Resuming"
+    else:
+        status["phase"] = "Pending" if status["phase"] != "Running" else "Running"
+        if status["phase"] == "Pending":
+            set_condition(conds, "Running", "False", "-", "Waiting for replicas to start.", now)
+    for type_ in ("Completed", "Failed"):
+        if get_condition(status, type_) is None:
+            set_condition(conds, type_, "False", "-", "The job has not finished.", now)
+
+
+def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:
+    return {str(t.get("type")): int(t.get("restartCount") or 0) for t in prev.get("tasks") or []}
+
+
+def _render_replicas(
+    job: JobView,
+    pods: Mapping[tuple[str, int], ReplicaState],
+    status: Obj,
+    role_restarts: Mapping[str, int],
+    out: Plan,
+) -> None:
+    """``tasks`` (per type: restarts and replicas) and ``aggregate`` counts."""
+    deleting = {s.uid for s in out.delete}
+    creating = {(t, i) for t, i, _ in out.create}
+    aggregate = {
+        k: 0
+        for k in ("creating", "deleted", "failed", "pending", "running", "succeeded", "unknown")
+    }
+    tasks: list[Obj] = []
+    ready = total = 0
+    for role in job.roles:
+        replicas: list[Obj] = []
+        for index in range(role.replicas):
+            total += 1
+            state = pods.get((role.type, index))
+            if state is None:
+                phase = "Creating" if (role.type, index) in creating else "Deleted"
+                replicas.append({"name": "", "uid": "", "phase": phase, "containers": []})
+            else:
+                phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
+                replicas.append(
+                    {
+                        "name": state.name,
+                        "uid": state.uid,
+                        "phase": phase,
+                        "containers": [
+                            {
+                                k: v
+                                for k, v in (
+                                    ("name", n),
+                                    ("state", st),
+                                    ("exitCode", code),
+                                    ("reason", rsn),
+                                )
+                                if v not in (None, "")
+                            }
+                            for n, st, code, rsn in state.containers
+                        ],
+                    }
+                )
+                ready += state.phase == "Running" and not state.terminating
+            key = phase.lower() if phase.lower() in aggregate else "unknown"
+            aggregate[key] += 1
+        tasks.append(
+            {
+                "type": role.type,
+                "restartCount": role_restarts.get(role.type, 0),
+                "replicas": replicas,
+            }
+        )
+    status["tasks"] = tasks
+    status["aggregate"] = aggregate
+    status["replicas"] = total
+    status["readyReplicas"] = ready

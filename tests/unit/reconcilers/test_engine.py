@@ -1,0 +1,364 @@
+"""The shared engine, rule by rule (pure: jobs, pod states and a time in, a plan out)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from t9k_operator.reconcilers.engine import (
+    JobView,
+    Outcome,
+    Override,
+    Plan,
+    PodMode,
+    Role,
+    fmt_time,
+    get_condition,
+    plan,
+)
+from t9k_operator.reconcilers.pods import ReplicaState
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+Pods = dict[tuple[str, int], ReplicaState]
+
+
+class MasterKind:
+    """PyTorch-like: the master's success is the job's success."""
+
+    debug_command = ("sleep", "inf")
+
+    def __init__(self, scope: frozenset[str] | None = None) -> None:
+        self.scope = scope
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        master = replicas.get(("master", 0))
+        if master is not None and master.phase == "Succeeded":
+            return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
+        return None
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        return self.scope
+
+
+KIND = MasterKind()
+
+
+def job(**kw: Any) -> JobView:
+    base = JobView(
+        kind="PyTorchTrainingJob", namespace="ns", name="j", uid="u", generation=1,
+        roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
+    )  # fmt: skip
+    return replace(base, **kw)
+
+
+def pod(
+    type_: str, i: int, phase: str = "Running", code: int | None = None, **kw: Any
+) -> ReplicaState:
+    return ReplicaState(name=f"j-{type_}-{i}", uid=f"uid-{type_}-{i}-{phase}", phase=phase,
+                        exit_code=code, **kw)  # fmt: skip
+
+
+def running(j: JobView) -> Pods:
+    return {(r.type, i): pod(r.type, i) for r in j.roles for i in range(r.replicas)}
+
+
+def step(j: JobView, pods: Pods, now: datetime = T0) -> Plan:
+    return plan(KIND, j, pods, now)
+
+
+def cond(p: Plan, type_: str) -> str | None:
+    c = get_condition(p.status, type_)
+    return None if c is None else c["status"]
+
+
+def deleted(p: Plan) -> list[str]:
+    return sorted(s.name for s in p.delete)
+
+
+def test_new_job_creates_every_replica_and_is_pending() -> None:
+    p = step(job(), {})
+    assert [(t, i) for t, i, _ in p.create] == [("master", 0), ("worker", 0), ("worker", 1)]
+    assert all(m == PodMode() for _, _, m in p.create)
+    assert p.status["phase"] == "Pending"
+    assert p.status["startTime"] == fmt_time(T0)
+    assert p.status["aggregate"]["creating"] == 3
+    assert cond(p, "Initialized") is None
+    assert p.requeue_after is None
+
+
+def test_all_running_is_running_and_initialized() -> None:
+    j = job()
+    p = step(j, running(j))
+    assert (p.create, p.delete) == ([], [])
+    assert p.status["phase"] == "Running"
+    assert cond(p, "Initialized") == "True" and cond(p, "Running") == "True"
+    assert cond(p, "Completed") == "False" and cond(p, "Failed") == "False"
+    assert p.status["aggregate"]["running"] == 3
+    assert p.status["readyReplicas"] == 3 and p.status["replicas"] == 3
+    assert [t["type"] for t in p.status["tasks"]] == ["master", "worker"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "phase", "code", "restarts"),
+    [
+        ("Never", "Failed", 1, False),
+        ("Never", "Succeeded", 0, False),
+        ("OnFailure", "Failed", 1, True),
+        ("OnFailure", "Failed", None, True),  # evicted: no exit code, still failed
+        ("OnFailure", "Succeeded", 0, False),
+        ("Always", "Failed", 2, True),
+        ("Always", "Succeeded", 0, True),
+        ("ExitCode", "Failed", 130, True),
+        ("ExitCode", "Failed", 137, True),
+        ("ExitCode", "Failed", 138, True),
+        ("ExitCode", "Failed", 143, True),
+        ("ExitCode", "Failed", 1, False),
+        ("ExitCode", "Failed", 139, False),
+        ("ExitCode", "Succeeded", 0, False),
+    ],
+)
+def test_restart_policies(policy: str, phase: str, code: int | None, restarts: bool) -> None:
+    j = job(roles=(Role("master", 1, "Never"), Role("worker", 2, policy)))
+    j = replace(j, status=step(j, running(j)).status)  # it was running
+    pods = running(j)
+    pods[("worker", 1)] = pod("worker", 1, phase, code)
+    p = step(j, pods)
+    if restarts:
+        assert deleted(p) == ["j-worker-1"]
+        assert p.status["restartCount"] == 1
+        assert p.status["countedFailures"] == [pods[("worker", 1)].uid]
+        assert p.status["tasks"][1]["restartCount"] == 1
+        assert any(e[1] == "Restarting" for e in p.events)
+        assert p.status["phase"] == "Running"
+    elif phase == "Failed":
+        assert p.status["phase"] == "Failed"
+        assert get_condition(p.status, "Failed")["reason"] == "ReplicaFailed"  # type: ignore[index]
+        assert f"exit code {code}" in get_condition(p.status, "Failed")["message"]  # type: ignore[index]
+        assert p.create == []
+    else:
+        assert p.status["phase"] == "Running" and p.delete == []
+
+
+def test_backoff_limit_is_shared_across_replica_types() -> None:
+    j = job(backoff_limit=2)
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    p1 = step(j, pods)
+    assert p1.status["restartCount"] == 1
+    # The worker came back; now the master fails.
+    j = replace(j, status=p1.status)
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Failed", 1)
+    p2 = step(j, pods)
+    assert p2.status["restartCount"] == 2
+    assert [t["restartCount"] for t in p2.status["tasks"]] == [1, 1]
+    # Limit reached: the next failure of either type fails the job.
+    j = replace(j, status=p2.status)
+    pods = running(j)
+    pods[("worker", 1)] = pod("worker", 1, "Failed", 143)
+    p3 = step(j, pods)
+    assert p3.status["restartCount"] == 2
+    assert p3.status["phase"] == "Failed"
+    assert get_condition(p3.status, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+    assert p3.create == [] and "j-worker-1" not in deleted(p3)
+
+
+def test_a_counted_failure_is_not_counted_twice_after_a_crash() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    p1 = step(j, pods)
+    # The operator died after writing status, before deleting the pod.
+    p2 = step(replace(j, status=p1.status), pods)
+    assert p2.status["restartCount"] == 1
+    assert deleted(p2) == ["j-worker-0"]
+    # Once the pod is gone its uid is forgotten and a new pod is created.
+    del pods[("worker", 0)]
+    p3 = step(replace(j, status=p2.status), pods)
+    assert p3.status["countedFailures"] == []
+    assert [(t, i) for t, i, _ in p3.create] == [("worker", 0)]
+    assert p3.status["restartCount"] == 1
+
+
+def test_a_terminating_pod_is_waited_for_not_recreated() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1, terminating=True)
+    p = step(j, pods)
+    assert p.create == [] and p.delete == []
+    assert p.status["tasks"][1]["replicas"][0]["phase"] == "Deleted"
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("None", []), ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
+     ("Unfinished", ["j-worker-1"])],
+)  # fmt: skip
+def test_cleanup_after_success(policy: str, expected: list[str]) -> None:
+    j = job(cleanup_policy=policy)
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
+    pods[("worker", 0)] = pod("worker", 0, "Succeeded", 0)
+    p = step(j, pods)
+    assert p.status["phase"] == "Succeeded"
+    assert cond(p, "Completed") == "True" and cond(p, "Failed") == "False"
+    assert cond(p, "Running") == "False"
+    assert p.status["completionTime"] == fmt_time(T0)
+    assert p.finished is not None and p.finished.phase == "Succeeded"
+    assert deleted(p) == expected
+    # A later reconcile of the finished job applies the same policy, changes nothing else.
+    again = step(replace(j, status=p.status), pods, T0 + timedelta(minutes=5))
+    assert deleted(again) == expected
+    assert again.status["completionTime"] == fmt_time(T0)
+    assert again.finished is None and again.create == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("None", []), ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
+     ("Unfinished", ["j-master-0", "j-worker-1"])],
+)  # fmt: skip
+def test_cleanup_after_failure(policy: str, expected: list[str]) -> None:
+    j = job(cleanup_policy=policy, roles=(Role("master", 1, "Never"), Role("worker", 2, "Never")))
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 3)
+    p = step(j, pods)
+    assert p.status["phase"] == "Failed"
+    assert deleted(p) == expected
+
+
+def test_kind_can_narrow_cleanup_scope() -> None:
+    j = job(cleanup_policy="All")
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
+    p = plan(MasterKind(frozenset({"worker"})), j, pods, T0)
+    assert deleted(p) == ["j-worker-0", "j-worker-1"]
+
+
+def test_deadline_requeues_exactly_then_fails() -> None:
+    j = job(active_deadline_seconds=600, cleanup_policy="Unfinished")
+    first = step(j, {})
+    assert first.requeue_after == 600
+    j = replace(j, status=first.status)
+    mid = step(j, running(j), T0 + timedelta(seconds=599))
+    assert mid.requeue_after == pytest.approx(1)
+    assert mid.status["phase"] == "Running"
+    end = step(j, running(j), T0 + timedelta(seconds=600))
+    assert end.status["phase"] == "Failed"
+    assert get_condition(end.status, "Failed")["reason"] == "DeadlineExceeded"  # type: ignore[index]
+    assert deleted(end) == ["j-master-0", "j-worker-0", "j-worker-1"]
+    assert end.events[-1][:2] == ("Warning", "DeadlineExceeded")
+
+
+def test_pause_deletes_pods_and_resume_uses_resume_specs() -> None:
+    resume = (Override("worker", command=("python",), args=("resume.py",),
+                       skip_init_container=True),)  # fmt: skip
+    j = job(paused=True, resume_overrides=resume)
+    p = step(j, running(j))
+    assert deleted(p) == ["j-master-0", "j-worker-0", "j-worker-1"]
+    assert p.status["phase"] == "Paused" and cond(p, "Paused") == "True"
+    assert p.create == []
+    j = replace(j, status=p.status)
+    still = step(j, {})
+    assert still.create == [] and still.status["phase"] == "Paused"
+    assert not any(e[1] == "Paused" for e in still.events)  # the Event was sent once
+    # Unpause.
+    j = replace(j, paused=False, status=still.status)
+    r = step(j, {})
+    assert r.status["phase"] == "Resuming"
+    assert cond(r, "Paused") == "False"
+    modes = {(t, i): m for t, i, m in r.create}
+    assert modes[("worker", 0)] == PodMode(command=("python",), args=("resume.py",),
+                                           skip_init_containers=True)  # fmt: skip
+    assert modes[("master", 0)] == PodMode()
+    j = replace(j, status=r.status)
+    back = step(j, running(j))
+    assert back.status["phase"] == "Running"
+
+
+def test_deadline_counts_while_paused() -> None:
+    j = job(paused=True, active_deadline_seconds=60)
+    p = step(j, {})
+    j = replace(j, status=p.status)
+    late = step(j, {}, T0 + timedelta(seconds=61))
+    assert late.status["phase"] == "Failed"
+    assert get_condition(late.status, "Failed")["reason"] == "DeadlineExceeded"  # type: ignore[index]
+
+
+def test_pause_during_restart_counts_nothing() -> None:
+    j = job(paused=True)
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    p = step(j, pods)
+    assert p.status["restartCount"] == 0
+    assert p.status["phase"] == "Paused"
+    assert "j-worker-0" in deleted(p)
+
+
+def test_debug_mode_uses_debug_command_and_never_ends() -> None:
+    overrides = (Override("worker", command=("/usr/bin/sshd",), skip_init_container=True),)
+    j = job(debug=True, debug_overrides=overrides)
+    p = step(j, {})
+    modes = {(t, i): m for t, i, m in p.create}
+    assert modes[("master", 0)] == PodMode(command=("sleep", "inf"), debug=True)
+    assert modes[("worker", 1)] == PodMode(command=("/usr/bin/sshd",),
+                                           skip_init_containers=True, debug=True)  # fmt: skip
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    p2 = step(replace(j, status=p.status), pods)
+    assert p2.status["phase"] not in ("Succeeded", "Failed")
+    assert p2.delete == [] and p2.create == []
+    assert p2.status["restartCount"] == 0
+
+
+def test_success_waits_while_a_replica_restarts() -> None:
+    j = job(roles=(Role("master", 1, "Always"), Role("worker", 2, "Always")))
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
+    p = step(j, pods)
+    # Always restarts even a succeeded pod, so the job is not done yet.
+    assert p.status["phase"] == "Running"
+    assert deleted(p) == ["j-master-0"]
+
+
+def test_elastic_scale_down_deletes_the_highest_indexes() -> None:
+    j = job(roles=(Role("master", 1, "OnFailure"), Role("worker", 4, "OnFailure")))
+    pods = running(j)
+    smaller = replace(j, roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")))
+    p = step(smaller, pods)
+    assert deleted(p) == ["j-worker-2", "j-worker-3"]
+    assert p.status["replicas"] == 3
+
+
+def test_transition_time_moves_only_on_transition() -> None:
+    j = job()
+    p1 = step(j, running(j))
+    t1 = get_condition(p1.status, "Running")["lastTransitionTime"]  # type: ignore[index]
+    p2 = step(replace(j, status=p1.status), running(j), T0 + timedelta(minutes=3))
+    assert get_condition(p2.status, "Running")["lastTransitionTime"] == t1  # type: ignore[index]
+    assert p2.status == p1.status  # nothing moved: no status write needed
+
+
+def test_replica_failure_condition_while_restarting() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 1)] = pod("worker", 1, "Failed", 137)
+    p = step(j, pods)
+    assert cond(p, "ReplicaFailure") == "True"
+    assert "j-worker-1" in get_condition(p.status, "ReplicaFailure")["message"]  # type: ignore[index]
+
+
+def test_invalid_spec_fails_with_the_message() -> None:
+    j = job(spec_error="spec.replicaSpecs[0].template: no containers; add one")
+    p = step(j, {})
+    assert p.status["phase"] == "Failed"
+    c = get_condition(p.status, "Failed")
+    assert c is not None and c["reason"] == "InvalidSpec" and "replicaSpecs[0]" in c["message"]
+    assert p.create == []
