@@ -1,0 +1,149 @@
+"""Builders shared by every kind: names, labels, owner references, the
+headless Service, and turning a pod template into a replica's pod.
+
+Pure functions on plain dicts: no I/O, no clock, no randomness. A child's name
+is deterministic (``<job>-<type>-<index>``), so creating it twice is harmless
+(the second create answers AlreadyExists).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Obj = dict[str, Any]
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+OPERATOR = "t9k-operator"
+JOB_NAME = "t9k.dev/job-name"
+JOB_KIND = "t9k.dev/job-kind"
+REPLICA_TYPE = "t9k.dev/replica-type"
+REPLICA_INDEX = "t9k.dev/replica-index"
+ROLE = "t9k.dev/role"
+CHILD_SELECTOR = f"{MANAGED_BY}={OPERATOR}"
+
+
+def pod_name(job_name: str, replica_type: str, index: int) -> str:
+    return f"{job_name}-{replica_type.lower()}-{index}"
+
+
+def job_labels(kind: str, job_name: str) -> dict[str, str]:
+    return {MANAGED_BY: OPERATOR, JOB_NAME: job_name, JOB_KIND: kind}
+
+
+def replica_labels(
+    kind: str, job_name: str, replica_type: str, index: int, role: str | None = None
+) -> dict[str, str]:
+    labels = job_labels(kind, job_name)
+    labels[REPLICA_TYPE] = replica_type
+    labels[REPLICA_INDEX] = str(index)
+    if role:
+        labels[ROLE] = role
+    return labels
+
+
+def owner_reference(job: Mapping[str, Any]) -> Obj:
+    meta = job["metadata"]
+    return {
+        "apiVersion": job["apiVersion"],
+        "kind": job["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def child_metadata(job: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> Obj:
+    return {
+        "name": name,
+        "namespace": job["metadata"]["namespace"],
+        "labels": dict(labels),
+        "ownerReferences": [owner_reference(job)],
+    }
+
+
+def headless_service(job: Mapping[str, Any], ports: Iterable[tuple[str, int]] = ()) -> Obj:
+    """One Service per job: ``<replica>.<job>`` resolves before pods are Ready."""
+    name = job["metadata"]["name"]
+    labels = job_labels(job["kind"], name)
+    port_list = [{"name": n, "port": p, "targetPort": p} for n, p in ports] or [
+        {"name": "placeholder", "port": 9, "targetPort": 9}
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(job, name, labels),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": labels,
+            "ports": port_list,
+        },
+    }
+
+
+def training_container_index(template: Mapping[str, Any], names: Sequence[str]) -> int:
+    """The container named by the kind's convention, else the first."""
+    containers = (template.get("spec") or {}).get("containers") or []
+    for wanted in names:
+        for i, c in enumerate(containers):
+            if c.get("name") == wanted:
+                return i
+    return 0
+
+
+def set_env(container: Obj, env: Mapping[str, str]) -> None:
+    """Put ``env`` into the container; the operator's values replace same-named ones."""
+    kept = [e for e in container.get("env") or [] if e.get("name") not in env]
+    container["env"] = kept + [{"name": k, "value": v} for k, v in env.items()]
+
+
+def replica_pod(
+    job: Mapping[str, Any],
+    template: Mapping[str, Any],
+    replica_type: str,
+    index: int,
+    *,
+    training_names: Sequence[str],
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    skip_init_containers: bool = False,
+    env: Mapping[str, str] | None = None,
+    role: str | None = None,
+) -> Obj:
+    """The pod of one replica, from the user's template.
+
+    The template is kept whole (user labels, annotations, volumes, security
+    context, resources); the operator adds its labels, the owner reference,
+    ``hostname``/``subdomain`` for DNS, and ``restartPolicy: Never`` (it
+    decides restarts itself). ``command``/``args`` replace the training
+    container's (``args`` is cleared when only ``command`` is given).
+    """
+    name = job["metadata"]["name"]
+    tpl = copy.deepcopy(dict(template))
+    meta = tpl.get("metadata") or {}
+    spec: Obj = tpl.get("spec") or {}
+    labels = {**(meta.get("labels") or {}),
+              **replica_labels(job["kind"], name, replica_type, index, role)}  # fmt: skip
+    pod_meta = child_metadata(job, pod_name(name, replica_type, index), labels)
+    if meta.get("annotations"):
+        pod_meta["annotations"] = dict(meta["annotations"])
+    spec["hostname"] = pod_meta["name"]
+    spec["subdomain"] = name
+    spec["restartPolicy"] = "Never"
+    containers = spec.get("containers") or []
+    if containers:
+        target = containers[training_container_index(tpl, training_names)]
+        if command is not None:
+            target["command"] = list(command)
+            if args is None:
+                target.pop("args", None)
+        if args is not None:
+            target["args"] = list(args)
+        if env:
+            set_env(target, env)
+    if skip_init_containers:
+        spec.pop("initContainers", None)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}

@@ -1,0 +1,185 @@
+"""PyTorchTrainingJob builders: replica pods with the env or ``torchrun`` line
+PyTorch needs.
+
+The master is the first training replica: ``master-0`` when a ``master``
+type exists, else replica 0 of the first replica spec. Every replica can
+reach it as ``<master pod>.<job>`` through the job's headless Service.
+
+* Plain mode: ``MASTER_ADDR``, ``MASTER_PORT`` (23456, or the training
+  container's port named ``pytorchjob-port``), ``WORLD_SIZE`` (replicas),
+  ``RANK`` (master 0, then the others in spec order), ``PYTHONUNBUFFERED``.
+* torchrun mode: the training container runs ``torchrun <torchrun args>
+  <its own args>``; torchrun sets the ranks itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from t9k_operator.builders.common import (
+    Obj,
+    headless_service,
+    pod_name,
+    replica_pod,
+    training_container_index,
+)
+
+TRAINING_CONTAINERS = ("pytorch", "python")
+DEFAULT_MASTER_PORT = 23456
+MASTER_PORT_NAME = "pytorchjob-port"
+C10D_PORT = 29400
+DEBUG_COMMAND = ("sleep", "inf")
+
+
+def replica_specs(job: Mapping[str, Any]) -> list[Obj]:
+    return list((job.get("spec") or {}).get("replicaSpecs") or [])
+
+
+def elastic(job: Mapping[str, Any]) -> Obj | None:
+    spec = job.get("spec") or {}
+    el = spec.get("elastic") or {}
+    torchrun = spec.get("torchrunConfig") or {}
+    if el.get("enabled") and torchrun.get("enabled"):
+        return dict(el)
+    return None
+
+
+def replica_counts(job: Mapping[str, Any]) -> list[tuple[str, int, Obj]]:
+    """(type, replicas, replicaSpec) in spec order; elastic jobs scale their
+    non-master types to ``expectedReplicas`` (clamped to [min, max])."""
+    specs = replica_specs(job)
+    el = elastic(job)
+    out = []
+    for rs in specs:
+        count = int(rs.get("replicas", 1))
+        if el is not None and rs.get("type") != "master":
+            lo = int(el.get("minReplicas") or 1)
+            hi = int(el.get("maxReplicas") or max(lo, count))
+            want = int(el.get("expectedReplicas") or count)
+            count = max(lo, min(hi, want))
+        out.append((str(rs["type"]), count, rs))
+    return out
+
+
+def master_replica(job: Mapping[str, Any]) -> tuple[str, int]:
+    counts = replica_counts(job)
+    for type_, n, _ in counts:
+        if type_ == "master" and n > 0:
+            return ("master", 0)
+    for type_, n, _ in counts:
+        if n > 0:
+            return (type_, 0)
+    return (counts[0][0], 0) if counts else ("master", 0)
+
+
+def world_size(job: Mapping[str, Any]) -> int:
+    return sum(n for _, n, _ in replica_counts(job))
+
+
+def rank(job: Mapping[str, Any], replica_type: str, index: int) -> int:
+    master = master_replica(job)
+    if (replica_type, index) == master:
+        return 0
+    r = 1
+    for type_, n, _ in replica_counts(job):
+        for i in range(n):
+            if (type_, i) == master:
+                continue
+            if (type_, i) == (replica_type, index):
+                return r
+            r += 1
+    raise ValueError(f"no replica {replica_type}-{index}")
+
+
+def master_port(job: Mapping[str, Any]) -> int:
+    type_, _ = master_replica(job)
+    for t, _, rs in replica_counts(job):
+        if t != type_:
+            continue
+        template = rs.get("template") or {}
+        containers = (template.get("spec") or {}).get("containers") or []
+        if containers:
+            c = containers[training_container_index(template, TRAINING_CONTAINERS)]
+            for port in c.get("ports") or []:
+                if port.get("name") == MASTER_PORT_NAME and port.get("containerPort"):
+                    return int(port["containerPort"])
+    return DEFAULT_MASTER_PORT
+
+
+def master_address(job: Mapping[str, Any]) -> str:
+    name = job["metadata"]["name"]
+    type_, index = master_replica(job)
+    return f"{pod_name(name, type_, index)}.{name}"
+
+
+def torchrun_args(job: Mapping[str, Any]) -> list[str]:
+    spec = job.get("spec") or {}
+    cfg = spec.get("torchrunConfig") or {}
+    el = elastic(job)
+    if el is not None:
+        masters = sum(n for t, n, _ in replica_counts(job) if t == "master")
+        nnodes = f"{int(el.get('minReplicas') or 1) + masters}:{int(el['maxReplicas']) + masters}"
+    else:
+        nnodes = str(world_size(job))
+    backend = cfg.get("rdzvBackend") or "c10d"
+    args = [
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={cfg.get('procPerNode') or '1'}",
+    ]
+    if cfg.get("maxRestarts") is not None:
+        args.append(f"--max-restarts={int(cfg['maxRestarts'])}")
+    args.append(f"--rdzv-backend={backend}")
+    if backend == "c10d":
+        args.append(f"--rdzv-endpoint={master_address(job)}:{C10D_PORT}")
+    args.append(f"--rdzv-id={job['metadata']['uid']}")
+    args.extend(str(o) for o in cfg.get("extraOptions") or [])
+    return args
+
+
+def build_pod(
+    job: Mapping[str, Any],
+    replica_type: str,
+    index: int,
+    *,
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    skip_init_containers: bool = False,
+    debug: bool = False,
+) -> Obj:
+    """The pod of ``<type>-<index>``; ``command``/``args`` come from debug or
+    resume settings and win over the torchrun line."""
+    rs = next(r for t, _, r in replica_counts(job) if t == replica_type)
+    template = rs.get("template") or {}
+    torchrun = bool(((job.get("spec") or {}).get("torchrunConfig") or {}).get("enabled"))
+    env = {"PYTHONUNBUFFERED": "1"}
+    if not torchrun:
+        env.update({
+            "MASTER_ADDR": master_address(job),
+            "MASTER_PORT": str(master_port(job)),
+            "WORLD_SIZE": str(world_size(job)),
+            "RANK": str(rank(job, replica_type, index)),
+        })  # fmt: skip
+    if torchrun and command is None and not debug:
+        containers = (template.get("spec") or {}).get("containers") or []
+        own_args: list[str] = []
+        if containers:
+            c = containers[training_container_index(template, TRAINING_CONTAINERS)]
+            own_args = [str(a) for a in c.get("args") or []]
+        command = ["torchrun", *torchrun_args(job), *own_args]
+        args = None
+    master = master_replica(job) == (replica_type, index)
+    return replica_pod(
+        job, template, replica_type, index,
+        training_names=TRAINING_CONTAINERS, command=command, args=args,
+        skip_init_containers=skip_init_containers, env=env,
+        role="master" if master else "worker",
+    )  # fmt: skip
+
+
+def build_service(job: Mapping[str, Any]) -> Obj:
+    ports = [("master", master_port(job))]
+    cfg = (job.get("spec") or {}).get("torchrunConfig") or {}
+    if cfg.get("enabled") and (cfg.get("rdzvBackend") or "c10d") == "c10d":
+        ports.append(("c10d", C10D_PORT))
+    return headless_service(job, ports)

@@ -1,0 +1,222 @@
+"""The generic job reconciler: cache -> engine plan -> idempotent apply.
+
+One instance per job kind. A reconcile reads the job and its pods and
+services from the informers' caches (never from memory of past events),
+asks the pure engine for a plan, and applies it in a crash-safe order:
+
+1. the status, if it changed (status subresource, optimistic concurrency: a
+   409 is a rate-limited retry). It goes first because it carries the
+   restart count and the uids of the failed pods that count was raised for;
+2. deletes (with a uid precondition, so a recreated pod of the same name is
+   never hit), NotFound being success;
+3. creates of missing children, AlreadyExists being success.
+
+The one thing remembered between reconciles is the resourceVersion of our
+own last status write per job (a TTL cache): until the informer has caught
+up with that write, the reconcile waits a moment instead of planning from a
+stale status, which would count a restart twice. That is client-go's
+"expectations" idea, narrowed to the single write that matters.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+import structlog
+from cachetools import TTLCache
+
+from t9k_operator import metrics
+from t9k_operator.builders.common import (
+    CHILD_SELECTOR,
+    JOB_KIND,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
+)
+from t9k_operator.controller import (
+    Controller,
+    ControllerContext,
+    Result,
+    controller_owner_key,
+    object_key,
+)
+from t9k_operator.informers import CONTROLLER_UID_INDEX
+from t9k_operator.kube import AlreadyExists, NotFound, Resource
+from t9k_operator.kube.resources import PODS, SERVICES
+from t9k_operator.reconcilers import engine
+from t9k_operator.reconcilers.pods import ReplicaState, replica_state
+
+log = structlog.get_logger(__name__)
+Obj = dict[str, Any]
+
+# How long to wait for the cache to show our own status write.
+CACHE_CATCH_UP = 0.2
+
+
+class JobKind(engine.Kind, Protocol):
+    """A job kind: the engine's hooks plus how to read the job and build children."""
+
+    resource: Resource
+    training_containers: tuple[str, ...]
+
+    def view(self, job: Mapping[str, Any]) -> engine.JobView: ...
+
+    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
+                  mode: engine.PodMode) -> Obj: ...  # fmt: skip
+
+    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+        """Children besides pods (Service, ConfigMaps, Secrets), created once."""
+        ...
+
+
+def _rv_older(cached: str, written: str) -> bool:
+    """Whether the cached object predates our write. resourceVersions are
+    opaque in general; etcd-backed ones are increasing integers, which is what
+    this relies on, and anything else is treated as caught up."""
+    try:
+        return int(cached) < int(written)
+    except ValueError:
+        return False
+
+
+class JobReconciler:
+    def __init__(self, kind: JobKind, ctx: ControllerContext) -> None:
+        self.kind = kind
+        self.ctx = ctx
+        self.client = ctx.client
+        self.recorder = ctx.recorder
+        self.clock = ctx.clock
+        self.jobs = ctx.informers.informer(kind.resource)
+        self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
+        self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
+        self._written: TTLCache[str, str] = TTLCache(maxsize=65536, ttl=30)
+        self.controller = Controller(kind.resource.kind.lower(), self.reconcile,
+                                     workers=ctx.workers, clock=ctx.clock)  # fmt: skip
+        self.jobs.add_event_handler(
+            on_add=self._enqueue_job,
+            on_update=lambda old, new: self._enqueue_job(new),
+            on_delete=self._enqueue_job,
+        )
+        for informer in (self.pods, self.services):
+            informer.add_event_handler(
+                on_add=self._enqueue_owner,
+                on_update=lambda old, new: self._enqueue_owner(new),
+                on_delete=self._enqueue_owner,
+            )
+
+    # -- handlers (enqueue keys only) ---------------------------------------------------
+
+    def _enqueue_job(self, obj: Obj) -> None:
+        self.controller.enqueue(object_key(obj))
+
+    def _enqueue_owner(self, obj: Obj) -> None:
+        key = controller_owner_key(obj, api_group=self.kind.resource.group,
+                                   kind=self.kind.resource.kind)  # fmt: skip
+        if key is not None:
+            self.controller.enqueue(key)
+
+    # -- reconcile ------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        namespace, _, name = key.partition("/")
+        job = self.jobs.get(namespace, name)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            self._written.pop(key, None)
+            return Result()  # children go with it through their ownerReferences
+        written = self._written.get(key)
+        if written is not None and _rv_older(job["metadata"]["resourceVersion"], written):
+            return Result(requeue_after=CACHE_CATCH_UP)
+        uid = job["metadata"]["uid"]
+        view = self.kind.view(job)
+        states = self._replicas(uid)
+        now: datetime = self.clock.now()
+        if not job.get("status"):
+            metrics.JOBS_CREATED.labels(self.kind.resource.kind, namespace).inc()
+            self.recorder.record(job, "Normal", "Created",
+                                 f"{self.kind.resource.kind} {name} accepted")  # fmt: skip
+        plan = engine.plan(self.kind, view, states, now)
+        rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
+
+        if plan.status != (job.get("status") or {}):
+            updated = copy.deepcopy(job)
+            updated["status"] = plan.status
+            written_obj = self.client.replace_status(self.kind.resource, updated)
+            self._written[key] = str(written_obj["metadata"]["resourceVersion"])
+            rlog.info("status", phase=plan.status.get("phase"),
+                      restarts=plan.status.get("restartCount"))  # fmt: skip
+        for type_, reason, message in plan.events:
+            self.recorder.record(
+                job, "Warning" if type_ == "Warning" else "Normal", reason, message
+            )
+            if reason == "Restarting":
+                metrics.JOBS_RESTARTED.labels(self.kind.resource.kind, namespace).inc()
+        if plan.finished is not None:
+            self._count_finish(job, plan)
+        for state in plan.delete:
+            try:
+                self.client.delete(PODS, state.name, namespace, uid=state.uid)
+                rlog.info("deleted pod", pod=state.name)
+            except NotFound:
+                pass
+        if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
+            self._ensure_extras(job, rlog)
+        for type_, index, mode in plan.create:
+            pod = self.kind.build_pod(job, type_, index, mode)
+            try:
+                self.client.create(PODS, pod, namespace)
+                rlog.info("created pod", pod=pod["metadata"]["name"])
+            except AlreadyExists:
+                pass
+        return Result(requeue_after=plan.requeue_after)
+
+    def _replicas(self, uid: str) -> dict[tuple[str, int], ReplicaState]:
+        out: dict[tuple[str, int], ReplicaState] = {}
+        for pod in self.pods.by_index(CONTROLLER_UID_INDEX, uid):
+            labels = pod["metadata"].get("labels") or {}
+            if labels.get(JOB_KIND) != self.kind.resource.kind:
+                continue
+            try:
+                key = (str(labels[REPLICA_TYPE]), int(labels[REPLICA_INDEX]))
+            except (KeyError, ValueError):
+                continue
+            out[key] = replica_state(pod, self._training_container(pod))
+        return out
+
+    def _training_container(self, pod: Obj) -> str | None:
+        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        for wanted in self.kind.training_containers:
+            if wanted in names:
+                return wanted
+        return None
+
+    def _ensure_extras(self, job: Obj, rlog: Any) -> None:
+        uid = job["metadata"]["uid"]
+        have = {(o.get("kind"), o["metadata"]["name"])
+                for o in self.services.by_index(CONTROLLER_UID_INDEX, uid)}  # fmt: skip
+        for child in self.kind.extras(job):
+            if child["kind"] == "Service" and ("Service", child["metadata"]["name"]) in have:
+                continue
+            resource = {"Service": SERVICES}.get(child["kind"])
+            if resource is None:
+                continue
+            try:
+                self.client.create(resource, child, job["metadata"]["namespace"])
+                rlog.info("created", child=f"{child['kind']}/{child['metadata']['name']}")
+            except AlreadyExists:
+                pass
+
+    def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
+        assert plan.finished is not None
+        kind, ns = self.kind.resource.kind, job["metadata"]["namespace"]
+        if plan.finished.phase == "Succeeded":
+            metrics.JOBS_SUCCEEDED.labels(kind, ns).inc()
+        else:
+            metrics.JOBS_FAILED.labels(kind, ns, plan.finished.reason).inc()
+        start = engine.parse_time(plan.status.get("startTime"))
+        end = engine.parse_time(plan.status.get("completionTime"))
+        if start and end:
+            metrics.JOB_DURATION.labels(kind, ns, plan.finished.phase).observe(
+                (end - start).total_seconds()
+            )

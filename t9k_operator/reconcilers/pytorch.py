@@ -1,0 +1,109 @@
+"""PyTorchTrainingJob: the kind's hooks for the shared engine.
+
+Success follows the master (``master-0``, else replica 0 of the first spec);
+any replica failed for good fails the job at once (the engine does that);
+debug pods run ``sleep inf`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from t9k_operator.builders import pytorch as build
+from t9k_operator.kube import Resource
+from t9k_operator.reconcilers.engine import JobView, Outcome, Override, PodMode, Role
+from t9k_operator.reconcilers.pods import ReplicaState
+
+Obj = dict[str, Any]
+
+RESOURCE = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs",
+                    "PyTorchTrainingJob")  # fmt: skip
+
+
+def _overrides(items: Any) -> tuple[Override, ...]:
+    out = []
+    for item in items or []:
+        cmd = item.get("command")
+        args = item.get("args")
+        out.append(Override(
+            type=str(item.get("type", "")),
+            command=tuple(str(c) for c in cmd) if cmd else None,
+            args=tuple(str(a) for a in args) if args else None,
+            skip_init_container=bool(item.get("skipInitContainer")),
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def run_policy_view(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The runPolicy / runMode fields every T9k kind shares, as JobView kwargs."""
+    spec = job.get("spec") or {}
+    policy = spec.get("runPolicy") or {}
+    mode = spec.get("runMode") or {}
+    debug = mode.get("debug") or {}
+    pause = mode.get("pause") or {}
+    deadline = policy.get("activeDeadlineSeconds")
+    return {
+        "backoff_limit": int(policy.get("backoffLimit", 3)),
+        "active_deadline_seconds": int(deadline) if deadline is not None else None,
+        "cleanup_policy": str(policy.get("cleanUpPolicy") or "None"),
+        "debug": bool(debug.get("enabled")),
+        "debug_overrides": _overrides(debug.get("replicaSpecs")),
+        "paused": bool(pause.get("enabled")),
+        "resume_overrides": _overrides(pause.get("resumeSpecs")),
+    }
+
+
+def spec_error(job: Mapping[str, Any]) -> str | None:
+    """What the schema cannot check: every template needs a container."""
+    for i, rs in enumerate(build.replica_specs(job)):
+        containers = ((rs.get("template") or {}).get("spec") or {}).get("containers") or []
+        if not containers:
+            return (f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
+                    "give the replica a container to run")  # fmt: skip
+    if not build.replica_specs(job):
+        return "spec.replicaSpecs is empty: add at least one replica spec"
+    return None
+
+
+class PyTorchKind:
+    resource = RESOURCE
+    training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
+    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
+
+    def view(self, job: Mapping[str, Any]) -> JobView:
+        meta = job["metadata"]
+        error = spec_error(job)
+        roles = () if error else tuple(
+            Role(t, n, str(rs.get("restartPolicy") or "OnFailure"))
+            for t, n, rs in build.replica_counts(job)
+        )  # fmt: skip
+        return JobView(
+            kind=RESOURCE.kind, namespace=meta["namespace"], name=meta["name"],
+            uid=meta["uid"], generation=int(meta.get("generation") or 0), roles=roles,
+            status=job.get("status") or {}, spec_error=error, **run_policy_view(job),
+        )  # fmt: skip
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        master_type = next((r.type for r in job.roles if r.type == "master" and r.replicas), None)
+        if master_type is None:
+            master_type = next((r.type for r in job.roles if r.replicas), None)
+        master = replicas.get((master_type, 0)) if master_type else None
+        if master is not None and master.phase == "Succeeded":
+            return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
+        return None
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        return None
+
+    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
+                  mode: PodMode) -> Obj:  # fmt: skip
+        return build.build_pod(
+            job, replica_type, index, command=mode.command, args=mode.args,
+            skip_init_containers=mode.skip_init_containers, debug=mode.debug,
+        )  # fmt: skip
+
+    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+        return [build.build_service(job)]
