@@ -2,14 +2,16 @@
 
 :func:`build_controllers` is what the manager calls to get one
 :class:`~t9k_operator.controller.Controller` per job kind, wired to the
-informers it needs. Job kinds are registered here as they are implemented.
+informers it needs.
 """
 
 from __future__ import annotations
 
 from t9k_operator.controller import Controller, ControllerContext
+from t9k_operator.reconcilers.job import JobReconciler
+from t9k_operator.reconcilers.pytorch import PyTorchKind
 
 
 def build_controllers(ctx: ControllerContext) -> list[Controller]:
-    """One controller per job kind; none are registered yet."""
-    return []
+    """One controller per job kind."""
+    return [JobReconciler(PyTorchKind(), ctx).controller]

@@ -12,6 +12,7 @@ the RBAC in manifests/rbac/, never as cluster-admin.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,7 +59,8 @@ def admin(cluster: Cluster) -> KubeClient:
 
 @pytest.fixture
 def namespace(admin: KubeClient, request: pytest.FixtureRequest) -> Iterator[str]:
-    prefix = "t-" + request.node.name.replace("_", "-").lower()[:40].strip("-")
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", request.node.name.replace("test_", "").lower())
+    prefix = "t-" + cleaned[:40].strip("-")
     name = create_namespace(admin, prefix)
     yield name
     delete_quietly(admin, NAMESPACES, name, None)
@@ -67,6 +69,15 @@ def namespace(admin: KubeClient, request: pytest.FixtureRequest) -> Iterator[str
 @pytest.fixture(scope="session")
 def rbac_installed(cluster: Cluster) -> None:
     cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "rbac"))
+
+
+@pytest.fixture(scope="session")
+def crds_installed(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd",
+        "-l", "app.kubernetes.io/part-of=t9k-operator",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +99,7 @@ def operator_client(operator_kubeconfig: Path) -> KubeClient:
 
 @pytest.fixture
 def start_operator(
-    operator_kubeconfig: Path, tmp_path: Path
+    operator_kubeconfig: Path, tmp_path: Path, crds_installed: None
 ) -> Iterator[Callable[..., OperatorProcess]]:
     """Start operator processes (as the ServiceAccount); all are killed at teardown."""
     started: list[OperatorProcess] = []
@@ -103,3 +114,19 @@ def start_operator(
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def restart_operator(
+    start_operator: Callable[..., OperatorProcess],
+) -> Callable[[], OperatorProcess]:
+    """Start another operator process (the previous one is the test's to kill)."""
+    return lambda: start_operator()
+
+
+@pytest.fixture
+def operator(start_operator: Callable[..., OperatorProcess]) -> OperatorProcess:
+    """One operator for the test, as the ServiceAccount, all namespaces, ready."""
+    proc = start_operator()
+    proc.wait_ready()
+    return proc

@@ -1,0 +1,483 @@
+"""Models shared by the T9k job kinds (PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob).
+
+Every model here is a pydantic v2 model with camelCase aliases, so a raw dict
+from the API server parses as is and ``model_dump(by_alias=True)`` gives back
+the wire shape. Unknown keys are ignored, never an error: the CRD schema has
+already pruned what it does not declare, and an operator that meets a newer
+object must not crash on it.
+
+Each field carries a ``description``: ``hack/gen_crds.py`` turns these models
+into the CRD's OpenAPI schema, where the descriptions become ``kubectl
+explain`` text. Constraints written here (``ge``, ``max_length``, ``Literal``)
+become schema constraints enforced by the API server; rules a schema cannot
+express as a type travel as CEL rules in ``json_schema_extra`` under
+``x-kubernetes-validations``.
+
+Conventions that the generator relies on:
+
+* a field typed ``dict[str, Any]`` (a pod template) becomes ``type: object`` with
+  ``x-kubernetes-preserve-unknown-fields: true``: kept whole, never pruned;
+* ``Field(default=...)`` puts the default into the CRD (the API server fills it
+  in); ``Field(default_factory=...)`` is a Python-side default only.
+
+The module also holds :class:`CrdInfo`, the descriptor of one kind's CRD
+(names, subresources, printer columns), which each kind module declares and
+the generator consumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+# -- limits that keep the CEL cost estimates of the API server bounded -------------
+
+MAX_REPLICA_SPECS = 16
+"""At most this many entries in a list of per-replica-type settings."""
+MAX_ARGS = 64
+"""At most this many items in a command or args list of a debug/resume setting."""
+MAX_ARG_LENGTH = 8192
+"""At most this many characters in one item of such a command or args list."""
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""A lower-case RFC 1123 label: replica types become parts of pod names."""
+DNS_LABEL_MAX = 63
+
+Arg = Annotated[str, Field(max_length=MAX_ARG_LENGTH)]
+ReplicaType = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=DNS_LABEL_MAX,
+        pattern=DNS_LABEL_PATTERN,
+        description="The replica type (role), a lower-case DNS label such as master or worker.",
+    ),
+]
+
+CleanUpPolicy = Literal["None", "All", "Unfinished"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+ContainerState = Literal["Running", "Waiting", "Terminated"]
+ReplicaPhase = Literal[
+    "Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"
+]
+JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+
+
+class T9kModel(BaseModel):
+    """Base of every API model: camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+    )
+
+
+# -- spec ----------------------------------------------------------------------------
+
+
+class RunPolicy(T9kModel):
+    """How long and how often the job may run, and what is removed when it ends."""
+
+    backoff_limit: int = Field(
+        default=3,
+        ge=0,
+        description=(
+            "Maximum number of replica restarts, shared by all replicas of the job. "
+            "Once reached, a replica that fails again is not restarted. Defaults to 3."
+        ),
+    )
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Maximum duration of the job in seconds, counted from its start; "
+            "the job fails when it is exceeded. Unset: no limit."
+        ),
+    )
+    clean_up_policy: CleanUpPolicy = Field(
+        default="None",
+        description=(
+            "Which replicas are deleted when the job has finished: None (keep all, "
+            "e.g. to read their logs), All, or Unfinished (only replicas still running)."
+        ),
+    )
+
+
+class T9kScheduler(T9kModel):
+    """Settings of the T9k Scheduler."""
+
+    queue: str = Field(description="Name of the T9k Scheduler queue the replicas wait in.")
+    priority: int | None = Field(
+        default=None,
+        description="Priority of the job inside its queue.",
+    )
+
+
+class SchedulerPolicy(T9kModel):
+    """Which scheduler places the replicas. Unset: the Kubernetes default scheduler."""
+
+    t9k_scheduler: T9kScheduler | None = Field(
+        default=None,
+        alias="t9kScheduler",  # to_camel would spell it t9KScheduler
+        description="Use the T9k Scheduler, with this queue and priority.",
+    )
+
+
+class ReplicaDebugSpec(T9kModel):
+    """Debug settings of one replica type."""
+
+    type: ReplicaType = Field(description="The replica type these settings apply to.")
+    skip_init_container: bool = Field(
+        default=False,
+        description="Do not run the replica's init containers in debug mode.",
+    )
+    command: list[Arg] | None = Field(
+        default=None,
+        max_length=MAX_ARGS,
+        description=(
+            "Command the replica runs while it waits to be debugged. "
+            "Unset: the kind's default (e.g. sleep inf)."
+        ),
+    )
+
+
+class DebugMode(T9kModel):
+    """Debug mode: the environment is deployed but training does not start."""
+
+    enabled: bool = Field(default=False, description="Whether debug mode is on.")
+    replica_specs: list[ReplicaDebugSpec] = Field(
+        default=[],
+        max_length=MAX_REPLICA_SPECS,
+        description=("Debug settings per replica type. Replica types not listed use the defaults."),
+    )
+
+
+class ResumeSpec(T9kModel):
+    """How one replica type is restarted when the job leaves pause mode."""
+
+    type: ReplicaType = Field(description="The replica type these settings apply to.")
+    skip_init_container: bool = Field(
+        default=False,
+        description="Do not run the replica's init containers on resume.",
+    )
+    command: list[Arg] | None = Field(
+        default=None,
+        max_length=MAX_ARGS,
+        description="Command the replica runs on resume. Unset: the command of its template.",
+    )
+    args: list[Arg] | None = Field(
+        default=None,
+        max_length=MAX_ARGS,
+        description="Arguments of the command on resume. Unset: the args of its template.",
+    )
+
+
+RESUME_SPECS_IMMUTABLE = "spec.runMode.pause.resumeSpecs is immutable once set"
+RESUME_SPECS_PERMANENT = (
+    "spec.runMode.pause.resumeSpecs cannot be removed once set; "
+    "set spec.runMode.pause.enabled to false to resume the job instead"
+)
+
+
+class PauseMode(T9kModel):
+    """Pause mode: the replicas are deleted (or not created) and training stops."""
+
+    enabled: bool = Field(default=False, description="Whether the job is paused.")
+    resume_specs: list[ResumeSpec] = Field(
+        # A Python-side default only: in the CRD the field stays absent until a
+        # user sets it, so "set" (and hence immutable) means what it says.
+        default_factory=list,
+        max_length=MAX_REPLICA_SPECS,
+        description=(
+            "How each replica type is restarted when the pause ends. Replica types not "
+            "listed restart with their template's command. Immutable once set: decide "
+            "it before the job is paused."
+        ),
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!oldSelf.hasValue() || self == oldSelf.value()",
+                    "optionalOldSelf": True,
+                    "message": RESUME_SPECS_IMMUTABLE,
+                }
+            ]
+        },
+    )
+
+
+class RunMode(T9kModel):
+    """Special run modes. Unset: the job trains normally."""
+
+    debug: DebugMode | None = Field(
+        default=None,
+        description="Debug mode: deploy the environment without starting training.",
+    )
+    pause: PauseMode | None = Field(
+        default=None,
+        description="Pause mode: delete the replicas and stop training until resumed.",
+    )
+
+
+# The rule that keeps resumeSpecs from being removed sits on the spec (the
+# field's own rule does not run when the field disappears). Kinds with a
+# runMode add it to their spec model's x-kubernetes-validations.
+RESUME_SPECS_REMOVAL_RULE: dict[str, Any] = {
+    "rule": (
+        "!has(oldSelf.runMode) || !has(oldSelf.runMode.pause) || "
+        "!has(oldSelf.runMode.pause.resumeSpecs) || "
+        "(has(self.runMode) && has(self.runMode.pause) && has(self.runMode.pause.resumeSpecs))"
+    ),
+    "message": RESUME_SPECS_PERMANENT,
+    "fieldPath": ".runMode.pause.resumeSpecs",
+}
+
+
+# -- status --------------------------------------------------------------------------
+
+
+class Condition(T9kModel):
+    """One aspect of the job's state (Initialized, Running, ReplicaFailure, ...)."""
+
+    type: str = Field(
+        description=(
+            "Type of the condition: Initialized, Running, ReplicaFailure, Completed, "
+            "Failed or Paused."
+        )
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="Machine-readable reason of the last change.")
+    message: str = Field(default="", description="Human-readable detail of the last change.")
+    last_transition_time: str | None = Field(
+        default=None,
+        description="When status last changed (RFC 3339).",
+    )
+
+
+class ContainerStatus(T9kModel):
+    """State of one container of a replica."""
+
+    name: str = Field(description="Name of the container.")
+    state: ContainerState = Field(description="Running, Waiting or Terminated.")
+    exit_code: int | None = Field(
+        default=None,
+        description="Exit code of the container, once terminated.",
+    )
+    reason: str | None = Field(
+        default=None,
+        description="Why the container is waiting or terminated (e.g. OOMKilled).",
+    )
+
+
+class ReplicaStatus(T9kModel):
+    """A replica and the pod that runs it."""
+
+    name: str = Field(description="Name of the replica's pod.")
+    uid: str = Field(default="", description="UID of the replica's pod.")
+    phase: ReplicaPhase = Field(
+        description=(
+            "Phase of the replica: a pod phase (Pending, Running, Succeeded, Failed, "
+            "Unknown), or Creating / Deleted."
+        )
+    )
+    containers: list[ContainerStatus] = Field(
+        default=[],
+        description="States of the replica's containers.",
+    )
+
+
+class TaskStatus(T9kModel):
+    """The replicas of one replica type."""
+
+    type: str = Field(description="The replica type.")
+    restart_count: int = Field(
+        default=0,
+        description="Restarts of the replicas of this type, summed.",
+    )
+    replicas: list[ReplicaStatus] = Field(
+        default=[],
+        description="The replicas of this type.",
+    )
+
+
+class Aggregate(T9kModel):
+    """Number of replicas in each phase."""
+
+    creating: int = Field(default=0, description="Replicas being created.")
+    deleted: int = Field(default=0, description="Replicas deleted.")
+    failed: int = Field(default=0, description="Replicas failed.")
+    pending: int = Field(default=0, description="Replicas pending.")
+    running: int = Field(default=0, description="Replicas running.")
+    succeeded: int = Field(default=0, description="Replicas succeeded.")
+    unknown: int = Field(default=0, description="Replicas whose phase is unknown.")
+
+
+class JobStatus(T9kModel):
+    """Observed state of a T9k job, written by the operator."""
+
+    observed_generation: int | None = Field(
+        default=None,
+        description="The metadata.generation of the spec this status describes.",
+    )
+    phase: JobPhase | None = Field(
+        default=None,
+        description=(
+            "Phase of the job: Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."
+        ),
+    )
+    conditions: list[Condition] = Field(
+        default=[],
+        description="Conditions of the job, one per type.",
+    )
+    tasks: list[TaskStatus] = Field(
+        default=[],
+        description="Replicas of the job, grouped by replica type.",
+    )
+    aggregate: Aggregate | None = Field(
+        default=None,
+        description="Number of replicas in each phase.",
+    )
+    start_time: str | None = Field(
+        default=None,
+        description="When the job started (RFC 3339).",
+    )
+    completion_time: str | None = Field(
+        default=None,
+        description="When the job finished (RFC 3339).",
+    )
+    restart_count: int = Field(
+        default=0,
+        description="Replica recreations so far, counted against spec.runPolicy.backoffLimit.",
+    )
+    counted_failures: list[str] = Field(
+        default=[],
+        description=(
+            "Operator bookkeeping: UIDs of failed pods already counted in restartCount, "
+            "so that a restart is counted exactly once."
+        ),
+    )
+    ready_replicas: int = Field(default=0, description="Replicas running and ready.")
+    replicas: int = Field(default=0, description="Replicas that currently exist.")
+
+
+# -- the object -------------------------------------------------------------------------
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
+StatusT = TypeVar("StatusT", bound=BaseModel)
+
+
+class JobObject(T9kModel, Generic[SpecT, StatusT]):
+    """A whole custom object: apiVersion, kind, metadata, spec and status."""
+
+    api_version: str = Field(description="API version of the object.")
+    kind: str = Field(description="Kind of the object.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Standard object metadata, kept as sent by the API server.",
+    )
+    spec: SpecT = Field(description="Desired state of the job.")
+    status: StatusT | None = Field(default=None, description="Observed state of the job.")
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Self:
+        """Parse a raw object as read from the API server (camelCase keys).
+
+        Raises ``pydantic.ValidationError`` when the object does not fit the model.
+        """
+        return cls.model_validate(obj)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape (camelCase keys, unset optional fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def generation(self) -> int:
+        return int(self.metadata.get("generation", 0))
+
+
+# -- CRD descriptors ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One column of ``kubectl get`` (an additionalPrinterColumns entry)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class ScaleSubresource:
+    """Where the scale subresource reads and writes the replica count."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+STANDARD_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
+    PrinterColumn("Phase", "string", ".status.phase", "Phase of the job."),
+    PrinterColumn("Ready", "integer", ".status.readyReplicas", "Replicas running and ready."),
+    PrinterColumn("Replicas", "integer", ".status.replicas", "Replicas that currently exist."),
+    PrinterColumn("Restarts", "integer", ".status.restartCount", "Replica restarts so far."),
+    PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+)
+
+
+@dataclass(frozen=True)
+class CrdInfo:
+    """Everything the CRD generator needs to know about one kind."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    spec_model: type[BaseModel]
+    status_model: type[BaseModel]
+    description: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    namespaced: bool = True
+    scale: ScaleSubresource | None = None
+    printer_columns: tuple[PrinterColumn, ...] = STANDARD_PRINTER_COLUMNS
+    root_validations: tuple[Mapping[str, Any], ...] = field(default=())
+    """CEL rules on the whole object (they may read metadata.name)."""
+
+    @property
+    def name(self) -> str:
+        """The CRD's metadata.name: ``<plural>.<group>``."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+JOB_NAME_RULE: dict[str, Any] = {
+    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+    "message": (
+        "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
+        "starting with a letter): it also names the job's headless Service"
+    ),
+    "fieldPath": ".metadata.name",
+}
+"""A root CEL rule for kinds whose name also names a Service."""

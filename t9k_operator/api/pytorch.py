@@ -1,0 +1,380 @@
+"""The PyTorchTrainingJob kind (batch.tensorstack.dev/v1beta1): spec, status, CRD.
+
+A PyTorchTrainingJob runs replicas of one or more types (``master``,
+``worker``, or any other lower-case name); the first training replica is the
+PyTorch master (``master-0`` if a ``master`` type exists, else ``worker-0``).
+With ``torchrunConfig.enabled`` the training container runs under
+``torchrun``, which also makes elastic training (``elastic``) possible.
+
+The invariants of the spec are written twice, on purpose: as CEL rules in the
+schema (the API server refuses a bad object at admission) and as pydantic
+validators with the same messages (an object that reaches the operator some
+other way, e.g. stored before the rules existed, still fails to parse with a
+message naming the field). What CEL cannot see (the oldSelf of a transition
+rule) is only in the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from t9k_operator.api.common import (
+    DNS_LABEL_MAX,
+    JOB_NAME_RULE,
+    MAX_REPLICA_SPECS,
+    RESUME_SPECS_REMOVAL_RULE,
+    CrdInfo,
+    JobObject,
+    JobStatus,
+    ReplicaType,
+    RunMode,
+    RunPolicy,
+    ScaleSubresource,
+    SchedulerPolicy,
+    T9kModel,
+)
+
+GROUP = "batch.tensorstack.dev"
+VERSION = "v1beta1"
+KIND = "PyTorchTrainingJob"
+PLURAL = "pytorchtrainingjobs"
+MASTER = "master"
+"""The replica type that, if present, holds the PyTorch master (at most one replica)."""
+
+PROC_PER_NODE_PATTERN = r"^([1-9][0-9]*|gpu)$"
+
+RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+RdzvBackend = Literal["c10d", "etcd", "etcd-v2"]
+
+# Messages shared by the CEL rules and the pydantic validators.
+MSG_ONE_MASTER = (
+    "spec.replicaSpecs may hold at most one replica of type master in total "
+    "(one master entry with replicas <= 1)"
+)
+MSG_DISTINCT_TYPES = "each type may appear only once in spec.replicaSpecs"
+MSG_ELASTIC_NEEDS_TORCHRUN = (
+    "spec.elastic.enabled requires spec.torchrunConfig.enabled: elastic training runs "
+    "under torchrun"
+)
+MSG_ELASTIC_BOUNDS_REQUIRED = (
+    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
+    "are required when spec.elastic.enabled is true"
+)
+MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
+MSG_ELASTIC_EXPECTED = (
+    "spec.elastic.expectedReplicas must lie within "
+    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
+)
+MSG_POD_NAME_LENGTH = (
+    "metadata.name is too long: every pod name <name>-<replica type>-<index> "
+    "must fit in 63 characters (it is also the pod's hostname)"
+)
+
+
+class ReplicaSpec(T9kModel):
+    """The replicas of one type: how many, how they restart, and their pod template."""
+
+    type: ReplicaType = Field(
+        description=(
+            "The replica type (role), a lower-case DNS label. A master type, if present, "
+            "holds the PyTorch master; otherwise worker-0 does."
+        )
+    )
+    replicas: int = Field(default=1, ge=0, description="Number of replicas of this type.")
+    restart_policy: RestartPolicy = Field(
+        default="OnFailure",
+        description=(
+            "When the operator recreates a failed replica (pods themselves always run with "
+            "restartPolicy Never): Never, OnFailure, Always, or ExitCode (only after exit "
+            "codes 130, 137, 138 and 143). Restarts are limited by spec.runPolicy.backoffLimit."
+        ),
+    )
+    scaling_weight: int | None = Field(
+        default=None,
+        description="Weight of this replica type when the job is scaled.",
+    )
+    template: dict[str, Any] = Field(
+        description=(
+            "Pod template of the replicas (a Kubernetes PodTemplateSpec: metadata and spec), "
+            "kept as written."
+        )
+    )
+
+
+class TorchrunConfig(T9kModel):
+    """Launch the training container with torchrun."""
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "Launch training with torchrun: the training container runs "
+            "`torchrun <torchrun args> <container args>` and its command is ignored."
+        ),
+    )
+    max_restarts: int | None = Field(
+        default=None,
+        ge=0,
+        description="torchrun --max-restarts: how often torchrun restarts the worker group.",
+    )
+    proc_per_node: str = Field(
+        default="1",
+        pattern=PROC_PER_NODE_PATTERN,
+        max_length=16,
+        description=(
+            "torchrun --nproc-per-node: training processes per replica, a positive number "
+            "or gpu (one process per GPU of the replica)."
+        ),
+    )
+    rdzv_backend: RdzvBackend = Field(
+        default="c10d",
+        description=(
+            "torchrun --rdzv-backend: c10d (built into torch), etcd or etcd-v2 "
+            "(these need an etcd server of your own)."
+        ),
+    )
+    extra_options: list[str] = Field(
+        default=[],
+        description="Further torchrun options, passed verbatim.",
+    )
+
+
+class ElasticConfig(T9kModel):
+    """Elastic training (needs torchrun): the number of replicas may change while training."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
+                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
+                },
+                {
+                    "rule": (
+                        "!has(self.minReplicas) || !has(self.maxReplicas) "
+                        "|| self.minReplicas <= self.maxReplicas"
+                    ),
+                    "message": MSG_ELASTIC_MIN_MAX,
+                    "fieldPath": ".minReplicas",
+                },
+                {
+                    "rule": (
+                        "!has(self.expectedReplicas) || "
+                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
+                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_EXPECTED,
+                    "fieldPath": ".expectedReplicas",
+                },
+            ]
+        }
+    )
+
+    enabled: bool = Field(default=False, description="Whether elastic training is on.")
+    min_replicas: int | None = Field(
+        default=None, ge=1, description="Smallest number of replicas training runs with."
+    )
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Largest number of replicas training runs with."
+    )
+    expected_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Number of replicas wanted now, between minReplicas and maxReplicas; may be "
+            "changed while the job runs (also through the scale subresource). The actual "
+            "number may be lower when the cluster lacks resources."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> ElasticConfig:
+        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
+        if self.enabled and (low is None or high is None or want is None):
+            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
+        if low is not None and high is not None and low > high:
+            raise ValueError(MSG_ELASTIC_MIN_MAX)
+        if want is not None and (
+            (low is not None and want < low) or (high is not None and want > high)
+        ):
+            raise ValueError(MSG_ELASTIC_EXPECTED)
+        return self
+
+
+class TensorBoardSpec(T9kModel):
+    """A TensorBoard for the job's training logs (stored; not acted on by this operator)."""
+
+    image: str = Field(description="Image of the TensorBoard.")
+    training_log_filesets: list[str] = Field(
+        default=[],
+        description="Where the training logs are, as fileset URLs.",
+    )
+
+
+class PyTorchTrainingJobSpec(T9kModel):
+    """Desired state of a PyTorchTrainingJob."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "!has(self.elastic) || !has(self.elastic.enabled) || "
+                        "!self.elastic.enabled || "
+                        "(has(self.torchrunConfig) && self.torchrunConfig.enabled)"
+                    ),
+                    "message": MSG_ELASTIC_NEEDS_TORCHRUN,
+                    "fieldPath": ".elastic.enabled",
+                },
+                RESUME_SPECS_REMOVAL_RULE,
+            ]
+        }
+    )
+
+    replica_specs: list[ReplicaSpec] = Field(
+        min_length=1,
+        max_length=MAX_REPLICA_SPECS,
+        description=(
+            "The replica types of the job, each with its count, restart policy and template."
+        ),
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "self.filter(r, r.type == 'master')"
+                        ".map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1"
+                    ),
+                    "message": MSG_ONE_MASTER,
+                },
+                {
+                    "rule": "self.all(a, self.exists_one(b, b.type == a.type))",
+                    "message": MSG_DISTINCT_TYPES,
+                },
+            ]
+        },
+    )
+    torchrun_config: TorchrunConfig | None = Field(
+        default=None,
+        description="Launch training with torchrun. Unset: plain `python` launch, no torchrun.",
+    )
+    elastic: ElasticConfig | None = Field(
+        default=None,
+        description="Elastic training (requires torchrunConfig.enabled).",
+    )
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy,
+        description="Restart limit, deadline and clean-up policy of the job.",
+    )
+    scheduler: SchedulerPolicy | None = Field(
+        default=None,
+        description="Scheduler of the replicas. Unset: the Kubernetes default scheduler.",
+    )
+    run_mode: RunMode | None = Field(
+        default=None,
+        description="Debug or pause mode. Unset: train normally.",
+    )
+    tensorboard_spec: TensorBoardSpec | None = Field(
+        default=None,
+        description="A TensorBoard for the training logs (stored only).",
+    )
+
+    @model_validator(mode="after")
+    def _check_invariants(self) -> PyTorchTrainingJobSpec:
+        types = [r.type for r in self.replica_specs]
+        if len(set(types)) != len(types):
+            raise ValueError(MSG_DISTINCT_TYPES)
+        if sum(r.replicas for r in self.replica_specs if r.type == MASTER) > 1:
+            raise ValueError(MSG_ONE_MASTER)
+        if (
+            self.elastic is not None
+            and self.elastic.enabled
+            and (self.torchrun_config is None or not self.torchrun_config.enabled)
+        ):
+            raise ValueError(MSG_ELASTIC_NEEDS_TORCHRUN)
+        return self
+
+    @property
+    def torchrun_enabled(self) -> bool:
+        return self.torchrun_config is not None and self.torchrun_config.enabled
+
+    @property
+    def elastic_enabled(self) -> bool:
+        return self.elastic is not None and self.elastic.enabled
+
+
+class TensorBoardDependent(T9kModel):
+    """Reference to the TensorBoard object created for the job."""
+
+    api_version: str | None = Field(default=None, description="API version of the TensorBoard.")
+    kind: str | None = Field(default=None, description="Kind of the object (TensorBoard).")
+    name: str | None = Field(default=None, description="Name of the TensorBoard.")
+    namespace: str | None = Field(default=None, description="Namespace of the TensorBoard.")
+    uid: str | None = Field(default=None, description="UID of the TensorBoard.")
+
+
+class TensorBoardStatus(T9kModel):
+    """State of the job's TensorBoard."""
+
+    action: str | None = Field(default=None, description="Last action taken on it (e.g. NOP).")
+    dependent: TensorBoardDependent | None = Field(
+        default=None, description="The TensorBoard object."
+    )
+    note: str | None = Field(default=None, description="Human-readable state.")
+    ready: bool | None = Field(default=None, description="Whether the TensorBoard is ready.")
+    reason: str | None = Field(default=None, description="Machine-readable state.")
+    type: str | None = Field(default=None, description="Normal or Warning.")
+
+
+class PyTorchTrainingJobStatus(JobStatus):
+    """Observed state of a PyTorchTrainingJob, written by the operator."""
+
+    tensorboard: TensorBoardStatus | None = Field(
+        default=None,
+        description="State of the job's TensorBoard, if it has one.",
+    )
+
+
+class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
+    """A PyTorchTrainingJob as stored by the API server."""
+
+
+_LAST_INDEX = "(r.replicas > 0 ? r.replicas - 1 : 0)"
+_ELASTIC_LAST_INDEX = (
+    "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
+    "&& self.spec.elastic.maxReplicas > r.replicas ? self.spec.elastic.maxReplicas - 1 : "
+    + _LAST_INDEX
+    + ")"
+)
+POD_NAME_LENGTH_RULE: dict[str, Any] = {
+    "rule": (
+        "self.spec.replicaSpecs.all(r, size(self.metadata.name) + size(r.type) + "
+        f"size(string({_ELASTIC_LAST_INDEX})) + 2 <= {DNS_LABEL_MAX})"
+    ),
+    "message": MSG_POD_NAME_LENGTH,
+    "fieldPath": ".metadata.name",
+}
+
+CRD = CrdInfo(
+    group=GROUP,
+    version=VERSION,
+    kind=KIND,
+    plural=PLURAL,
+    singular="pytorchtrainingjob",
+    short_names=("pytj", "ptj"),
+    categories=("t9k",),
+    spec_model=PyTorchTrainingJobSpec,
+    status_model=PyTorchTrainingJobStatus,
+    description=(
+        "PyTorchTrainingJob runs distributed PyTorch training: replicas of one or more "
+        "types, launched plainly or with torchrun, supervised and restarted by the operator."
+    ),
+    scale=ScaleSubresource(
+        spec_replicas_path=".spec.elastic.expectedReplicas",
+        status_replicas_path=".status.replicas",
+    ),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+)

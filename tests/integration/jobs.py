@@ -1,0 +1,123 @@
+"""Helpers for job tests: submit jobs, read their status, find their pods."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from t9k_operator.kube import KubeClient, NotFound, Resource
+from t9k_operator.kube.resources import EVENTS, PODS
+from tests.integration.cluster import wait_for
+from tests.integration.kubelet import MANUAL
+
+PYTORCH = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+
+
+def pytorch_job(
+    name: str,
+    specs: list[tuple[str, int, str]],
+    *,
+    manual: bool = True,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A PyTorchTrainingJob with replica specs (type, replicas, restartPolicy)."""
+    notes = dict(MANUAL) if manual else {}
+    notes.update(annotations or {})
+    replica_specs = []
+    for type_, n, policy in specs:
+        replica_specs.append({
+            "type": type_, "replicas": n, "restartPolicy": policy,
+            "template": {
+                "metadata": {"annotations": notes},
+                "spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.4.0",
+                                         "command": ["python"], "args": ["train.py"]}]},
+            },
+        })  # fmt: skip
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
+        "metadata": {"name": name},
+        "spec": {"replicaSpecs": replica_specs, **copy.deepcopy(spec)},
+    }
+
+
+class Jobs:
+    def __init__(self, client: KubeClient, namespace: str, resource: Resource = PYTORCH) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.resource = resource
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.client.create(self.resource, body, self.namespace)
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self.client.get(self.resource, name, self.namespace)
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self.get(name).get("status") or {})
+
+    def patch_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.client.patch(self.resource, name, {"spec": spec}, self.namespace)
+
+    def wait_phase(self, name: str, phase: str, timeout: float = 30) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            status = self.status(name)
+            return status if status.get("phase") == phase else None
+
+        try:
+            result: dict[str, Any] = wait_for(reached, timeout, f"{name} phase {phase}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; status is {self.status(name)}") from None
+        return result
+
+    def condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        for cond in self.status(name).get("conditions") or []:
+            if cond["type"] == type_:
+                return dict(cond)
+        return None
+
+    def pods(self, name: str) -> dict[str, dict[str, Any]]:
+        items, _ = self.client.list_all(
+            PODS, self.namespace, label_selector=f"t9k.dev/job-name={name}"
+        )
+        return {p["metadata"]["name"]: p for p in items
+                if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+    def wait_pods(self, name: str, names: list[str], timeout: float = 20) -> dict[str, Any]:
+        def present() -> dict[str, Any] | None:
+            pods = self.pods(name)
+            return pods if sorted(pods) == sorted(names) else None
+
+        try:
+            result: dict[str, Any] = wait_for(present, timeout, f"pods {names}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; have {sorted(self.pods(name))}") from None
+        return result
+
+    def wait_new_pod(self, job: str, pod: str, old_uid: str, timeout: float = 20) -> dict[str, Any]:
+        def replaced() -> dict[str, Any] | None:
+            p = self.pods(job).get(pod)
+            return p if p is not None and p["metadata"]["uid"] != old_uid else None
+
+        result: dict[str, Any] = wait_for(replaced, timeout, f"{pod} recreated")
+        return result
+
+    def events(self, name: str) -> list[tuple[str, str, str]]:
+        items, _ = self.client.list_all(EVENTS, self.namespace)
+        return [(e["type"], e["reason"], e["message"]) for e in items
+                if e["involvedObject"]["name"] == name]  # fmt: skip
+
+    def wait_event(self, name: str, reason: str, timeout: float = 15) -> tuple[str, str, str]:
+        def found() -> tuple[str, str, str] | None:
+            return next((e for e in self.events(name) if e[1] == reason), None)
+
+        result: tuple[str, str, str] = wait_for(found, timeout, f"event {reason} on {name}")
+        return result
+
+    def gone(self, name: str) -> bool:
+        try:
+            self.get(name)
+            return False
+        except NotFound:
+            return True

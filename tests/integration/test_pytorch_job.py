@@ -1,0 +1,269 @@
+"""PyTorchTrainingJob end to end: the operator (as its ServiceAccount) runs jobs
+on the local cluster while the test drives pods like a kubelet would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import KubeClient
+from t9k_operator.kube.resources import SERVICES
+from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs, pytorch_job
+from tests.integration.kubelet import Kubelet
+from tests.integration.operator_process import OperatorProcess
+
+pytestmark = pytest.mark.usefixtures("operator")
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace)
+
+
+@pytest.fixture
+def kubelet(admin: KubeClient) -> Kubelet:
+    return Kubelet(admin)
+
+
+def run_all(kubelet: Kubelet, jobs: Jobs, job: str, pods: list[str]) -> None:
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    jobs.wait_phase(job, "Running")
+
+
+def env_of(pod: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in pod["spec"]["containers"][0].get("env", [])}
+
+
+def test_seed_basic_job_runs_to_success_on_kwok(jobs: Jobs) -> None:
+    body = pytorch_job("pytorch-example", [("worker", 4, "OnFailure")], manual=False,
+                       annotations={"kwok.t9k.dev/run-duration": "2s"})  # fmt: skip
+    jobs.create(body)
+    status = jobs.wait_phase("pytorch-example", "Succeeded", 40)
+    assert status["aggregate"]["succeeded"] == 4
+    assert status["completionTime"] and status["startTime"]
+    assert jobs.condition("pytorch-example", "Completed")["status"] == "True"  # type: ignore[index]
+    assert jobs.condition("pytorch-example", "Initialized")["status"] == "True"  # type: ignore[index]
+    assert [t["type"] for t in status["tasks"]] == ["worker"]
+    replicas = status["tasks"][0]["replicas"]
+    assert [r["name"] for r in replicas] == [f"pytorch-example-worker-{i}" for i in range(4)]
+    assert replicas[0]["containers"][0] == {"name": "pytorch", "state": "Terminated",
+                                            "exitCode": 0, "reason": "Completed"}  # fmt: skip
+    pods = jobs.pods("pytorch-example")
+    env = env_of(pods["pytorch-example-worker-3"])
+    assert env["MASTER_ADDR"] == "pytorch-example-worker-0.pytorch-example"
+    assert (env["RANK"], env["WORLD_SIZE"], env["MASTER_PORT"]) == ("3", "4", "23456")
+    svc = jobs.client.get(SERVICES, "pytorch-example", jobs.namespace)
+    assert svc["spec"]["clusterIP"] == "None"
+    reasons = [e[1] for e in jobs.events("pytorch-example")]
+    assert "Created" in reasons and "Succeeded" in reasons
+
+
+def test_on_failure_recreates_the_pod_and_counts_the_restart(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(pytorch_job("onf", [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")]))
+    pods = jobs.wait_pods("onf", ["onf-master-0", "onf-worker-0"])
+    run_all(kubelet, jobs, "onf", list(pods))
+    old = pods["onf-worker-0"]["metadata"]["uid"]
+    kubelet.fail(jobs.namespace, "onf-worker-0", exit_code=1)
+    jobs.wait_new_pod("onf", "onf-worker-0", old)
+    wait_for(lambda: jobs.status("onf").get("restartCount") == 1, 10, "restartCount 1")
+    event = jobs.wait_event("onf", "Restarting")
+    assert "exit code 1" in event[2]
+    tasks = {t["type"]: t["restartCount"] for t in jobs.status("onf")["tasks"]}
+    assert tasks == {"master": 0, "worker": 1}
+    kubelet.run(jobs.namespace, "onf-worker-0")
+    kubelet.succeed(jobs.namespace, "onf-master-0")
+    jobs.wait_phase("onf", "Succeeded")
+
+
+def test_never_fails_the_job_at_once_with_the_reason(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(pytorch_job("nev", [("master", 1, "Never"), ("worker", 2, "Never")]))
+    pods = jobs.wait_pods("nev", ["nev-master-0", "nev-worker-0", "nev-worker-1"])
+    run_all(kubelet, jobs, "nev", list(pods))
+    kubelet.fail(jobs.namespace, "nev-worker-1", exit_code=3)
+    status = jobs.wait_phase("nev", "Failed")
+    failed = jobs.condition("nev", "Failed")
+    assert failed is not None and failed["reason"] == "ReplicaFailed"
+    assert "nev-worker-1" in failed["message"] and "exit code 3" in failed["message"]
+    assert status["restartCount"] == 0
+    assert (
+        jobs.pods("nev")["nev-worker-1"]["metadata"]["uid"]
+        == (pods["nev-worker-1"]["metadata"]["uid"])
+    )
+
+
+@pytest.mark.parametrize(("code", "restarts"), [(137, True), (143, True), (1, False)])
+def test_exit_code_policy(jobs: Jobs, kubelet: Kubelet, code: int, restarts: bool) -> None:
+    jobs.create(pytorch_job("ec", [("node", 2, "ExitCode")]))
+    pods = jobs.wait_pods("ec", ["ec-node-0", "ec-node-1"])
+    run_all(kubelet, jobs, "ec", list(pods))
+    kubelet.fail(jobs.namespace, "ec-node-1", exit_code=code)
+    if restarts:
+        jobs.wait_new_pod("ec", "ec-node-1", pods["ec-node-1"]["metadata"]["uid"])
+        assert jobs.status("ec")["restartCount"] == 1
+    else:
+        jobs.wait_phase("ec", "Failed")
+
+
+def test_always_restarts_an_ended_worker(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(pytorch_job("alw", [("master", 1, "Never"), ("worker", 1, "Always")]))
+    pods = jobs.wait_pods("alw", ["alw-master-0", "alw-worker-0"])
+    run_all(kubelet, jobs, "alw", list(pods))
+    kubelet.succeed(jobs.namespace, "alw-worker-0")
+    jobs.wait_new_pod("alw", "alw-worker-0", pods["alw-worker-0"]["metadata"]["uid"])
+    kubelet.succeed(jobs.namespace, "alw-master-0")
+    jobs.wait_phase("alw", "Succeeded")
+
+
+def test_backoff_limit_is_shared_across_types(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(pytorch_job("bo", [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")],
+                            runPolicy={"backoffLimit": 1}))  # fmt: skip
+    pods = jobs.wait_pods("bo", ["bo-master-0", "bo-worker-0"])
+    run_all(kubelet, jobs, "bo", list(pods))
+    kubelet.fail(jobs.namespace, "bo-worker-0", exit_code=1)
+    new = jobs.wait_new_pod("bo", "bo-worker-0", pods["bo-worker-0"]["metadata"]["uid"])
+    kubelet.run(jobs.namespace, new["metadata"]["name"])
+    kubelet.fail(jobs.namespace, "bo-master-0", exit_code=1)
+    jobs.wait_phase("bo", "Failed")
+    failed = jobs.condition("bo", "Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert jobs.status("bo")["restartCount"] == 1
+
+
+def test_active_deadline_fails_the_job_on_time(jobs: Jobs, kubelet: Kubelet) -> None:
+    policy = {"activeDeadlineSeconds": 3, "cleanUpPolicy": "All"}
+    jobs.create(pytorch_job("dl", [("worker", 1, "OnFailure")], runPolicy=policy))
+    pods = jobs.wait_pods("dl", ["dl-worker-0"])
+    run_all(kubelet, jobs, "dl", list(pods))
+    jobs.wait_phase("dl", "Failed", 15)
+    failed = jobs.condition("dl", "Failed")
+    assert failed is not None and failed["reason"] == "DeadlineExceeded"
+    wait_for(lambda: not jobs.pods("dl"), 10, "cleanup All after the deadline")
+
+
+@pytest.mark.parametrize(
+    ("policy", "left"),
+    [("None", {"cu-master-0", "cu-worker-0"}), ("All", set()), ("Unfinished", {"cu-master-0"})],
+)
+def test_cleanup_policy_after_success(
+    jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
+) -> None:
+    jobs.create(pytorch_job("cu", [("master", 1, "Never"), ("worker", 1, "Never")],
+                            runPolicy={"cleanUpPolicy": policy}))  # fmt: skip
+    pods = jobs.wait_pods("cu", ["cu-master-0", "cu-worker-0"])
+    run_all(kubelet, jobs, "cu", list(pods))
+    kubelet.succeed(jobs.namespace, "cu-master-0")
+    jobs.wait_phase("cu", "Succeeded")
+    wait_for(lambda: set(jobs.pods("cu")) == left, 10, f"pods left {left}")
+
+
+@pytest.mark.parametrize(
+    ("policy", "left"),
+    [("None", {"cf-master-0", "cf-worker-0"}), ("All", set()), ("Unfinished", {"cf-worker-0"})],
+)
+def test_cleanup_policy_after_failure(
+    jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
+) -> None:
+    jobs.create(pytorch_job("cf", [("master", 1, "Never"), ("worker", 1, "Never")],
+                            runPolicy={"cleanUpPolicy": policy}))  # fmt: skip
+    pods = jobs.wait_pods("cf", ["cf-master-0", "cf-worker-0"])
+    run_all(kubelet, jobs, "cf", list(pods))
+    kubelet.fail(jobs.namespace, "cf-worker-0", exit_code=2)
+    jobs.wait_phase("cf", "Failed")
+    wait_for(lambda: set(jobs.pods("cf")) == left, 10, f"pods left {left}")
+
+
+def test_pause_then_resume_with_resume_specs(jobs: Jobs, kubelet: Kubelet) -> None:
+    resume = [{"type": "worker", "skipInitContainer": True, "command": ["python"],
+               "args": ["resume.py"]}]  # fmt: skip
+    body = pytorch_job("pz", [("worker", 2, "OnFailure")],
+                       runMode={"pause": {"enabled": False, "resumeSpecs": resume}})  # fmt: skip
+    body["spec"]["replicaSpecs"][0]["template"]["spec"]["initContainers"] = [
+        {"name": "fetch", "image": "busybox"}
+    ]
+    jobs.create(body)
+    pods = jobs.wait_pods("pz", ["pz-worker-0", "pz-worker-1"])
+    assert "initContainers" in pods["pz-worker-0"]["spec"]
+    run_all(kubelet, jobs, "pz", list(pods))
+    jobs.patch_spec("pz", {"runMode": {"pause": {"enabled": True}}})
+    jobs.wait_phase("pz", "Paused")
+    wait_for(lambda: not jobs.pods("pz"), 10, "pods deleted while paused")
+    assert jobs.condition("pz", "Paused")["status"] == "True"  # type: ignore[index]
+    jobs.patch_spec("pz", {"runMode": {"pause": {"enabled": False}}})
+    back = jobs.wait_pods("pz", ["pz-worker-0", "pz-worker-1"])
+    assert jobs.status("pz")["phase"] == "Resuming"
+    c = back["pz-worker-1"]["spec"]["containers"][0]
+    assert (c["command"], c["args"]) == (["python"], ["resume.py"])
+    assert "initContainers" not in back["pz-worker-1"]["spec"]
+    run_all(kubelet, jobs, "pz", list(back))
+    reasons = [e[1] for e in jobs.events("pz")]
+    assert "Paused" in reasons and "Resumed" in reasons
+
+
+def test_debug_mode_runs_the_debug_command_and_never_ends(jobs: Jobs, kubelet: Kubelet) -> None:
+    debug = {"enabled": True, "replicaSpecs": [{"type": "worker", "command": ["/usr/bin/sshd"]}]}
+    jobs.create(pytorch_job("dbg", [("master", 1, "Never"), ("worker", 1, "Never")],
+                            runMode={"debug": debug}))  # fmt: skip
+    pods = jobs.wait_pods("dbg", ["dbg-master-0", "dbg-worker-0"])
+    assert pods["dbg-master-0"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+    assert pods["dbg-worker-0"]["spec"]["containers"][0]["command"] == ["/usr/bin/sshd"]
+    run_all(kubelet, jobs, "dbg", list(pods))
+    kubelet.succeed(jobs.namespace, "dbg-master-0")
+    kubelet.fail(jobs.namespace, "dbg-worker-0", exit_code=1)
+    wait_for(lambda: jobs.status("dbg")["aggregate"]["failed"] == 1, 10, "the failure seen")
+    assert jobs.status("dbg")["phase"] == "Running"
+    assert set(jobs.pods("dbg")) == {"dbg-master-0", "dbg-worker-0"}
+
+
+def test_torchrun_args_and_elastic_scaling(jobs: Jobs, cluster: Any) -> None:
+    jobs.create(pytorch_job(
+        "tr", [("node", 2, "ExitCode")],
+        torchrunConfig={"enabled": True, "maxRestarts": 3, "procPerNode": "gpu",
+                        "rdzvBackend": "c10d", "extraOptions": ["--monitor-interval=1"]},
+        elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
+    ))  # fmt: skip
+    pods = jobs.wait_pods("tr", ["tr-node-0", "tr-node-1"])
+    c = pods["tr-node-1"]["spec"]["containers"][0]
+    uid = jobs.get("tr")["metadata"]["uid"]
+    assert c["command"] == ["torchrun", "--nnodes=1:4", "--nproc-per-node=gpu",
+                            "--max-restarts=3", "--rdzv-backend=c10d",
+                            "--rdzv-endpoint=tr-node-0.tr:29400", f"--rdzv-id={uid}",
+                            "--monitor-interval=1", "train.py"]  # fmt: skip
+    cluster.kubectl("scale", "pytj/tr", "--replicas=4", "-n", jobs.namespace)
+    jobs.wait_pods("tr", [f"tr-node-{i}" for i in range(4)])
+    jobs.patch_spec("tr", {"elastic": {"expectedReplicas": 1}})
+    jobs.wait_pods("tr", ["tr-node-0"])
+
+
+def test_deleting_the_job_deletes_its_children(jobs: Jobs) -> None:
+    jobs.create(pytorch_job("del", [("worker", 2, "OnFailure")]))
+    jobs.wait_pods("del", ["del-worker-0", "del-worker-1"])
+    wait_for(lambda: _has_service(jobs, "del"), 10, "the Service")
+    jobs.client.delete(jobs.resource, "del", jobs.namespace, propagation="Foreground")
+    wait_for(lambda: not jobs.pods("del") and not _has_service(jobs, "del"), 30,
+             "children garbage-collected")  # fmt: skip
+    wait_for(lambda: jobs.gone("del"), 30, "the job gone")
+
+
+def _has_service(jobs: Jobs, name: str) -> bool:
+    items, _ = jobs.client.list_all(SERVICES, jobs.namespace)
+    return any(s["metadata"]["name"] == name for s in items)
+
+
+def test_operator_killed_mid_job_duplicates_nothing_and_keeps_the_count(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, restart_operator: Any
+) -> None:
+    jobs.create(pytorch_job("crash", [("worker", 2, "OnFailure")]))
+    pods = jobs.wait_pods("crash", ["crash-worker-0", "crash-worker-1"])
+    run_all(kubelet, jobs, "crash", list(pods))
+    kubelet.fail(jobs.namespace, "crash-worker-1", exit_code=137)
+    jobs.wait_new_pod("crash", "crash-worker-1", pods["crash-worker-1"]["metadata"]["uid"])
+    operator.kill()
+    new_op = restart_operator()
+    new_op.wait_ready()
+    kubelet.run(jobs.namespace, "crash-worker-1")
+    jobs.wait_phase("crash", "Running")
+    assert jobs.status("crash")["restartCount"] == 1
+    assert sorted(jobs.pods("crash")) == ["crash-worker-0", "crash-worker-1"]

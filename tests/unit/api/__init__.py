@@ -1,0 +1,1 @@
+"""Tests of t9k_operator.api."""

@@ -1,0 +1,248 @@
+"""The committed CRDs are what hack/gen_crds.py makes of the models, and are structural."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pytest
+import yaml
+from pydantic import Field
+
+from t9k_operator.api.common import T9kModel
+from t9k_operator.api.pytorch import (
+    CRD,
+    MSG_DISTINCT_TYPES,
+    MSG_ELASTIC_NEEDS_TORCHRUN,
+    MSG_ONE_MASTER,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_DIR = ROOT / "manifests" / "crds"
+
+
+def _load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_crds", ROOT / "hack" / "gen_crds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _load_generator()
+
+
+@pytest.mark.parametrize("file_name", sorted(gen.rendered()))
+def test_committed_crd_is_fresh(file_name: str) -> None:
+    expected = gen.rendered()[file_name]
+    path = CRD_DIR / file_name
+    current = path.read_text() if path.exists() else None
+    assert current == expected, (
+        f"manifests/crds/{file_name} is stale (or missing): the API models changed. "
+        "Run `make manifests` and commit the result."
+    )
+
+
+def test_rendering_is_deterministic() -> None:
+    assert gen.rendered() == gen.rendered()
+
+
+def test_check_mode_reports_stale_files(tmp_path: Path) -> None:
+    assert gen.main(["--out-dir", str(tmp_path), "--check"]) == 1
+    assert gen.main(["--out-dir", str(tmp_path)]) == 0
+    assert gen.main(["--out-dir", str(tmp_path), "--check"]) == 0
+
+
+# -- the shape of the PyTorchTrainingJob CRD -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crd() -> dict[str, Any]:
+    doc = yaml.safe_load((CRD_DIR / gen.file_name(CRD)).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def schema_of(crd: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, node
+    for name, sub in node.get("properties", {}).items():
+        yield from walk(sub, f"{path}.{name}")
+    if "items" in node:
+        yield from walk(node["items"], f"{path}[*]")
+
+
+def rules(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["message"]: r for r in node.get("x-kubernetes-validations", [])}
+
+
+def test_names_and_subresources(crd: dict[str, Any]) -> None:
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert crd["metadata"]["name"] == "pytorchtrainingjobs.batch.tensorstack.dev"
+    assert crd["metadata"]["labels"] == {"app.kubernetes.io/part-of": "t9k-operator"}
+    spec = crd["spec"]
+    assert spec["group"] == "batch.tensorstack.dev"
+    assert spec["scope"] == "Namespaced"
+    assert spec["names"]["kind"] == "PyTorchTrainingJob"
+    assert spec["names"]["plural"] == "pytorchtrainingjobs"
+    assert spec["names"]["singular"] == "pytorchtrainingjob"
+    assert {"pytj", "ptj"} <= set(spec["names"]["shortNames"])
+    assert spec["names"]["categories"] == ["t9k"]
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.elastic.expectedReplicas",
+            "statusReplicasPath": ".status.replicas",
+        },
+    }
+    columns = {c["name"]: (c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]}
+    assert columns == {
+        "Phase": ("string", ".status.phase"),
+        "Ready": ("integer", ".status.readyReplicas"),
+        "Replicas": ("integer", ".status.replicas"),
+        "Restarts": ("integer", ".status.restartCount"),
+        "Age": ("date", ".metadata.creationTimestamp"),
+    }
+
+
+def test_schema_is_structural(crd: dict[str, Any]) -> None:
+    for path, node in walk(schema_of(crd)):
+        for key in ("$ref", "$defs", "anyOf", "allOf", "oneOf", "title", "nullable"):
+            assert key not in node, f"{path}: {key}"
+        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), path
+        if "default" in node:
+            assert node["default"] is not None, path
+
+
+def test_every_spec_and_status_field_is_described(crd: dict[str, Any]) -> None:
+    schema = schema_of(crd)
+    for top in ("spec", "status"):
+        for path, node in walk(schema["properties"][top], top):
+            if not path.endswith("[*]"):
+                assert node.get("description"), f"{path} has no description (kubectl explain)"
+
+
+def test_pod_templates_are_preserved_whole(crd: dict[str, Any]) -> None:
+    replica = schema_of(crd)["properties"]["spec"]["properties"]["replicaSpecs"]["items"]
+    template = replica["properties"]["template"]
+    assert template["type"] == "object"
+    assert template["x-kubernetes-preserve-unknown-fields"] is True
+    assert "properties" not in template
+    assert replica["required"] == ["type", "template"]
+
+
+def test_constraints_and_defaults(crd: dict[str, Any]) -> None:
+    spec = schema_of(crd)["properties"]["spec"]
+    props = spec["properties"]
+    assert spec["required"] == ["replicaSpecs"]
+    replica_specs = props["replicaSpecs"]
+    assert (replica_specs["minItems"], replica_specs["maxItems"]) == (1, 16)
+    replica = replica_specs["items"]["properties"]
+    assert replica["replicas"] == {
+        "type": "integer",
+        "minimum": 0,
+        "default": 1,
+        "description": replica["replicas"]["description"],
+    }
+    assert replica["restartPolicy"]["enum"] == ["Never", "OnFailure", "Always", "ExitCode"]
+    assert replica["restartPolicy"]["default"] == "OnFailure"
+    assert replica["type"]["maxLength"] == 63
+    torchrun = props["torchrunConfig"]["properties"]
+    assert torchrun["procPerNode"]["pattern"] == "^([1-9][0-9]*|gpu)$"
+    assert torchrun["procPerNode"]["default"] == "1"
+    assert torchrun["rdzvBackend"]["enum"] == ["c10d", "etcd", "etcd-v2"]
+    assert torchrun["enabled"]["default"] is False
+    run_policy = props["runPolicy"]["properties"]
+    assert run_policy["backoffLimit"]["default"] == 3
+    assert run_policy["cleanUpPolicy"]["enum"] == ["None", "All", "Unfinished"]
+    assert run_policy["activeDeadlineSeconds"]["minimum"] == 1
+    assert "t9kScheduler" in props["scheduler"]["properties"]
+    # Optional objects stay absent until set: no object-valued defaults.
+    for name in ("torchrunConfig", "elastic", "runPolicy", "scheduler", "runMode"):
+        assert "default" not in props[name], name
+    resume = props["runMode"]["properties"]["pause"]["properties"]["resumeSpecs"]
+    assert "default" not in resume  # "set" must mean set by the user
+
+
+def test_cel_rules(crd: dict[str, Any]) -> None:
+    spec = schema_of(crd)["properties"]["spec"]
+    replica_rules = rules(spec["properties"]["replicaSpecs"])
+    assert "sum() <= 1" in replica_rules[MSG_ONE_MASTER]["rule"]
+    assert "exists_one" in replica_rules[MSG_DISTINCT_TYPES]["rule"]
+    spec_rules = rules(spec)
+    assert spec_rules[MSG_ELASTIC_NEEDS_TORCHRUN]["fieldPath"] == ".elastic.enabled"
+    assert any("oldSelf" in r["rule"] for r in spec_rules.values())
+    elastic_rules = rules(spec["properties"]["elastic"])
+    assert len(elastic_rules) == 3
+    resume = spec["properties"]["runMode"]["properties"]["pause"]["properties"]["resumeSpecs"]
+    (immutable,) = resume["x-kubernetes-validations"]
+    assert immutable["optionalOldSelf"] is True
+    assert "self == oldSelf.value()" in immutable["rule"]
+    root_rules = rules(schema_of(crd))
+    assert all(r["fieldPath"] == ".metadata.name" for r in root_rules.values())
+    for _, node in walk(schema_of(crd)):
+        for rule in node.get("x-kubernetes-validations", []):
+            assert rule["message"], rule
+
+
+# -- the converter on its own ------------------------------------------------------------------
+
+
+class _Inner(T9kModel):
+    """Inner doc."""
+
+    some_value: int = Field(default=2, description="a value")
+
+
+class _Sample(T9kModel):
+    """Sample doc."""
+
+    inner: _Inner | None = Field(default=None, description="field doc wins")
+    inners: list[_Inner] = Field(default=[], description="a list")
+    fixed: Literal["x"] = Field(default="x", description="a constant")
+    blob: dict[str, Any] = Field(default_factory=dict, description="anything")
+    labels: dict[str, str] = Field(default_factory=dict, description="string map")
+
+
+def test_structural_conversion() -> None:
+    schema = gen.structural(_Sample.model_json_schema(by_alias=True))
+    assert schema["description"] == "Sample doc."
+    props = schema["properties"]
+    assert props["inner"] == {
+        "type": "object",
+        "description": "field doc wins",
+        "properties": {
+            "someValue": {"type": "integer", "default": 2, "description": "a value"},
+        },
+    }
+    assert props["inners"]["items"]["description"] == "Inner doc."
+    assert props["fixed"] == {
+        "type": "string",
+        "enum": ["x"],
+        "default": "x",
+        "description": "a constant",
+    }
+    assert props["blob"] == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "description": "anything",
+    }
+    assert props["labels"]["additionalProperties"] == {"type": "string"}
+
+
+class _Union(T9kModel):
+    value: int | str = Field(description="either")
+
+
+def test_unions_are_refused() -> None:
+    with pytest.raises(gen.SchemaError, match="value"):
+        gen.structural(_Union.model_json_schema(by_alias=True))
