@@ -146,7 +146,7 @@ class Demo:
         say("submitting the sample jobs")
         for sample in samples:
             self.kubectl("apply", "-f", str(sample))
-        say("watching them (kubectl get -l t9k-demo --watch would show the same)")
+        say("watching them (what `kubectl get t9k --watch` shows)")
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             out = self.kubectl("get", "t9k", "-o", "wide", check=False, capture=True)
@@ -155,7 +155,27 @@ class Demo:
                 "get", "t9k", "-o", "jsonpath={.items[*].status.phase}", check=False, capture=True
             ).split()
             if phases and all(p in ("Succeeded", "Failed") for p in phases):
-                say("every sample job has finished")
+                say("every sample job has finished; its pods and Events:")
+                print(
+                    self.kubectl(
+                        "get",
+                        "pods",
+                        "-l",
+                        "app.kubernetes.io/managed-by=t9k-operator",
+                        capture=True,
+                        check=False,
+                    )
+                )
+                print(
+                    self.kubectl(
+                        "get",
+                        "events",
+                        "--field-selector",
+                        "involvedObject.apiVersion=batch.tensorstack.dev/v1beta1",
+                        capture=True,
+                        check=False,
+                    )
+                )
                 return
             time.sleep(3)
 
