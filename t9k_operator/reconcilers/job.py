@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -43,7 +44,7 @@ from t9k_operator.controller import (
     object_key,
 )
 from t9k_operator.informers import CONTROLLER_UID_INDEX
-from t9k_operator.kube import AlreadyExists, NotFound, Resource
+from t9k_operator.kube import AlreadyExists, Invalid, NotFound, Resource
 from t9k_operator.kube.resources import PODS, SERVICES
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
@@ -169,7 +170,28 @@ class JobReconciler:
                 rlog.info("created pod", pod=pod["metadata"]["name"])
             except AlreadyExists:
                 pass
+            except Invalid as exc:
+                # The template passed the CRD schema but not the Pod's own
+                # validation: retrying cannot help, so the job fails, naming it.
+                self._fail_invalid(job, view, states, now, pod, exc, key)
+                return Result()
         return Result(requeue_after=plan.requeue_after)
+
+    def _fail_invalid(self, job: Obj, view: engine.JobView,
+                      states: dict[tuple[str, int], ReplicaState], now: datetime, pod: Obj,
+                      exc: Invalid, key: str) -> None:  # fmt: skip
+        type_ = pod["metadata"]["labels"].get(REPLICA_TYPE, "")
+        message = (f"the pod template of replica type {type_!r} is not a valid Pod "
+                   f"({exc.message}); fix spec and resubmit")  # fmt: skip
+        failed = engine.plan(self.kind, replace(view, spec_error=message), states, now)
+        updated = copy.deepcopy(job)
+        updated["status"] = failed.status
+        written = self.client.replace_status(self.kind.resource, updated)
+        self._written[key] = str(written["metadata"]["resourceVersion"])
+        for type_, reason, text in failed.events:
+            self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", reason, text)
+        if failed.finished is not None:
+            self._count_finish(job, failed)
 
     def _replicas(self, uid: str) -> dict[tuple[str, int], ReplicaState]:
         out: dict[tuple[str, int], ReplicaState] = {}

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.kube.resources import LEASES
 from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess
 
 LEASE_NS = "t9k-system"
@@ -29,8 +30,16 @@ def lease_holder(admin: KubeClient, name: str) -> str:
         return ""
 
 
+def reconciles(proc: OperatorProcess) -> float:
+    return sum(
+        proc.metric("controller_runtime_reconcile_total",
+                    {"controller": "pytorchtrainingjob", "result": r}) or 0.0
+        for r in ("success", "error", "requeue", "requeue_after")
+    )  # fmt: skip
+
+
 def test_two_managers_one_leader_and_handover_on_kill(
-    start_operator: Callable[..., OperatorProcess], admin: KubeClient
+    start_operator: Callable[..., OperatorProcess], admin: KubeClient, namespace: str
 ) -> None:
     lease = f"test-handover-{int(time.time())}"
     args = ("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
@@ -46,6 +55,11 @@ def test_two_managers_one_leader_and_handover_on_kill(
     leader, standby = (a, b) if leader_status(a, lease) == 1 else (b, a)
     holder = lease_holder(admin, lease)
     assert holder
+    # Only the leader reconciles: a job is seen by both caches, handled by one.
+    Jobs(admin, namespace).create(pytorch_job("le", [("worker", 1, "OnFailure")]))
+    Jobs(admin, namespace).wait_pods("le", ["le-worker-0"])
+    wait_for(lambda: reconciles(leader) > 0, 10, "the leader to reconcile")
+    assert reconciles(standby) == 0
     leader.kill()  # kill -9: no release, the lease must expire
     killed_at = time.monotonic()
     wait_for(lambda: leader_status(standby, lease) == 1, 15, "the standby to take over")
@@ -56,6 +70,8 @@ def test_two_managers_one_leader_and_handover_on_kill(
     assert 6 - 1.2 - 0.5 <= took <= 6 + 2 * 1.2 + 1.0, f"hand-over took {took:.1f}s"
     new_holder = lease_holder(admin, lease)
     assert new_holder and new_holder != holder
+    # The new leader starts its workers and takes up the job.
+    wait_for(lambda: reconciles(standby) > 0, 10, "the new leader to reconcile")
     assert standby.proc.poll() is None
 
 
