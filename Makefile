@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test unit integration cluster cluster-down run demo manifests bench clean
+.PHONY: help venv lint format test test-deps unit integration cluster cluster-down run demo manifests bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,13 +30,16 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
-test: lint ## lint, unit tests, then integration tests on a local cluster it starts
+test: lint test-deps ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
+
+test-deps: ## system packages the tests need (openssh-server for launch-path tests)
+	bash hack/ensure-test-deps.sh
 
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: $(STAMP) ## integration tests only
+integration: $(STAMP) test-deps ## integration tests only
 	$(VENV)/bin/pytest tests/integration
 
 cluster: ## start the local cluster (builds the binaries the first time)

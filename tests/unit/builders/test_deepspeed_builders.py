@@ -1,0 +1,123 @@
+"""DeepSpeedJob children, built from job dicts (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from t9k_operator.builders import deepspeed as b
+
+
+def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob",
+        "metadata": {"name": "ds", "namespace": "ns", "uid": "uid-1"},
+        "spec": {
+            "config": config if config is not None else {"run": {"python": "/t9k/mnt/train.py"}},
+            "worker": {"replicas": replicas, "template": {"spec": {"containers": [
+                {"name": "sidecar", "image": "s"},
+                {"name": "worker", "image": "deepspeed/deepspeed:v072",
+                 "env": [{"name": "A", "value": "1"}],
+                 "volumeMounts": [{"name": "code", "mountPath": "/t9k/mnt"}]}]}}},
+            **spec,
+        },
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("replicas", "slots", "expected"),
+    [
+        (1, 1, "ds-worker-0.ds slots=1\n"),
+        (1, 8, "ds-worker-0.ds slots=8\n"),
+        (4, 1, "".join(f"ds-worker-{i}.ds slots=1\n" for i in range(4))),
+        (4, 8, "".join(f"ds-worker-{i}.ds slots=8\n" for i in range(4))),
+    ],
+)
+def test_hostfile_bytes(replicas: int, slots: int, expected: str) -> None:
+    j = job(replicas, {"slotsPerWorker": slots, "run": {"python": "t.py"}})
+    assert b.hostfile(j) == expected
+    cm = b.hostfile_configmap(j)
+    assert cm["metadata"]["name"] == "ds-hostfile"
+    assert cm["data"] == {"hostfile": expected}
+
+
+def test_seed_spelling_slot_per_worker_and_precedence() -> None:
+    assert b.slots(job(1, {"slotPerWorker": 4, "run": {"python": "t"}})) == 4
+    assert b.slots(job(1, {"slotPerWorker": 4, "slotsPerWorker": 2, "run": {"python": "t"}})) == 2
+    assert b.slots(job(1, {"run": {"python": "t"}})) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "tail"),
+    [
+        ({"run": {"python": "train.py --epochs 3"}}, ["train.py", "--epochs", "3"]),
+        ({"run": {"python": ["train.py", "--lr", "0.1"]}}, ["train.py", "--lr", "0.1"]),
+        ({"run": {"module": "pkg.train --x"}}, ["--module", "pkg.train", "--x"]),
+        ({"run": {"exec": ["./bin/train", "-v"]}}, ["--no_python", "./bin/train", "-v"]),
+    ],
+)
+def test_run_forms(config: dict[str, Any], tail: list[str]) -> None:
+    assert b.deepspeed_command(job(2, config)) == ["deepspeed", "--hostfile=/t9k/hostfile", *tail]
+
+
+@pytest.mark.parametrize("autotune", ["none", "run", "tune"])
+def test_local_rank_autotune_and_other_args(autotune: str) -> None:
+    cfg = {"localRank": False, "autotune": autotune, "otherArgs": ["--master_port", "12346"],
+           "run": {"python": "t.py"}}  # fmt: skip
+    flags = [] if autotune == "none" else [f"--autotuning={autotune}"]
+    assert b.deepspeed_command(job(1, cfg)) == [
+        "deepspeed", "--hostfile=/t9k/hostfile", "--no_local_rank", *flags,
+        "--master_port", "12346", "t.py",
+    ]  # fmt: skip
+
+
+def test_ssh_secret() -> None:
+    s = b.ssh_secret(job(), "PRIVATE", "ssh-ed25519 AAAA job")
+    assert s["metadata"]["name"] == "ds-ssh"
+    assert s["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    data = s["stringData"]
+    assert data["id_ed25519"] == "PRIVATE"
+    assert data["authorized_keys"] == data["id_ed25519.pub"] == "ssh-ed25519 AAAA job"
+    assert "StrictHostKeyChecking no" in data["config"]
+    assert "UserKnownHostsFile /dev/null" in data["config"]
+
+
+def test_pods_mount_key_and_hostfile_in_the_training_container() -> None:
+    j = job(3)
+    pod = b.build_pod(j, 1)
+    sidecar, worker = pod["spec"]["containers"]
+    assert "volumeMounts" not in sidecar
+    mounts = {m["mountPath"]: m for m in worker["volumeMounts"]}
+    assert mounts["/root/.ssh"]["name"] == "t9k-ssh"
+    assert mounts["/t9k/hostfile"]["subPath"] == "hostfile"
+    assert mounts["/t9k/mnt"]["name"] == "code"
+    vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert vols["t9k-ssh"]["secret"] == {"secretName": "ds-ssh", "defaultMode": 0o600}
+    assert vols["t9k-hostfile"]["configMap"] == {"name": "ds-hostfile"}
+    assert worker["command"][:2] == ["/bin/bash", "-c"]
+    assert 'exec "$T9K_SSHD" -D -e' in worker["command"][2]
+    assert "exec deepspeed" not in worker["command"][2]
+    assert pod["spec"]["hostname"] == "ds-worker-1" and pod["spec"]["subdomain"] == "ds"
+
+
+def test_worker_zero_launches() -> None:
+    script = b.build_pod(job(2), 0)["spec"]["containers"][1]["command"][2]
+    assert script.rstrip().endswith("exec deepspeed --hostfile=/t9k/hostfile /t9k/mnt/train.py")
+    assert "T9K_SSH_WAIT_TIMEOUT:=300" in script
+    assert "gave up after" in script
+    assert b.build_pod(job(2), 0)["metadata"]["labels"]["t9k.dev/role"] == "launcher"
+
+
+def test_debug_pod_runs_sshd() -> None:
+    pod = b.build_pod(job(2), 0, command=list(b.DEBUG_COMMAND), debug=True)
+    assert pod["spec"]["containers"][1]["command"] == ["/usr/sbin/sshd", "-D"]
+
+
+def test_elastic_worker_count_and_hostfile_follow_expected() -> None:
+    j = job(2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 3,
+                        "expectedReplicas": 3})  # fmt: skip
+    assert b.worker_count(j) == 3
+    assert b.hostfile(j).count("\n") == 3
+    j["spec"]["elastic"]["expectedReplicas"] = 9
+    assert b.worker_count(j) == 3
