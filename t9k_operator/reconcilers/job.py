@@ -45,9 +45,10 @@ from t9k_operator.controller import (
 )
 from t9k_operator.informers import CONTROLLER_UID_INDEX
 from t9k_operator.kube import AlreadyExists, Invalid, NotFound, Resource
-from t9k_operator.kube.resources import PODS, SERVICES
+from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
+from t9k_operator.sshkeys import generate_keypair
 
 log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
@@ -61,6 +62,7 @@ class JobKind(engine.Kind, Protocol):
 
     resource: Resource
     training_containers: tuple[str, ...]
+    uses_ssh: bool  # replicas talk over ssh: the job gets its own key Secret
 
     def view(self, job: Mapping[str, Any]) -> engine.JobView: ...
 
@@ -68,7 +70,12 @@ class JobKind(engine.Kind, Protocol):
                   mode: engine.PodMode) -> Obj: ...  # fmt: skip
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
-        """Children besides pods (Service, ConfigMaps, Secrets), created once."""
+        """Children besides pods: Services (created once) and ConfigMaps (kept
+        equal to what is built, so a hostfile follows scaling)."""
+        ...
+
+    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+        """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
         ...
 
 
@@ -92,6 +99,8 @@ class JobReconciler:
         self.jobs = ctx.informers.informer(kind.resource)
         self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
+        self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
+        self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
         self._written: TTLCache[str, str] = TTLCache(maxsize=65536, ttl=30)
         self.controller = Controller(kind.resource.kind.lower(), self.reconcile,
                                      workers=ctx.workers, clock=ctx.clock)  # fmt: skip
@@ -100,7 +109,7 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
-        for informer in (self.pods, self.services):
+        for informer in (self.pods, self.services, self.configmaps, self.secrets):
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
                 on_update=lambda old, new: self._enqueue_owner(new),
@@ -215,19 +224,37 @@ class JobReconciler:
 
     def _ensure_extras(self, job: Obj, rlog: Any) -> None:
         uid = job["metadata"]["uid"]
-        have = {(o.get("kind"), o["metadata"]["name"])
-                for o in self.services.by_index(CONTROLLER_UID_INDEX, uid)}  # fmt: skip
-        for child in self.kind.extras(job):
-            if child["kind"] == "Service" and ("Service", child["metadata"]["name"]) in have:
-                continue
-            resource = {"Service": SERVICES}.get(child["kind"])
-            if resource is None:
-                continue
-            try:
-                self.client.create(resource, child, job["metadata"]["namespace"])
-                rlog.info("created", child=f"{child['kind']}/{child['metadata']['name']}")
-            except AlreadyExists:
-                pass
+        namespace = job["metadata"]["namespace"]
+        caches = {"Service": (SERVICES, self.services), "ConfigMap": (CONFIGMAPS, self.configmaps),
+                  "Secret": (SECRETS, self.secrets)}  # fmt: skip
+        have = {
+            (kind, o["metadata"]["name"]): o
+            for kind, (_, informer) in caches.items()
+            for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
+        }
+        wanted = list(self.kind.extras(job))
+        secret_name = f"{job['metadata']['name']}-ssh"
+        if self.kind.uses_ssh and ("Secret", secret_name) not in have:
+            # A fresh key pair only when the Secret does not exist yet: never
+            # shared between jobs, never rotated under running replicas.
+            private, public = generate_keypair(f"t9k/{namespace}/{job['metadata']['name']}")
+            secret = self.kind.ssh_secret(job, private, public)
+            if secret is not None:
+                wanted.append(secret)
+        for child in wanted:
+            resource = caches[child["kind"]][0]
+            existing = have.get((child["kind"], child["metadata"]["name"]))
+            if existing is None:
+                try:
+                    self.client.create(resource, child, namespace)
+                    rlog.info("created", child=f"{child['kind']}/{child['metadata']['name']}")
+                except AlreadyExists:
+                    pass
+            elif child["kind"] == "ConfigMap" and existing.get("data") != child.get("data"):
+                updated = copy.deepcopy(existing)
+                updated["data"] = child.get("data")
+                self.client.replace(resource, updated)
+                rlog.info("updated", child=f"ConfigMap/{child['metadata']['name']}")
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
         assert plan.finished is not None

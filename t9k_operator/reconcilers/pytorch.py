@@ -85,6 +85,7 @@ class PyTorchKind:
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
+    uses_ssh = False
 
     def view(self, job: Mapping[str, Any]) -> JobView:
         meta = job["metadata"]
@@ -122,3 +123,6 @@ class PyTorchKind:
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job)]
+
+    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+        return None
