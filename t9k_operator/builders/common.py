@@ -28,6 +28,10 @@ def pod_name(job_name: str, replica_type: str, index: int) -> str:
     return f"{job_name}-{replica_type.lower()}-{index}"
 
 
+def ssh_secret_name(job_name: str) -> str:
+    return f"{job_name}-ssh"
+
+
 def job_labels(kind: str, job_name: str) -> dict[str, str]:
     return {MANAGED_BY: OPERATOR, JOB_NAME: job_name, JOB_KIND: kind}
 

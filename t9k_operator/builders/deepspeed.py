@@ -24,6 +24,7 @@ from t9k_operator.builders.common import (
     job_labels,
     pod_name,
     replica_pod,
+    ssh_secret_name,
     training_container_index,
 )
 
@@ -40,10 +41,6 @@ RESERVED_FLAGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", 
 
 def hostfile_name(job_name: str) -> str:
     return f"{job_name}-hostfile"
-
-
-def ssh_secret_name(job_name: str) -> str:
-    return f"{job_name}-ssh"
 
 
 def config(job: Mapping[str, Any]) -> Obj:

@@ -35,6 +35,7 @@ from t9k_operator.builders.common import (
     JOB_KIND,
     REPLICA_INDEX,
     REPLICA_TYPE,
+    ssh_secret_name,
 )
 from t9k_operator.controller import (
     Controller,
@@ -233,7 +234,7 @@ class JobReconciler:
             for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
         }
         wanted = list(self.kind.extras(job))
-        secret_name = f"{job['metadata']['name']}-ssh"
+        secret_name = ssh_secret_name(job["metadata"]["name"])
         if self.kind.uses_ssh and ("Secret", secret_name) not in have:
             # A fresh key pair only when the Secret does not exist yet: never
             # shared between jobs, never rotated under running replicas.
