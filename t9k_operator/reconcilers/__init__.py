@@ -8,10 +8,11 @@ informers it needs.
 from __future__ import annotations
 
 from t9k_operator.controller import Controller, ControllerContext
+from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.job import JobReconciler
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 
 
 def build_controllers(ctx: ControllerContext) -> list[Controller]:
     """One controller per job kind."""
-    return [JobReconciler(PyTorchKind(), ctx).controller]
+    return [JobReconciler(kind, ctx).controller for kind in (PyTorchKind(), DeepSpeedKind())]

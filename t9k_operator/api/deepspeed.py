@@ -1,0 +1,706 @@
+"""The DeepSpeedJob kind (batch.tensorstack.dev/v1beta1): spec, status, CRD.
+
+A DeepSpeedJob runs ``spec.worker.replicas`` identical workers; every worker
+runs sshd, and the first one (``worker-0``) also runs the ``deepspeed``
+launcher, which reaches the others over ssh through the job's hostfile.
+``spec.config`` says what the launcher runs (``run.python``, ``run.module`` or
+``run.exec``) and with which launcher options.
+
+As for PyTorchTrainingJob, the invariants are written twice: as schema rules
+(the API server refuses a bad object at admission) and as pydantic validators
+with the same messages (an object that reaches the operator some other way
+still fails to parse with a message naming the field). Two differences:
+
+* ``run.python`` / ``run.module`` / ``run.exec`` are each a string command
+  line *or* a list of strings. A structural schema can only spell that as an
+  untyped node (``x-kubernetes-preserve-unknown-fields``), which CEL cannot
+  see. So "exactly one of them" is enforced by the OpenAPI keywords
+  ``minProperties``/``maxProperties`` on ``run`` (errors name
+  ``spec.config.run``), the schema refuses an empty string, an empty list and
+  a list item that is not a string, and only the model checks the rest (a
+  number, say, or a string that shlex cannot split).
+* The reserved-mount rule reads the pod template, which is otherwise kept
+  whole: the template's schema declares just the parts the rule reads
+  (``spec.containers[*].name`` and ``.volumeMounts[*].mountPath``, capped at
+  :data:`MAX_CONTAINERS` containers and :data:`MAX_VOLUME_MOUNTS` mounts to
+  bound the CEL cost), every level still preserving unknown fields.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+
+from t9k_operator.api.common import (
+    DNS_LABEL_MAX,
+    JOB_NAME_RULE,
+    MAX_ARGS,
+    RESUME_SPECS_REMOVAL_RULE,
+    Arg,
+    CrdInfo,
+    DebugMode,
+    JobObject,
+    JobStatus,
+    RunMode,
+    RunPolicy,
+    ScaleSubresource,
+    SchedulerPolicy,
+    T9kModel,
+)
+
+GROUP = "batch.tensorstack.dev"
+VERSION = "v1beta1"
+KIND = "DeepSpeedJob"
+PLURAL = "deepspeedjobs"
+WORKER = "worker"
+"""The only replica type; pods are named ``<job>-worker-<i>``."""
+TRAINING_CONTAINER = "worker"
+"""The training container is the one of this name, else the template's first."""
+DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
+"""What each replica runs in debug mode unless runMode.debug says otherwise."""
+DEFAULT_SLOTS = 1
+
+RESERVED_MOUNT_PATHS = ("/root/.ssh", "/t9k/hostfile", "/root/.deepspeed_env")
+"""The operator mounts the job's ssh key, hostfile and remote environment here."""
+RESERVED_ARGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")
+"""deepspeed options the operator sets from spec.config (and its own hostfile)."""
+MAX_CONTAINERS = 64
+"""At most this many containers in the worker template (bounds the CEL cost)."""
+MAX_VOLUME_MOUNTS = 256
+"""At most this many volumeMounts per container of the worker template."""
+
+RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+Autotune = Literal["none", "run", "tune"]
+RunKind = Literal["python", "module", "exec"]
+RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
+_POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
+
+# Messages shared by the schema rules and the pydantic validators.
+MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
+MSG_RUN_REQUIRED = (
+    "spec.config.run is required (with one of python, module or exec) "
+    "unless spec.runMode.debug.enabled is true"
+)
+MSG_RESERVED_ARGS = (
+    "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "
+    "--no_python or --hostfile (nor --autotuning=... or --hostfile=...): the operator sets "
+    "them from spec.config.localRank, spec.config.autotune, spec.config.run and its own hostfile"
+)
+MSG_RESERVED_MOUNTS = (
+    "the training container of spec.worker.template (the one named worker, else the first) "
+    "must not mount a volume at /root/.ssh, /t9k/hostfile or "
+    "/root/.deepspeed_env (nor below them): the operator mounts the job's ssh key, "
+    "hostfile and remote environment there"
+)
+MSG_ELASTIC_BOUNDS_REQUIRED = (
+    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
+    "are required when spec.elastic.enabled is true"
+)
+MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
+MSG_ELASTIC_EXPECTED = (
+    "spec.elastic.expectedReplicas must lie within "
+    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
+)
+MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
+DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+MSG_POD_NAME_LENGTH = (
+    "metadata.name is too long: every pod name <name>-worker-<index> "
+    "must fit in 63 characters (it is also the pod's hostname)"
+)
+
+
+def _cel_strings(values: Sequence[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def is_reserved_arg(arg: str) -> bool:
+    """Whether ``arg`` is one of :data:`RESERVED_ARGS`, alone or as ``--flag=value``."""
+    return any(arg == flag or arg.startswith(flag + "=") for flag in RESERVED_ARGS)
+
+
+def is_reserved_mount_path(path: str) -> bool:
+    """Whether ``path`` is one of :data:`RESERVED_MOUNT_PATHS` or below one."""
+    return any(path == p or path.startswith(p + "/") for p in RESERVED_MOUNT_PATHS)
+
+
+# -- spec.config ----------------------------------------------------------------------
+
+_COMMAND_SCHEMA: dict[str, Any] = {
+    # Untyped: a string or a list of strings (a structural schema has no unions).
+    "x-kubernetes-preserve-unknown-fields": True,
+    "minLength": 1,
+    "minItems": 1,
+    "items": {"type": "string"},
+}
+
+Command = Annotated[
+    Annotated[str, Field(min_length=1)] | Annotated[list[str], Field(min_length=1)],
+    WithJsonSchema(_COMMAND_SCHEMA),
+]
+"""A command line (split with shlex) or a list of strings (used as is)."""
+
+
+def command_argv(value: str | Sequence[str]) -> list[str]:
+    """A :data:`Command` as an argument list: a string is split with shlex."""
+    if isinstance(value, str):
+        return shlex.split(value)
+    return list(value)
+
+
+class RunConfig(T9kModel):
+    """What deepspeed launches on every worker: exactly one of python, module and exec."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    python: Command | None = Field(
+        default=None,
+        description=(
+            "A Python script and its arguments (`deepspeed ... script.py args`): a command "
+            "line, split like a shell would, or a list of strings."
+        ),
+    )
+    module: Command | None = Field(
+        default=None,
+        description=(
+            "A Python module and its arguments (`deepspeed --module ... module args`): a "
+            "command line or a list of strings."
+        ),
+    )
+    exec: Command | None = Field(
+        default=None,
+        description=(
+            "An executable and its arguments (`deepspeed --no_python ... executable args`): "
+            "a command line or a list of strings."
+        ),
+    )
+
+    @field_validator("python", "module", "exec")
+    @classmethod
+    def _check_command(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, str):
+            try:
+                argv = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"not a valid command line: {exc}") from exc
+            if not argv:
+                raise ValueError("the command line is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _check_exactly_one(self) -> RunConfig:
+        if sum(getattr(self, kind) is not None for kind in RUN_KINDS) != 1:
+            raise ValueError(MSG_RUN_EXACTLY_ONE)
+        return self
+
+    @property
+    def kind(self) -> RunKind:
+        """Which of python, module and exec is set."""
+        for kind in RUN_KINDS:
+            if getattr(self, kind) is not None:
+                return kind
+        raise ValueError(MSG_RUN_EXACTLY_ONE)  # unreachable after validation
+
+    @property
+    def argv(self) -> list[str]:
+        """The script, module or executable, then its arguments."""
+        value: str | list[str] = getattr(self, self.kind)
+        return command_argv(value)
+
+
+_RESERVED_ARGS_RULE = (
+    f"!self.exists(a, {_cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))"
+)
+
+
+class DeepSpeedConfig(T9kModel):
+    """How the deepspeed launcher runs the training."""
+
+    slots_per_worker: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Slots per worker in the hostfile: how many training processes each worker runs, "
+            "usually its number of GPUs. Unset: slotPerWorker if set, else 1."
+        ),
+    )
+    slot_per_worker: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Another spelling of slotsPerWorker (used by early examples); "
+            "slotsPerWorker wins when both are set."
+        ),
+    )
+    run: RunConfig | None = Field(
+        default=None,
+        description=(
+            "What to train: exactly one of python (a script), module or exec (an executable), "
+            "each with its arguments. Required unless debug mode is on."
+        ),
+    )
+    local_rank: bool = Field(
+        default=True,
+        description=(
+            "Pass LOCAL_RANK to the training processes; false adds deepspeed --no_local_rank."
+        ),
+    )
+    autotune: Autotune = Field(
+        default="none",
+        description=(
+            "DeepSpeed autotuning: none (off), tune (search the best settings, do not train) "
+            "or run (search, then train with them); deepspeed --autotuning=<tune|run>."
+        ),
+    )
+    other_args: list[Arg] = Field(
+        default=[],
+        max_length=MAX_ARGS,
+        description=(
+            "Further deepspeed launcher options, passed verbatim before the script "
+            "(e.g. --master_port=12346). Options set from the fields above are refused: "
+            "--no_local_rank, --autotuning, --module, --no_python and --hostfile."
+        ),
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": _RESERVED_ARGS_RULE, "message": MSG_RESERVED_ARGS},
+            ]
+        },
+    )
+
+    @field_validator("other_args")
+    @classmethod
+    def _check_other_args(cls, value: list[str]) -> list[str]:
+        if any(is_reserved_arg(a) for a in value):
+            raise ValueError(MSG_RESERVED_ARGS)
+        return value
+
+    @property
+    def slots(self) -> int:
+        """The effective slots per worker: slotsPerWorker, else slotPerWorker, else 1."""
+        if self.slots_per_worker is not None:
+            return self.slots_per_worker
+        if self.slot_per_worker is not None:
+            return self.slot_per_worker
+        return DEFAULT_SLOTS
+
+
+# -- spec.worker ------------------------------------------------------------------------
+
+
+def _preserved(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object schema that declares ``properties`` and keeps every other field."""
+    return {
+        "type": "object",
+        "additionalProperties": True,
+        "description": description,
+        "properties": properties,
+    }
+
+
+def _mounts_ok(container: str) -> str:
+    paths = _cel_strings(RESERVED_MOUNT_PATHS)
+    return (
+        f"(!has({container}.volumeMounts) || {container}.volumeMounts.all(m, "
+        f"!has(m.mountPath) || !{paths}.exists(p, m.mountPath == p || "
+        "m.mountPath.startsWith(p + '/'))))"
+    )
+
+
+_CONTAINERS = "self.spec.containers"
+_IS_TRAINING = f"has(c.name) && c.name == '{TRAINING_CONTAINER}'"
+RESERVED_MOUNTS_RULE: dict[str, Any] = {
+    "rule": (
+        f"!has(self.spec) || !has({_CONTAINERS}) || size({_CONTAINERS}) == 0 || "
+        f"({_CONTAINERS}.exists(c, {_IS_TRAINING}) ? "
+        f"{_CONTAINERS}.all(c, !({_IS_TRAINING}) || {_mounts_ok('c')}) : "
+        f"{_mounts_ok(_CONTAINERS + '[0]')})"
+    ),
+    "message": MSG_RESERVED_MOUNTS,
+    "fieldPath": ".spec.containers",
+}
+
+_TEMPLATE_SCHEMA: dict[str, Any] = {
+    "properties": {
+        "spec": _preserved(
+            "Pod spec of the workers, kept as written.",
+            {
+                "containers": {
+                    "type": "array",
+                    "maxItems": MAX_CONTAINERS,
+                    "description": (
+                        "Containers of the worker pods. The training container is the one "
+                        "named worker, else the first; it must not mount anything at "
+                        "/root/.ssh, /t9k/hostfile or /root/.deepspeed_env."
+                    ),
+                    "items": _preserved(
+                        "A container, kept as written.",
+                        {
+                            "name": {
+                                "type": "string",
+                                "maxLength": DNS_LABEL_MAX,
+                                "description": "Name of the container.",
+                            },
+                            "volumeMounts": {
+                                "type": "array",
+                                "maxItems": MAX_VOLUME_MOUNTS,
+                                "description": "Volumes mounted into the container.",
+                                "items": _preserved(
+                                    "A volume mount, kept as written.",
+                                    {
+                                        "mountPath": {
+                                            "type": "string",
+                                            "description": "Where the volume is mounted.",
+                                        }
+                                    },
+                                ),
+                            },
+                        },
+                    ),
+                }
+            },
+        )
+    },
+    "x-kubernetes-validations": [RESERVED_MOUNTS_RULE],
+}
+
+
+def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The template's container named worker, else its first; None without containers."""
+    containers = (template.get("spec") or {}).get("containers") or []
+    for container in containers:
+        if isinstance(container, Mapping) and container.get("name") == TRAINING_CONTAINER:
+            return container
+    first = containers[0] if containers else None
+    return first if isinstance(first, Mapping) else None
+
+
+class WorkerSpec(T9kModel):
+    """The workers: how many, how they restart, and their pod template."""
+
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        description=(
+            "Number of workers (when elastic training is on, spec.elastic.expectedReplicas "
+            "decides instead)."
+        ),
+    )
+    restart_policy: RestartPolicy | None = Field(
+        default=None,
+        description=(
+            "When the operator recreates a failed worker (pods themselves always run with "
+            "restartPolicy Never): Never, OnFailure, Always, or ExitCode (only after exit "
+            "codes 130, 137, 138 and 143). Unset: the template's restartPolicy (Never, "
+            "OnFailure or Always), else OnFailure. Restarts are limited by "
+            "spec.runPolicy.backoffLimit."
+        ),
+    )
+    template: dict[str, Any] = Field(
+        description=(
+            "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
+            "kept as written."
+        ),
+        json_schema_extra=_TEMPLATE_SCHEMA,
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _check_mounts(cls, template: dict[str, Any]) -> dict[str, Any]:
+        containers = (template.get("spec") or {}).get("containers") or []
+        named = [
+            c for c in containers if isinstance(c, Mapping) and c.get("name") == TRAINING_CONTAINER
+        ]
+        checked = named or containers[:1]
+        for container in checked:
+            if not isinstance(container, Mapping):
+                continue
+            for mount in container.get("volumeMounts") or []:
+                path = mount.get("mountPath") if isinstance(mount, Mapping) else None
+                if isinstance(path, str) and is_reserved_mount_path(path):
+                    raise ValueError(MSG_RESERVED_MOUNTS)
+        return template
+
+    @property
+    def effective_restart_policy(self) -> RestartPolicy:
+        """restartPolicy, else the template's pod restartPolicy, else OnFailure."""
+        if self.restart_policy is not None:
+            return self.restart_policy
+        pod_policy = (self.template.get("spec") or {}).get("restartPolicy")
+        if pod_policy == "Never":
+            return "Never"
+        if pod_policy == "Always":
+            return "Always"
+        return "OnFailure"
+
+
+# -- spec.elastic, spec.runMode ---------------------------------------------------------
+
+
+class ElasticConfig(T9kModel):
+    """Elastic training: the number of workers follows expectedReplicas within its bounds."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
+                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
+                },
+                {
+                    "rule": (
+                        "!has(self.minReplicas) || !has(self.maxReplicas) "
+                        "|| self.minReplicas <= self.maxReplicas"
+                    ),
+                    "message": MSG_ELASTIC_MIN_MAX,
+                    "fieldPath": ".minReplicas",
+                },
+                {
+                    "rule": (
+                        "!has(self.expectedReplicas) || "
+                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
+                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_EXPECTED,
+                    "fieldPath": ".expectedReplicas",
+                },
+            ]
+        }
+    )
+
+    enabled: bool = Field(
+        default=False,
+        description="Whether elastic training is on (spec.worker.replicas is then ignored).",
+    )
+    min_replicas: int | None = Field(
+        default=None, ge=1, description="Smallest number of workers training runs with."
+    )
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Largest number of workers training runs with."
+    )
+    expected_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Number of workers wanted now, between minReplicas and maxReplicas; may be "
+            "changed while the job runs (also through the scale subresource)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> ElasticConfig:
+        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
+        if self.enabled and (low is None or high is None or want is None):
+            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
+        if low is not None and high is not None and low > high:
+            raise ValueError(MSG_ELASTIC_MIN_MAX)
+        if want is not None and (
+            (low is not None and want < low) or (high is not None and want > high)
+        ):
+            raise ValueError(MSG_ELASTIC_EXPECTED)
+        return self
+
+
+class DeepSpeedRunMode(RunMode):
+    """Special run modes. Unset: the job trains normally."""
+
+    debug: DebugMode | None = Field(
+        default=None,
+        description=(
+            "Debug mode: deploy the workers (with the job's ssh key and hostfile) without "
+            "starting training; spec.config may then be left out. Each worker runs "
+            "`/usr/sbin/sshd -D` unless replicaSpecs[].command (type worker) says otherwise."
+        ),
+    )
+
+
+# -- the spec -------------------------------------------------------------------------------
+
+
+_DEBUG_ON = (
+    "has(self.runMode) && has(self.runMode.debug) && has(self.runMode.debug.enabled) "
+    "&& self.runMode.debug.enabled"
+)
+
+
+class DeepSpeedJobSpec(T9kModel):
+    """Desired state of a DeepSpeedJob."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"({_DEBUG_ON}) || (has(self.config) && has(self.config.run))",
+                    "message": MSG_RUN_REQUIRED,
+                    "fieldPath": ".config.run",
+                },
+                RESUME_SPECS_REMOVAL_RULE,
+            ]
+        }
+    )
+
+    config: DeepSpeedConfig | None = Field(
+        default=None,
+        description=(
+            "How deepspeed runs the training: what to run, slots per worker and launcher "
+            "options. Required unless debug mode is on."
+        ),
+    )
+    worker: WorkerSpec = Field(
+        description=(
+            "The workers. Each runs sshd; worker-0 also runs the deepspeed launcher, and the "
+            "job succeeds or fails with it."
+        )
+    )
+    elastic: ElasticConfig | None = Field(
+        default=None,
+        description="Elastic training: the number of workers may change while training.",
+    )
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy,
+        description="Restart limit, deadline and clean-up policy of the job.",
+    )
+    scheduler: SchedulerPolicy | None = Field(
+        default=None,
+        description="Scheduler of the workers. Unset: the Kubernetes default scheduler.",
+    )
+    run_mode: DeepSpeedRunMode | None = Field(
+        default=None,
+        description=(
+            "Debug or pause mode. Unset: train normally. The debug-mode default command "
+            "is `/usr/sbin/sshd -D`."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_run(self) -> DeepSpeedJobSpec:
+        if not self.debug_enabled and (self.config is None or self.config.run is None):
+            raise ValueError(MSG_RUN_REQUIRED)
+        return self
+
+    @property
+    def debug_enabled(self) -> bool:
+        return (
+            self.run_mode is not None
+            and self.run_mode.debug is not None
+            and self.run_mode.debug.enabled
+        )
+
+    @property
+    def elastic_enabled(self) -> bool:
+        return self.elastic is not None and self.elastic.enabled
+
+    @property
+    def max_workers(self) -> int:
+        """The most workers the job may have at once (names of pods up to this count)."""
+        high = self.elastic.max_replicas if self.elastic is not None else None
+        return max(self.worker.replicas, high or 0)
+
+
+# -- helpers for builders and reconcilers -------------------------------------------------------
+
+
+def effective_slots(spec: DeepSpeedJobSpec) -> int:
+    """Slots per worker: config.slotsPerWorker, else config.slotPerWorker, else 1."""
+    return spec.config.slots if spec.config is not None else DEFAULT_SLOTS
+
+
+def run_kind_and_argv(spec: DeepSpeedJobSpec) -> tuple[RunKind, list[str]]:
+    """Which of python/module/exec is set, and the script/module/executable then its
+    arguments (a string command line split with shlex).
+
+    Raises ``ValueError`` when the spec has no ``config.run`` (only legal in debug mode).
+    """
+    if spec.config is None or spec.config.run is None:
+        raise ValueError(MSG_RUN_REQUIRED)
+    run = spec.config.run
+    return run.kind, run.argv
+
+
+def effective_worker_count(spec: DeepSpeedJobSpec) -> int:
+    """Workers wanted now: with elastic training on, expectedReplicas clamped to
+    [minReplicas, maxReplicas]; otherwise worker.replicas."""
+    elastic = spec.elastic
+    if elastic is None or not elastic.enabled or elastic.expected_replicas is None:
+        return spec.worker.replicas
+    count = elastic.expected_replicas
+    if elastic.min_replicas is not None:
+        count = max(count, elastic.min_replicas)
+    if elastic.max_replicas is not None:
+        count = min(count, elastic.max_replicas)
+    return count
+
+
+def pod_name_fits(job_name: str, spec: DeepSpeedJobSpec) -> bool:
+    """Whether ``<job>-worker-<last index>`` fits in a DNS label (63 characters)."""
+    last = max(spec.max_workers - 1, 0)
+    return len(f"{job_name}-{WORKER}-{last}") <= DNS_LABEL_MAX
+
+
+# -- status and the object --------------------------------------------------------------------
+
+
+class DeepSpeedJobStatus(JobStatus):
+    """Observed state of a DeepSpeedJob, written by the operator."""
+
+
+class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
+    """A DeepSpeedJob as stored by the API server."""
+
+    @model_validator(mode="after")
+    def _check_name(self) -> DeepSpeedJobObject:
+        name = self.name
+        if not name:
+            return self  # not named yet (generateName): the API server checks it
+        if not _matches_dns_1035(name):
+            raise ValueError(MSG_JOB_NAME)
+        if not pod_name_fits(name, self.spec):
+            raise ValueError(MSG_POD_NAME_LENGTH)
+        return self
+
+
+def _matches_dns_1035(name: str) -> bool:
+    return re.fullmatch(DNS_1035_PATTERN, name) is not None
+
+
+_REPLICAS = "self.spec.worker.replicas"
+_LAST_INDEX = (
+    "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
+    f"&& self.spec.elastic.maxReplicas > {_REPLICAS} ? self.spec.elastic.maxReplicas - 1 : "
+    f"({_REPLICAS} > 0 ? {_REPLICAS} - 1 : 0))"
+)
+POD_NAME_LENGTH_RULE: dict[str, Any] = {
+    "rule": (
+        f"!has(self.spec.worker) || !has({_REPLICAS}) || "
+        f"size(self.metadata.name) + size('-{WORKER}-') + size(string({_LAST_INDEX})) "
+        f"<= {DNS_LABEL_MAX}"
+    ),
+    "message": MSG_POD_NAME_LENGTH,
+    "fieldPath": ".metadata.name",
+}
+
+CRD = CrdInfo(
+    group=GROUP,
+    version=VERSION,
+    kind=KIND,
+    plural=PLURAL,
+    singular="deepspeedjob",
+    short_names=("dsj",),
+    categories=("t9k",),
+    spec_model=DeepSpeedJobSpec,
+    status_model=DeepSpeedJobStatus,
+    description=(
+        "DeepSpeedJob runs distributed DeepSpeed training: workers that run sshd, and the "
+        "deepspeed launcher on worker-0 reaching them over ssh through the job's hostfile."
+    ),
+    scale=ScaleSubresource(
+        spec_replicas_path=".spec.elastic.expectedReplicas",
+        status_replicas_path=".status.replicas",
+    ),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+)

@@ -1,0 +1,422 @@
+"""The generated DeepSpeedJob CRD on a real API server.
+
+It must take every example of the product doc (and the shapes of real users'
+files) as written and store them unpruned, refuse bad specs at admission with
+a message naming the field, accept a debug-mode job without ``config``, and
+serve kubectl's short names, categories, printer columns and scale.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
+from t9k_operator.api.deepspeed import (
+    CRD,
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
+    MSG_POD_NAME_LENGTH,
+    MSG_RESERVED_ARGS,
+    MSG_RESERVED_MOUNTS,
+    MSG_RUN_REQUIRED,
+)
+from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.unit.api.test_deepspeed_models import (
+    ALL_EXAMPLES,
+    IMAGE,
+    SPEC_EXAMPLES,
+    STATUS_EXAMPLES,
+    USER_EXAMPLES,
+    is_subset,
+    load,
+)
+
+CRD_FILE = ROOT / "manifests" / "crds" / "batch.tensorstack.dev_deepspeedjobs.yaml"
+JOB = "deepspeed-example"
+
+
+@pytest.fixture(scope="module")
+def crd(cluster: Cluster) -> None:
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
+        "-f", str(CRD_FILE),
+    )  # fmt: skip
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
+    wait_for(
+        lambda: cluster.kubectl("get", "dsj", "-A", check=False).returncode == 0,
+        30,
+        "the DeepSpeedJob resource in discovery",
+    )
+
+
+def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl(
+        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
+        input_=text, check=False,
+    )  # fmt: skip
+
+
+def applied(cluster: Cluster, namespace: str, text: str) -> None:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown field" not in proc.stderr, proc.stderr
+
+
+def refused(cluster: Cluster, namespace: str, text: str) -> str:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode != 0, f"accepted:\n{text}"
+    return proc.stderr
+
+
+def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
+    out = cluster.kubectl("get", "deepspeedjob", name, "-n", namespace, "-o", "json")
+    obj: dict[str, Any] = json.loads(out.stdout)
+    return obj
+
+
+def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:
+    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
+    assert obj["spec"]["worker"]["template"] == sent["spec"]["worker"]["template"]
+
+
+# -- the doc's examples and users' files apply as written, nothing pruned -----------------------
+
+
+@pytest.mark.parametrize("example", list(ALL_EXAMPLES))
+def test_example_applies_and_is_stored_unpruned(
+    cluster: Cluster, crd: None, namespace: str, example: str
+) -> None:
+    text = ALL_EXAMPLES[example]
+    applied(cluster, namespace, text)
+    assert_stored_as_sent(load(text), stored(cluster, namespace))
+
+
+def test_users_template_fields_are_kept(cluster: Cluster, crd: None, namespace: str) -> None:
+    applied(cluster, namespace, USER_EXAMPLES["full"])
+    spec = stored(cluster, namespace)["spec"]
+    assert spec["config"]["otherArgs"] == ["--master_port=12346", "--no_ssh_check"]
+    assert spec["config"]["run"]["python"][0] == "/workspace/train.py"
+    pod = spec["worker"]["template"]["spec"]
+    assert pod["hostIPC"] is True
+    trainer = pod["containers"][0]
+    assert trainer["workingDir"] == "/workspace"
+    assert trainer["securityContext"]["capabilities"]["add"] == ["IPC_LOCK", "SYS_RESOURCE"]
+    assert trainer["resources"]["limits"]["rdma/rdma_shared_device_a"] == 1
+    assert trainer["volumeMounts"][1] == {
+        "mountPath": "/workspace",
+        "name": "code",
+        "subPath": "project",
+    }
+    assert pod["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+    # A sidecar may mount /root/.ssh: only the training container may not.
+    assert pod["containers"][1]["volumeMounts"][0]["mountPath"] == "/root/.ssh"
+
+
+def test_defaults_are_filled_by_the_server(cluster: Cluster, crd: None, namespace: str) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
+    spec = stored(cluster, namespace)["spec"]
+    config = spec["config"]
+    assert (config["localRank"], config["autotune"], config["otherArgs"]) == (True, "none", [])
+    # The doc's slotPerWorker stays as sent, and no slotsPerWorker default hides it.
+    assert config["slotPerWorker"] == 1 and "slotsPerWorker" not in config
+    assert "restartPolicy" not in spec["worker"]
+    assert "runPolicy" not in spec  # optional objects stay absent
+    applied(cluster, namespace, SPEC_EXAMPLES["scheduler"].replace("    replicas: 4\n", ""))
+    assert stored(cluster, namespace)["spec"]["worker"]["replicas"] == 1
+
+
+def test_debug_job_without_config_is_accepted(cluster: Cluster, crd: None, namespace: str) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["debug-2"])
+    spec = stored(cluster, namespace)["spec"]
+    assert "config" not in spec
+    assert spec["runMode"]["debug"] == {"enabled": True, "replicaSpecs": []}
+    # Leaving debug mode needs config.run.
+    stderr = refused(
+        cluster, namespace, SPEC_EXAMPLES["debug-2"].replace("enabled: true", "enabled: false")
+    )
+    assert "spec.config.run" in stderr and MSG_RUN_REQUIRED in stderr
+    leave = load(SPEC_EXAMPLES["debug-2"])
+    leave["spec"]["runMode"]["debug"]["enabled"] = False
+    leave["spec"]["config"] = {"run": {"exec": ["sleep", "1"]}}
+    applied(cluster, namespace, yaml.safe_dump(leave))
+
+
+def test_status_examples_are_stored_through_the_status_subresource(
+    cluster: Cluster, crd: None, namespace: str
+) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
+    status: dict[str, Any] = {}
+    for text in STATUS_EXAMPLES.values():
+        status.update(load(text))
+    status.update(restartCount=1, readyReplicas=2, replicas=4)
+    cluster.kubectl(
+        "patch", "deepspeedjob", JOB, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    obj = stored(cluster, namespace)
+    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
+    row = cluster.kubectl("get", "dsj", JOB, "-n", namespace, "--no-headers").stdout.split()
+    assert row[:5] == [JOB, "Failed", "2", "4", "1"]
+
+
+def test_kubectl_get_and_scale(cluster: Cluster, crd: None, namespace: str) -> None:
+    elastic = load(SPEC_EXAMPLES["basic"])
+    elastic["spec"]["elastic"] = {
+        "enabled": True,
+        "minReplicas": 2,
+        "maxReplicas": 8,
+        "expectedReplicas": 4,
+    }
+    applied(cluster, namespace, yaml.safe_dump(elastic))
+    header = cluster.kubectl("get", "dsj", "-n", namespace).stdout.splitlines()[0].split()
+    assert header == ["NAME", "PHASE", "READY", "REPLICAS", "RESTARTS", "AGE"]
+    cluster.kubectl("scale", "dsj", JOB, "-n", namespace, "--replicas=6")
+    assert stored(cluster, namespace)["spec"]["elastic"]["expectedReplicas"] == 6
+    proc = cluster.kubectl("scale", "dsj", JOB, "-n", namespace, "--replicas=9", check=False)
+    assert proc.returncode != 0
+    assert MSG_ELASTIC_EXPECTED in proc.stderr
+    assert stored(cluster, namespace)["spec"]["elastic"]["expectedReplicas"] == 6
+
+
+def test_short_names_and_category(cluster: Cluster, crd: None, namespace: str) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
+    for short in CRD.short_names:
+        assert JOB in cluster.kubectl("get", short, "-n", namespace).stdout
+    listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name").stdout.split()
+    assert f"deepspeedjob.batch.tensorstack.dev/{JOB}" in listed
+
+
+def test_kubectl_explain_shows_descriptions(cluster: Cluster, crd: None) -> None:
+    def explain() -> str:
+        proc = cluster.kubectl("explain", "deepspeedjob.spec.config", check=False)
+        return proc.stdout if proc.returncode == 0 and "slotsPerWorker" in proc.stdout else ""
+
+    out = wait_for(explain, 60, "kubectl explain deepspeedjob.spec.config", 1)
+    assert "slotPerWorker" in out and "otherArgs" in out
+    debug = cluster.kubectl("explain", "dsj.spec.runMode.debug").stdout
+    assert "/usr/sbin/sshd -D" in debug
+
+
+# -- invalid specs are refused, naming the field -------------------------------------------------
+
+
+def _job(spec: dict[str, Any], name: str = JOB, containers: list[Any] | None = None) -> str:
+    if containers is None:
+        containers = [{"name": "worker", "image": IMAGE}]
+    body = {
+        "apiVersion": CRD.api_version,
+        "kind": CRD.kind,
+        "metadata": {"name": name},
+        "spec": {
+            "config": {"run": {"python": "train.py"}},
+            "worker": {"replicas": 4, "template": {"spec": {"containers": containers}}},
+            **spec,
+        },
+    }
+    body["spec"] = {k: v for k, v in body["spec"].items() if v is not None}
+    return yaml.safe_dump(body)
+
+
+def _mounting(path: str, name: str | None = "worker") -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "image": IMAGE,
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "x", "mountPath": path}],
+    }
+    if name is not None:
+        container["name"] = name
+    return container
+
+
+_ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}
+_RUN = "spec.config.run"
+_ARGS = "spec.config.otherArgs"
+_MOUNTS = "spec.worker.template.spec.containers"
+
+INVALID: dict[str, tuple[str, list[str]]] = {
+    # config.run: more or fewer than one of python, module and exec
+    "run-python-and-module": (
+        _job({"config": {"run": {"python": "a.py", "module": "m"}}}),
+        [_RUN, "must have at most 1"],
+    ),
+    "run-all-three": (
+        _job({"config": {"run": {"python": "a.py", "module": "m", "exec": ["x"]}}}),
+        [_RUN, "must have at most 1"],
+    ),
+    "run-empty": (
+        _job({"config": {"run": {}}}),
+        [_RUN, "should have at least 1 properties"],
+    ),
+    "run-python-empty-string": (
+        _job({"config": {"run": {"python": ""}}}),
+        [f"{_RUN}.python", "at least 1 chars"],
+    ),
+    "run-module-empty-list": (
+        _job({"config": {"run": {"module": []}}}),
+        [f"{_RUN}.module", "at least 1 items"],
+    ),
+    "run-exec-list-of-numbers": (
+        _job({"config": {"run": {"exec": ["train", 3]}}}),
+        # Server-side apply's typed patch refuses it before validation does.
+        [f"{_RUN}.exec[1]", "string"],
+    ),
+    # outside debug mode config.run is required
+    "no-config": (_job({"config": None}), [_RUN, MSG_RUN_REQUIRED]),
+    "config-without-run": (_job({"config": {"slotsPerWorker": 2}}), [_RUN, MSG_RUN_REQUIRED]),
+    "no-config-debug-disabled": (
+        _job({"config": None, "runMode": {"debug": {"enabled": False}}}),
+        [_RUN, MSG_RUN_REQUIRED],
+    ),
+    "no-config-paused": (
+        _job({"config": None, "runMode": {"pause": {"enabled": True}}}),
+        [_RUN, MSG_RUN_REQUIRED],
+    ),
+    # config fields
+    "slots-zero": (
+        _job({"config": {"run": {"python": "a"}, "slotsPerWorker": 0}}),
+        ["spec.config.slotsPerWorker", "greater than or equal to 1"],
+    ),
+    "slot-alias-zero": (
+        _job({"config": {"run": {"python": "a"}, "slotPerWorker": 0}}),
+        ["spec.config.slotPerWorker", "greater than or equal to 1"],
+    ),
+    "bad-autotune": (
+        _job({"config": {"run": {"python": "a"}, "autotune": "yes"}}),
+        ["spec.config.autotune", "Unsupported value"],
+    ),
+    # worker
+    "bad-restart-policy": (
+        _job({"worker": {"restartPolicy": "Sometimes", "template": {}}}),
+        ["spec.worker.restartPolicy", "Unsupported value"],
+    ),
+    "negative-replicas": (
+        _job({"worker": {"replicas": -1, "template": {}}}),
+        ["spec.worker.replicas", "greater than or equal to 0"],
+    ),
+    "no-template": (_job({"worker": {"replicas": 1}}), ["spec.worker.template", "Required value"]),
+    "no-worker": (_job({"worker": None}), ["spec.worker", "Required value"]),
+    # elastic
+    "elastic-without-bounds": (
+        _job({"elastic": {"enabled": True}}),
+        ["spec.elastic", MSG_ELASTIC_BOUNDS_REQUIRED],
+    ),
+    "min-above-max": (
+        _job({"elastic": {**_ELASTIC, "minReplicas": 5}}),
+        ["spec.elastic.minReplicas", MSG_ELASTIC_MIN_MAX],
+    ),
+    "expected-above-max": (
+        _job({"elastic": {**_ELASTIC, "expectedReplicas": 5}}),
+        ["spec.elastic.expectedReplicas", MSG_ELASTIC_EXPECTED],
+    ),
+    "expected-below-min": (
+        _job({"elastic": {**_ELASTIC, "expectedReplicas": 1}}),
+        ["spec.elastic.expectedReplicas", MSG_ELASTIC_EXPECTED],
+    ),
+    # runPolicy
+    "bad-clean-up-policy": (
+        _job({"runPolicy": {"cleanUpPolicy": "Some"}}),
+        ["spec.runPolicy.cleanUpPolicy", "Unsupported value"],
+    ),
+    # names
+    "name-not-a-dns-1035-label": (_job({}, name="1st-job"), ["metadata.name", "DNS-1035"]),
+    "name-too-long-for-pod-names": (
+        _job({}, name="d" + "x" * 54),
+        ["metadata.name", MSG_POD_NAME_LENGTH],
+    ),
+    "name-too-long-for-elastic-max": (
+        _job(
+            {
+                "elastic": {
+                    "enabled": True,
+                    "minReplicas": 1,
+                    "maxReplicas": 101,
+                    "expectedReplicas": 4,
+                }
+            },
+            name="d" + "x" * 52,
+        ),
+        ["metadata.name", MSG_POD_NAME_LENGTH],
+    ),
+}
+for _arg in (
+    "--no_local_rank",
+    "--autotuning",
+    "--autotuning=tune",
+    "--module",
+    "--no_python",
+    "--hostfile",
+    "--hostfile=/etc/hosts",
+):
+    INVALID[f"other-args{_arg}"] = (
+        _job({"config": {"run": {"python": "a.py"}, "otherArgs": ["--master_port=1", _arg]}}),
+        [_ARGS, MSG_RESERVED_ARGS],
+    )
+for _path in ("/root/.ssh", "/root/.ssh/config", "/t9k/hostfile", "/root/.deepspeed_env"):
+    INVALID[f"mount{_path}-worker"] = (
+        _job({}, containers=[{"name": "sidecar", "image": IMAGE}, _mounting(_path)]),
+        [_MOUNTS, MSG_RESERVED_MOUNTS],
+    )
+    INVALID[f"mount{_path}-first"] = (
+        _job({}, containers=[_mounting(_path, "main"), {"name": "sidecar", "image": IMAGE}]),
+        [_MOUNTS, MSG_RESERVED_MOUNTS],
+    )
+
+
+@pytest.mark.parametrize("case", list(INVALID))
+def test_invalid_spec_is_refused_naming_the_field(
+    cluster: Cluster, crd: None, namespace: str, case: str
+) -> None:
+    text, expected = INVALID[case]
+    stderr = refused(cluster, namespace, text)
+    for fragment in expected:
+        assert fragment in stderr, stderr
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"config": {"run": {"python": "a.py"}, "otherArgs": ["--master_port", "12346"]}},
+        {"config": {"run": {"python": ["a.py", "--x"]}, "otherArgs": ["--hostfiles", "-m"]}},
+        {"config": None, "runMode": {"debug": {"enabled": True}}},
+        {"config": {"slotsPerWorker": 2}, "runMode": {"debug": {"enabled": True}}},
+    ],
+)
+def test_valid_variants_are_accepted(
+    cluster: Cluster, crd: None, namespace: str, spec: dict[str, Any]
+) -> None:
+    applied(cluster, namespace, _job(spec))
+
+
+def test_reserved_paths_may_be_mounted_outside_the_training_container(
+    cluster: Cluster, crd: None, namespace: str
+) -> None:
+    containers = [_mounting("/root/.ssh", "sidecar"), _mounting("/t9k/data", "worker")]
+    applied(cluster, namespace, _job({}, containers=containers))
+    pod = stored(cluster, namespace)["spec"]["worker"]["template"]["spec"]
+    assert pod["containers"] == containers
+
+
+def test_longest_name_that_fits_is_accepted(cluster: Cluster, crd: None, namespace: str) -> None:
+    name = "d" + "x" * 53  # 54 + len("-worker-3") == 63
+    applied(cluster, namespace, _job({}, name=name))
+    assert stored(cluster, namespace, name)["metadata"]["name"] == name
+
+
+def test_resume_specs_are_immutable_once_set(cluster: Cluster, crd: None, namespace: str) -> None:
+    original = SPEC_EXAMPLES["pause-1"]
+    applied(cluster, namespace, original)
+    applied(cluster, namespace, original.replace("enabled: true", "enabled: false"))
+    changed = original.replace('["/usr/bin/sshd"]', '["sleep", "inf"]')
+    stderr = refused(cluster, namespace, changed)
+    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_IMMUTABLE in stderr
+    without = load(original)
+    del without["spec"]["runMode"]["pause"]["resumeSpecs"]
+    stderr = refused(cluster, namespace, yaml.safe_dump(without))
+    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_PERMANENT in stderr
+    resume = stored(cluster, namespace)["spec"]["runMode"]["pause"]["resumeSpecs"]
+    assert resume == [{"type": "worker", "skipInitContainer": True, "command": ["/usr/bin/sshd"]}]

@@ -1,0 +1,169 @@
+"""DeepSpeedJob end to end on the local cluster, the operator as its ServiceAccount."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
+from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs
+from tests.integration.kubelet import MANUAL, Kubelet
+
+pytestmark = pytest.mark.usefixtures("operator")
+
+DEEPSPEED = Resource("batch.tensorstack.dev", "v1beta1", "deepspeedjobs", "DeepSpeedJob")
+
+
+def ds_job(name: str, replicas: int, *, manual: bool = True, config: Any = "default",
+           policy: str | None = None, **spec: Any) -> dict[str, Any]:  # fmt: skip
+    worker: dict[str, Any] = {
+        "replicas": replicas,
+        "template": {
+            "metadata": {"annotations": dict(MANUAL) if manual else {}},
+            "spec": {"containers": [{"name": "worker", "image": "deepspeed/deepspeed:v072"}]},
+        },
+    }
+    if policy:
+        worker["restartPolicy"] = policy
+    body: dict[str, Any] = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob",
+        "metadata": {"name": name}, "spec": {"worker": worker, **spec},
+    }  # fmt: skip
+    if config == "default":
+        config = {"run": {"python": "/t9k/mnt/train.py"}}
+    if config is not None:
+        body["spec"]["config"] = config
+    return body
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace, DEEPSPEED)
+
+
+@pytest.fixture
+def kubelet(admin: KubeClient) -> Kubelet:
+    return Kubelet(admin)
+
+
+def hostfile(jobs: Jobs, name: str) -> str:
+    cm = jobs.client.get(CONFIGMAPS, f"{name}-hostfile", jobs.namespace)
+    return str(cm["data"]["hostfile"])
+
+
+def launcher_line(jobs: Jobs, name: str) -> str:
+    pod = wait_for(lambda: jobs.pods(name).get(f"{name}-worker-0"), 20, "worker-0")
+    script = pod["spec"]["containers"][0]["command"][2]
+    return str(script.rstrip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("replicas", "slots"), [(1, 1), (1, 8), (4, 1), (4, 8)])
+def test_hostfile_bytes(jobs: Jobs, replicas: int, slots: int) -> None:
+    jobs.create(ds_job("hf", replicas, config={"slotsPerWorker": slots,
+                                               "run": {"python": "t.py"}}))  # fmt: skip
+    wait_for(lambda: jobs.pods("hf") and True, 20, "pods")
+    expected = "".join(f"hf-worker-{i}.hf slots={slots}\n" for i in range(replicas))
+    wait_for(lambda: hostfile(jobs, "hf") == expected, 10, "the hostfile")
+
+
+@pytest.mark.parametrize(
+    ("config", "line"),
+    [
+        ({"run": {"python": "train.py --x 1"}, "localRank": False},
+         "exec deepspeed --hostfile=/t9k/hostfile --no_local_rank train.py --x 1"),
+        ({"run": {"module": "pkg.train"}, "autotune": "tune"},
+         "exec deepspeed --hostfile=/t9k/hostfile --autotuning=tune --module pkg.train"),
+        ({"run": {"exec": ["./train", "-v"]}, "autotune": "run",
+          "otherArgs": ["--master_port=12346"]},
+         "exec deepspeed --hostfile=/t9k/hostfile --autotuning=run --master_port=12346 "
+         "--no_python ./train -v"),
+        ({"run": {"python": ["t.py"]}, "otherArgs": ["--master_port", "12346"]},
+         "exec deepspeed --hostfile=/t9k/hostfile --master_port 12346 t.py"),
+    ],
+)  # fmt: skip
+def test_deepspeed_command(jobs: Jobs, config: dict[str, Any], line: str) -> None:
+    jobs.create(ds_job("cmd", 2, config=config))
+    assert launcher_line(jobs, "cmd") == line
+
+
+def test_ssh_secret_per_job_owned_and_mounted_0600(jobs: Jobs) -> None:
+    for name in ("ka", "kb"):
+        jobs.create(ds_job(name, 2))
+    secrets = {}
+    for name in ("ka", "kb"):
+        secret = wait_for(lambda n=name: _secret(jobs, f"{n}-ssh"), 20, f"{name}'s Secret")
+        owner = secret["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("DeepSpeedJob", name, True)
+        data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+        assert set(data) == {"id_ed25519", "id_ed25519.pub", "authorized_keys", "config"}
+        assert data["authorized_keys"] == data["id_ed25519.pub"]
+        secrets[name] = data["id_ed25519"]
+    assert secrets["ka"] != secrets["kb"]
+    pod = jobs.wait_pods("ka", ["ka-worker-0", "ka-worker-1"])["ka-worker-1"]
+    vol = next(v for v in pod["spec"]["volumes"] if v["name"] == "t9k-ssh")
+    assert vol["secret"] == {"secretName": "ka-ssh", "defaultMode": 0o600}
+    mounts = {m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert {"/root/.ssh", "/t9k/hostfile"} <= mounts
+
+
+def _secret(jobs: Jobs, name: str) -> dict[str, Any] | None:
+    items, _ = jobs.client.list_all(SECRETS, jobs.namespace)
+    return next((s for s in items if s["metadata"]["name"] == name), None)
+
+
+def test_success_follows_worker_zero(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(ds_job("ok", 2, runPolicy={"cleanUpPolicy": "Unfinished"}))
+    pods = jobs.wait_pods("ok", ["ok-worker-0", "ok-worker-1"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    jobs.wait_phase("ok", "Running")
+    kubelet.succeed(jobs.namespace, "ok-worker-0")
+    jobs.wait_phase("ok", "Succeeded")
+    wait_for(lambda: set(jobs.pods("ok")) == {"ok-worker-0"}, 10, "sshd workers cleaned up")
+
+
+@pytest.mark.parametrize("failing", ["fl-worker-0", "fl-worker-1"])
+def test_failure_of_any_worker_fails_the_job_at_once(
+    jobs: Jobs, kubelet: Kubelet, failing: str
+) -> None:
+    jobs.create(ds_job("fl", 2, policy="Never"))
+    pods = jobs.wait_pods("fl", ["fl-worker-0", "fl-worker-1"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.fail(jobs.namespace, failing, exit_code=2)
+    jobs.wait_phase("fl", "Failed")
+    failed = jobs.condition("fl", "Failed")
+    assert failed is not None and failing in failed["message"]
+
+
+def test_pause_resume_and_config_less_debug(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(ds_job("dbg", 2, config=None, runMode={"debug": {"enabled": True}}))
+    pods = jobs.wait_pods("dbg", ["dbg-worker-0", "dbg-worker-1"])
+    assert pods["dbg-worker-0"]["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd", "-D"]
+    jobs.create(ds_job("pz", 2))
+    jobs.wait_pods("pz", ["pz-worker-0", "pz-worker-1"])
+    jobs.patch_spec("pz", {"runMode": {"pause": {"enabled": True}}})
+    jobs.wait_phase("pz", "Paused")
+    wait_for(lambda: not jobs.pods("pz"), 10, "pods deleted while paused")
+    jobs.patch_spec("pz", {"runMode": {"pause": {"enabled": False}}})
+    jobs.wait_pods("pz", ["pz-worker-0", "pz-worker-1"])
+
+
+def test_elastic_scaling_moves_the_hostfile(jobs: Jobs, cluster: Any) -> None:
+    jobs.create(ds_job("el", 2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4,
+                                         "expectedReplicas": 2}))  # fmt: skip
+    jobs.wait_pods("el", ["el-worker-0", "el-worker-1"])
+    cluster.kubectl("scale", "deepspeedjob/el", "--replicas=3", "-n", jobs.namespace)
+    jobs.wait_pods("el", ["el-worker-0", "el-worker-1", "el-worker-2"])
+    wait_for(lambda: hostfile(jobs, "el").count("slots=1\n") == 3, 10, "hostfile of 3")
+
+
+def test_seed_example_runs_to_the_end(jobs: Jobs) -> None:
+    body = ds_job("deepspeed-example", 4, manual=False,
+                  config={"slotPerWorker": 1, "run": {"python": "/t9k/mnt/train.py"}})  # fmt: skip
+    jobs.create(body)
+    jobs.wait_phase("deepspeed-example", "Succeeded", 60)
