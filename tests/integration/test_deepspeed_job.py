@@ -6,12 +6,14 @@ import base64
 from typing import Any
 
 import pytest
+import yaml
 
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
+from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -167,3 +169,59 @@ def test_seed_example_runs_to_the_end(jobs: Jobs) -> None:
                   config={"slotPerWorker": 1, "run": {"python": "/t9k/mnt/train.py"}})  # fmt: skip
     jobs.create(body)
     jobs.wait_phase("deepspeed-example", "Succeeded", 60)
+
+
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+
+
+def provide_claims(jobs: Jobs, body: dict[str, Any]) -> None:
+    """A statically bound PV and PVC for each claim the template names, as an
+    administrator would provide (the local cluster has no provisioner)."""
+    volumes = body["spec"]["worker"]["template"]["spec"].get("volumes") or []
+    for vol in volumes:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pv = f"{jobs.namespace}-{claim}"
+        jobs.client.create(PVS, {"metadata": {"name": pv}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+            "storageClassName": "manual", "hostPath": {"path": f"/tmp/{pv}"},
+            "claimRef": {"namespace": jobs.namespace, "name": claim}}})  # fmt: skip
+        jobs.client.create(PVCS, {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": pv,
+            "resources": {"requests": {"storage": "1Gi"}}}}, jobs.namespace)  # fmt: skip
+
+
+@pytest.mark.parametrize("example", sorted(SPEC_EXAMPLES))
+def test_every_seed_example_runs(jobs: Jobs, example: str) -> None:
+    body = yaml.safe_load(SPEC_EXAMPLES[example])
+    provide_claims(jobs, body)
+    jobs.create(body)
+    name = body["metadata"]["name"]
+    mode = body["spec"].get("runMode") or {}
+    containers = body["spec"]["worker"]["template"]["spec"]["containers"]
+    if not all(c.get("image") for c in containers):
+        jobs.wait_phase(name, "Failed", 30)  # the doc's fragment names no image
+        failed = jobs.condition(name, "Failed")
+        assert failed is not None and "image: Required value" in failed["message"]
+    elif (mode.get("pause") or {}).get("enabled"):
+        jobs.wait_phase(name, "Paused", 30)
+    elif (mode.get("debug") or {}).get("enabled"):
+        jobs.wait_phase(name, "Running", 30)
+    else:
+        jobs.wait_phase(name, "Succeeded", 60)
+
+
+@pytest.mark.parametrize(
+    ("policy", "left"),
+    [("None", {"cl-worker-0", "cl-worker-1"}), ("All", set()), ("Unfinished", {"cl-worker-0"})],
+)
+def test_cleanup_policies(jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]) -> None:
+    jobs.create(ds_job("cl", 2, runPolicy={"cleanUpPolicy": policy}))
+    pods = jobs.wait_pods("cl", ["cl-worker-0", "cl-worker-1"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.succeed(jobs.namespace, "cl-worker-0")
+    jobs.wait_phase("cl", "Succeeded")
+    wait_for(lambda: set(jobs.pods("cl")) == left, 10, f"pods left {left}")
