@@ -1,0 +1,91 @@
+"""ColossalAIJob children, built from job dicts (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from t9k_operator.builders import colossalai as b
+
+
+def job(replicas: int = 2, proc: int = 1, torch_args: list[str] | None = None,
+        ssh: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+    spec: dict[str, Any] = {
+        "launcher": {"image": "hpcaitech/colossalai:0.3.0", "workingDir": "/workspace",
+                     "env": [{"name": "A", "value": "1"}],
+                     "resources": {"limits": {"cpu": "1"}}},
+        "worker": {"replicas": replicas, "procPerWorker": proc, "command": ["train.py", "arg1"],
+                   "torchArgs": torch_args or [],
+                   "template": {"metadata": {"annotations": {"n": "v"}, "labels": {"l": "x"}},
+                                "spec": {"containers": [{"name": "worker", "image": "w",
+                                                         "command": ["python"]}]}}},
+    }  # fmt: skip
+    if ssh is not None:
+        spec["ssh"] = ssh
+    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "ColossalAIJob",
+            "metadata": {"name": "cj", "namespace": "ns", "uid": "u"}, "spec": spec}  # fmt: skip
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_hostfile_is_bare_host_names(replicas: int) -> None:
+    expected = "".join(f"cj-worker-{i}.cj\n" for i in range(replicas))
+    assert b.hostfile(job(replicas)) == expected
+    assert b.hostfile_configmap(job(replicas))["data"] == {"hostfile": expected}
+
+
+@pytest.mark.parametrize(("replicas", "proc"), [(1, 1), (3, 1), (1, 8), (3, 8)])
+@pytest.mark.parametrize(
+    ("torch_args", "extra"),
+    [([], []), (["--max_restarts=3", "--rdzv_backend", "c10d", "--standalone"],
+                ["--extra_launch_args=max_restarts=3,rdzv_backend=c10d,standalone"])],
+)  # fmt: skip
+def test_launcher_command(replicas: int, proc: int, torch_args: list[str],
+                          extra: list[str]) -> None:  # fmt: skip
+    assert b.colossalai_command(job(replicas, proc, torch_args)) == [
+        "colossalai", "run", f"--nproc_per_node={proc}", "--hostfile=/t9k/hostfile",
+        "--master_addr=cj-worker-0.cj", "--master_port=29500", *extra, "train.py", "arg1",
+    ]  # fmt: skip
+
+
+def test_launcher_pod() -> None:
+    pod = b.build_launcher(job())
+    assert pod["metadata"]["name"] == "cj-launcher"
+    assert pod["metadata"]["labels"]["t9k.dev/replica-type"] == "launcher"
+    assert pod["metadata"]["labels"]["l"] == "x"
+    assert pod["metadata"]["annotations"] == {"n": "v"}
+    assert pod["spec"]["restartPolicy"] == "Never"
+    c = pod["spec"]["containers"][0]
+    assert (c["image"], c["workingDir"]) == ("hpcaitech/colossalai:0.3.0", "/workspace")
+    assert c["env"] == [{"name": "A", "value": "1"}]
+    assert c["resources"] == {"limits": {"cpu": "1"}}
+    assert c["command"][:2] == ["/bin/bash", "-c"]
+    assert c["command"][2].rstrip().splitlines()[-1].startswith("exec colossalai run ")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert set(mounts) == {"/root/.ssh", "/t9k/hostfile"}
+
+
+def test_workers_run_sshd_from_sshd_path_with_keys_at_auth_mount_path() -> None:
+    j = job(ssh={"authMountPath": "/home/me/.ssh", "sshdPath": "/opt/bin/sshd"})
+    pod = b.build_worker(j, 1)
+    c = pod["spec"]["containers"][0]
+    assert c["command"] == ["/bin/sh", "-c", "mkdir -p /run/sshd; exec /opt/bin/sshd -D -e "
+                            "-o AuthorizedKeysFile=/home/me/.ssh/authorized_keys"]  # fmt: skip
+    assert "args" not in c
+    assert {"name": "t9k-ssh", "mountPath": "/home/me/.ssh", "readOnly": True} in c["volumeMounts"]
+    launcher = b.build_launcher(j)["spec"]["containers"][0]
+    assert any(m["mountPath"] == "/home/me/.ssh" for m in launcher["volumeMounts"])
+    assert 'ln -s /home/me/.ssh "$HOME/.ssh"' in launcher["command"][2]
+
+
+def test_default_ssh_settings() -> None:
+    c = b.build_worker(job(), 0)["spec"]["containers"][0]
+    assert c["command"] == ["/bin/sh", "-c", "mkdir -p /run/sshd; exec /usr/sbin/sshd -D -e"]
+    assert b.auth_dir(job()) == "/root/.ssh"
+
+
+def test_debug_commands_replace_sshd_and_launcher() -> None:
+    assert b.build_worker(job(), 0, command=["sleep", "inf"])["spec"]["containers"][0][
+        "command"] == ["sleep", "inf"]  # fmt: skip
+    assert b.build_launcher(job(), command=["sleep", "inf"])["spec"]["containers"][0][
+        "command"] == ["sleep", "inf"]  # fmt: skip
