@@ -10,8 +10,6 @@ ssh-es to every host the way DeepSpeed's launcher does. No cluster is needed.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import stat
 import subprocess
 import time
@@ -23,14 +21,7 @@ import pytest
 
 from t9k_operator.builders import deepspeed as b
 from t9k_operator.sshkeys import generate_keypair
-
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.integration.sshhosts import Hosts
 
 
 def job(replicas: int, **config: Any) -> dict[str, Any]:
@@ -43,71 +34,10 @@ def job(replicas: int, **config: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-class Hosts:
-    """The job's key files as the Secret mount holds them, plus sshd per host."""
-
-    def __init__(self, root: Path, job_obj: dict[str, Any]) -> None:
-        if not os.access(SSHD, os.X_OK):
-            raise AssertionError(f"{SSHD} missing: make test installs openssh-server")
-        self.root = root
-        self.ssh = root / "ssh"
-        self.ssh.mkdir()
-        private, public = generate_keypair("t9k/ns/ds")
-        secret = b.ssh_secret(job_obj, private, public)
-        for name, content in secret["stringData"].items():
-            path = self.ssh / name
-            path.write_text(content)
-            path.chmod(0o600)  # the Secret volume's defaultMode
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.ports: dict[str, int] = {}
-
-    def start_sshd(self, host: str) -> None:
-        port = free_port()
-        hostkey = self.root / f"hostkey-{port}"
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(hostkey)],
-                       check=True)  # fmt: skip
-        config = self.root / f"sshd-{port}.conf"
-        config.write_text(
-            f"Port {port}\nListenAddress 127.0.0.1\nHostKey {hostkey}\n"
-            f"AuthorizedKeysFile {self.ssh / 'authorized_keys'}\nPidFile {self.root}/{port}.pid\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-            "StrictModes no\nPermitRootLogin prohibit-password\n"
-        )
-        Path("/run/sshd").mkdir(exist_ok=True)
-        self.procs.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
-                                           stderr=subprocess.DEVNULL))  # fmt: skip
-        self.ports[host] = port
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise AssertionError(f"sshd for {host} did not listen")
-
-    def client_config(self, hosts: list[str]) -> Path:
-        """The Secret's ssh config, plus where each pod name points on this machine."""
-        text = (
-            (self.ssh / "config")
-            .read_text()
-            .replace("/root/.ssh/id_ed25519", str(self.ssh / "id_ed25519"))
-        )
-        for host in hosts:
-            port = self.ports.get(host) or free_port()  # no sshd: nobody answers
-            text = f"Host {host}\n    HostName 127.0.0.1\n    Port {port}\n\n" + text
-        path = self.root / "ssh_config"
-        path.write_text(text)
-        return path
-
-    def stop(self) -> None:
-        for p in self.procs:
-            p.terminate()
-            p.wait(5)
-
-
 @pytest.fixture
 def hosts(tmp_path: Path) -> Iterator[Hosts]:
-    h = Hosts(tmp_path, job(2))
+    private, public = generate_keypair("t9k/ns/ds")
+    h = Hosts(tmp_path, b.ssh_secret(job(2), private, public))
     yield h
     h.stop()
 
