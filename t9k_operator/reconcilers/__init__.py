@@ -8,6 +8,7 @@ informers it needs.
 from __future__ import annotations
 
 from t9k_operator.controller import Controller, ControllerContext
+from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.job import JobReconciler
 from t9k_operator.reconcilers.pytorch import PyTorchKind
@@ -15,4 +16,7 @@ from t9k_operator.reconcilers.pytorch import PyTorchKind
 
 def build_controllers(ctx: ControllerContext) -> list[Controller]:
     """One controller per job kind."""
-    return [JobReconciler(kind, ctx).controller for kind in (PyTorchKind(), DeepSpeedKind())]
+    return [
+        JobReconciler(kind, ctx).controller
+        for kind in (PyTorchKind(), DeepSpeedKind(), ColossalAIKind())
+    ]

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from t9k_operator.api.colossalai import ColossalAIJobObject
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_policy_view
+from t9k_operator.reconcilers.t9k import model_error, run_policy_view
 
 Obj = dict[str, Any]
 
@@ -27,6 +28,9 @@ WORKERS_ONLY = frozenset({"worker"})
 
 
 def spec_error(job: Mapping[str, Any]) -> str | None:
+    error = model_error(ColossalAIJobObject, job)
+    if error:
+        return error
     spec = job.get("spec") or {}
     if not (spec.get("launcher") or {}).get("image"):
         return "spec.launcher.image is empty: name the image the launcher runs colossalai from"

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from t9k_operator.api.deepspeed import DeepSpeedJobObject
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_policy_view
+from t9k_operator.reconcilers.t9k import model_error, run_policy_view
 
 Obj = dict[str, Any]
 
@@ -34,6 +35,9 @@ def restart_policy(job: Mapping[str, Any]) -> str:
 
 
 def spec_error(job: Mapping[str, Any]) -> str | None:
+    error = model_error(DeepSpeedJobObject, job)
+    if error:
+        return error
     spec = job.get("spec") or {}
     worker = spec.get("worker") or {}
     containers = ((worker.get("template") or {}).get("spec") or {}).get("containers") or []

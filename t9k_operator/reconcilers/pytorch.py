@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from t9k_operator.api.pytorch import PyTorchTrainingJobObject
 from t9k_operator.builders import pytorch as build
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_policy_view
+from t9k_operator.reconcilers.t9k import model_error, run_policy_view
 
 Obj = dict[str, Any]
 
@@ -25,20 +23,12 @@ RESOURCE = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs",
                     "PyTorchTrainingJob")  # fmt: skip
 
 
-def validation_message(exc: ValidationError) -> str:
-    """The first pydantic error as ``field.path: message``."""
-    err = exc.errors()[0]
-    path = ".".join(str(p) for p in err["loc"])
-    return f"{path}: {err['msg']}"
-
-
 def spec_error(job: Mapping[str, Any]) -> str | None:
     """What admission did not stop: a spec the models refuse (an object stored
     before the CRD's rules, say), or a template without a container."""
-    try:
-        PyTorchTrainingJobObject.from_dict(job)
-    except ValidationError as exc:
-        return f"invalid spec: {validation_message(exc)}"
+    error = model_error(PyTorchTrainingJobObject, job)
+    if error:
+        return error
     for i, rs in enumerate(build.replica_specs(job)):
         containers = ((rs.get("template") or {}).get("spec") or {}).get("containers") or []
         if not containers:

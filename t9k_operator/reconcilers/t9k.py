@@ -4,9 +4,29 @@ engine's terms."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from pydantic import ValidationError
 
 from t9k_operator.reconcilers.engine import Override
+
+
+class _Parses(Protocol):
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Any: ...
+
+
+def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
+    """The first error of the kind's API model on this object, as
+    ``invalid spec: field.path: message`` (None when it parses). Admission
+    stops these normally; an object stored before the CRD's rules is not."""
+    try:
+        model.from_dict(job)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        path = ".".join(str(p) for p in err["loc"])
+        return f"invalid spec: {path}: {err['msg']}"
+    return None
 
 
 def _overrides(items: Any) -> tuple[Override, ...]:

@@ -121,3 +121,25 @@ class Jobs:
             return False
         except NotFound:
             return True
+
+
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+
+
+def provide_claims(jobs: Jobs, template: dict[str, Any]) -> None:
+    """A statically bound PV and PVC for each claim the template names, as an
+    administrator would provide (the local cluster has no provisioner)."""
+    volumes = (template.get("spec") or {}).get("volumes") or []
+    for vol in volumes:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pv = f"{jobs.namespace}-{claim}"
+        jobs.client.create(PVS, {"metadata": {"name": pv}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+            "storageClassName": "manual", "hostPath": {"path": f"/tmp/{pv}"},
+            "claimRef": {"namespace": jobs.namespace, "name": claim}}})  # fmt: skip
+        jobs.client.create(PVCS, {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": pv,
+            "resources": {"requests": {"storage": "1Gi"}}}}, jobs.namespace)  # fmt: skip

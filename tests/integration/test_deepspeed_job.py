@@ -11,7 +11,7 @@ import yaml
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
 from tests.integration.cluster import wait_for
-from tests.integration.jobs import Jobs
+from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
 
@@ -171,32 +171,10 @@ def test_seed_example_runs_to_the_end(jobs: Jobs) -> None:
     jobs.wait_phase("deepspeed-example", "Succeeded", 60)
 
 
-PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
-PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
-
-
-def provide_claims(jobs: Jobs, body: dict[str, Any]) -> None:
-    """A statically bound PV and PVC for each claim the template names, as an
-    administrator would provide (the local cluster has no provisioner)."""
-    volumes = body["spec"]["worker"]["template"]["spec"].get("volumes") or []
-    for vol in volumes:
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-        if not claim:
-            continue
-        pv = f"{jobs.namespace}-{claim}"
-        jobs.client.create(PVS, {"metadata": {"name": pv}, "spec": {
-            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-            "storageClassName": "manual", "hostPath": {"path": f"/tmp/{pv}"},
-            "claimRef": {"namespace": jobs.namespace, "name": claim}}})  # fmt: skip
-        jobs.client.create(PVCS, {"metadata": {"name": claim}, "spec": {
-            "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": pv,
-            "resources": {"requests": {"storage": "1Gi"}}}}, jobs.namespace)  # fmt: skip
-
-
 @pytest.mark.parametrize("example", sorted(SPEC_EXAMPLES))
 def test_every_seed_example_runs(jobs: Jobs, example: str) -> None:
     body = yaml.safe_load(SPEC_EXAMPLES[example])
-    provide_claims(jobs, body)
+    provide_claims(jobs, body["spec"]["worker"]["template"])
     jobs.create(body)
     name = body["metadata"]["name"]
     mode = body["spec"].get("runMode") or {}

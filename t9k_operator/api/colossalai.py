@@ -1,0 +1,492 @@
+"""The ColossalAIJob kind (batch.tensorstack.dev/v1beta1): spec, status, CRD.
+
+A ColossalAIJob runs two kinds of replicas:
+
+* ``spec.worker.replicas`` workers (``<job>-worker-<i>``), built from
+  ``spec.worker.template``; each runs sshd (at ``spec.ssh.sshdPath``, with the
+  job's key at ``spec.ssh.authMountPath``) and waits;
+* one launcher (``<job>-launcher``), a pod the operator builds itself from
+  ``spec.launcher`` (image, workingDir, env, resources). It runs
+  ``colossalai run --nproc_per_node=<procPerWorker> --hostfile=... <command>``,
+  which reaches every worker over ssh and starts torchrun there (with
+  ``spec.worker.torchArgs``).
+
+A worker that fails cannot rejoin the training, so workers are never
+recreated; ``spec.runPolicy`` accordingly has ``cleanUpWorkers`` (delete the
+workers once the job has finished; the launcher, whose log tells the result,
+stays) instead of a clean-up policy, and its optional ``backoffLimit``
+applies to the launcher only.
+
+As for the other kinds, the invariants are written twice: as schema rules
+(the API server refuses a bad object at admission, naming the field) and as
+pydantic validators with the same messages (an object that reaches the
+operator some other way still fails to parse). The worker template is kept
+whole; its schema declares just enough (``spec.containers``, at least one) to
+refuse a template without a container, every level still keeping the fields
+it does not declare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from t9k_operator.api.common import (
+    DNS_LABEL_MAX,
+    JOB_NAME_RULE,
+    RESUME_SPECS_REMOVAL_RULE,
+    Arg,
+    CrdInfo,
+    DebugMode,
+    JobObject,
+    JobStatus,
+    RunMode,
+    SchedulerPolicy,
+    T9kModel,
+)
+
+GROUP = "batch.tensorstack.dev"
+VERSION = "v1beta1"
+KIND = "ColossalAIJob"
+PLURAL = "colossalaijobs"
+LAUNCHER = "launcher"
+"""Replica type of the launcher; its pod is named ``<job>-launcher``."""
+WORKER = "worker"
+"""Replica type of the workers; their pods are named ``<job>-worker-<i>``."""
+TRAINING_CONTAINER = "worker"
+"""The worker's training container is the one of this name, else the template's first."""
+DEBUG_COMMAND = ("sleep", "inf")
+"""What each replica runs in debug mode unless runMode.debug says otherwise."""
+DEFAULT_AUTH_MOUNT_PATH = "/root/.ssh"
+DEFAULT_SSHD_PATH = "/usr/sbin/sshd"
+MAX_PATH_LENGTH = 4096
+
+# Messages shared by the schema rules and the pydantic validators.
+MSG_AUTH_MOUNT_PATH = (
+    "spec.ssh.authMountPath must be an absolute path (start with /): the job's ssh key "
+    "is mounted there in every worker"
+)
+MSG_SSHD_PATH = (
+    "spec.ssh.sshdPath must be an absolute path (start with /): "
+    "sshd must be started by its absolute path"
+)
+MSG_COMMAND_REQUIRED = (
+    "spec.worker.command (the training script and its arguments) is required "
+    "unless spec.runMode.debug.enabled is true"
+)
+MSG_NO_CONTAINER = "spec.worker.template.spec.containers must hold at least one container"
+MSG_ENV_NAME = "spec.launcher.env: every item needs a name (a non-empty string)"
+MSG_ENV_VALUE = "spec.launcher.env: an item's value must be a string"
+MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
+DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+MSG_POD_NAME_LENGTH = (
+    "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
+    "must fit in 63 characters (they are also the pods' hostnames)"
+)
+
+
+def _absolute_path_rule(message: str) -> dict[str, Any]:
+    return {"x-kubernetes-validations": [{"rule": "self.startsWith('/')", "message": message}]}
+
+
+def _require_absolute(value: str, message: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError(message)
+    return value
+
+
+# -- spec.ssh ---------------------------------------------------------------------------
+
+
+class SSHConfig(T9kModel):
+    """How the workers run sshd for the launcher. Unset: the defaults below."""
+
+    auth_mount_path: str = Field(
+        default=DEFAULT_AUTH_MOUNT_PATH,
+        min_length=1,
+        max_length=MAX_PATH_LENGTH,
+        description=(
+            "Absolute path where the job's ssh key (and authorized_keys) is mounted in the "
+            "workers and the launcher: the ssh directory of the user sshd runs as. "
+            "Defaults to /root/.ssh."
+        ),
+        json_schema_extra=_absolute_path_rule(MSG_AUTH_MOUNT_PATH),
+    )
+    sshd_path: str = Field(
+        default=DEFAULT_SSHD_PATH,
+        min_length=1,
+        max_length=MAX_PATH_LENGTH,
+        description=(
+            "Absolute path of the sshd program in the worker image (sshd must be started "
+            "by its absolute path). Defaults to /usr/sbin/sshd."
+        ),
+        json_schema_extra=_absolute_path_rule(MSG_SSHD_PATH),
+    )
+
+    @field_validator("auth_mount_path")
+    @classmethod
+    def _check_auth_mount_path(cls, value: str) -> str:
+        return _require_absolute(value, MSG_AUTH_MOUNT_PATH)
+
+    @field_validator("sshd_path")
+    @classmethod
+    def _check_sshd_path(cls, value: str) -> str:
+        return _require_absolute(value, MSG_SSHD_PATH)
+
+
+# -- spec.launcher ----------------------------------------------------------------------
+
+_ENV_SCHEMA: dict[str, Any] = {
+    "items": {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "A Kubernetes EnvVar (name, value or valueFrom), kept as written.",
+        "required": ["name"],
+        "properties": {
+            "name": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Name of the environment variable.",
+            },
+            "value": {
+                "type": "string",
+                "description": "Value of the environment variable.",
+            },
+        },
+    }
+}
+
+
+class LauncherSpec(T9kModel):
+    """The launcher pod, which the operator builds itself: it runs `colossalai run`."""
+
+    image: str = Field(
+        min_length=1,
+        description=(
+            "Image of the launcher; it must contain ColossalAI (the colossalai command), "
+            "usually the workers' image."
+        ),
+    )
+    working_dir: str | None = Field(
+        default=None,
+        description=(
+            "Working directory of the launcher. colossalai run changes to the same directory "
+            "on every worker before it starts the training there, so the training script's "
+            "relative paths resolve against it. Unset: the image's working directory."
+        ),
+    )
+    env: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=(
+            "Environment variables of the launcher (Kubernetes EnvVar objects: name with value "
+            "or valueFrom), kept as written."
+        ),
+        json_schema_extra=_ENV_SCHEMA,
+    )
+    resources: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Compute resources of the launcher (Kubernetes ResourceRequirements: limits and "
+            "requests), kept as written."
+        ),
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, env: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for var in env:
+            name = var.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(MSG_ENV_NAME)
+            if "value" in var and not isinstance(var["value"], str):
+                raise ValueError(MSG_ENV_VALUE)
+        return env
+
+
+# -- spec.worker ------------------------------------------------------------------------
+
+
+def _preserved(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object schema that declares ``properties`` and keeps every other field."""
+    return {
+        "type": "object",
+        "additionalProperties": True,
+        "description": description,
+        "properties": properties,
+    }
+
+
+_TEMPLATE_SCHEMA: dict[str, Any] = {
+    "required": ["spec"],
+    "properties": {
+        "spec": {
+            **_preserved(
+                "Pod spec of the workers, kept as written.",
+                {
+                    "containers": {
+                        "type": "array",
+                        "minItems": 1,
+                        "description": (
+                            "Containers of the worker pods, at least one. The training "
+                            "container is the one named worker, else the first; the operator "
+                            "runs sshd in it."
+                        ),
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": True,
+                            "description": "A container, kept as written.",
+                        },
+                    }
+                },
+            ),
+            "required": ["containers"],
+        }
+    },
+}
+
+
+def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The template's container named worker, else its first; None without containers."""
+    containers = (template.get("spec") or {}).get("containers") or []
+    for container in containers:
+        if isinstance(container, Mapping) and container.get("name") == TRAINING_CONTAINER:
+            return container
+    first = containers[0] if containers else None
+    return first if isinstance(first, Mapping) else None
+
+
+class WorkerSpec(T9kModel):
+    """The workers: how many, how many training processes each, what they train."""
+
+    replicas: int = Field(default=1, ge=1, description="Number of workers. Defaults to 1.")
+    proc_per_worker: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Training processes per worker (colossalai run --nproc_per_node), usually its "
+            "number of GPUs. Defaults to 1."
+        ),
+    )
+    command: list[Arg] | None = Field(
+        default=None,
+        description=(
+            "The training script and its arguments (e.g. [train.py, --lr, '0.1']), run on "
+            "every worker by colossalai run from the launcher's working directory. Required "
+            "unless debug mode is on."
+        ),
+    )
+    torch_args: list[Arg] = Field(
+        default=[],
+        description=(
+            "Further torchrun options for the training processes "
+            "(colossalai run --extra_launch_args)."
+        ),
+    )
+    template: dict[str, Any] = Field(
+        description=(
+            "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
+            "kept as written; spec.containers must hold at least one container."
+        ),
+        json_schema_extra=_TEMPLATE_SCHEMA,
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _check_containers(cls, template: dict[str, Any]) -> dict[str, Any]:
+        pod = template.get("spec")
+        containers = pod.get("containers") if isinstance(pod, Mapping) else None
+        if (
+            not isinstance(containers, list)
+            or not containers
+            or not all(isinstance(c, Mapping) for c in containers)
+        ):
+            raise ValueError(MSG_NO_CONTAINER)
+        return template
+
+
+# -- spec.runPolicy, spec.runMode -----------------------------------------------------------
+
+
+class ColossalAIRunPolicy(T9kModel):
+    """How long the job may run, and whether its workers are removed when it ends."""
+
+    clean_up_workers: bool = Field(
+        default=False,
+        description=(
+            "Delete the workers once the job has finished. The launcher is never deleted: "
+            "its log tells whether the training succeeded. Defaults to false."
+        ),
+    )
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Maximum duration of the job in seconds, counted from its start; "
+            "the job fails when it is exceeded. Unset: no limit."
+        ),
+    )
+    backoff_limit: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Maximum number of launcher restarts; it applies to the launcher only: a failed "
+            "worker cannot rejoin a ColossalAI training and is never recreated. "
+            "Unset: 0, the launcher is not restarted."
+        ),
+    )
+
+    @property
+    def launcher_backoff_limit(self) -> int:
+        """backoffLimit, else 0."""
+        return self.backoff_limit if self.backoff_limit is not None else 0
+
+
+class ColossalAIRunMode(RunMode):
+    """Special run modes. Unset: the job trains normally."""
+
+    debug: DebugMode | None = Field(
+        default=None,
+        description=(
+            "Debug mode: deploy the launcher and the workers (with the job's ssh key and "
+            "hostfile, workers running sshd) without starting training; spec.worker.command "
+            "may then be left out. Each replica (type launcher or worker) runs `sleep inf` "
+            "unless replicaSpecs[].command says otherwise."
+        ),
+    )
+
+
+# -- the spec -------------------------------------------------------------------------------
+
+_DEBUG_ON = (
+    "has(self.runMode) && has(self.runMode.debug) && has(self.runMode.debug.enabled) "
+    "&& self.runMode.debug.enabled"
+)
+COMMAND_REQUIRED_RULE: dict[str, Any] = {
+    "rule": (
+        f"!has(self.worker) || ({_DEBUG_ON}) || "
+        "(has(self.worker.command) && size(self.worker.command) > 0)"
+    ),
+    "message": MSG_COMMAND_REQUIRED,
+    "fieldPath": ".worker.command",
+}
+
+
+class ColossalAIJobSpec(T9kModel):
+    """Desired state of a ColossalAIJob."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [COMMAND_REQUIRED_RULE, RESUME_SPECS_REMOVAL_RULE]
+        }
+    )
+
+    ssh: SSHConfig = Field(
+        default_factory=SSHConfig,
+        description=(
+            "Where the workers' sshd and the job's ssh key are. Unset: sshd at "
+            "/usr/sbin/sshd, key at /root/.ssh."
+        ),
+    )
+    launcher: LauncherSpec = Field(
+        description=(
+            "The launcher, a pod the operator builds from these settings; it runs "
+            "colossalai run, which starts the training on every worker over ssh. The job "
+            "succeeds or fails with it."
+        )
+    )
+    worker: WorkerSpec = Field(
+        description="The workers. Each runs sshd and waits for the launcher to start training."
+    )
+    run_policy: ColossalAIRunPolicy = Field(
+        default_factory=ColossalAIRunPolicy,
+        description="Deadline of the job, clean-up of its workers and the launcher's restarts.",
+    )
+    scheduler: SchedulerPolicy | None = Field(
+        default=None,
+        description="Scheduler of the replicas. Unset: the Kubernetes default scheduler.",
+    )
+    run_mode: ColossalAIRunMode | None = Field(
+        default=None,
+        description=(
+            "Debug or pause mode. Unset: train normally. The debug-mode default command "
+            "is `sleep inf`."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_command(self) -> ColossalAIJobSpec:
+        if not self.debug_enabled and not self.worker.command:
+            raise ValueError(MSG_COMMAND_REQUIRED)
+        return self
+
+    @property
+    def debug_enabled(self) -> bool:
+        return (
+            self.run_mode is not None
+            and self.run_mode.debug is not None
+            and self.run_mode.debug.enabled
+        )
+
+
+def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
+    """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
+    last = max(spec.worker.replicas - 1, 0)
+    longest = max(len(f"-{LAUNCHER}"), len(f"-{WORKER}-{last}"))
+    return len(job_name) + longest <= DNS_LABEL_MAX
+
+
+# -- status and the object --------------------------------------------------------------------
+
+
+class ColossalAIJobStatus(JobStatus):
+    """Observed state of a ColossalAIJob, written by the operator (tasks launcher and worker)."""
+
+
+class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
+    """A ColossalAIJob as stored by the API server."""
+
+    @model_validator(mode="after")
+    def _check_name(self) -> ColossalAIJobObject:
+        name = self.name
+        if not name:
+            return self  # not named yet (generateName): the API server checks it
+        if re.fullmatch(DNS_1035_PATTERN, name) is None:
+            raise ValueError(MSG_JOB_NAME)
+        if not pod_names_fit(name, self.spec):
+            raise ValueError(MSG_POD_NAME_LENGTH)
+        return self
+
+
+_REPLICAS = "self.spec.worker.replicas"
+_LAST_INDEX = f"({_REPLICAS} > 0 ? {_REPLICAS} - 1 : 0)"
+POD_NAME_LENGTH_RULE: dict[str, Any] = {
+    "rule": (
+        f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
+        f"(!has(self.spec.worker) || !has({_REPLICAS}) || "
+        f"size(self.metadata.name) + size('-{WORKER}-') + size(string({_LAST_INDEX})) "
+        f"<= {DNS_LABEL_MAX})"
+    ),
+    "message": MSG_POD_NAME_LENGTH,
+    "fieldPath": ".metadata.name",
+}
+
+CRD = CrdInfo(
+    group=GROUP,
+    version=VERSION,
+    kind=KIND,
+    plural=PLURAL,
+    singular="colossalaijob",
+    short_names=("caij",),
+    categories=("t9k",),
+    spec_model=ColossalAIJobSpec,
+    status_model=ColossalAIJobStatus,
+    description=(
+        "ColossalAIJob runs distributed ColossalAI training: workers that run sshd, and a "
+        "launcher pod running colossalai run, which starts the training on every worker "
+        "over ssh."
+    ),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+)
