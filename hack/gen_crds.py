@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api import colossalai, deepspeed, pytorch
+from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
 from t9k_operator.api.common import CrdInfo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ HEADER = (
     "# change the models and run `make manifests`.\n"
 )
 
-KINDS: list[CrdInfo] = [pytorch.CRD, deepspeed.CRD, colossalai.CRD]
+KINDS: list[CrdInfo] = [pytorch.CRD, deepspeed.CRD, colossalai.CRD, msjob.CRD]
 """Every kind whose CRD is generated."""
 
 Schema = dict[str, Any]

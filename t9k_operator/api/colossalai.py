@@ -28,28 +28,35 @@ it does not declare.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from t9k_operator.api import common
 from t9k_operator.api.common import (
+    DEBUG_ON_CEL,
+    DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
     JOB_NAME_RULE,
+    MSG_JOB_NAME,  # noqa: F401 (re-exported)
     RESUME_SPECS_REMOVAL_RULE,
     Arg,
-    CrdInfo,
     DebugMode,
     JobObject,
     JobStatus,
     RunMode,
     SchedulerPolicy,
     T9kModel,
+    check_job_name,
+    job_crd,
+    last_index_cel,
+    named_or_first_container,
+    pod_name_fits_cel,
+    pod_name_length_rule,
+    preserved_object_schema,
 )
 
-GROUP = "batch.tensorstack.dev"
-VERSION = "v1beta1"
 KIND = "ColossalAIJob"
 PLURAL = "colossalaijobs"
 LAUNCHER = "launcher"
@@ -80,8 +87,6 @@ MSG_COMMAND_REQUIRED = (
 MSG_NO_CONTAINER = "spec.worker.template.spec.containers must hold at least one container"
 MSG_ENV_NAME = "spec.launcher.env: every item needs a name (a non-empty string)"
 MSG_ENV_VALUE = "spec.launcher.env: an item's value must be a string"
-MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
-DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
     "must fit in 63 characters (they are also the pods' hostnames)"
@@ -209,21 +214,11 @@ class LauncherSpec(T9kModel):
 # -- spec.worker ------------------------------------------------------------------------
 
 
-def _preserved(description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """An object schema that declares ``properties`` and keeps every other field."""
-    return {
-        "type": "object",
-        "additionalProperties": True,
-        "description": description,
-        "properties": properties,
-    }
-
-
 _TEMPLATE_SCHEMA: dict[str, Any] = {
     "required": ["spec"],
     "properties": {
         "spec": {
-            **_preserved(
+            **preserved_object_schema(
                 "Pod spec of the workers, kept as written.",
                 {
                     "containers": {
@@ -250,12 +245,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
 
 def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The template's container named worker, else its first; None without containers."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for container in containers:
-        if isinstance(container, Mapping) and container.get("name") == TRAINING_CONTAINER:
-            return container
-    first = containers[0] if containers else None
-    return first if isinstance(first, Mapping) else None
+    return named_or_first_container(template, TRAINING_CONTAINER)
 
 
 class WorkerSpec(T9kModel):
@@ -360,13 +350,9 @@ class ColossalAIRunMode(RunMode):
 
 # -- the spec -------------------------------------------------------------------------------
 
-_DEBUG_ON = (
-    "has(self.runMode) && has(self.runMode.debug) && has(self.runMode.debug.enabled) "
-    "&& self.runMode.debug.enabled"
-)
 COMMAND_REQUIRED_RULE: dict[str, Any] = {
     "rule": (
-        f"!has(self.worker) || ({_DEBUG_ON}) || "
+        f"!has(self.worker) || ({DEBUG_ON_CEL}) || "
         "(has(self.worker.command) && size(self.worker.command) > 0)"
     ),
     "message": MSG_COMMAND_REQUIRED,
@@ -424,11 +410,7 @@ class ColossalAIJobSpec(T9kModel):
 
     @property
     def debug_enabled(self) -> bool:
-        return (
-            self.run_mode is not None
-            and self.run_mode.debug is not None
-            and self.run_mode.debug.enabled
-        )
+        return common.debug_enabled(self.run_mode)
 
 
 def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
@@ -450,37 +432,24 @@ class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
 
     @model_validator(mode="after")
     def _check_name(self) -> ColossalAIJobObject:
-        name = self.name
-        if not name:
-            return self  # not named yet (generateName): the API server checks it
-        if re.fullmatch(DNS_1035_PATTERN, name) is None:
-            raise ValueError(MSG_JOB_NAME)
-        if not pod_names_fit(name, self.spec):
-            raise ValueError(MSG_POD_NAME_LENGTH)
+        check_job_name(self.name, lambda: pod_names_fit(self.name, self.spec), MSG_POD_NAME_LENGTH)
         return self
 
 
 _REPLICAS = "self.spec.worker.replicas"
-_LAST_INDEX = f"({_REPLICAS} > 0 ? {_REPLICAS} - 1 : 0)"
-POD_NAME_LENGTH_RULE: dict[str, Any] = {
-    "rule": (
-        f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
-        f"(!has(self.spec.worker) || !has({_REPLICAS}) || "
-        f"size(self.metadata.name) + size('-{WORKER}-') + size(string({_LAST_INDEX})) "
-        f"<= {DNS_LABEL_MAX})"
-    ),
-    "message": MSG_POD_NAME_LENGTH,
-    "fieldPath": ".metadata.name",
-}
+POD_NAME_LENGTH_RULE = pod_name_length_rule(
+    f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
+    f"(!has(self.spec.worker) || !has({_REPLICAS}) || "
+    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel(_REPLICAS))
+    + ")",
+    MSG_POD_NAME_LENGTH,
+)
 
-CRD = CrdInfo(
-    group=GROUP,
-    version=VERSION,
+CRD = job_crd(
     kind=KIND,
     plural=PLURAL,
     singular="colossalaijob",
     short_names=("caij",),
-    categories=("t9k",),
     spec_model=ColossalAIJobSpec,
     status_model=ColossalAIJobStatus,
     description=(

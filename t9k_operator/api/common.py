@@ -27,12 +27,18 @@ the generator consumes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+GROUP = "batch.tensorstack.dev"
+"""API group of every T9k job kind."""
+VERSION = "v1beta1"
+"""API version of every T9k job kind."""
 
 # -- limits that keep the CEL cost estimates of the API server bounded -------------
 
@@ -63,6 +69,8 @@ ContainerState = Literal["Running", "Waiting", "Terminated"]
 ReplicaPhase = Literal[
     "Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"
 ]
+RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+"""When the operator recreates a failed replica (ExitCode: only after a retryable exit code)."""
 JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
 
 
@@ -234,6 +242,124 @@ RESUME_SPECS_REMOVAL_RULE: dict[str, Any] = {
     "message": RESUME_SPECS_PERMANENT,
     "fieldPath": ".runMode.pause.resumeSpecs",
 }
+
+
+def debug_enabled(run_mode: RunMode | None) -> bool:
+    """Whether ``run_mode`` turns debug mode on."""
+    return run_mode is not None and run_mode.debug is not None and run_mode.debug.enabled
+
+
+DEBUG_ON_CEL = (
+    "has(self.runMode) && has(self.runMode.debug) && has(self.runMode.debug.enabled) "
+    "&& self.runMode.debug.enabled"
+)
+"""CEL, evaluated on a spec: whether spec.runMode.debug.enabled is true."""
+
+
+# -- spec.elastic ----------------------------------------------------------------------
+
+# Messages shared by the CEL rules and the pydantic validator of ElasticConfig.
+MSG_ELASTIC_BOUNDS_REQUIRED = (
+    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
+    "are required when spec.elastic.enabled is true"
+)
+MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
+MSG_ELASTIC_EXPECTED = (
+    "spec.elastic.expectedReplicas must lie within "
+    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
+)
+
+
+class ElasticConfig(T9kModel):
+    """Elastic training (needs torchrun): the number of replicas may change while training.
+
+    A kind whose wording differs (workers rather than replicas) subclasses it and
+    redeclares the fields with its own descriptions; rules and validator stay shared.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
+                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
+                },
+                {
+                    "rule": (
+                        "!has(self.minReplicas) || !has(self.maxReplicas) "
+                        "|| self.minReplicas <= self.maxReplicas"
+                    ),
+                    "message": MSG_ELASTIC_MIN_MAX,
+                    "fieldPath": ".minReplicas",
+                },
+                {
+                    "rule": (
+                        "!has(self.expectedReplicas) || "
+                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
+                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
+                    ),
+                    "message": MSG_ELASTIC_EXPECTED,
+                    "fieldPath": ".expectedReplicas",
+                },
+            ]
+        }
+    )
+
+    enabled: bool = Field(default=False, description="Whether elastic training is on.")
+    min_replicas: int | None = Field(
+        default=None, ge=1, description="Smallest number of replicas training runs with."
+    )
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Largest number of replicas training runs with."
+    )
+    expected_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Number of replicas wanted now, between minReplicas and maxReplicas; may be "
+            "changed while the job runs (also through the scale subresource). The actual "
+            "number may be lower when the cluster lacks resources."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> Self:
+        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
+        if self.enabled and (low is None or high is None or want is None):
+            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
+        if low is not None and high is not None and low > high:
+            raise ValueError(MSG_ELASTIC_MIN_MAX)
+        if want is not None and (
+            (low is not None and want < low) or (high is not None and want > high)
+        ):
+            raise ValueError(MSG_ELASTIC_EXPECTED)
+        return self
+
+
+# -- pod templates -----------------------------------------------------------------------
+
+
+def preserved_object_schema(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object schema that declares ``properties`` and keeps every other field."""
+    return {
+        "type": "object",
+        "additionalProperties": True,
+        "description": description,
+        "properties": properties,
+    }
+
+
+def named_or_first_container(template: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The pod template's container called ``name``, else its first; None without any."""
+    containers = (template.get("spec") or {}).get("containers") or []
+    for container in containers:
+        if isinstance(container, Mapping) and container.get("name") == name:
+            return container
+    first = containers[0] if containers else None
+    return first if isinstance(first, Mapping) else None
 
 
 # -- status --------------------------------------------------------------------------
@@ -472,6 +598,44 @@ class CrdInfo:
         return f"{self.group}/{self.version}"
 
 
+def job_crd(
+    *,
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    spec_model: type[BaseModel],
+    status_model: type[BaseModel],
+    description: str,
+    root_validations: tuple[Mapping[str, Any], ...],
+    scale: ScaleSubresource | None = None,
+) -> CrdInfo:
+    """The :class:`CrdInfo` of a T9k job kind: group, version and category filled in."""
+    return CrdInfo(
+        group=GROUP,
+        version=VERSION,
+        kind=kind,
+        plural=plural,
+        singular=singular,
+        short_names=short_names,
+        categories=("t9k",),
+        spec_model=spec_model,
+        status_model=status_model,
+        description=description,
+        scale=scale,
+        root_validations=root_validations,
+    )
+
+
+ELASTIC_SCALE = ScaleSubresource(
+    spec_replicas_path=".spec.elastic.expectedReplicas",
+    status_replicas_path=".status.replicas",
+)
+"""The scale subresource of a kind with spec.elastic: it moves expectedReplicas."""
+
+
+# -- job and pod names ---------------------------------------------------------------------
+
 JOB_NAME_RULE: dict[str, Any] = {
     "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
     "message": (
@@ -481,3 +645,53 @@ JOB_NAME_RULE: dict[str, Any] = {
     "fieldPath": ".metadata.name",
 }
 """A root CEL rule for kinds whose name also names a Service."""
+
+MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
+DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def matches_dns_1035(name: str) -> bool:
+    """Whether ``name`` is a DNS-1035 label (the shape :data:`JOB_NAME_RULE` demands)."""
+    return re.fullmatch(DNS_1035_PATTERN, name) is not None
+
+
+def check_job_name(name: str, pod_names_fit: Callable[[], bool], too_long: str) -> None:
+    """The Python side of :data:`JOB_NAME_RULE` and a kind's pod-name-length rule.
+
+    Raises ``ValueError`` (:data:`MSG_JOB_NAME`, else ``too_long``) for a bad name;
+    an empty name (not named yet, generateName) is left to the API server.
+    """
+    if not name:
+        return
+    if not matches_dns_1035(name):
+        raise ValueError(MSG_JOB_NAME)
+    if not pod_names_fit():
+        raise ValueError(too_long)
+
+
+def last_index_cel(replicas: str, *, elastic: bool = False) -> str:
+    """CEL: the highest pod index given ``replicas`` (a CEL expression); with
+    ``elastic``, spec.elastic.maxReplicas counts when larger."""
+    plain = f"({replicas} > 0 ? {replicas} - 1 : 0)"
+    if not elastic:
+        return plain
+    return (
+        "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
+        f"&& self.spec.elastic.maxReplicas > {replicas} ? self.spec.elastic.maxReplicas - 1 : "
+        f"{plain})"
+    )
+
+
+def pod_name_fits_cel(middle_size: str, last_index: str, *, extra: int = 0) -> str:
+    """CEL on the object: whether ``<metadata.name><middle><last index>`` fits in a DNS
+    label; ``middle_size`` is a CEL size expression, ``extra`` further characters."""
+    plus = f" + {extra}" if extra else ""
+    return (
+        f"size(self.metadata.name) + {middle_size} + size(string({last_index})){plus} "
+        f"<= {DNS_LABEL_MAX}"
+    )
+
+
+def pod_name_length_rule(rule: str, message: str) -> dict[str, Any]:
+    """A root CEL rule on the length of metadata.name (errors name .metadata.name)."""
+    return {"rule": rule, "message": message, "fieldPath": ".metadata.name"}

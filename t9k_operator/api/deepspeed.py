@@ -28,32 +28,43 @@ still fails to parse with a message naming the field). Two differences:
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from t9k_operator.api import common
 from t9k_operator.api.common import (
+    DEBUG_ON_CEL,
+    DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
+    ELASTIC_SCALE,
     JOB_NAME_RULE,
     MAX_ARGS,
+    MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
+    MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
+    MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
+    MSG_JOB_NAME,  # noqa: F401 (re-exported)
     RESUME_SPECS_REMOVAL_RULE,
     Arg,
-    CrdInfo,
     DebugMode,
     JobObject,
     JobStatus,
+    RestartPolicy,
     RunMode,
     RunPolicy,
-    ScaleSubresource,
     SchedulerPolicy,
     T9kModel,
+    check_job_name,
+    job_crd,
+    last_index_cel,
+    named_or_first_container,
+    pod_name_fits_cel,
+    pod_name_length_rule,
+    preserved_object_schema,
 )
 
-GROUP = "batch.tensorstack.dev"
-VERSION = "v1beta1"
 KIND = "DeepSpeedJob"
 PLURAL = "deepspeedjobs"
 WORKER = "worker"
@@ -73,7 +84,6 @@ MAX_CONTAINERS = 64
 MAX_VOLUME_MOUNTS = 256
 """At most this many volumeMounts per container of the worker template."""
 
-RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 Autotune = Literal["none", "run", "tune"]
 RunKind = Literal["python", "module", "exec"]
 RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
@@ -96,17 +106,6 @@ MSG_RESERVED_MOUNTS = (
     "/root/.deepspeed_env (nor below them): the operator mounts the job's ssh key, "
     "hostfile and remote environment there"
 )
-MSG_ELASTIC_BOUNDS_REQUIRED = (
-    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
-    "are required when spec.elastic.enabled is true"
-)
-MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
-MSG_ELASTIC_EXPECTED = (
-    "spec.elastic.expectedReplicas must lie within "
-    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
-)
-MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
-DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: every pod name <name>-worker-<index> "
     "must fit in 63 characters (it is also the pod's hostname)"
@@ -290,16 +289,6 @@ class DeepSpeedConfig(T9kModel):
 # -- spec.worker ------------------------------------------------------------------------
 
 
-def _preserved(description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """An object schema that declares ``properties`` and keeps every other field."""
-    return {
-        "type": "object",
-        "additionalProperties": True,
-        "description": description,
-        "properties": properties,
-    }
-
-
 def _mounts_ok(container: str) -> str:
     paths = _cel_strings(RESERVED_MOUNT_PATHS)
     return (
@@ -324,7 +313,7 @@ RESERVED_MOUNTS_RULE: dict[str, Any] = {
 
 _TEMPLATE_SCHEMA: dict[str, Any] = {
     "properties": {
-        "spec": _preserved(
+        "spec": preserved_object_schema(
             "Pod spec of the workers, kept as written.",
             {
                 "containers": {
@@ -335,7 +324,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                         "named worker, else the first; it must not mount anything at "
                         "/root/.ssh, /t9k/hostfile or /root/.deepspeed_env."
                     ),
-                    "items": _preserved(
+                    "items": preserved_object_schema(
                         "A container, kept as written.",
                         {
                             "name": {
@@ -347,7 +336,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                                 "type": "array",
                                 "maxItems": MAX_VOLUME_MOUNTS,
                                 "description": "Volumes mounted into the container.",
-                                "items": _preserved(
+                                "items": preserved_object_schema(
                                     "A volume mount, kept as written.",
                                     {
                                         "mountPath": {
@@ -369,12 +358,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
 
 def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The template's container named worker, else its first; None without containers."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for container in containers:
-        if isinstance(container, Mapping) and container.get("name") == TRAINING_CONTAINER:
-            return container
-    first = containers[0] if containers else None
-    return first if isinstance(first, Mapping) else None
+    return named_or_first_container(template, TRAINING_CONTAINER)
 
 
 class WorkerSpec(T9kModel):
@@ -439,39 +423,8 @@ class WorkerSpec(T9kModel):
 # -- spec.elastic, spec.runMode ---------------------------------------------------------
 
 
-class ElasticConfig(T9kModel):
+class ElasticConfig(common.ElasticConfig):
     """Elastic training: the number of workers follows expectedReplicas within its bounds."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": (
-                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
-                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
-                },
-                {
-                    "rule": (
-                        "!has(self.minReplicas) || !has(self.maxReplicas) "
-                        "|| self.minReplicas <= self.maxReplicas"
-                    ),
-                    "message": MSG_ELASTIC_MIN_MAX,
-                    "fieldPath": ".minReplicas",
-                },
-                {
-                    "rule": (
-                        "!has(self.expectedReplicas) || "
-                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
-                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_EXPECTED,
-                    "fieldPath": ".expectedReplicas",
-                },
-            ]
-        }
-    )
 
     enabled: bool = Field(
         default=False,
@@ -492,19 +445,6 @@ class ElasticConfig(T9kModel):
         ),
     )
 
-    @model_validator(mode="after")
-    def _check_bounds(self) -> ElasticConfig:
-        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
-        if self.enabled and (low is None or high is None or want is None):
-            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
-        if low is not None and high is not None and low > high:
-            raise ValueError(MSG_ELASTIC_MIN_MAX)
-        if want is not None and (
-            (low is not None and want < low) or (high is not None and want > high)
-        ):
-            raise ValueError(MSG_ELASTIC_EXPECTED)
-        return self
-
 
 class DeepSpeedRunMode(RunMode):
     """Special run modes. Unset: the job trains normally."""
@@ -522,12 +462,6 @@ class DeepSpeedRunMode(RunMode):
 # -- the spec -------------------------------------------------------------------------------
 
 
-_DEBUG_ON = (
-    "has(self.runMode) && has(self.runMode.debug) && has(self.runMode.debug.enabled) "
-    "&& self.runMode.debug.enabled"
-)
-
-
 class DeepSpeedJobSpec(T9kModel):
     """Desired state of a DeepSpeedJob."""
 
@@ -535,7 +469,7 @@ class DeepSpeedJobSpec(T9kModel):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": f"({_DEBUG_ON}) || (has(self.config) && has(self.config.run))",
+                    "rule": f"({DEBUG_ON_CEL}) || (has(self.config) && has(self.config.run))",
                     "message": MSG_RUN_REQUIRED,
                     "fieldPath": ".config.run",
                 },
@@ -585,11 +519,7 @@ class DeepSpeedJobSpec(T9kModel):
 
     @property
     def debug_enabled(self) -> bool:
-        return (
-            self.run_mode is not None
-            and self.run_mode.debug is not None
-            and self.run_mode.debug.enabled
-        )
+        return common.debug_enabled(self.run_mode)
 
     @property
     def elastic_enabled(self) -> bool:
@@ -654,53 +584,28 @@ class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
 
     @model_validator(mode="after")
     def _check_name(self) -> DeepSpeedJobObject:
-        name = self.name
-        if not name:
-            return self  # not named yet (generateName): the API server checks it
-        if not _matches_dns_1035(name):
-            raise ValueError(MSG_JOB_NAME)
-        if not pod_name_fits(name, self.spec):
-            raise ValueError(MSG_POD_NAME_LENGTH)
+        check_job_name(self.name, lambda: pod_name_fits(self.name, self.spec), MSG_POD_NAME_LENGTH)
         return self
 
 
-def _matches_dns_1035(name: str) -> bool:
-    return re.fullmatch(DNS_1035_PATTERN, name) is not None
-
-
 _REPLICAS = "self.spec.worker.replicas"
-_LAST_INDEX = (
-    "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
-    f"&& self.spec.elastic.maxReplicas > {_REPLICAS} ? self.spec.elastic.maxReplicas - 1 : "
-    f"({_REPLICAS} > 0 ? {_REPLICAS} - 1 : 0))"
+POD_NAME_LENGTH_RULE = pod_name_length_rule(
+    f"!has(self.spec.worker) || !has({_REPLICAS}) || "
+    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel(_REPLICAS, elastic=True)),
+    MSG_POD_NAME_LENGTH,
 )
-POD_NAME_LENGTH_RULE: dict[str, Any] = {
-    "rule": (
-        f"!has(self.spec.worker) || !has({_REPLICAS}) || "
-        f"size(self.metadata.name) + size('-{WORKER}-') + size(string({_LAST_INDEX})) "
-        f"<= {DNS_LABEL_MAX}"
-    ),
-    "message": MSG_POD_NAME_LENGTH,
-    "fieldPath": ".metadata.name",
-}
 
-CRD = CrdInfo(
-    group=GROUP,
-    version=VERSION,
+CRD = job_crd(
     kind=KIND,
     plural=PLURAL,
     singular="deepspeedjob",
     short_names=("dsj",),
-    categories=("t9k",),
     spec_model=DeepSpeedJobSpec,
     status_model=DeepSpeedJobStatus,
     description=(
         "DeepSpeedJob runs distributed DeepSpeed training: workers that run sshd, and the "
         "deepspeed launcher on worker-0 reaching them over ssh through the job's hostfile."
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.elastic.expectedReplicas",
-        status_replicas_path=".status.replicas",
-    ),
+    scale=ELASTIC_SCALE,
     root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
 )

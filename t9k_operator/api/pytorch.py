@@ -21,23 +21,28 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from t9k_operator.api.common import (
-    DNS_LABEL_MAX,
+    ELASTIC_SCALE,
     JOB_NAME_RULE,
     MAX_REPLICA_SPECS,
+    MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
+    MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
+    MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
     RESUME_SPECS_REMOVAL_RULE,
-    CrdInfo,
+    ElasticConfig,
     JobObject,
     JobStatus,
     ReplicaType,
+    RestartPolicy,
     RunMode,
     RunPolicy,
-    ScaleSubresource,
     SchedulerPolicy,
     T9kModel,
+    job_crd,
+    last_index_cel,
+    pod_name_fits_cel,
+    pod_name_length_rule,
 )
 
-GROUP = "batch.tensorstack.dev"
-VERSION = "v1beta1"
 KIND = "PyTorchTrainingJob"
 PLURAL = "pytorchtrainingjobs"
 MASTER = "master"
@@ -45,7 +50,6 @@ MASTER = "master"
 
 PROC_PER_NODE_PATTERN = r"^([1-9][0-9]*|gpu)$"
 
-RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 RdzvBackend = Literal["c10d", "etcd", "etcd-v2"]
 
 # Messages shared by the CEL rules and the pydantic validators.
@@ -57,15 +61,6 @@ MSG_DISTINCT_TYPES = "each type may appear only once in spec.replicaSpecs"
 MSG_ELASTIC_NEEDS_TORCHRUN = (
     "spec.elastic.enabled requires spec.torchrunConfig.enabled: elastic training runs "
     "under torchrun"
-)
-MSG_ELASTIC_BOUNDS_REQUIRED = (
-    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
-    "are required when spec.elastic.enabled is true"
-)
-MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
-MSG_ELASTIC_EXPECTED = (
-    "spec.elastic.expectedReplicas must lie within "
-    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
 )
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: every pod name <name>-<replica type>-<index> "
@@ -138,71 +133,6 @@ class TorchrunConfig(T9kModel):
         default=[],
         description="Further torchrun options, passed verbatim.",
     )
-
-
-class ElasticConfig(T9kModel):
-    """Elastic training (needs torchrun): the number of replicas may change while training."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": (
-                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
-                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
-                },
-                {
-                    "rule": (
-                        "!has(self.minReplicas) || !has(self.maxReplicas) "
-                        "|| self.minReplicas <= self.maxReplicas"
-                    ),
-                    "message": MSG_ELASTIC_MIN_MAX,
-                    "fieldPath": ".minReplicas",
-                },
-                {
-                    "rule": (
-                        "!has(self.expectedReplicas) || "
-                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
-                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_EXPECTED,
-                    "fieldPath": ".expectedReplicas",
-                },
-            ]
-        }
-    )
-
-    enabled: bool = Field(default=False, description="Whether elastic training is on.")
-    min_replicas: int | None = Field(
-        default=None, ge=1, description="Smallest number of replicas training runs with."
-    )
-    max_replicas: int | None = Field(
-        default=None, ge=1, description="Largest number of replicas training runs with."
-    )
-    expected_replicas: int | None = Field(
-        default=None,
-        ge=1,
-        description=(
-            "Number of replicas wanted now, between minReplicas and maxReplicas; may be "
-            "changed while the job runs (also through the scale subresource). The actual "
-            "number may be lower when the cluster lacks resources."
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _check_bounds(self) -> ElasticConfig:
-        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
-        if self.enabled and (low is None or high is None or want is None):
-            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
-        if low is not None and high is not None and low > high:
-            raise ValueError(MSG_ELASTIC_MIN_MAX)
-        if want is not None and (
-            (low is not None and want < low) or (high is not None and want > high)
-        ):
-            raise ValueError(MSG_ELASTIC_EXPECTED)
-        return self
 
 
 class TensorBoardSpec(T9kModel):
@@ -342,39 +272,24 @@ class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTraining
     """A PyTorchTrainingJob as stored by the API server."""
 
 
-_LAST_INDEX = "(r.replicas > 0 ? r.replicas - 1 : 0)"
-_ELASTIC_LAST_INDEX = (
-    "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
-    "&& self.spec.elastic.maxReplicas > r.replicas ? self.spec.elastic.maxReplicas - 1 : "
-    + _LAST_INDEX
-    + ")"
+POD_NAME_LENGTH_RULE = pod_name_length_rule(
+    "self.spec.replicaSpecs.all(r, "
+    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas", elastic=True), extra=2)
+    + ")",
+    MSG_POD_NAME_LENGTH,
 )
-POD_NAME_LENGTH_RULE: dict[str, Any] = {
-    "rule": (
-        "self.spec.replicaSpecs.all(r, size(self.metadata.name) + size(r.type) + "
-        f"size(string({_ELASTIC_LAST_INDEX})) + 2 <= {DNS_LABEL_MAX})"
-    ),
-    "message": MSG_POD_NAME_LENGTH,
-    "fieldPath": ".metadata.name",
-}
 
-CRD = CrdInfo(
-    group=GROUP,
-    version=VERSION,
+CRD = job_crd(
     kind=KIND,
     plural=PLURAL,
     singular="pytorchtrainingjob",
     short_names=("pytj", "ptj"),
-    categories=("t9k",),
     spec_model=PyTorchTrainingJobSpec,
     status_model=PyTorchTrainingJobStatus,
     description=(
         "PyTorchTrainingJob runs distributed PyTorch training: replicas of one or more "
         "types, launched plainly or with torchrun, supervised and restarted by the operator."
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.elastic.expectedReplicas",
-        status_replicas_path=".status.replicas",
-    ),
+    scale=ELASTIC_SCALE,
     root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
 )

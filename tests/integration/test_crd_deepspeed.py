@@ -9,7 +9,6 @@ serve kubectl's short names, categories, printer columns and scale.
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 import pytest
@@ -26,58 +25,27 @@ from t9k_operator.api.deepspeed import (
     MSG_RESERVED_MOUNTS,
     MSG_RUN_REQUIRED,
 )
-from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.crd_helpers import applied, install_crd, refused, stored_object
+from tests.unit.api.helpers import is_subset, load
 from tests.unit.api.test_deepspeed_models import (
     ALL_EXAMPLES,
     IMAGE,
     SPEC_EXAMPLES,
     STATUS_EXAMPLES,
     USER_EXAMPLES,
-    is_subset,
-    load,
 )
 
-CRD_FILE = ROOT / "manifests" / "crds" / "batch.tensorstack.dev_deepspeedjobs.yaml"
 JOB = "deepspeed-example"
 
 
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
-        "-f", str(CRD_FILE),
-    )  # fmt: skip
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
-    wait_for(
-        lambda: cluster.kubectl("get", "dsj", "-A", check=False).returncode == 0,
-        30,
-        "the DeepSpeedJob resource in discovery",
-    )
-
-
-def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl(
-        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
-        input_=text, check=False,
-    )  # fmt: skip
-
-
-def applied(cluster: Cluster, namespace: str, text: str) -> None:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode == 0, proc.stderr
-    assert "unknown field" not in proc.stderr, proc.stderr
-
-
-def refused(cluster: Cluster, namespace: str, text: str) -> str:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode != 0, f"accepted:\n{text}"
-    return proc.stderr
+    install_crd(cluster, CRD)
 
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
-    out = cluster.kubectl("get", "deepspeedjob", name, "-n", namespace, "-o", "json")
-    obj: dict[str, Any] = json.loads(out.stdout)
-    return obj
+    return stored_object(cluster, CRD, namespace, name)
 
 
 def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:

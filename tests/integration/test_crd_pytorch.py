@@ -8,7 +8,6 @@ serve kubectl's explain, short names, categories and scale.
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 import pytest
@@ -25,16 +24,15 @@ from t9k_operator.api.pytorch import (
     MSG_ONE_MASTER,
     MSG_POD_NAME_LENGTH,
 )
-from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.crd_helpers import applied, install_crd, refused, stored_object
+from tests.unit.api.helpers import is_subset, load
 from tests.unit.api.test_pytorch_models import (
     HEADER,
     SPEC_EXAMPLES,
     STATUS_EXAMPLES,
-    is_subset,
-    load,
 )
 
-CRD_FILE = ROOT / "manifests" / "crds" / "batch.tensorstack.dev_pytorchtrainingjobs.yaml"
 JOB = "pytorch-example"
 
 # Everything a pod template may carry that a careless schema would prune.
@@ -125,41 +123,11 @@ spec:
 
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
-        "-f", str(CRD_FILE),
-    )  # fmt: skip
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
-    wait_for(
-        lambda: cluster.kubectl("get", "pytj", "-A", check=False).returncode == 0,
-        30,
-        "the PyTorchTrainingJob resource in discovery",
-    )
-
-
-def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl(
-        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
-        input_=text, check=False,
-    )  # fmt: skip
-
-
-def applied(cluster: Cluster, namespace: str, text: str) -> None:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode == 0, proc.stderr
-    assert "unknown field" not in proc.stderr, proc.stderr
-
-
-def refused(cluster: Cluster, namespace: str, text: str) -> str:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode != 0, f"accepted:\n{text}"
-    return proc.stderr
+    install_crd(cluster, CRD)
 
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
-    out = cluster.kubectl("get", "pytorchtrainingjob", name, "-n", namespace, "-o", "json")
-    obj: dict[str, Any] = json.loads(out.stdout)
-    return obj
+    return stored_object(cluster, CRD, namespace, name)
 
 
 def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:

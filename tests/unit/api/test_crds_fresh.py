@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
 import pytest
@@ -19,20 +16,17 @@ from t9k_operator.api.pytorch import (
     MSG_ELASTIC_NEEDS_TORCHRUN,
     MSG_ONE_MASTER,
 )
+from tests.unit.api.helpers import (
+    CRD_DIR,
+    assert_described,
+    assert_structural,
+    load_generator,
+    rules,
+    schema_of,
+    walk,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-CRD_DIR = ROOT / "manifests" / "crds"
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_crds", ROOT / "hack" / "gen_crds.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_generator()
 
 
 @pytest.mark.parametrize("file_name", sorted(gen.rendered()))
@@ -64,23 +58,6 @@ def crd() -> dict[str, Any]:
     doc = yaml.safe_load((CRD_DIR / gen.file_name(CRD)).read_text())
     assert isinstance(doc, dict)
     return doc
-
-
-def schema_of(crd: dict[str, Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return schema
-
-
-def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, node
-    for name, sub in node.get("properties", {}).items():
-        yield from walk(sub, f"{path}.{name}")
-    if "items" in node:
-        yield from walk(node["items"], f"{path}[*]")
-
-
-def rules(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {r["message"]: r for r in node.get("x-kubernetes-validations", [])}
 
 
 def test_names_and_subresources(crd: dict[str, Any]) -> None:
@@ -115,20 +92,11 @@ def test_names_and_subresources(crd: dict[str, Any]) -> None:
 
 
 def test_schema_is_structural(crd: dict[str, Any]) -> None:
-    for path, node in walk(schema_of(crd)):
-        for key in ("$ref", "$defs", "anyOf", "allOf", "oneOf", "title", "nullable"):
-            assert key not in node, f"{path}: {key}"
-        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), path
-        if "default" in node:
-            assert node["default"] is not None, path
+    assert_structural(schema_of(crd))
 
 
 def test_every_spec_and_status_field_is_described(crd: dict[str, Any]) -> None:
-    schema = schema_of(crd)
-    for top in ("spec", "status"):
-        for path, node in walk(schema["properties"][top], top):
-            if not path.endswith("[*]"):
-                assert node.get("description"), f"{path} has no description (kubectl explain)"
+    assert_described(schema_of(crd))
 
 
 def test_pod_templates_are_preserved_whole(crd: dict[str, Any]) -> None:

@@ -17,13 +17,9 @@ a real API server.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from t9k_operator.api.common import RunPolicy, T9kScheduler
@@ -53,7 +49,16 @@ from t9k_operator.api.deepspeed import (
     run_kind_and_argv,
     training_container,
 )
-from tests.unit.api.test_pytorch_models import is_subset, load
+from tests.unit.api.helpers import (
+    assert_described,
+    assert_structural,
+    committed_crd,
+    is_subset,
+    load,
+    rule_messages,
+    schema_of,
+    walk,
+)
 
 IMAGE = "deepspeed/deepspeed:v072_torch112_cu117"
 HEADER = """\
@@ -900,36 +905,9 @@ def test_config_models_directly() -> None:
 # -- the generated CRD ------------------------------------------------------------------------
 
 
-def _load_generator() -> Any:
-    root = Path(__file__).resolve().parents[3]
-    spec = importlib.util.spec_from_file_location("gen_crds", root / "hack" / "gen_crds.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def crd() -> dict[str, Any]:
-    gen = _load_generator()
-    assert CRD in gen.KINDS
-    path = Path(gen.CRD_DIR) / gen.file_name(CRD)
-    doc = yaml.safe_load(path.read_text())
-    assert isinstance(doc, dict)
-    return doc
-
-
-def schema_of(crd: dict[str, Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return schema
-
-
-def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, node
-    for name, sub in node.get("properties", {}).items():
-        yield from walk(sub, f"{path}.{name}")
-    if "items" in node:
-        yield from walk(node["items"], f"{path}[*]")
+    return committed_crd(CRD)
 
 
 def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
@@ -952,15 +930,8 @@ def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
 
 
 def test_crd_schema_is_structural_and_described(crd: dict[str, Any]) -> None:
-    schema = schema_of(crd)
-    for path, node in walk(schema):
-        for key in ("$ref", "$defs", "anyOf", "allOf", "oneOf", "title", "nullable"):
-            assert key not in node, f"{path}: {key}"
-        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), path
-    for top in ("spec", "status"):
-        for path, node in walk(schema["properties"][top], top):
-            if not path.endswith("[*]"):
-                assert node.get("description"), f"{path} has no description"
+    assert_structural(schema_of(crd))
+    assert_described(schema_of(crd))
 
 
 def test_crd_keeps_templates_and_commands_whole(crd: dict[str, Any]) -> None:
@@ -1001,11 +972,7 @@ def test_crd_defaults(crd: dict[str, Any]) -> None:
 def test_crd_rules(crd: dict[str, Any]) -> None:
     schema = schema_of(crd)
     spec = schema["properties"]["spec"]
-    messages = {
-        rule["message"]
-        for _, node in walk(schema)
-        for rule in node.get("x-kubernetes-validations", [])
-    }
+    messages = rule_messages(schema)
     for message in (
         MSG_RUN_REQUIRED,
         MSG_RESERVED_ARGS,

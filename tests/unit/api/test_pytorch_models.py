@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from t9k_operator.api.common import RunPolicy, T9kScheduler
@@ -31,6 +30,7 @@ from t9k_operator.api.pytorch import (
     PyTorchTrainingJobStatus,
     TorchrunConfig,
 )
+from tests.unit.api.helpers import is_subset, load
 
 HEADER = """\
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -305,27 +305,6 @@ tensorboard:
   type: Normal
 """,
 }
-
-
-def load(text: str) -> dict[str, Any]:
-    doc = yaml.safe_load(text)
-    assert isinstance(doc, dict)
-    return doc
-
-
-def is_subset(sent: Any, stored: Any) -> bool:
-    """Whether everything in ``sent`` is in ``stored`` (which may hold more keys)."""
-    if isinstance(sent, dict):
-        return isinstance(stored, dict) and all(
-            k in stored and is_subset(v, stored[k]) for k, v in sent.items()
-        )
-    if isinstance(sent, list):
-        return (
-            isinstance(stored, list)
-            and len(sent) == len(stored)
-            and all(is_subset(a, b) for a, b in zip(sent, stored, strict=True))
-        )
-    return bool(sent == stored)
 
 
 def spec_with(**changes: Any) -> dict[str, Any]:

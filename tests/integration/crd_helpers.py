@@ -1,0 +1,51 @@
+"""Helpers shared by tests/integration/test_crd_*.py: install a CRD, apply objects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from t9k_operator.api.common import CrdInfo
+from tests.integration.cluster import ROOT, Cluster, wait_for
+
+
+def install_crd(cluster: Cluster, info: CrdInfo) -> None:
+    """Apply the committed CRD of ``info`` and wait until the resource is served."""
+    crd_file = ROOT / "manifests" / "crds" / f"{info.group}_{info.plural}.yaml"
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
+        "-f", str(crd_file),
+    )  # fmt: skip
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{info.name}")
+    wait_for(
+        lambda: cluster.kubectl("get", info.short_names[0], "-A", check=False).returncode == 0,
+        30,
+        f"the {info.kind} resource in discovery",
+    )
+
+
+def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl(
+        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
+        input_=text, check=False,
+    )  # fmt: skip
+
+
+def applied(cluster: Cluster, namespace: str, text: str) -> None:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown field" not in proc.stderr, proc.stderr
+
+
+def refused(cluster: Cluster, namespace: str, text: str) -> str:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode != 0, f"accepted:\n{text}"
+    return proc.stderr
+
+
+def stored_object(cluster: Cluster, info: CrdInfo, namespace: str, name: str) -> dict[str, Any]:
+    """The object as the API server stores it."""
+    out = cluster.kubectl("get", info.singular, name, "-n", namespace, "-o", "json")
+    obj: dict[str, Any] = json.loads(out.stdout)
+    return obj

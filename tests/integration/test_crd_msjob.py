@@ -1,0 +1,188 @@
+"""The generated MSJob CRD on a real API server.
+
+It must take the MindSpore operator doc's example exactly as written and store
+it unpruned (hostPath volumes, GPU limits, env), refuse bad specs at admission
+with a message naming the field, accept a Kubeflow-style status (plus the
+operator's bookkeeping fields) through the status subresource, and serve
+``kubectl get msjob``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.api.msjob import CRD
+from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.unit.api.test_msjob_models import (
+    INVALID_SPECS,
+    JOB,
+    SPEC_EXAMPLES,
+    STATUS_EXAMPLES,
+    is_subset,
+    job_with,
+    load,
+    role,
+)
+
+CRD_FILE = ROOT / "manifests" / "crds" / "mindspore.gitee.com_msjobs.yaml"
+
+
+@pytest.fixture(scope="module")
+def crd(cluster: Cluster) -> None:
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
+        "-f", str(CRD_FILE),
+    )  # fmt: skip
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
+    wait_for(
+        lambda: cluster.kubectl("get", "msj", "-A", check=False).returncode == 0,
+        30,
+        "the MSJob resource in discovery",
+    )
+
+
+def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl(
+        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
+        input_=text, check=False,
+    )  # fmt: skip
+
+
+def applied(cluster: Cluster, namespace: str, text: str) -> None:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown field" not in proc.stderr, proc.stderr
+
+
+def refused(cluster: Cluster, namespace: str, text: str) -> str:
+    proc = apply(cluster, namespace, text)
+    assert proc.returncode != 0, f"accepted:\n{text}"
+    return proc.stderr
+
+
+def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
+    out = cluster.kubectl("get", "msjob", name, "-n", namespace, "-o", "json")
+    obj: dict[str, Any] = json.loads(out.stdout)
+    return obj
+
+
+def test_crd_is_labelled_and_outside_the_t9k_category(cluster: Cluster, crd: None) -> None:
+    out = cluster.kubectl("get", "crd", CRD.name, "-o", "json").stdout
+    obj = json.loads(out)
+    assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "t9k-operator"
+    names = obj["spec"]["names"]
+    assert "t9k" not in names.get("categories", [])
+    assert obj["spec"]["group"] == "mindspore.gitee.com"
+
+
+def test_the_docs_example_applies_as_written_and_is_stored_unpruned(
+    cluster: Cluster, crd: None, namespace: str
+) -> None:
+    text = SPEC_EXAMPLES["data-parallel"]
+    applied(cluster, namespace, text)
+    obj = stored(cluster, namespace)
+    sent = load(text)
+    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
+    worker = obj["spec"]["msReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["volumes"] == [{"name": "script-data", "hostPath": {"path": "/absolute_path"}}]
+    (container,) = worker["containers"]
+    assert container["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    assert container["env"] == [{"name": "GLOG_v", "value": "1"}]
+    assert container["volumeMounts"] == [{"mountPath": "/absolute_path", "name": "script-data"}]
+    # Applying it again is a no-op, not a conflict.
+    applied(cluster, namespace, text)
+
+
+def test_defaults_are_filled_in(cluster: Cluster, crd: None, namespace: str) -> None:
+    obj = job_with({"successPolicy": None, "runPolicy": {}})
+    obj["spec"]["msReplicaSpecs"]["Worker"].pop("replicas")
+    obj["spec"]["msReplicaSpecs"]["Worker"].pop("restartPolicy")
+    applied(cluster, namespace, yaml.safe_dump(obj))
+    spec = stored(cluster, namespace)["spec"]
+    assert spec["successPolicy"] == ""
+    assert spec["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert spec["msReplicaSpecs"]["Worker"]["replicas"] == 1
+    assert "restartPolicy" not in spec["msReplicaSpecs"]["Worker"]  # unset means Never
+
+
+def test_kubeflow_run_policy_fields_are_stored(cluster: Cluster, crd: None, namespace: str) -> None:
+    policy = {
+        "cleanPodPolicy": "All",
+        "backoffLimit": 2,
+        "activeDeadlineSeconds": 600,
+        "ttlSecondsAfterFinished": 60,
+        "schedulingPolicy": {"minAvailable": 5, "queue": "default", "priorityClass": "high"},
+    }
+    applied(cluster, namespace, yaml.safe_dump(job_with({"runPolicy": policy})))
+    assert stored(cluster, namespace)["spec"]["runPolicy"] == policy
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        {"Worker": role(1)},
+        {"Scheduler": role(1), "PS": role(2), "Worker": role(4, restartPolicy="ExitCode")},
+        {"Scheduler": role(0), "Worker": role(0, restartPolicy="OnFailure")},
+        {"Scheduler": role(restartPolicy="Always"), "Worker": role(2)},
+    ],
+)
+def test_valid_role_sets_are_accepted(
+    cluster: Cluster, crd: None, namespace: str, roles: dict[str, Any]
+) -> None:
+    applied(cluster, namespace, yaml.safe_dump(job_with({"msReplicaSpecs": roles})))
+
+
+def test_longest_names_that_fit_are_accepted(cluster: Cluster, crd: None, namespace: str) -> None:
+    name = "m" + "x" * 50  # 51 + len("-scheduler-0") == 63
+    applied(cluster, namespace, yaml.safe_dump(job_with({}, name)))
+    assert stored(cluster, namespace, name)["metadata"]["name"] == name
+    name = "m" + "x" * 53  # 54 + len("-worker-3") == 63
+    applied(
+        cluster, namespace, yaml.safe_dump(job_with({"msReplicaSpecs": {"Worker": role(4)}}, name))
+    )
+
+
+@pytest.mark.parametrize("case", list(INVALID_SPECS))
+def test_invalid_spec_is_refused_naming_the_field(
+    cluster: Cluster, crd: None, namespace: str, case: str
+) -> None:
+    changes, name, fragments = INVALID_SPECS[case]
+    stderr = refused(cluster, namespace, yaml.safe_dump(job_with(copy.deepcopy(changes), name)))
+    for fragment in fragments:
+        assert fragment in stderr, stderr
+
+
+def test_status_subresource_takes_a_kubeflow_style_status(
+    cluster: Cluster, crd: None, namespace: str
+) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["data-parallel"])
+    status: dict[str, Any] = {}
+    for text in STATUS_EXAMPLES.values():
+        status.update(load(text))
+    cluster.kubectl(
+        "patch", "msjob", JOB, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    obj = stored(cluster, namespace)
+    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
+    # The spec is untouched by a status write.
+    assert is_subset(load(SPEC_EXAMPLES["data-parallel"])["spec"], obj["spec"])
+
+
+def test_kubectl_get_msjob(cluster: Cluster, crd: None, namespace: str) -> None:
+    applied(cluster, namespace, SPEC_EXAMPLES["data-parallel"])
+    header = cluster.kubectl("get", "msjob", "-n", namespace).stdout.splitlines()[0].split()
+    assert header == ["NAME", "STATE", "AGE"]
+    cluster.kubectl(
+        "patch", "msjob", JOB, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": load(STATUS_EXAMPLES["engine"])}),
+    )  # fmt: skip
+    for resource in ("msjob", "msjobs", "msj", "msjobs.mindspore.gitee.com", "mindspore"):
+        row = cluster.kubectl("get", resource, "-n", namespace, "--no-headers").stdout.split()
+        assert row[:2] == [JOB, "Running"], (resource, row)

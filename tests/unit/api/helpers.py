@@ -1,0 +1,102 @@
+"""Test utilities shared by the API model tests (and tests/integration/test_crd_*.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from t9k_operator.api.common import CrdInfo
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_DIR = ROOT / "manifests" / "crds"
+
+_NOT_STRUCTURAL = ("$ref", "$defs", "anyOf", "allOf", "oneOf", "title", "nullable")
+
+
+def load(text: str) -> dict[str, Any]:
+    doc = yaml.safe_load(text)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def is_subset(sent: Any, stored: Any) -> bool:
+    """Whether everything in ``sent`` is in ``stored`` (which may hold more keys)."""
+    if isinstance(sent, dict):
+        return isinstance(stored, dict) and all(
+            k in stored and is_subset(v, stored[k]) for k, v in sent.items()
+        )
+    if isinstance(sent, list):
+        return (
+            isinstance(stored, list)
+            and len(sent) == len(stored)
+            and all(is_subset(a, b) for a, b in zip(sent, stored, strict=True))
+        )
+    return bool(sent == stored)
+
+
+def load_generator() -> ModuleType:
+    """hack/gen_crds.py as a module (hack/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("gen_crds", ROOT / "hack" / "gen_crds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def committed_crd(info: CrdInfo) -> dict[str, Any]:
+    """The committed CRD of a kind (which must be one the generator knows)."""
+    gen = load_generator()
+    assert info in gen.KINDS
+    doc = yaml.safe_load((Path(gen.CRD_DIR) / gen.file_name(info)).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def schema_of(crd: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema node under ``node`` with its path (``[*]`` for list items)."""
+    yield path, node
+    for name, sub in node.get("properties", {}).items():
+        yield from walk(sub, f"{path}.{name}")
+    if "items" in node:
+        yield from walk(node["items"], f"{path}[*]")
+
+
+def rules(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The CEL rules of ``node``, by message."""
+    return {r["message"]: r for r in node.get("x-kubernetes-validations", [])}
+
+
+def rule_messages(schema: dict[str, Any]) -> set[str]:
+    """The messages of every CEL rule anywhere in ``schema``."""
+    return {
+        rule["message"]
+        for _, node in walk(schema)
+        for rule in node.get("x-kubernetes-validations", [])
+    }
+
+
+def assert_structural(schema: dict[str, Any]) -> None:
+    for path, node in walk(schema):
+        for key in _NOT_STRUCTURAL:
+            assert key not in node, f"{path}: {key}"
+        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), path
+        if "default" in node:
+            assert node["default"] is not None, path
+
+
+def assert_described(schema: dict[str, Any]) -> None:
+    """Every field under spec and status has a description (for kubectl explain)."""
+    for top in ("spec", "status"):
+        for path, node in walk(schema["properties"][top], top):
+            if not path.endswith("[*]"):
+                assert node.get("description"), f"{path} has no description (kubectl explain)"
