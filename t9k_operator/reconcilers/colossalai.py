@@ -71,6 +71,11 @@ class ColossalAIKind:
             return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
         return None
 
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        return True
+
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
 

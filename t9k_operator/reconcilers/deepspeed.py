@@ -75,6 +75,11 @@ class DeepSpeedKind:
             return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
         return None
 
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        return True
+
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return None
 

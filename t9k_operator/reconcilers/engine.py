@@ -121,6 +121,13 @@ class Kind(Protocol):
         """Replica types the cleanup policy may delete (None: every type)."""
         ...
 
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        """Whether pods of ``replica_type`` may be created yet (start-up order:
+        MSJob creates its other roles once the scheduler exists)."""
+        ...
+
 
 @dataclass
 class Plan:
@@ -286,7 +293,8 @@ def plan(
             state: ReplicaState | None = pods.get((role.type, index))
             mode = _pod_mode(kind, job, role.type, was_paused or resuming)
             if state is None:
-                out.create.append((role.type, index, mode))
+                if kind.may_create(job, role.type, pods):
+                    out.create.append((role.type, index, mode))
                 continue
             if state.terminating or not state.ended or job.debug:
                 continue
@@ -457,7 +465,8 @@ def _render_replicas(
             total += 1
             state = pods.get((role.type, index))
             if state is None:
-                phase = "Creating" if (role.type, index) in creating else "Deleted"
+                waiting = status.get("phase") not in (*TERMINAL, "Paused")
+                phase = "Creating" if (role.type, index) in creating or waiting else "Deleted"
                 replicas.append({"name": "", "uid": "", "phase": phase, "containers": []})
             else:
                 phase = "Deleted" if state.terminating or state.uid in deleting else state.phase

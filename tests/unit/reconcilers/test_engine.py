@@ -45,6 +45,11 @@ class MasterKind:
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return self.scope
 
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        return replica_type != "gated" or ("master", 0) in replicas
+
 
 KIND = MasterKind()
 
@@ -362,3 +367,12 @@ def test_invalid_spec_fails_with_the_message() -> None:
     c = get_condition(p.status, "Failed")
     assert c is not None and c["reason"] == "InvalidSpec" and "replicaSpecs[0]" in c["message"]
     assert p.create == []
+
+
+def test_kind_gates_creation_order() -> None:
+    j = job(roles=(Role("master", 1, "Never"), Role("gated", 2, "Never")))
+    first = step(j, {})
+    assert [(t, i) for t, i, _ in first.create] == [("master", 0)]
+    assert first.status["aggregate"]["creating"] == 3  # the gated two wait to be created
+    second = step(replace(j, status=first.status), {("master", 0): pod("master", 0)})
+    assert [(t, i) for t, i, _ in second.create] == [("gated", 0), ("gated", 1)]
