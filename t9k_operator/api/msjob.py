@@ -363,6 +363,14 @@ class MSJobStatus(JobStatus):
         default=None,
         description="When the operator last reconciled the job (RFC 3339).",
     )
+    t9k_conditions: list[Condition] = Field(
+        default=[],
+        alias="t9kConditions",
+        description=(
+            "The operator's own conditions (Initialized, Running, ReplicaFailure, Completed, "
+            "Failed), from which the Kubeflow-style conditions above are derived."
+        ),
+    )
 
 
 # -- the object ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from t9k_operator.controller import Controller, ControllerContext
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.job import JobReconciler
+from t9k_operator.reconcilers.msjob import MSJobKind
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 
 
@@ -18,5 +19,5 @@ def build_controllers(ctx: ControllerContext) -> list[Controller]:
     """One controller per job kind."""
     return [
         JobReconciler(kind, ctx).controller
-        for kind in (PyTorchKind(), DeepSpeedKind(), ColossalAIKind())
+        for kind in (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
     ]

@@ -80,13 +80,16 @@ class ColossalAIKind:
         return WORKERS_ONLY
 
     def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: PodMode) -> Obj:  # fmt: skip
+                  mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
         if replica_type == "launcher":
             return build.build_launcher(job, command=mode.command, args=mode.args)
         return build.build_worker(
             job, index, command=mode.command, args=mode.args,
             skip_init_containers=mode.skip_init_containers,
         )  # fmt: skip
+
+    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+        return engine_status
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

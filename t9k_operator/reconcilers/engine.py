@@ -93,6 +93,7 @@ class JobView:
     resume_overrides: tuple[Override, ...] = ()
     status: Mapping[str, Any] = field(default_factory=dict)
     spec_error: str | None = None  # an invalid spec the schema could not catch
+    extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,12 @@ Obj = dict[str, Any]
 
 # How long to wait for the cache to show our own status write.
 CACHE_CATCH_UP = 0.2
+# How long to wait for a child whose value a pod needs (a Service's ClusterIP).
+CHILD_WAIT = 0.5
+
+
+class ChildNotReady(Exception):
+    """A pod cannot be built yet: it needs a value of another child."""
 
 
 class JobKind(engine.Kind, Protocol):
@@ -67,8 +73,22 @@ class JobKind(engine.Kind, Protocol):
 
     def view(self, job: Mapping[str, Any]) -> engine.JobView: ...
 
-    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: engine.PodMode) -> Obj: ...  # fmt: skip
+    def build_pod(
+        self,
+        job: Mapping[str, Any],
+        replica_type: str,
+        index: int,
+        mode: engine.PodMode,
+        services: Mapping[str, Obj],
+    ) -> Obj:
+        """The pod of one replica. ``services`` are the job's Services by name, for
+        kinds whose pods need a Service's value (MSJob: the scheduler's ClusterIP);
+        raise :class:`ChildNotReady` when it is not there yet."""
+        ...
+
+    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+        """The status to store, from the engine's (the identity for T9k kinds)."""
+        ...
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         """Children besides pods: Services (created once) and ConfigMaps (kept
@@ -150,9 +170,10 @@ class JobReconciler:
         plan = engine.plan(self.kind, view, states, now)
         rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
 
-        if plan.status != (job.get("status") or {}):
+        new_status = self.kind.render_status(job, plan.status)
+        if new_status != (job.get("status") or {}):
             updated = copy.deepcopy(job)
-            updated["status"] = plan.status
+            updated["status"] = new_status
             written_obj = self.client.replace_status(self.kind.resource, updated)
             self._written[key] = str(written_obj["metadata"]["resourceVersion"])
             rlog.info("status", phase=plan.status.get("phase"),
@@ -173,8 +194,15 @@ class JobReconciler:
                 pass
         if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
             self._ensure_extras(job, rlog)
+        services = {
+            s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)
+        }
         for type_, index, mode in plan.create:
-            pod = self.kind.build_pod(job, type_, index, mode)
+            try:
+                pod = self.kind.build_pod(job, type_, index, mode, services)
+            except ChildNotReady as exc:
+                rlog.info("waiting", why=str(exc))
+                return Result(requeue_after=CHILD_WAIT)
             try:
                 self.client.create(PODS, pod, namespace)
                 rlog.info("created pod", pod=pod["metadata"]["name"])
@@ -195,7 +223,7 @@ class JobReconciler:
                    f"({exc.message}); fix spec and resubmit")  # fmt: skip
         failed = engine.plan(self.kind, replace(view, spec_error=message), states, now)
         updated = copy.deepcopy(job)
-        updated["status"] = failed.status
+        updated["status"] = self.kind.render_status(job, failed.status)
         written = self.client.replace_status(self.kind.resource, updated)
         self._written[key] = str(written["metadata"]["resourceVersion"])
         for type_, reason, text in failed.events:

@@ -78,11 +78,14 @@ class PyTorchKind:
         return None
 
     def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: PodMode) -> Obj:  # fmt: skip
+                  mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
         return build.build_pod(
             job, replica_type, index, command=mode.command, args=mode.args,
             skip_init_containers=mode.skip_init_containers, debug=mode.debug,
         )  # fmt: skip
+
+    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+        return engine_status
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job)]

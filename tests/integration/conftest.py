@@ -73,7 +73,9 @@ def rbac_installed(cluster: Cluster) -> None:
 
 @pytest.fixture(scope="session")
 def crds_installed(cluster: Cluster) -> None:
-    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "manifests" / "crds")
+    )
     cluster.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd",
         "-l", "app.kubernetes.io/part-of=t9k-operator",

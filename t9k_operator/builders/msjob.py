@@ -1,0 +1,122 @@
+"""MSJob builders: role pods with MindSpore's cluster env, and the scheduler Service.
+
+MindSpore's dynamic networking needs, in the ``mindspore`` container:
+``MS_ROLE`` (MS_SCHED / MS_PSERVER / MS_WORKER), ``MS_SCHED_HOST`` (an IP
+address), ``MS_SCHED_PORT`` (the container port named ``msjob-port``, default
+2222), ``MS_WORKER_NUM``, ``MS_SERVER_NUM`` and ``MS_NODE_ID`` (the pod name).
+As the MindSpore operator does, the other roles reach the scheduler through
+the ClusterIP of a Service in front of it (``<job>-scheduler``); the
+scheduler itself gets its own pod IP through the downward API. The caller
+passes that ClusterIP in, keeping these functions pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from t9k_operator.builders.common import (
+    Obj,
+    child_metadata,
+    headless_service,
+    job_labels,
+    replica_pod,
+    set_env,
+    training_container_index,
+)
+
+TRAINING_CONTAINERS = ("mindspore",)
+SCHEDULER, PS, WORKER = "Scheduler", "PS", "Worker"
+ROLES = (SCHEDULER, PS, WORKER)
+MS_ROLE = {SCHEDULER: "MS_SCHED", PS: "MS_PSERVER", WORKER: "MS_WORKER"}
+DEFAULT_PORT = 2222
+PORT_NAME = "msjob-port"
+DEBUG_COMMAND = ("sleep", "inf")
+
+
+def role_specs(job: Mapping[str, Any]) -> dict[str, Obj]:
+    specs = (job.get("spec") or {}).get("msReplicaSpecs") or {}
+    return {role: dict(specs[role]) for role in ROLES if role in specs}
+
+
+def replicas(job: Mapping[str, Any], role: str) -> int:
+    spec = role_specs(job).get(role)
+    return int(spec.get("replicas", 1)) if spec is not None else 0
+
+
+def scheduler_port(job: Mapping[str, Any]) -> int:
+    template = (role_specs(job).get(SCHEDULER) or {}).get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or []
+    for c in containers:
+        if c.get("name") == "mindspore":
+            for port in c.get("ports") or []:
+                if port.get("name") == PORT_NAME and port.get("containerPort"):
+                    return int(port["containerPort"])
+    return DEFAULT_PORT
+
+
+def scheduler_service_name(job_name: str) -> str:
+    return f"{job_name}-scheduler"
+
+
+def scheduler_service(job: Mapping[str, Any]) -> Obj:
+    """A ClusterIP Service in front of the scheduler pod, on the scheduler port."""
+    name = job["metadata"]["name"]
+    port = scheduler_port(job)
+    selector = {**job_labels(job["kind"], name), "t9k.dev/replica-type": SCHEDULER}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(
+            job, scheduler_service_name(name), job_labels(job["kind"], name)
+        ),
+        "spec": {
+            "selector": selector,
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": PORT_NAME, "port": port, "targetPort": port}],
+        },
+    }
+
+
+def build_pod(
+    job: Mapping[str, Any],
+    role: str,
+    index: int,
+    *,
+    scheduler_ip: str | None,
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    skip_init_containers: bool = False,
+) -> Obj:
+    template = role_specs(job)[role].get("template") or {}
+    pod = replica_pod(
+        job, template, role, index, training_names=TRAINING_CONTAINERS, command=command,
+        args=args, skip_init_containers=skip_init_containers, role=MS_ROLE[role],
+    )  # fmt: skip
+    containers = pod["spec"].get("containers") or []
+    if not containers:
+        return pod
+    c = containers[training_container_index(template, TRAINING_CONTAINERS)]
+    port = scheduler_port(job)
+    set_env(c, {
+        "MS_ROLE": MS_ROLE[role],
+        "MS_SCHED_PORT": str(port),
+        "MS_WORKER_NUM": str(replicas(job, WORKER)),
+        "MS_SERVER_NUM": str(replicas(job, PS)),
+        "MS_NODE_ID": pod["metadata"]["name"],
+    })  # fmt: skip
+    env = c["env"]
+    if role == SCHEDULER:
+        env[:] = [e for e in env if e.get("name") != "MS_SCHED_HOST"]
+        env.append({"name": "MS_SCHED_HOST",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})  # fmt: skip
+        ports = c.setdefault("ports", [])
+        if not any(p.get("name") == PORT_NAME for p in ports):
+            ports.append({"name": PORT_NAME, "containerPort": port})
+    elif scheduler_ip:
+        set_env(c, {"MS_SCHED_HOST": scheduler_ip})
+    return pod
+
+
+def build_service(job: Mapping[str, Any]) -> Obj:
+    return headless_service(job, [(PORT_NAME, scheduler_port(job))])

@@ -1,0 +1,184 @@
+"""MSJob (mindspore.gitee.com/v1): the kind's hooks, compatible with the
+MindSpore operator's API.
+
+* Roles ``Scheduler`` (at most one), ``PS``, ``Worker``; the Scheduler comes up
+  first and the other roles are created once its pod and Service exist.
+* Success: ``successPolicy: AllWorkers`` = every Worker succeeded; default =
+  Worker 0 succeeded. A replica failing beyond its restart policy fails the job.
+* ``runPolicy.cleanPodPolicy``: All (delete every pod), Running (delete the
+  pods still running or pending; the default), None.
+* Status in the Kubeflow shape MSJob tooling reads (conditions Created /
+  Running / Restarting / Succeeded / Failed, ``replicaStatuses``), derived
+  from the engine's own status, which is kept beside it (``t9kConditions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from t9k_operator.api.msjob import MSJobObject
+from t9k_operator.builders import msjob as build
+from t9k_operator.kube import Resource
+from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
+from t9k_operator.reconcilers.job import ChildNotReady
+from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.t9k import model_error
+
+Obj = dict[str, Any]
+
+RESOURCE = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
+CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
+
+
+class MSJobKind:
+    resource = RESOURCE
+    training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
+    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
+    uses_ssh = False
+
+    def view(self, job: Mapping[str, Any]) -> JobView:
+        meta = job["metadata"]
+        spec = job.get("spec") or {}
+        policy = spec.get("runPolicy") or {}
+        error = model_error(MSJobObject, job)
+        roles = () if error else tuple(
+            Role(role, build.replicas(job, role), str(rs.get("restartPolicy") or "Never"))
+            for role, rs in build.role_specs(job).items()
+        )  # fmt: skip
+        deadline = policy.get("activeDeadlineSeconds")
+        return JobView(
+            kind=RESOURCE.kind, namespace=meta["namespace"], name=meta["name"],
+            uid=meta["uid"], generation=int(meta.get("generation") or 0), roles=roles,
+            backoff_limit=int(policy.get("backoffLimit", 3)),
+            active_deadline_seconds=int(deadline) if deadline is not None else None,
+            cleanup_policy=CLEAN_POD_POLICY[str(policy.get("cleanPodPolicy") or "Running")],
+            status=self.engine_status(job), spec_error=error,
+            extra={"all_workers": spec.get("successPolicy") == "AllWorkers"},
+        )  # fmt: skip
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        workers = next((r.replicas for r in job.roles if r.type == build.WORKER), 0)
+        if workers == 0:
+            return None
+        spec_all = bool(job.extra.get("all_workers"))
+        wanted = range(workers) if spec_all else range(1)
+        states = [replicas.get((build.WORKER, i)) for i in wanted]
+        if all(s is not None and s.phase == "Succeeded" for s in states):
+            who = "every Worker" if spec_all else "Worker 0"
+            return Outcome("Succeeded", "MSJobSucceeded", f"{who} succeeded.")
+        return None
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        return None
+
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        has_scheduler = any(r.type == build.SCHEDULER and r.replicas for r in job.roles)
+        return (
+            replica_type == build.SCHEDULER or not has_scheduler or (build.SCHEDULER, 0) in replicas
+        )
+
+    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int, mode: PodMode,
+                  services: Mapping[str, Obj]) -> Obj:  # fmt: skip
+        ip = None
+        if replica_type != build.SCHEDULER and build.replicas(job, build.SCHEDULER):
+            svc = services.get(build.scheduler_service_name(job["metadata"]["name"])) or {}
+            ip = (svc.get("spec") or {}).get("clusterIP")
+            if not ip:
+                raise ChildNotReady("the scheduler Service has no ClusterIP yet")
+        return build.build_pod(
+            job, replica_type, index, scheduler_ip=ip, command=mode.command, args=mode.args,
+            skip_init_containers=mode.skip_init_containers,
+        )  # fmt: skip
+
+    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+        out = [build.build_service(job)]
+        if build.replicas(job, build.SCHEDULER):
+            out.append(build.scheduler_service(job))
+        return out
+
+    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+        return None
+
+    # -- status in the MindSpore operator's shape ------------------------------------------
+
+    def engine_status(self, job: Mapping[str, Any]) -> Obj:
+        """What the engine wrote last time, from the stored status."""
+        status = dict(job.get("status") or {})
+        status["conditions"] = list(status.get("t9kConditions") or [])
+        for key in ("t9kConditions", "replicaStatuses", "lastReconcileTime"):
+            status.pop(key, None)
+        return status
+
+    def render_status(self, job: Mapping[str, Any], engine: Obj) -> Obj:
+        prev = job.get("status") or {}
+        out = dict(engine)
+        out["t9kConditions"] = engine.get("conditions") or []
+        out["conditions"] = kubeflow_conditions(prev.get("conditions") or [], engine)
+        out["replicaStatuses"] = replica_statuses(engine)
+        return out
+
+
+def _engine_cond(engine: Mapping[str, Any], type_: str) -> Obj:
+    for c in engine.get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]:
+    """Created / Running / Restarting / Succeeded / Failed, as Kubeflow writes
+    them: a type appears once it has happened, and a time moves only when its
+    status does."""
+    phase = engine.get("phase")
+    stamp = str(engine.get("completionTime") or engine.get("startTime"))
+    wanted: list[tuple[str, str, str, str]] = [
+        ("Created", "True", "MSJobCreated", "The MSJob has been created."),
+    ]
+    replica_failure = _engine_cond(engine, "ReplicaFailure")
+    if phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
+        running = phase == "Running"
+        wanted.append(("Running", "True" if running else "False",
+                       "MSJobRunning" if running else f"MSJob{phase}", "The MSJob is running."
+                       if running else "The MSJob is not running."))  # fmt: skip
+    if replica_failure.get("status") == "True" and phase not in ("Succeeded", "Failed"):
+        wanted.append(("Restarting", "True", "MSJobRestarting", replica_failure["message"]))
+    elif any(c["type"] == "Restarting" for c in prev):
+        wanted.append(("Restarting", "False", "MSJobRestarted", "No replica is failing."))
+    if phase == "Succeeded":
+        wanted.append(("Succeeded", "True", "MSJobSucceeded",
+                       _engine_cond(engine, "Completed").get("message", "")))  # fmt: skip
+    if phase == "Failed":
+        failed = _engine_cond(engine, "Failed")
+        wanted.append(("Failed", "True", failed.get("reason", "MSJobFailed"),
+                       failed.get("message", "")))  # fmt: skip
+    by_type = {c["type"]: c for c in prev}
+    out = []
+    for type_, status, reason, message in wanted:
+        old = by_type.get(type_)
+        if old is not None and old.get("status") == status:
+            out.append({**old, "reason": reason, "message": message})
+        else:
+            out.append({"type": type_, "status": status, "reason": reason, "message": message,
+                        "lastUpdateTime": stamp, "lastTransitionTime": stamp})  # fmt: skip
+    return out
+
+
+def replica_statuses(engine: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    for task in engine.get("tasks") or []:
+        counts = {"active": 0, "succeeded": 0, "failed": 0}
+        for r in task.get("replicas") or []:
+            phase = r.get("phase")
+            if phase in ("Running", "Pending"):
+                counts["active"] += 1
+            elif phase == "Succeeded":
+                counts["succeeded"] += 1
+            elif phase == "Failed":
+                counts["failed"] += 1
+        out[task["type"]] = counts
+    return out

@@ -1,0 +1,151 @@
+"""MSJob end to end on the local cluster, the operator as its ServiceAccount."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.kube.resources import SERVICES
+from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs
+from tests.integration.kubelet import MANUAL, Kubelet
+from tests.unit.api.test_msjob_models import SPEC_EXAMPLES
+
+pytestmark = pytest.mark.usefixtures("operator")
+
+MSJOB = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
+
+
+def role(replicas: int, policy: str = "Never", port: int | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "mindspore", "image": "mindspore:2.3",
+                                 "env": [{"name": "GLOG_v", "value": "1"}]}  # fmt: skip
+    if port:
+        container["ports"] = [{"name": "msjob-port", "containerPort": port}]
+    return {"replicas": replicas, "restartPolicy": policy,
+            "template": {"metadata": {"annotations": dict(MANUAL)},
+                         "spec": {"containers": [container]}}}  # fmt: skip
+
+
+def msjob(name: str, roles: dict[str, dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "mindspore.gitee.com/v1", "kind": "MSJob", "metadata": {"name": name},
+            "spec": {"msReplicaSpecs": roles, **spec}}  # fmt: skip
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace, MSJOB)
+
+
+@pytest.fixture
+def kubelet(admin: KubeClient) -> Kubelet:
+    return Kubelet(admin)
+
+
+def env(pod: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom"))
+            for e in pod["spec"]["containers"][0]["env"]}  # fmt: skip
+
+
+def kf_condition(jobs: Jobs, name: str, type_: str) -> str | None:
+    for c in jobs.status(name).get("conditions") or []:
+        if c["type"] == type_:
+            return str(c["status"])
+    return None
+
+
+@pytest.mark.parametrize("port", [None, 3333])
+def test_env_of_every_role_and_the_scheduler_first(jobs: Jobs, port: int | None) -> None:
+    jobs.create(msjob("ms", {"Scheduler": role(1, port=port), "PS": role(1), "Worker": role(2)}))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-ps-0", "ms-worker-0", "ms-worker-1"])
+    expected_port = str(port or 2222)
+    svc = jobs.client.get(SERVICES, "ms-scheduler", jobs.namespace)
+    ip = svc["spec"]["clusterIP"]
+    assert svc["spec"]["ports"][0]["port"] == int(expected_port)
+    sched = env(pods["ms-scheduler-0"])
+    assert sched["MS_ROLE"] == "MS_SCHED"
+    assert sched["MS_SCHED_HOST"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}
+    assert (sched["MS_SCHED_PORT"], sched["MS_WORKER_NUM"], sched["MS_SERVER_NUM"]) == (
+        expected_port, "2", "1")  # fmt: skip
+    assert sched["MS_NODE_ID"] == "ms-scheduler-0" and sched["GLOG_v"] == "1"
+    for pod, ms_role in (("ms-ps-0", "MS_PSERVER"), ("ms-worker-1", "MS_WORKER")):
+        e = env(pods[pod])
+        assert e["MS_ROLE"] == ms_role
+        assert (e["MS_SCHED_HOST"], e["MS_SCHED_PORT"]) == (ip, expected_port)
+        assert (e["MS_WORKER_NUM"], e["MS_SERVER_NUM"], e["MS_NODE_ID"]) == ("2", "1", pod)
+    created = {p: pods[p]["metadata"]["creationTimestamp"] for p in pods}
+    assert created["ms-scheduler-0"] <= min(created.values())
+
+
+@pytest.mark.parametrize(("policy", "finish", "phase"), [
+    ("", ["ms-worker-0"], "Succeeded"),
+    ("AllWorkers", ["ms-worker-0"], None),
+    ("AllWorkers", ["ms-worker-0", "ms-worker-1"], "Succeeded"),
+])  # fmt: skip
+def test_success_policies(jobs: Jobs, kubelet: Kubelet, policy: str, finish: list[str],
+                          phase: str | None) -> None:  # fmt: skip
+    jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(2)}, successPolicy=policy))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0", "ms-worker-1"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    jobs.wait_phase("ms", "Running")
+    for p in finish:
+        kubelet.succeed(jobs.namespace, p)
+    if phase is None:
+        wait_for(lambda: jobs.status("ms")["replicaStatuses"]["Worker"]["succeeded"] == 1, 10,
+                 "the worker's success counted")  # fmt: skip
+        assert jobs.status("ms")["phase"] == "Running"
+    else:
+        jobs.wait_phase("ms", phase)
+        assert kf_condition(jobs, "ms", "Succeeded") == "True"
+        assert kf_condition(jobs, "ms", "Created") == "True"
+
+
+def test_a_ps_failure_fails_the_job(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(msjob("ms", {"Scheduler": role(1), "PS": role(1), "Worker": role(1)}))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-ps-0", "ms-worker-0"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.fail(jobs.namespace, "ms-ps-0", exit_code=1)
+    jobs.wait_phase("ms", "Failed")
+    assert kf_condition(jobs, "ms", "Failed") == "True"
+    assert jobs.status("ms")["replicaStatuses"]["PS"]["failed"] == 1
+
+
+@pytest.mark.parametrize(("policy", "restarts"), [("OnFailure", True), ("ExitCode", True),
+                                                  ("Always", True), ("Never", False)])  # fmt: skip
+def test_restart_policies(jobs: Jobs, kubelet: Kubelet, policy: str, restarts: bool) -> None:
+    jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1, policy)}))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.fail(jobs.namespace, "ms-worker-0", exit_code=137)
+    if restarts:
+        jobs.wait_new_pod("ms", "ms-worker-0", pods["ms-worker-0"]["metadata"]["uid"])
+        assert jobs.status("ms")["restartCount"] == 1
+    else:
+        jobs.wait_phase("ms", "Failed")
+
+
+@pytest.mark.parametrize(("policy", "left"), [
+    (None, {"ms-worker-0"}), ("Running", {"ms-worker-0"}), ("All", set()),
+    ("None", {"ms-scheduler-0", "ms-worker-0"}),
+])  # fmt: skip
+def test_clean_pod_policy(jobs: Jobs, kubelet: Kubelet, policy: str | None,
+                          left: set[str]) -> None:  # fmt: skip
+    run_policy = {"cleanPodPolicy": policy} if policy else {}
+    jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1)}, runPolicy=run_policy))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.succeed(jobs.namespace, "ms-worker-0")
+    jobs.wait_phase("ms", "Succeeded")
+    wait_for(lambda: set(jobs.pods("ms")) == left, 10, f"pods left {left}")
+
+
+def test_the_seed_example_runs_to_the_end(jobs: Jobs) -> None:
+    body = yaml.safe_load(SPEC_EXAMPLES[sorted(SPEC_EXAMPLES)[0]])
+    jobs.create(body)
+    jobs.wait_phase(body["metadata"]["name"], "Succeeded", 60)
