@@ -135,19 +135,7 @@ def launch_script(job: Mapping[str, Any], *, is_launcher: bool) -> str:
         "  case \"$value\" in *$'\\n'*) continue;; esac",
         '  printf \'%s=%s\\n\' "$name" "$value" >> "$T9K_DEEPSPEED_ENV"',
         "done",
-        "# Wait until every host of the hostfile resolves and accepts ssh with the job key.",
-        "deadline=$((SECONDS + T9K_SSH_WAIT_TIMEOUT))",
-        "for host in $(awk '!/^[[:space:]]*(#|$)/ {print $1}' \"$T9K_HOSTFILE\"); do",
-        '  until ssh $T9K_SSH_OPTS -o BatchMode=yes -o ConnectTimeout=5 "$host" true'
-        " 2>/dev/null; do",
-        '    if [ "$SECONDS" -ge "$deadline" ]; then',
-        '      echo "t9k: gave up after ${T9K_SSH_WAIT_TIMEOUT}s waiting for ssh to $host'
-        ' (does it resolve, and does its sshd accept the job key?)" >&2',
-        "      exit 1",
-        "    fi",
-        "    sleep 1",
-        "  done",
-        "done",
+        *ssh.wait_for_hosts_lines(),
         "exec " + " ".join(shlex.quote(a) for a in deepspeed_command(job)),
     ]
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ from t9k_operator.builders import ssh
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import model_error, run_policy_view
+from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error, run_policy_view
 
 Obj = dict[str, Any]
 
@@ -42,14 +42,13 @@ def spec_error(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ColossalAIKind:
+class ColossalAIKind(KindDefaults):
     resource = RESOURCE
     training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        meta = job["metadata"]
         error = spec_error(job)
         roles = () if error else (
             Role("launcher", 1, "Never"), Role("worker", build.worker_count(job), "Never"),
@@ -57,10 +56,9 @@ class ColossalAIKind:
         common = run_policy_view(job)
         policy = (job.get("spec") or {}).get("runPolicy") or {}
         common["cleanup_policy"] = "All" if policy.get("cleanUpWorkers") else "None"
-        return JobView(
-            kind=RESOURCE.kind, namespace=meta["namespace"], name=meta["name"],
-            uid=meta["uid"], generation=int(meta.get("generation") or 0), roles=roles,
-            status=job.get("status") or {}, spec_error=error, **common,
+        return job_view(
+            RESOURCE.kind, job, roles, error,
+            **common,
         )  # fmt: skip
 
     def outcome(
@@ -70,11 +68,6 @@ class ColossalAIKind:
         if launcher is not None and launcher.phase == "Succeeded":
             return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
         return None
-
-    def may_create(
-        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> bool:
-        return True
 
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
@@ -87,9 +80,6 @@ class ColossalAIKind:
             job, index, command=mode.command, args=mode.args,
             skip_init_containers=mode.skip_init_containers,
         )  # fmt: skip
-
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
-        return engine_status
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

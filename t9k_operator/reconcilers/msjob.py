@@ -23,7 +23,7 @@ from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.job import ChildNotReady
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import model_error
+from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error
 
 Obj = dict[str, Any]
 
@@ -31,14 +31,12 @@ RESOURCE = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
-class MSJobKind:
+class MSJobKind(KindDefaults):
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
-    uses_ssh = False
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        meta = job["metadata"]
         spec = job.get("spec") or {}
         policy = spec.get("runPolicy") or {}
         error = model_error(MSJobObject, job)
@@ -47,13 +45,12 @@ class MSJobKind:
             for role, rs in build.role_specs(job).items()
         )  # fmt: skip
         deadline = policy.get("activeDeadlineSeconds")
-        return JobView(
-            kind=RESOURCE.kind, namespace=meta["namespace"], name=meta["name"],
-            uid=meta["uid"], generation=int(meta.get("generation") or 0), roles=roles,
+        return job_view(
+            RESOURCE.kind, job, roles, error,
             backoff_limit=int(policy.get("backoffLimit", 3)),
             active_deadline_seconds=int(deadline) if deadline is not None else None,
             cleanup_policy=CLEAN_POD_POLICY[str(policy.get("cleanPodPolicy") or "Running")],
-            status=self.engine_status(job), spec_error=error,
+            status=self.engine_status(job),
             extra={"all_workers": spec.get("successPolicy") == "AllWorkers"},
         )  # fmt: skip
 
@@ -69,9 +66,6 @@ class MSJobKind:
         if all(s is not None and s.phase == "Succeeded" for s in states):
             who = "every Worker" if spec_all else "Worker 0"
             return Outcome("Succeeded", "MSJobSucceeded", f"{who} succeeded.")
-        return None
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return None
 
     def may_create(
@@ -100,11 +94,6 @@ class MSJobKind:
         if build.replicas(job, build.SCHEDULER):
             out.append(build.scheduler_service(job))
         return out
-
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
-        return None
-
-    # -- status in the MindSpore operator's shape ------------------------------------------
 
     def engine_status(self, job: Mapping[str, Any]) -> Obj:
         """What the engine wrote last time, from the stored status."""

@@ -15,7 +15,7 @@ from t9k_operator.builders import pytorch as build
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import model_error, run_policy_view
+from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error, run_policy_view
 
 Obj = dict[str, Any]
 
@@ -39,23 +39,20 @@ def spec_error(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-class PyTorchKind:
+class PyTorchKind(KindDefaults):
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
-    uses_ssh = False
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        meta = job["metadata"]
         error = spec_error(job)
         roles = () if error else tuple(
             Role(t, n, str(rs.get("restartPolicy") or "OnFailure"))
             for t, n, rs in build.replica_counts(job)
         )  # fmt: skip
-        return JobView(
-            kind=RESOURCE.kind, namespace=meta["namespace"], name=meta["name"],
-            uid=meta["uid"], generation=int(meta.get("generation") or 0), roles=roles,
-            status=job.get("status") or {}, spec_error=error, **run_policy_view(job),
+        return job_view(
+            RESOURCE.kind, job, roles, error,
+            **run_policy_view(job),
         )  # fmt: skip
 
     def outcome(
@@ -69,14 +66,6 @@ class PyTorchKind:
             return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
         return None
 
-    def may_create(
-        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> bool:
-        return True
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
-        return None
-
     def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
                   mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
         return build.build_pod(
@@ -84,11 +73,5 @@ class PyTorchKind:
             skip_init_containers=mode.skip_init_containers, debug=mode.debug,
         )  # fmt: skip
 
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
-        return engine_status
-
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job)]
-
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
-        return None

@@ -1,5 +1,6 @@
-"""Fields every T9k job kind shares (``runPolicy``, ``runMode``), read into the
-engine's terms."""
+"""What the job kinds share: reading the T9k ``runPolicy``/``runMode`` fields
+into the engine's terms, building a JobView, checking an object against its
+API model, and the hook defaults most kinds keep (:class:`KindDefaults`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from t9k_operator.reconcilers.engine import Override
+from t9k_operator.reconcilers.engine import JobView, Override, Role
+from t9k_operator.reconcilers.pods import ReplicaState
+
+Obj = dict[str, Any]
 
 
 class _Parses(Protocol):
@@ -60,3 +64,37 @@ def run_policy_view(job: Mapping[str, Any]) -> dict[str, Any]:
         "paused": bool(pause.get("enabled")),
         "resume_overrides": _overrides(pause.get("resumeSpecs")),
     }
+
+
+def job_view(
+    kind: str, job: Mapping[str, Any], roles: tuple[Role, ...], error: str | None, **fields: Any
+) -> JobView:
+    """A JobView from the job's metadata and status, plus the kind's fields."""
+    meta = job["metadata"]
+    return JobView(
+        kind=kind, namespace=meta["namespace"], name=meta["name"], uid=meta["uid"],
+        generation=int(meta.get("generation") or 0), roles=() if error else roles,
+        status=fields.pop("status", None) or job.get("status") or {}, spec_error=error,
+        **fields,
+    )  # fmt: skip
+
+
+class KindDefaults:
+    """Hook defaults most kinds share: create any role at once, clean up every
+    type, store the engine's status as it is, no ssh."""
+
+    uses_ssh = False
+
+    def may_create(
+        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> bool:
+        return True
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        return None
+
+    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+        return engine_status
+
+    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+        return None
