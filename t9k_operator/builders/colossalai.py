@@ -24,7 +24,6 @@ from t9k_operator.builders.common import (
     Obj,
     child_metadata,
     headless_service,
-    job_labels,
     pod_name,
     replica_labels,
     replica_pod,
@@ -33,13 +32,9 @@ from t9k_operator.builders.common import (
 
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("sleep", "inf")
-HOSTFILE_PATH = "/t9k/hostfile"
+HOSTFILE_PATH = ssh.HOSTFILE_PATH
 MASTER_PORT = 29500
 DEFAULT_SSHD = "/usr/sbin/sshd"
-
-
-def hostfile_name(job_name: str) -> str:
-    return f"{job_name}-hostfile"
 
 
 def launcher_name(job_name: str) -> str:
@@ -72,13 +67,7 @@ def hostfile(job: Mapping[str, Any]) -> str:
 
 
 def hostfile_configmap(job: Mapping[str, Any]) -> Obj:
-    name = job["metadata"]["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": child_metadata(job, hostfile_name(name), job_labels(job["kind"], name)),
-        "data": {"hostfile": hostfile(job)},
-    }
+    return ssh.hostfile_configmap(job, hostfile(job))
 
 
 def extra_launch_args(torch_args: Sequence[str]) -> str:
@@ -194,10 +183,7 @@ def build_launcher(
         if spec.get(key):
             container[key] = copy.deepcopy(spec[key])
     _mount_secret(container, auth_dir(job))
-    container["volumeMounts"].append(
-        {"name": "t9k-hostfile", "mountPath": HOSTFILE_PATH, "subPath": "hostfile",
-         "readOnly": True}
-    )  # fmt: skip
+    container["volumeMounts"].append(ssh.hostfile_mount())
     # The launcher carries the worker template's labels and annotations, so
     # whatever selects the job's pods (sidecar injection, queues) sees it too.
     template_meta = (worker(job).get("template") or {}).get("metadata") or {}
@@ -217,7 +203,7 @@ def build_launcher(
             "containers": [container],
             "volumes": [
                 ssh.secret_volume(name),
-                {"name": "t9k-hostfile", "configMap": {"name": hostfile_name(name)}},
+                ssh.hostfile_volume(name),
             ],
         },
     }

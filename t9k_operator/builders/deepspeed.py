@@ -20,9 +20,7 @@ from typing import Any
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     Obj,
-    child_metadata,
     headless_service,
-    job_labels,
     pod_name,
     replica_pod,
     training_container_index,
@@ -30,17 +28,13 @@ from t9k_operator.builders.common import (
 
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
-HOSTFILE_PATH = "/t9k/hostfile"
+HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"
 SSH_WAIT_TIMEOUT = ssh.SSH_WAIT_TIMEOUT
 SSH_PORT = 22
 # Flags the operator sets from spec.config; otherArgs may not repeat them.
 RESERVED_FLAGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")
-
-
-def hostfile_name(job_name: str) -> str:
-    return f"{job_name}-hostfile"
 
 
 def config(job: Mapping[str, Any]) -> Obj:
@@ -63,20 +57,16 @@ def worker_count(job: Mapping[str, Any]) -> int:
     return count
 
 
-def hostfile(job: Mapping[str, Any], workers: int | None = None) -> str:
+def hostfile(job: Mapping[str, Any]) -> str:
     name = job["metadata"]["name"]
-    n = worker_count(job) if workers is None else workers
-    return "".join(f"{pod_name(name, 'worker', i)}.{name} slots={slots(job)}\n" for i in range(n))
+    return "".join(
+        f"{pod_name(name, 'worker', i)}.{name} slots={slots(job)}\n"
+        for i in range(worker_count(job))
+    )
 
 
 def hostfile_configmap(job: Mapping[str, Any]) -> Obj:
-    name = job["metadata"]["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": child_metadata(job, hostfile_name(name), job_labels(job["kind"], name)),
-        "data": {"hostfile": hostfile(job)},
-    }
+    return ssh.hostfile_configmap(job, hostfile(job))
 
 
 def ssh_secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Obj:
@@ -164,15 +154,14 @@ def build_pod(
     spec = pod["spec"]
     spec.setdefault("volumes", []).extend([
         ssh.secret_volume(name),
-        {"name": "t9k-hostfile", "configMap": {"name": hostfile_name(name)}},
+        ssh.hostfile_volume(name),
     ])  # fmt: skip
     containers = spec.get("containers") or []
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
         c.setdefault("volumeMounts", []).extend([
             {"name": "t9k-ssh", "mountPath": SSH_DIR, "readOnly": True},
-            {"name": "t9k-hostfile", "mountPath": HOSTFILE_PATH, "subPath": "hostfile",
-             "readOnly": True},
+            ssh.hostfile_mount(),
         ])  # fmt: skip
     return pod
 

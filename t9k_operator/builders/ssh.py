@@ -16,6 +16,7 @@ from typing import Any
 from t9k_operator.builders.common import Obj, child_metadata, job_labels, ssh_secret_name
 
 DEFAULT_AUTH_DIR = "/root/.ssh"
+HOSTFILE_PATH = "/t9k/hostfile"
 KEY_FILE = "id_ed25519"
 SSH_WAIT_TIMEOUT = 300
 
@@ -54,6 +55,30 @@ def ssh_secret(
 def secret_volume(job_name: str) -> Obj:
     return {"name": "t9k-ssh", "secret": {"secretName": ssh_secret_name(job_name),
                                           "defaultMode": 0o600}}  # fmt: skip
+
+
+def hostfile_name(job_name: str) -> str:
+    return f"{job_name}-hostfile"
+
+
+def hostfile_configmap(job: Mapping[str, Any], content: str) -> Obj:
+    """ConfigMap ``<job>-hostfile`` holding the launcher's hostfile (key ``hostfile``)."""
+    name = job["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": child_metadata(job, hostfile_name(name), job_labels(job["kind"], name)),
+        "data": {"hostfile": content},
+    }
+
+
+def hostfile_volume(job_name: str) -> Obj:
+    return {"name": "t9k-hostfile", "configMap": {"name": hostfile_name(job_name)}}
+
+
+def hostfile_mount() -> Obj:
+    return {"name": "t9k-hostfile", "mountPath": HOSTFILE_PATH, "subPath": "hostfile",
+            "readOnly": True}  # fmt: skip
 
 
 def wait_for_hosts_lines() -> list[str]:
