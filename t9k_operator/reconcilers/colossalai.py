@@ -19,7 +19,13 @@ from t9k_operator.builders import ssh
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error, run_policy_view
+from t9k_operator.reconcilers.t9k import (
+    KindDefaults,
+    job_view,
+    model_error,
+    run_policy_view,
+    succeeded_with,
+)
 
 Obj = dict[str, Any]
 
@@ -64,10 +70,7 @@ class ColossalAIKind(KindDefaults):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        launcher = replicas.get(("launcher", 0))
-        if launcher is not None and launcher.phase == "Succeeded":
-            return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
-        return None
+        return succeeded_with(replicas.get(("launcher", 0)))
 
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY

@@ -16,7 +16,13 @@ from t9k_operator.builders import deepspeed as build
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error, run_policy_view
+from t9k_operator.reconcilers.t9k import (
+    KindDefaults,
+    job_view,
+    model_error,
+    run_policy_view,
+    succeeded_with,
+)
 
 Obj = dict[str, Any]
 
@@ -68,10 +74,7 @@ class DeepSpeedKind(KindDefaults):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        launcher = replicas.get(("worker", 0))
-        if launcher is not None and launcher.phase == "Succeeded":
-            return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
-        return None
+        return succeeded_with(replicas.get(("worker", 0)))
 
     def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
                   mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip

@@ -194,9 +194,7 @@ class JobReconciler:
                 pass
         if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
             self._ensure_extras(job, rlog)
-        services = {
-            s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)
-        }
+        services = self._services(uid) if plan.create else {}
         for type_, index, mode in plan.create:
             try:
                 pod = self.kind.build_pod(job, type_, index, mode, services)
@@ -230,6 +228,9 @@ class JobReconciler:
             self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", reason, text)
         if failed.finished is not None:
             self._count_finish(job, failed)
+
+    def _services(self, uid: str) -> dict[str, Obj]:
+        return {s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)}
 
     def _replicas(self, uid: str) -> dict[tuple[str, int], ReplicaState]:
         out: dict[tuple[str, int], ReplicaState] = {}

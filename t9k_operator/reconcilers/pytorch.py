@@ -15,7 +15,13 @@ from t9k_operator.builders import pytorch as build
 from t9k_operator.kube import Resource
 from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error, run_policy_view
+from t9k_operator.reconcilers.t9k import (
+    KindDefaults,
+    job_view,
+    model_error,
+    run_policy_view,
+    succeeded_with,
+)
 
 Obj = dict[str, Any]
 
@@ -61,10 +67,7 @@ class PyTorchKind(KindDefaults):
         master_type = next((r.type for r in job.roles if r.type == "master" and r.replicas), None)
         if master_type is None:
             master_type = next((r.type for r in job.roles if r.replicas), None)
-        master = replicas.get((master_type, 0)) if master_type else None
-        if master is not None and master.phase == "Succeeded":
-            return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
-        return None
+        return succeeded_with(replicas.get((master_type, 0)) if master_type else None)
 
     def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
                   mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip

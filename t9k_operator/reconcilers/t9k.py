@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from t9k_operator.reconcilers.engine import JobView, Override, Role
+from t9k_operator.reconcilers.engine import JobView, Outcome, Override, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 
 Obj = dict[str, Any]
@@ -77,6 +77,14 @@ def job_view(
         status=fields.pop("status", None) or job.get("status") or {}, spec_error=error,
         **fields,
     )  # fmt: skip
+
+
+def succeeded_with(state: ReplicaState | None) -> Outcome | None:
+    """The job's success when the replica that decides it (the master, worker-0,
+    the launcher) has succeeded; None while it has not."""
+    if state is not None and state.phase == "Succeeded":
+        return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
+    return None
 
 
 class KindDefaults:
