@@ -76,6 +76,14 @@ MSG_AUTH_MOUNT_PATH = (
     "spec.ssh.authMountPath must be an absolute path (start with /): the job's ssh key "
     "is mounted there in every worker"
 )
+AUTH_MOUNT_FORBIDDEN = ("/tmp", "/var/tmp", "/dev", "/proc", "/sys", "/t9k")
+"""Where the key may not go: places others may write (sshd's StrictModes
+refuses keys below them), kernel file systems, and the operator's own /t9k."""
+MSG_AUTH_MOUNT_PLACE = (
+    "spec.ssh.authMountPath must be a plain directory path (not /, no // nor . or .. parts) "
+    "outside " + ", ".join(AUTH_MOUNT_FORBIDDEN) + ": sshd refuses keys below a "
+    "directory others may write, and /t9k is the operator's"
+)
 MSG_SSHD_PATH = (
     "spec.ssh.sshdPath must be an absolute path (start with /): "
     "sshd must be started by its absolute path"
@@ -90,6 +98,14 @@ MSG_ENV_VALUE = "spec.launcher.env: an item's value must be a string"
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
     "must fit in 63 characters (they are also the pods' hostnames)"
+)
+
+
+AUTH_MOUNT_PLACE_CEL = (
+    "self != '/' && !self.contains('//') "
+    "&& !self.matches('/[.][.]?(/|$)') && !["
+    + ", ".join(f"'{p}'" for p in AUTH_MOUNT_FORBIDDEN)
+    + "].exists(p, self == p || self.startsWith(p + '/'))"
 )
 
 
@@ -114,12 +130,17 @@ class SSHConfig(T9kModel):
         min_length=1,
         max_length=MAX_PATH_LENGTH,
         description=(
-            "Absolute path where the job's ssh key (and authorized_keys) is mounted in the "
-            "workers and the launcher: the ssh directory of the user sshd runs as. "
-            "Defaults to /root/.ssh."
+            "Absolute path of the ssh directory, in the workers and the launcher, that "
+            "holds the job's key, authorized_keys and ssh config: the operator makes it a "
+            "0700 directory with 0600 copies of the files at the pod's start, as sshd's "
+            "StrictModes demands, and checks that no parent directory in the image may be "
+            "written by others. Defaults to /root/.ssh."
         ),
-        json_schema_extra=_absolute_path_rule(MSG_AUTH_MOUNT_PATH),
-    )
+        json_schema_extra={"x-kubernetes-validations": [
+            {"rule": "self.startsWith('/')", "message": MSG_AUTH_MOUNT_PATH},
+            {"rule": AUTH_MOUNT_PLACE_CEL, "message": MSG_AUTH_MOUNT_PLACE},
+        ]},
+    )  # fmt: skip
     sshd_path: str = Field(
         default=DEFAULT_SSHD_PATH,
         min_length=1,
@@ -134,7 +155,17 @@ class SSHConfig(T9kModel):
     @field_validator("auth_mount_path")
     @classmethod
     def _check_auth_mount_path(cls, value: str) -> str:
-        return _require_absolute(value, MSG_AUTH_MOUNT_PATH)
+        _require_absolute(value, MSG_AUTH_MOUNT_PATH)
+        parts = value.split("/")[1:]
+        if value.endswith("/"):
+            parts = parts[:-1]
+        if (
+            value == "/"
+            or any(part in ("", ".", "..") for part in parts)
+            or any(value == p or value.startswith(p + "/") for p in AUTH_MOUNT_FORBIDDEN)
+        ):
+            raise ValueError(MSG_AUTH_MOUNT_PLACE)
+        return value
 
     @field_validator("sshd_path")
     @classmethod

@@ -106,15 +106,18 @@ def colossalai_command(job: Mapping[str, Any]) -> list[str]:
 
 
 def launcher_script(job: Mapping[str, Any]) -> str:
-    """The launcher container's script (T9K_* overridable, as for DeepSpeed,
-    so the end-to-end test runs this very text outside a pod)."""
+    """The launcher container's script (bash): check the image, wait until
+    every worker answers ssh, then ``exec`` colossalai. The wait's settings can
+    be changed by T9K_* variables in the pod's env."""
     auth = auth_dir(job)
     lines = [
         "set -eu",
-        f': "${{T9K_HOSTFILE:={HOSTFILE_PATH}}}"',
-        f': "${{T9K_SSH_WAIT_TIMEOUT:={ssh.SSH_WAIT_TIMEOUT}}}"',
-        ': "${T9K_SSH_OPTS:=}"',
-        "# colossalai (Fabric) reads ~/.ssh: point it at the job key.",
+        *ssh.wait_settings_lines(),
+        *ssh.require_command_lines("colossalai", "the launcher runs training with colossalai run"),
+        *ssh.require_command_lines(
+            "ssh", "the launcher checks every worker with the OpenSSH client"
+        ),
+        "# ssh and colossalai (Fabric) read ~/.ssh: point it at the job key.",
         f'if [ "{auth}" != "$HOME/.ssh" ] && [ ! -e "$HOME/.ssh" ]; then'
         f' ln -s {shlex.quote(auth)} "$HOME/.ssh"; fi',
         *ssh.wait_for_hosts_lines(),
@@ -125,19 +128,12 @@ def launcher_script(job: Mapping[str, Any]) -> str:
 
 def worker_command(job: Mapping[str, Any]) -> list[str]:
     auth = auth_dir(job)
-    sshd = shlex.quote(sshd_path(job))
     opts = (
         ""
         if auth == ssh.DEFAULT_AUTH_DIR
         else (f" -o AuthorizedKeysFile={shlex.quote(auth)}/authorized_keys")
     )
-    return ["/bin/sh", "-c", f"mkdir -p /run/sshd; exec {sshd} -D -e{opts}"]
-
-
-def _mount_secret(container: Obj, auth: str) -> None:
-    container.setdefault("volumeMounts", []).append(
-        {"name": "t9k-ssh", "mountPath": auth, "readOnly": True}
-    )
+    return ["/bin/sh", "-c", ssh.sshd_foreground_script(sshd_path(job), opts)]
 
 
 def build_worker(
@@ -148,18 +144,16 @@ def build_worker(
     args: Sequence[str] | None = None,
     skip_init_containers: bool = False,
 ) -> Obj:
-    name = job["metadata"]["name"]
     template = worker(job).get("template") or {}
     pod = replica_pod(
         job, template, "worker", index, training_names=TRAINING_CONTAINERS,
         command=command if command is not None else worker_command(job),
         args=args, skip_init_containers=skip_init_containers, role="worker",
     )  # fmt: skip
-    pod["spec"].setdefault("volumes", []).append(ssh.secret_volume(name))
     containers = pod["spec"].get("containers") or []
     if containers:
-        _mount_secret(containers[training_container_index(template, TRAINING_CONTAINERS)],
-                      auth_dir(job))  # fmt: skip
+        c = containers[training_container_index(template, TRAINING_CONTAINERS)]
+        ssh.add_ssh_auth(pod, c, c, auth_dir(job), needs_bash=False)
     return pod
 
 
@@ -182,8 +176,7 @@ def build_launcher(
     for key in ("workingDir", "env", "resources"):
         if spec.get(key):
             container[key] = copy.deepcopy(spec[key])
-    _mount_secret(container, auth_dir(job))
-    container["volumeMounts"].append(ssh.hostfile_mount())
+    container["volumeMounts"] = [ssh.hostfile_mount()]
     # The launcher carries the worker template's labels and annotations, so
     # whatever selects the job's pods (sidecar injection, queues) sees it too.
     template_meta = (worker(job).get("template") or {}).get("metadata") or {}
@@ -192,7 +185,7 @@ def build_launcher(
     meta = child_metadata(job, launcher_name(name), labels)
     if template_meta.get("annotations"):
         meta["annotations"] = dict(template_meta["annotations"])
-    return {
+    pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
@@ -201,12 +194,11 @@ def build_launcher(
             "subdomain": name,
             "restartPolicy": "Never",
             "containers": [container],
-            "volumes": [
-                ssh.secret_volume(name),
-                ssh.hostfile_volume(name),
-            ],
+            "volumes": [ssh.hostfile_volume(name)],
         },
     }
+    ssh.add_ssh_auth(pod, container, spec, auth_dir(job), needs_bash=True)
+    return pod
 
 
 def build_service(job: Mapping[str, Any]) -> Obj:

@@ -28,6 +28,7 @@ from t9k_operator.builders.common import (
 
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
+SSHD = "/usr/sbin/sshd"
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"
@@ -99,31 +100,48 @@ def deepspeed_command(job: Mapping[str, Any]) -> list[str]:
     return cmd
 
 
+def _launcher_flag(job: Mapping[str, Any]) -> str | None:
+    """``--launcher`` from otherArgs (pdsh when absent, as DeepSpeed defaults)."""
+    args = [str(a) for a in config(job).get("otherArgs") or []]
+    for i, arg in enumerate(args):
+        if arg.startswith("--launcher="):
+            return arg.split("=", 1)[1]
+        if arg == "--launcher" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
 def launch_script(job: Mapping[str, Any], *, is_launcher: bool) -> str:
-    """The training container's shell script. Paths and the timeout can be
-    overridden by environment variables (T9K_*), which the end-to-end test of
-    the launch path uses to run this very script outside a pod."""
+    """The training container's script (bash). Every replica prepares and runs
+    sshd with its log on stderr; worker-0 runs it in the background, writes
+    ``/root/.deepspeed_env``, waits until every host answers ssh, and ``exec``s
+    deepspeed. The wait's settings can be changed by T9K_* variables in the
+    pod's env."""
+    if not is_launcher:
+        return ssh.sshd_foreground_script(SSHD)
+    launcher = _launcher_flag(job) or "pdsh"
     lines = [
         "set -eu",
-        f': "${{T9K_HOSTFILE:={HOSTFILE_PATH}}}"',
-        f': "${{T9K_DEEPSPEED_ENV:={ENV_FILE}}}"',
-        f': "${{T9K_SSH_WAIT_TIMEOUT:={SSH_WAIT_TIMEOUT}}}"',
-        ': "${T9K_SSHD:=/usr/sbin/sshd}"',
-        ': "${T9K_SSH_OPTS:=}"',
-        "mkdir -p /run/sshd 2>/dev/null || true",
+        *ssh.wait_settings_lines(),
+        *ssh.require_command_lines("deepspeed", "worker-0 launches training with it"),
+        *ssh.require_command_lines("ssh", "deepspeed reaches the workers with the OpenSSH client"),
     ]
-    if not is_launcher:
-        lines.append('exec "$T9K_SSHD" -D -e')
-        return "\n".join(lines) + "\n"
+    if launcher == "pdsh":
+        lines += ssh.require_command_lines(
+            "pdsh", "deepspeed's default launcher (--launcher pdsh) runs the workers through it"
+        )
     lines += [
-        '"$T9K_SSHD" -e',
+        *ssh.sshd_start_lines(SSHD),
+        "# worker-0 is a host of its own hostfile too: its sshd runs beside the launcher,",
+        "# logging to this container's stderr.",
+        f"{SSHD} -D -e &",
         "# Environment for the remote ranks: NAME=value lines only, never a blank one.",
-        ': > "$T9K_DEEPSPEED_ENV"',
+        f': > "{ENV_FILE}"',
         "for name in $(compgen -e); do",
         '  case "$name" in T9K_*|HOSTNAME|HOME|PWD|OLDPWD|SHLVL|_|TERM) continue;; esac',
         '  value="${!name}"',
         "  case \"$value\" in *$'\\n'*) continue;; esac",
-        '  printf \'%s=%s\\n\' "$name" "$value" >> "$T9K_DEEPSPEED_ENV"',
+        f'  printf \'%s=%s\\n\' "$name" "$value" >> "{ENV_FILE}"',
         "done",
         *ssh.wait_for_hosts_lines(),
         "exec " + " ".join(shlex.quote(a) for a in deepspeed_command(job)),
@@ -142,6 +160,10 @@ def build_pod(
 ) -> Obj:
     name = job["metadata"]["name"]
     template = (job.get("spec") or {}).get("worker", {}).get("template") or {}
+    if debug and command is not None and tuple(command) == DEBUG_COMMAND and args is None:
+        # The default debug command, made to work on a stock image: sshd needs
+        # its runtime directory and host keys, and its log belongs on stderr.
+        command = ["/bin/bash", "-c", ssh.sshd_foreground_script(SSHD)]
     if command is None and not debug:
         command = ["/bin/bash", "-c", launch_script(job, is_launcher=index == 0)]
         args = None
@@ -152,17 +174,12 @@ def build_pod(
         role="launcher" if index == 0 else "worker",
     )  # fmt: skip
     spec = pod["spec"]
-    spec.setdefault("volumes", []).extend([
-        ssh.secret_volume(name),
-        ssh.hostfile_volume(name),
-    ])  # fmt: skip
+    spec.setdefault("volumes", []).append(ssh.hostfile_volume(name))
     containers = spec.get("containers") or []
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
-        c.setdefault("volumeMounts", []).extend([
-            {"name": "t9k-ssh", "mountPath": SSH_DIR, "readOnly": True},
-            ssh.hostfile_mount(),
-        ])  # fmt: skip
+        c.setdefault("volumeMounts", []).append(ssh.hostfile_mount())
+        ssh.add_ssh_auth(pod, c, c, SSH_DIR, needs_bash=True)
     return pod
 
 

@@ -79,10 +79,15 @@ def test_ssh_at_auth_mount_path_and_sshd_from_sshd_path(jobs: Jobs) -> None:
     jobs.create(cj("sh", 1, ssh={"authMountPath": "/home/me/.ssh", "sshdPath": "/opt/sshd"}))
     pods = jobs.wait_pods("sh", all_pods("sh", 1))
     worker = pods["sh-worker-0"]["spec"]["containers"][0]
-    assert worker["command"][-1].startswith("mkdir -p /run/sshd; exec /opt/sshd -D -e")
+    assert (
+        worker["command"][-1]
+        .rstrip()
+        .endswith("exec /opt/sshd -D -e -o AuthorizedKeysFile=/home/me/.ssh/authorized_keys")
+    )
     for pod in pods.values():
         mounts = pod["spec"]["containers"][0]["volumeMounts"]
-        assert {"name": "t9k-ssh", "mountPath": "/home/me/.ssh", "readOnly": True} in mounts
+        assert {"name": "t9k-ssh", "mountPath": "/home/me/.ssh"} in mounts
+        assert pod["spec"]["initContainers"][0]["name"] == "t9k-ssh-setup"
 
 
 @pytest.mark.parametrize(("launcher_code", "phase"), [(0, "Succeeded"), (1, "Failed")])

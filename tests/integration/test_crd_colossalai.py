@@ -19,6 +19,7 @@ import yaml
 from t9k_operator.api.colossalai import (
     CRD,
     MSG_AUTH_MOUNT_PATH,
+    MSG_AUTH_MOUNT_PLACE,
     MSG_COMMAND_REQUIRED,
     MSG_POD_NAME_LENGTH,
     MSG_SSHD_PATH,
@@ -248,6 +249,23 @@ INVALID: dict[str, tuple[str, list[str]]] = {
     "auth-mount-path-home": (
         _job({"ssh": {"authMountPath": "~/.ssh"}}),
         [f"{_SSH}.authMountPath", MSG_AUTH_MOUNT_PATH],
+    ),
+    # sshd's StrictModes would refuse the key below a world-writable /tmp
+    "auth-mount-path-in-tmp": (
+        _job({"ssh": {"authMountPath": "/tmp/keys"}}),
+        [f"{_SSH}.authMountPath", MSG_AUTH_MOUNT_PLACE],
+    ),
+    "auth-mount-path-dot-dot": (
+        _job({"ssh": {"authMountPath": "/root/../tmp/.ssh"}}),
+        [f"{_SSH}.authMountPath", MSG_AUTH_MOUNT_PLACE],
+    ),
+    "auth-mount-path-root": (
+        _job({"ssh": {"authMountPath": "/"}}),
+        [f"{_SSH}.authMountPath", MSG_AUTH_MOUNT_PLACE],
+    ),
+    "auth-mount-path-operator-own": (
+        _job({"ssh": {"authMountPath": "/t9k/keys"}}),
+        [f"{_SSH}.authMountPath", MSG_AUTH_MOUNT_PLACE],
     ),
     # spec.worker
     "proc-per-worker-zero": (

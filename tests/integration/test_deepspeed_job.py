@@ -92,7 +92,7 @@ def test_deepspeed_command(jobs: Jobs, config: dict[str, Any], line: str) -> Non
     assert launcher_line(jobs, "cmd") == line
 
 
-def test_ssh_secret_per_job_owned_and_mounted_0600(jobs: Jobs) -> None:
+def test_ssh_secret_per_job_owned_and_copied_to_a_private_ssh_dir(jobs: Jobs) -> None:
     for name in ("ka", "kb"):
         jobs.create(ds_job(name, 2))
     secrets = {}
@@ -106,10 +106,17 @@ def test_ssh_secret_per_job_owned_and_mounted_0600(jobs: Jobs) -> None:
         secrets[name] = data["id_ed25519"]
     assert secrets["ka"] != secrets["kb"]
     pod = jobs.wait_pods("ka", ["ka-worker-0", "ka-worker-1"])["ka-worker-1"]
-    vol = next(v for v in pod["spec"]["volumes"] if v["name"] == "t9k-ssh")
-    assert vol["secret"] == {"secretName": "ka-ssh", "defaultMode": 0o600}
-    mounts = {m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
-    assert {"/root/.ssh", "/t9k/hostfile"} <= mounts
+    vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert vols["t9k-ssh-key"]["secret"] == {"secretName": "ka-ssh", "defaultMode": 0o400}
+    assert vols["t9k-ssh"]["emptyDir"]["medium"] == "Memory"
+    mounts = {m["mountPath"]: m["name"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert {"/root/.ssh": "t9k-ssh", "/t9k/hostfile": "t9k-hostfile"}.items() <= mounts.items()
+    setup = pod["spec"]["initContainers"][0]
+    assert setup["name"] == "t9k-ssh-setup"
+    assert {m["mountPath"]: m["name"] for m in setup["volumeMounts"]} == {
+        "/t9k/ssh-key": "t9k-ssh-key",
+        "/root/.ssh": "t9k-ssh",
+    }
 
 
 def _secret(jobs: Jobs, name: str) -> dict[str, Any] | None:
@@ -145,7 +152,8 @@ def test_failure_of_any_worker_fails_the_job_at_once(
 def test_pause_resume_and_config_less_debug(jobs: Jobs, kubelet: Kubelet) -> None:
     jobs.create(ds_job("dbg", 2, config=None, runMode={"debug": {"enabled": True}}))
     pods = jobs.wait_pods("dbg", ["dbg-worker-0", "dbg-worker-1"])
-    assert pods["dbg-worker-0"]["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd", "-D"]
+    debug_command = pods["dbg-worker-0"]["spec"]["containers"][0]["command"]
+    assert debug_command[2].rstrip().endswith("exec /usr/sbin/sshd -D -e")
     jobs.create(ds_job("pz", 2))
     jobs.wait_pods("pz", ["pz-worker-0", "pz-worker-1"])
     jobs.patch_spec("pz", {"runMode": {"pause": {"enabled": True}}})

@@ -28,6 +28,7 @@ from t9k_operator.api.colossalai import (
     DEFAULT_AUTH_MOUNT_PATH,
     DEFAULT_SSHD_PATH,
     MSG_AUTH_MOUNT_PATH,
+    MSG_AUTH_MOUNT_PLACE,
     MSG_COMMAND_REQUIRED,
     MSG_ENV_NAME,
     MSG_ENV_VALUE,
@@ -666,6 +667,12 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
     "sshd-empty": (spec_with(ssh={"sshdPath": ""}), "sshdPath"),
     "auth-relative": (spec_with(ssh={"authMountPath": ".ssh"}), MSG_AUTH_MOUNT_PATH),
     "auth-home-relative": (spec_with(ssh={"authMountPath": "~/.ssh"}), MSG_AUTH_MOUNT_PATH),
+    "auth-in-tmp": (spec_with(ssh={"authMountPath": "/tmp/keys"}), MSG_AUTH_MOUNT_PLACE),
+    "auth-in-var-tmp": (spec_with(ssh={"authMountPath": "/var/tmp"}), MSG_AUTH_MOUNT_PLACE),
+    "auth-dot-dot": (spec_with(ssh={"authMountPath": "/a/../tmp"}), MSG_AUTH_MOUNT_PLACE),
+    "auth-double-slash": (spec_with(ssh={"authMountPath": "//tmp/keys"}), MSG_AUTH_MOUNT_PLACE),
+    "auth-root": (spec_with(ssh={"authMountPath": "/"}), MSG_AUTH_MOUNT_PLACE),
+    "auth-operator-own": (spec_with(ssh={"authMountPath": "/t9k"}), MSG_AUTH_MOUNT_PLACE),
     "auth-empty": (spec_with(ssh={"authMountPath": ""}), "authMountPath"),
     # spec.worker
     "proc-per-worker-zero": (worker_with(procPerWorker=0), "procPerWorker"),
@@ -905,9 +912,11 @@ def test_crd_rules(crd: dict[str, Any]) -> None:
     ):
         assert message in messages, message
     ssh = spec["properties"]["ssh"]["properties"]
-    for field in ("authMountPath", "sshdPath"):
-        (rule,) = ssh[field]["x-kubernetes-validations"]
-        assert rule["rule"] == "self.startsWith('/')"
+    (rule,) = ssh["sshdPath"]["x-kubernetes-validations"]
+    assert rule["rule"] == "self.startsWith('/')"
+    absolute, place = ssh["authMountPath"]["x-kubernetes-validations"]
+    assert absolute["rule"] == "self.startsWith('/')"
+    assert place["message"] == MSG_AUTH_MOUNT_PLACE
     assert any("oldSelf" in r["rule"] for r in spec["x-kubernetes-validations"])
     resume = spec["properties"]["runMode"]["properties"]["pause"]["properties"]["resumeSpecs"]
     (immutable,) = resume["x-kubernetes-validations"]

@@ -89,14 +89,23 @@ def test_pods_mount_key_and_hostfile_in_the_training_container() -> None:
     sidecar, worker = pod["spec"]["containers"]
     assert "volumeMounts" not in sidecar
     mounts = {m["mountPath"]: m for m in worker["volumeMounts"]}
-    assert mounts["/root/.ssh"]["name"] == "t9k-ssh"
+    assert mounts["/root/.ssh"] == {"name": "t9k-ssh", "mountPath": "/root/.ssh"}
     assert mounts["/t9k/hostfile"]["subPath"] == "hostfile"
     assert mounts["/t9k/mnt"]["name"] == "code"
     vols = {v["name"]: v for v in pod["spec"]["volumes"]}
-    assert vols["t9k-ssh"]["secret"] == {"secretName": "ds-ssh", "defaultMode": 0o600}
+    # The Secret is mounted only in the setup init container, which copies the
+    # keys into the memory-backed emptyDir the training container mounts.
+    assert vols["t9k-ssh-key"]["secret"] == {"secretName": "ds-ssh", "defaultMode": 0o400}
+    assert vols["t9k-ssh"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}
     assert vols["t9k-hostfile"]["configMap"] == {"name": "ds-hostfile"}
+    setup = pod["spec"]["initContainers"][0]
+    assert setup["name"] == "t9k-ssh-setup" and setup["image"] == worker["image"]
+    assert {m["name"]: m["mountPath"] for m in setup["volumeMounts"]} == {
+        "t9k-ssh-key": "/t9k/ssh-key",
+        "t9k-ssh": "/root/.ssh",
+    }
     assert worker["command"][:2] == ["/bin/bash", "-c"]
-    assert 'exec "$T9K_SSHD" -D -e' in worker["command"][2]
+    assert worker["command"][2].rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
     assert "exec deepspeed" not in worker["command"][2]
     assert pod["spec"]["hostname"] == "ds-worker-1" and pod["spec"]["subdomain"] == "ds"
 
@@ -111,7 +120,13 @@ def test_worker_zero_launches() -> None:
 
 def test_debug_pod_runs_sshd() -> None:
     pod = b.build_pod(job(2), 0, command=list(b.DEBUG_COMMAND), debug=True)
-    assert pod["spec"]["containers"][1]["command"] == ["/usr/sbin/sshd", "-D"]
+    command = pod["spec"]["containers"][1]["command"]
+    # /usr/sbin/sshd -D, after making a stock image ready for it, logging to stderr
+    assert command[:2] == ["/bin/bash", "-c"]
+    assert command[2].rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
+    assert "ssh-keygen -A" in command[2] and "mkdir -p /run/sshd" in command[2]
+    own = b.build_pod(job(2), 0, command=["/usr/sbin/sshd", "-D", "-p", "2222"], debug=True)
+    assert own["spec"]["containers"][1]["command"] == ["/usr/sbin/sshd", "-D", "-p", "2222"]
 
 
 def test_elastic_worker_count_and_hostfile_follow_expected() -> None:
