@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # System packages the tests use, installed from Debian's packages when missing:
-# openssh-server and -client (the DeepSpeed/ColossalAI launch-path tests run
-# real sshd instances on loopback) and openssl (the local cluster's PKI).
+# openssh-server and -client, and pdsh (the DeepSpeed/ColossalAI launch-path
+# tests run the pods' sshd and the launchers' transports for real), iproute2
+# and util-linux (the pod host's network namespaces, mounts and capabilities),
+# and openssl (the local cluster's PKI).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+command -v pdsh >/dev/null || missing+=(pdsh)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v setpriv >/dev/null && command -v unshare >/dev/null || missing+=(util-linux)
 command -v openssl >/dev/null || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2

@@ -1,0 +1,597 @@
+"""The pod host: see the package docstring for what it reproduces and why."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import itertools
+import json
+import os
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+ENTRY = Path(__file__).with_name("entry.py")
+# containerd's and Docker's default capability set for a container.
+RUNTIME_CAPABILITIES = (
+    "chown",
+    "dac_override",
+    "fsetid",
+    "fowner",
+    "mknod",
+    "net_raw",
+    "setgid",
+    "setuid",
+    "setfcap",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "kill",
+    "audit_write",
+)
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Pod addresses exist only inside this test's own network namespaces.
+POD_NET = "10.244.77"
+CLUSTER_DOMAIN = "cluster.local"
+SERVICE_ENV = {  # what kubelet gives every container for the API server's Service
+    "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+    "KUBERNETES_SERVICE_PORT": "443",
+    "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+    "KUBERNETES_PORT": "tcp://10.0.0.1:443",
+    "KUBERNETES_PORT_443_TCP": "tcp://10.0.0.1:443",
+    "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+    "KUBERNETES_PORT_443_TCP_PORT": "443",
+    "KUBERNETES_PORT_443_TCP_ADDR": "10.0.0.1",
+}
+_counter = itertools.count()
+
+
+def _run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), check=True, text=True, capture_output=True, **kw)
+
+
+def kubelet_expand(text: str, env: Mapping[str, str]) -> str:
+    """kubelet's ``$(NAME)`` expansion of a command, argument or env value:
+    ``$$`` gives ``$``; ``$(NAME)`` gives NAME's value when NAME is defined and
+    stays as written when it is not; any other ``$`` is kept."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "$" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2 : close]
+            out.append(env.get(name, f"$({name})"))
+            i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
+class Image:
+    """A container image: this machine's root file system with some paths
+    removed (overlay whiteouts) and some files added."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        remove: Iterable[str] = (),
+        files: Mapping[str, tuple[str, int]] | None = None,
+        dirs: Mapping[str, int] | None = None,
+        symlinks: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.remove = tuple(remove)
+        self.files = dict(files or {})
+        self.dirs = dict(dirs or {})
+        self.symlinks = dict(symlinks or {})
+
+    def derive(self, name: str, **changes: Any) -> Image:
+        return Image(
+            name,
+            remove=(*self.remove, *changes.get("remove", ())),
+            files={**self.files, **changes.get("files", {})},
+            dirs={**self.dirs, **changes.get("dirs", {})},
+            symlinks={**self.symlinks, **changes.get("symlinks", {})},
+        )
+
+    def layer(self, root: Path) -> Path:
+        layer = root / "images" / self.name
+        if layer.exists():
+            return layer
+        layer.mkdir(parents=True)
+
+        def place(path: str) -> Path:
+            # Through the lower layer's symlinked folders (Debian's /bin is
+            # usr/bin): a real folder in this layer would hide the symlink.
+            target = layer / os.path.realpath(os.path.dirname(path)).lstrip("/")
+            target.mkdir(parents=True, exist_ok=True)
+            return target / os.path.basename(path)
+
+        for path in self.remove:
+            target = place(path)
+            if not target.exists():
+                os.mknod(target, stat.S_IFCHR | 0o000, os.makedev(0, 0))  # a whiteout
+        for path, mode in self.dirs.items():
+            target = place(path)
+            target.mkdir(exist_ok=True)
+            target.chmod(mode)
+        for path, (content, mode) in self.files.items():
+            target = place(path)
+            target.write_text(content)
+            target.chmod(mode)
+        for path, dest in self.symlinks.items():
+            place(path).symlink_to(dest)
+        return layer
+
+
+# What a stock image with OpenSSH installed looks like: Debian's packages and
+# their configuration as installed, but nothing left behind by a running
+# system (no /run/sshd) and no ssh directory for root.
+STOCK = Image("stock", remove=("/root/.ssh", "/run/sshd", "/root/.deepspeed_env"))
+NO_HOST_KEYS = STOCK.derive(
+    "stock-no-host-keys",
+    remove=[
+        f"/etc/ssh/ssh_host_{t}_key{s}" for t in ("rsa", "ecdsa", "ed25519") for s in ("", ".pub")
+    ],
+)
+
+
+class PodFailed(AssertionError):
+    pass
+
+
+class Node:
+    """One node: runs pods, holds the API objects their volumes refer to, and
+    is the cluster DNS for the pods it runs."""
+
+    def __init__(
+        self, root: Path, namespace: str = "ns", objects: Iterable[Mapping[str, Any]] = ()
+    ):
+        if os.geteuid() != 0:
+            raise AssertionError("the pod host needs root (namespaces and mounts)")
+        for tool in ("ip", "unshare", "nsenter", "setpriv", "mount"):
+            if not shutil.which(tool):
+                raise AssertionError(f"the pod host needs {tool}")
+        self.root = root
+        self.namespace = namespace
+        self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for obj in objects:
+            self.add(obj)
+        self.tag = f"t9k{os.getpid()}n{next(_counter)}"
+        self.bridge_ns = f"{self.tag}br"
+        self.pods: list[PodRun] = []
+        self._next_ip = 2
+        # Image layers live on a tmpfs: overlayfs refuses a lower layer that
+        # lies inside another lower layer (this machine's root).
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        _run("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(root / "images"))
+        _run("ip", "netns", "add", self.bridge_ns)
+        _run("ip", "-n", self.bridge_ns, "link", "add", "br0", "type", "bridge")
+        _run("ip", "-n", self.bridge_ns, "link", "set", "br0", "up")
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        self.objects[(obj["kind"], obj["metadata"]["name"])] = obj
+
+    def run_pod(
+        self,
+        pod: Mapping[str, Any],
+        image: Image | Mapping[str, Image] = STOCK,
+        env: Mapping[str, str] | None = None,
+    ) -> PodRun:
+        """Start ``pod``: init containers to completion, then the others.
+        ``image`` is every container's image, or a map from container name."""
+        run = PodRun(self, pod, image, extra_env=env or {})
+        self.pods.append(run)
+        run.start()
+        return run
+
+    def allocate_ip(self) -> str:
+        ip = f"{POD_NET}.{self._next_ip}"
+        self._next_ip += 1
+        return ip
+
+    def dns_lines(self) -> list[str]:
+        lines = ["# Cluster DNS stand-in: the names the job's headless Service answers."]
+        for p in self.pods:
+            if p.ip and p.subdomain:
+                fqdn = f"{p.hostname}.{p.subdomain}.{self.namespace}.svc.{CLUSTER_DOMAIN}"
+                lines.append(f"{p.ip}\t{fqdn}\t{p.hostname}.{p.subdomain}")
+        return lines
+
+    def refresh_dns(self) -> None:
+        for p in self.pods:
+            p.write_hosts()
+
+    def close(self) -> None:
+        for p in self.pods:
+            p.stop()
+        subprocess.run(["umount", "-l", str(self.root / "images")], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.bridge_ns], capture_output=True)
+
+
+class PodRun:
+    def __init__(
+        self,
+        node: Node,
+        pod: Mapping[str, Any],
+        image: Image | Mapping[str, Image],
+        extra_env: Mapping[str, str],
+    ) -> None:
+        self.node = node
+        self.pod = pod
+        self.name = pod["metadata"]["name"]
+        spec = pod["spec"]
+        self.hostname = spec.get("hostname") or self.name
+        self.subdomain = spec.get("subdomain")
+        self.images = image
+        self.extra_env = dict(extra_env)
+        self.dir = node.root / "pods" / self.name
+        self.netns = f"{node.tag}p{len(node.pods)}"
+        self.ip = ""
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.exit_codes: dict[str, int] = {}
+        self.mounts: list[Path] = []
+        self.phase = "Pending"
+
+    # ---------------------------------------------------------------- setup
+
+    def image_for(self, container: str) -> Image:
+        if isinstance(self.images, Image):
+            return self.images
+        return self.images[container]
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True)
+        self._network()
+        self._volumes()
+        self.write_hosts()
+        self.node.refresh_dns()
+        (self.dir / "hostname").write_text(self.hostname + "\n")
+        (self.dir / "resolv.conf").write_text(
+            f"search {self.node.namespace}.svc.{CLUSTER_DOMAIN} svc.{CLUSTER_DOMAIN} "
+            f"{CLUSTER_DOMAIN}\nnameserver 127.0.0.53\noptions ndots:5\n"
+        )
+        spec = self.pod["spec"]
+        for c in spec.get("initContainers") or []:
+            proc = self._start_container(c)
+            try:
+                code = proc.wait(120)
+            except subprocess.TimeoutExpired as exc:
+                raise PodFailed(f"{self.name}: init container {c['name']} did not end") from exc
+            self.exit_codes[c["name"]] = code
+            if code != 0:
+                self.phase = "Failed"
+                return
+        for c in spec["containers"]:
+            self.procs[c["name"]] = self._start_container(c)
+        self.phase = "Running"
+
+    def _network(self) -> None:
+        self.ip = self.node.allocate_ip()
+        ns, br = self.netns, self.node.bridge_ns
+        veth = f"v{self.ip.rsplit('.', 1)[1]}"
+        _run("ip", "netns", "add", ns)
+        _run(
+            "ip", "-n", br, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns
+        )
+        _run("ip", "-n", br, "link", "set", veth, "master", "br0", "up")
+        _run("ip", "-n", ns, "addr", "add", f"{self.ip}/24", "dev", "eth0")
+        _run("ip", "-n", ns, "link", "set", "eth0", "up")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+
+    def write_hosts(self) -> None:
+        lines = [
+            "# Kubernetes-managed hosts file.",
+            "127.0.0.1\tlocalhost",
+            "::1\tlocalhost ip6-localhost ip6-loopback",
+            "fe00::0\tip6-localnet",
+            "fe00::0\tip6-mcastprefix",
+            "fe00::1\tip6-allnodes",
+            "fe00::2\tip6-allrouters",
+        ]
+        if self.subdomain:
+            fqdn = f"{self.hostname}.{self.subdomain}.{self.node.namespace}.svc.{CLUSTER_DOMAIN}"
+            lines.append(f"{self.ip}\t{fqdn}\t{self.hostname}")
+        else:
+            lines.append(f"{self.ip}\t{self.hostname}")
+        text = "\n".join([*lines, *self.node.dns_lines()]) + "\n"
+        path = self.dir / "hosts"
+        # In place, as a bind-mounted file must be updated to be seen.
+        with open(path, "a+") as f:
+            f.seek(0)
+            f.truncate()
+            f.write(text)
+
+    def _volumes(self) -> None:
+        for vol in self.pod["spec"].get("volumes") or []:
+            target = self.dir / "volumes" / vol["name"]
+            target.mkdir(parents=True)
+            target.chmod(0o777)  # emptyDir's setupDir
+            if "secret" in vol:
+                src = vol["secret"]
+                obj = self.node.objects[("Secret", src["secretName"])]
+                data = {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+                data.update({k: v.encode() for k, v in (obj.get("stringData") or {}).items()})
+                self._tmpfs(target)
+                atomic_write(target, payload(data, src, 0o644))
+            elif "configMap" in vol:
+                src = vol["configMap"]
+                obj = self.node.objects[("ConfigMap", src["name"])]
+                data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+                atomic_write(target, payload(data, src, 0o644))
+            elif "emptyDir" in vol:
+                if (vol["emptyDir"] or {}).get("medium") == "Memory":
+                    self._tmpfs(target)
+            elif "projected" in vol:  # the ServiceAccount token volume, for one
+                self._tmpfs(target)
+                atomic_write(target, self._projected(vol["projected"]))
+            else:
+                raise AssertionError(f"the pod host cannot make volume {vol}")
+
+    def _projected(self, source: Mapping[str, Any]) -> dict[str, tuple[bytes, int]]:
+        mode = source.get("defaultMode", 0o644)
+        files: dict[str, tuple[bytes, int]] = {}
+        fields = {"metadata.name": self.name, "metadata.namespace": self.node.namespace}
+        for src in source.get("sources") or []:
+            if "serviceAccountToken" in src:
+                # Not a real token: nothing in these pods calls the API server.
+                files[src["serviceAccountToken"]["path"]] = (b"pod-host-token", mode)
+            elif "configMap" in src:
+                obj = self.node.objects[("ConfigMap", src["configMap"]["name"])]
+                data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+                files.update(payload(data, src["configMap"], mode))
+            elif "downwardAPI" in src:
+                for item in src["downwardAPI"]["items"]:
+                    value = fields[item["fieldRef"]["fieldPath"]]
+                    files[item["path"]] = (value.encode(), item.get("mode", mode))
+            else:
+                raise AssertionError(f"the pod host cannot project {src}")
+        return files
+
+    def _tmpfs(self, target: Path) -> None:
+        _run("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(target))
+        self.mounts.append(target)
+
+    # ---------------------------------------------------------- containers
+
+    def container_env(self, c: Mapping[str, Any]) -> dict[str, str]:
+        env: dict[str, str] = {"PATH": IMAGE_PATH, "HOSTNAME": self.hostname, "HOME": "/root"}
+        fields = {
+            "metadata.name": self.name,
+            "metadata.namespace": self.node.namespace,
+            "status.podIP": self.ip,
+        }
+        declared: dict[str, str] = {}
+        for item in c.get("env") or []:
+            if "valueFrom" in item:
+                ref = (item["valueFrom"].get("fieldRef") or {}).get("fieldPath")
+                if ref not in fields:
+                    raise AssertionError(f"the pod host cannot resolve env {item}")
+                value = fields[ref]
+            else:
+                value = kubelet_expand(str(item.get("value", "")), {**SERVICE_ENV, **declared})
+            declared[item["name"]] = value
+        env.update(SERVICE_ENV)
+        env.update(declared)
+        env.update(self.extra_env)
+        return env
+
+    def _container_spec(self, c: Mapping[str, Any]) -> dict[str, Any]:
+        env = self.container_env(c)
+        argv = [kubelet_expand(a, env) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
+        if not c.get("command"):
+            raise AssertionError(
+                f"{self.name}/{c['name']}: the pod host's images have no entrypoint"
+            )
+        mounts = []
+        volumes = {v["name"]: v for v in self.pod["spec"].get("volumes") or []}
+        for m in c.get("volumeMounts") or []:
+            if m["name"] not in volumes:
+                raise PodFailed(f"{self.name}/{c['name']}: no volume {m['name']}")
+            src = self.dir / "volumes" / m["name"]
+            if m.get("subPath"):
+                src = Path(os.path.realpath(src / m["subPath"]))
+            mounts.append(
+                {"source": str(src), "path": m["mountPath"], "readOnly": bool(m.get("readOnly"))}
+            )
+        scratch = self.dir / "containers" / c["name"]
+        scratch.mkdir(parents=True)
+        return {
+            "scratch": str(scratch),
+            "layer": str(self.image_for(c["name"]).layer(self.node.root)),
+            "hostname": self.hostname,
+            "hosts": str(self.dir / "hosts"),
+            "hostnameFile": str(self.dir / "hostname"),
+            "resolv": str(self.dir / "resolv.conf"),
+            "mounts": mounts,
+            "workingDir": c.get("workingDir") or "/",
+            "argv": argv,
+            "env": env,
+            "capabilities": list(RUNTIME_CAPABILITIES),
+        }
+
+    def _start_container(self, c: Mapping[str, Any]) -> subprocess.Popen[bytes]:
+        spec = self._container_spec(c)
+        spec_file = self.dir / f"{c['name']}.json"
+        spec_file.write_text(json.dumps(spec))
+        log = open(self.dir / f"{c['name']}.log", "wb")  # noqa: SIM115 - handed to the child
+        proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.netns,
+                "unshare",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--pid",
+                "--fork",
+                "--propagation",
+                "private",
+                "--",
+                sys.executable,
+                str(ENTRY),
+                str(spec_file),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        return proc
+
+    # ------------------------------------------------------------- queries
+
+    def logs(self, container: str) -> str:
+        return (self.dir / f"{container}.log").read_text(errors="replace")
+
+    def wait(self, container: str, timeout: float) -> int:
+        if container in self.exit_codes:
+            return self.exit_codes[container]
+        try:
+            code = self.procs[container].wait(timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(
+                f"{self.name}/{container} still running after {timeout}s; its log:\n"
+                + self.logs(container)[-3000:]
+            ) from exc
+        self.exit_codes[container] = code
+        return code
+
+    def _container_pid(self, container: str) -> int:
+        """The host pid of the container's first process (pid 1 inside)."""
+        outer = self.procs[container].pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            # ip netns exec -> unshare -> (fork) the container's pid 1
+            for pid in _descendants(outer):
+                with contextlib.suppress(OSError):
+                    started = str(ENTRY) not in Path(f"/proc/{pid}/cmdline").read_text()
+                    if _ns_pid(pid) == 1 and started:  # past the runtime's set-up
+                        return pid
+            time.sleep(0.05)
+        raise AssertionError(f"{self.name}/{container}: no container process")
+
+    def exec(
+        self,
+        container: str,
+        argv: list[str],
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """``kubectl exec``: run ``argv`` in the running container's namespaces and root."""
+        pid = self._container_pid(container)
+        spec = json.loads((self.dir / f"{container}.json").read_text())
+        caps = ",".join(f"+{c}" for c in RUNTIME_CAPABILITIES)
+        return subprocess.run(
+            [
+                "nsenter",
+                "-t",
+                str(pid),
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-r",
+                "-w",
+                "--",
+                "/usr/bin/setpriv",
+                f"--bounding-set=-all,{caps}",
+                "--",
+                *argv,
+            ],
+            env={**spec["env"], **(env or {})},
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+        )
+
+    def stop(self) -> None:
+        out = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True, text=True)
+        for pid in out.stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+        for target in reversed(self.mounts):
+            subprocess.run(["umount", "-l", str(target)], capture_output=True)
+        self.mounts.clear()
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{p}/task").iterdir():
+                children = (task / "children").read_text().split()
+                for child in children:
+                    found.append(int(child))
+                    todo.append(int(child))
+    return found
+
+
+def _ns_pid(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    return -1
+
+
+def payload(
+    data: Mapping[str, bytes], source: Mapping[str, Any], default_mode: int
+) -> dict[str, tuple[bytes, int]]:
+    """The files of a Secret or ConfigMap volume: ``items`` if given (each with
+    its own mode or the default), else every key; ``defaultMode`` as given."""
+    mode = source.get("defaultMode", default_mode)
+    if source.get("items"):
+        return {i["path"]: (data[i["key"]], i.get("mode", mode)) for i in source["items"]}
+    return {k: (v, mode) for k, v in data.items()}
+
+
+def atomic_write(target: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
+    """kubelet's AtomicWriter layout for a fresh volume."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("..%Y_%m_%d_%H_%M_%S.")
+    ts_dir = target / f"{stamp}{secrets.randbelow(10**9)}"
+    ts_dir.mkdir(mode=0o700)
+    ts_dir.chmod(0o755)
+    for rel, (content, mode) in files.items():
+        path = ts_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        path.write_bytes(content)
+        path.chmod(mode)
+    (target / "..data_tmp").symlink_to(ts_dir.name)
+    (target / "..data_tmp").rename(target / "..data")
+    for top in sorted({rel.split("/")[0] for rel in files}):
+        (target / top).symlink_to(f"..data/{top}")
