@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test test-deps unit integration cluster cluster-down run demo manifests bench clean
+.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,19 +30,22 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
-test: lint test-deps ## lint, unit tests, then integration tests on a local cluster it starts
+test: lint test-deps binaries ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
 
-test-deps: ## system packages the tests need (openssh-server for launch-path tests)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests)
 	bash hack/ensure-test-deps.sh
+
+binaries: ## the local cluster's binaries: cached, else built from Go modules (about 6 min cold)
+	$(PYTHON) hack/cluster.py binaries
 
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: $(STAMP) test-deps ## integration tests only
+integration: $(STAMP) test-deps binaries ## integration tests only
 	$(VENV)/bin/pytest tests/integration
 
-cluster: ## start the local cluster (builds the binaries the first time)
+cluster: binaries ## start the local cluster
 	$(PYTHON) hack/cluster.py up --name $(CLUSTER)
 
 cluster-down: ## stop the local cluster and remove its state
@@ -51,7 +54,7 @@ cluster-down: ## stop the local cluster and remove its state
 run: $(STAMP) ## run the operator against the current kubeconfig context
 	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
-demo: $(STAMP) ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
+demo: $(STAMP) binaries ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) hack/demo.py --name $(CLUSTER)
 
 manifests: $(STAMP) ## regenerate manifests/crds from the API models

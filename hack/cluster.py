@@ -79,8 +79,14 @@ def versions() -> dict[str, str]:
 # --------------------------------------------------------------------------- binaries
 
 
+COMPLETE_MARK = ".complete"
+
+
 def _complete(folder: Path) -> bool:
-    return all(os.access(folder / tool, os.X_OK) for tool in ALL_TOOLS)
+    """A folder is used only when its build finished: the mark is written last."""
+    return (folder / COMPLETE_MARK).exists() and all(
+        os.access(folder / tool, os.X_OK) for tool in ALL_TOOLS
+    )
 
 
 def _go_env() -> dict[str, str]:
@@ -94,6 +100,8 @@ def _go_env() -> dict[str, str]:
 
 def _download(dest: Path, v: dict[str, str]) -> bool:
     """Official release binaries, where the network allows. False when offline."""
+    if os.environ.get("T9K_NO_DOWNLOAD") == "1":
+        return False
     k8s, etcd, kwok = v["KUBERNETES_VERSION"], v["ETCD_VERSION"], v["KWOK_VERSION"]
     probe = f"https://dl.k8s.io/release/{k8s}/bin/linux/amd64/kubectl.sha256"
     try:
@@ -101,7 +109,7 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         log(f"official downloads unreachable ({exc.__class__.__name__}); building from Go modules")
         return False
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent))
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".download-"))
     try:
         for tool in K8S_TOOLS:
             url = f"https://dl.k8s.io/release/{k8s}/bin/linux/amd64/{tool}"
@@ -141,9 +149,28 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class BuildError(SystemExit):
+    pass
+
+
+def _go(what: str, args: list[str], cwd: Path | None, env: dict[str, str], logfile: Path) -> None:
+    """One ``go`` command, its output kept in ``logfile``; a failure names the
+    binary, go's exit code and the end of what go said."""
+    with open(logfile, "ab") as out:
+        out.write(f"\n$ {' '.join(args)}   # {what}\n".encode())
+        out.flush()
+        proc = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = logfile.read_text(errors="replace").splitlines()[-25:]
+        raise BuildError(
+            f"cluster: building {what} failed (go exited {proc.returncode}); "
+            f"the end of its output ({logfile}):\n" + "\n".join(tail)
+        )
+
+
 def _build(dest: Path, v: dict[str, str]) -> None:
     if not shutil.which("go"):
-        raise SystemExit(
+        raise BuildError(
             "cluster: no Go toolchain on PATH, and no binaries to use: "
             "install Go or set T9K_CLUSTER_BIN_DIR"
         )
@@ -157,50 +184,72 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         f"-X k8s.io/component-base/version.gitMinor={minor} "
         "-X k8s.io/component-base/version.gitTreeState=clean"
     )
+    logfile = dest / "build.log"
     started = time.monotonic()
     log(
         f"building Kubernetes {k8s} (apiserver, controller-manager, scheduler, kubectl) "
-        "from Go modules: about 5 minutes cold on 2 cores"
+        f"from Go modules: about 6 minutes cold on 2 cores; output in {logfile}"
     )
-    subprocess.run(
+    _go(
+        f"Kubernetes {k8s} (hack/k8s: kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, kubectl)",
         ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(dest / "k8s"), "."],
-        cwd=HACK / "k8s",
-        env=env,
-        check=True,
+        HACK / "k8s",
+        env,
+        logfile,
     )
     for tool in K8S_TOOLS:
-        link = dest / tool
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to("k8s")
+        (dest / tool).symlink_to("k8s")
     log(f"building etcd {v['ETCD_VERSION']}")
-    subprocess.run(
+    _go(
+        f"etcd {v['ETCD_VERSION']} (hack/etcd)",
         ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(dest / "etcd"), "."],
-        cwd=HACK / "etcd",
-        env=env,
-        check=True,
+        HACK / "etcd",
+        env,
+        logfile,
     )
     log(f"building kwok {v['KWOK_VERSION']}")
-    subprocess.run(
-        [
-            "go",
-            "install",
-            "-trimpath",
-            "-ldflags",
-            "-s -w",
-            f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}",
-        ],
-        env={**env, "GOBIN": str(dest), "GOFLAGS": ""},
-        check=True,
-    )
+    _go(
+        f"kwok {v['KWOK_VERSION']} (sigs.k8s.io/kwok/cmd/kwok)",
+        ["go", "install", "-trimpath", "-ldflags", "-s -w",
+         f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}"],
+        None,
+        {**env, "GOBIN": str(dest), "GOFLAGS": ""},
+        logfile,
+    )  # fmt: skip
     log(f"binaries built in {time.monotonic() - started:.0f}s")
 
 
+@contextlib.contextmanager
+def _locked(path: Path):  # type: ignore[no-untyped-def]
+    """An exclusive lock on ``path`` (released when the process dies), so that
+    two runs (a demo and the tests, say) never build into the same folder."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another run is obtaining the binaries; waiting for it ({path})")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_binaries() -> Path:
+    """The folder of complete binaries, obtaining them first when needed.
+
+    Binaries are built (or downloaded) into a fresh temporary folder beside the
+    final one, marked complete, and only then renamed into place, all under a
+    lock: a folder is never used half-built, and a build that was interrupted
+    leaves only a temporary folder, removed by the next run. Set
+    ``T9K_NO_BUILD=1`` to fail at once instead of building (the test suite
+    does: binaries are a make prerequisite, never built under a test timeout).
+    """
     override = os.environ.get("T9K_CLUSTER_BIN_DIR")
     if override:
         folder = Path(override)
-        if not _complete(folder):
+        if not all(os.access(folder / t, os.X_OK) for t in ALL_TOOLS):
             missing = [t for t in ALL_TOOLS if not os.access(folder / t, os.X_OK)]
             raise SystemExit(f"cluster: T9K_CLUSTER_BIN_DIR={folder} lacks {', '.join(missing)}")
         return folder
@@ -209,11 +258,31 @@ def ensure_binaries() -> Path:
     folder = CACHE / "bin" / tag
     if _complete(folder):
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    if not _download(folder, v):
-        _build(folder, v)
-    if not _complete(folder):
-        raise SystemExit(f"cluster: binaries incomplete in {folder}")
+    if os.environ.get("T9K_NO_BUILD") == "1":
+        raise SystemExit(
+            f"cluster: the binaries are not in {folder} and T9K_NO_BUILD=1: "
+            "run `make binaries` (or `python3 hack/cluster.py binaries`) first"
+        )
+    with _locked(CACHE / "bin" / f".{tag}.lock"):
+        if _complete(folder):  # another run finished them while we waited
+            return folder
+        for stale in (CACHE / "bin").glob(f".{tag}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        if folder.exists():
+            log(f"{folder} is incomplete (an interrupted build?): building it again")
+            shutil.rmtree(folder)
+        tmp = CACHE / "bin" / f".{tag}.tmp-{os.getpid()}"
+        tmp.mkdir(parents=True)
+        try:
+            if not _download(tmp, v):
+                _build(tmp, v)
+            if not all(os.access(tmp / t, os.X_OK) for t in ALL_TOOLS):
+                missing = [t for t in ALL_TOOLS if not os.access(tmp / t, os.X_OK)]
+                raise BuildError(f"cluster: after the build, {', '.join(missing)} missing")
+            (tmp / COMPLETE_MARK).write_text(tag + "\n")
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 

@@ -1,0 +1,160 @@
+"""How hack/cluster.py obtains the local cluster's binaries: into a temporary
+folder renamed into place only when complete, under a lock, with a build
+failure that names the binary. A stand-in ``go`` on PATH plays the toolchain
+(it writes small executables where ``go build -o``/``go install`` would), so
+these run in seconds with no network."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "hack" / "cluster.py"
+TOOLS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok")
+
+FAKE_GO = """#!/bin/bash
+# Stand-in for the Go toolchain: record the call, maybe wait or fail, then
+# write an executable where go would put the binary.
+echo "$PWD $*" >> "$FAKE_GO_LOG"
+sleep "${FAKE_GO_SLEEP:-0}"
+if [ -n "${FAKE_GO_FAIL:-}" ] && [ "$(basename "$PWD")" = "$FAKE_GO_FAIL" ]; then
+  echo "main.go:1: boom in $FAKE_GO_FAIL" >&2
+  exit 1
+fi
+out=""
+prev=""
+for a in "$@"; do [ "$prev" = "-o" ] && out=$a; prev=$a; done
+[ "$1" = install ] && out="$GOBIN/kwok"
+printf '#!/bin/sh\\necho fake\\n' > "$out"
+chmod +x "$out"
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    go = bin_dir / "go"
+    go.write_text(FAKE_GO)
+    go.chmod(0o755)
+    return {
+        **{k: v for k, v in os.environ.items() if k not in ("T9K_CLUSTER_BIN_DIR", "T9K_NO_BUILD")},
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "T9K_CACHE_DIR": str(tmp_path / "cache"),
+        "T9K_NO_DOWNLOAD": "1",
+        "FAKE_GO_LOG": str(tmp_path / "go.log"),
+    }
+
+
+def binaries(env: dict[str, str], **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(CLUSTER), "binaries"],
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def go_calls(env: dict[str, str]) -> list[str]:
+    path = Path(env["FAKE_GO_LOG"])
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_builds_into_place_complete(env: dict[str, str]) -> None:
+    result = binaries(env)
+    assert result.returncode == 0, result.stderr
+    folder = Path(result.stdout.strip())
+    assert all(os.access(folder / t, os.X_OK) for t in TOOLS)
+    assert (folder / ".complete").exists()
+    assert [
+        p.name for p in folder.parent.iterdir() if p.name.startswith(".") and "tmp" in p.name
+    ] == []
+    assert len(go_calls(env)) == 3  # k8s, etcd, kwok
+    again = binaries(env)
+    assert again.stdout == result.stdout and len(go_calls(env)) == 3  # cached: no build
+
+
+def test_a_half_built_folder_is_rebuilt_not_used(env: dict[str, str]) -> None:
+    first = binaries(env)
+    folder = Path(first.stdout.strip())
+    # What an interrupted build of the old code left: k8s, no etcd, kwok or mark.
+    for name in (".complete", "etcd", "kwok"):
+        (folder / name).unlink()
+    result = binaries(env)
+    assert result.returncode == 0, result.stderr
+    assert "incomplete" in result.stderr
+    assert all(os.access(folder / t, os.X_OK) for t in TOOLS) and (folder / ".complete").exists()
+    assert len(go_calls(env)) == 6
+
+
+def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
+    result = binaries(env, FAKE_GO_FAIL="etcd")
+    assert result.returncode != 0
+    assert "building etcd v3.6.16 (hack/etcd) failed (go exited 1)" in result.stderr
+    assert "main.go:1: boom in etcd" in result.stderr
+    cache_bin = Path(env["T9K_CACHE_DIR"]) / "bin"
+    assert [p.name for p in cache_bin.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(CLUSTER), "binaries"],
+        env={**env, "FAKE_GO_SLEEP": "30"},
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 20
+    while not go_calls(env) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, 9)
+    proc.wait()
+    cache_bin = Path(env["T9K_CACHE_DIR"]) / "bin"
+    assert not any(p.name.startswith("k8s-") for p in cache_bin.iterdir())
+    result = binaries(env)
+    assert result.returncode == 0, result.stderr
+    assert not [p for p in cache_bin.iterdir() if ".tmp-" in p.name]
+
+
+def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(CLUSTER), "binaries"],
+            env={**env, "FAKE_GO_SLEEP": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert outs[0][0] == outs[1][0]
+    assert len(go_calls(env)) == 3  # one build, not two into the same folder
+    assert any("waiting for it" in err for _, err in outs)
+
+
+def test_no_build_fails_at_once_with_the_remedy(env: dict[str, str]) -> None:
+    result = binaries(env, T9K_NO_BUILD="1")
+    assert result.returncode != 0
+    assert "run `make binaries`" in result.stderr
+    assert go_calls(env) == []
+
+
+def test_make_obtains_binaries_before_pytest_starts() -> None:
+    out = subprocess.run(
+        ["make", "-n", "test"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    ).stdout.splitlines()
+    build = next(i for i, line in enumerate(out) if "hack/cluster.py binaries" in line)
+    pytest_line = next(i for i, line in enumerate(out) if "bin/pytest" in line)
+    assert build < pytest_line
