@@ -17,6 +17,7 @@ import argparse
 import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,7 +147,7 @@ class Demo:
         say("submitting the sample jobs")
         for sample in samples:
             self.kubectl("apply", "-f", str(sample))
-        say("watching them (what `kubectl get t9k --watch` shows)")
+        say("watching them (what `kubectl get t9k` shows)")
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             out = self.kubectl("get", "t9k", "-o", "wide", check=False, capture=True)
@@ -190,6 +191,8 @@ class Demo:
                 self.operator.kill()
         say(f"tearing down the cluster {self.name!r}")
         subprocess.run([*CLUSTER, "down", "--name", self.name], check=False)
+        # The operator's kubeconfig there holds a ServiceAccount token.
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def main() -> int:
