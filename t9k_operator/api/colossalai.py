@@ -39,12 +39,16 @@ from t9k_operator.api.common import (
     DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
     JOB_NAME_RULE,
+    MAX_INT32,
+    MAX_PROCS,
+    MAX_REPLICAS,
     MSG_JOB_NAME,  # noqa: F401 (re-exported)
     RESUME_SPECS_REMOVAL_RULE,
     Arg,
     DebugMode,
     JobObject,
     JobStatus,
+    PodTemplate,
     RunMode,
     SchedulerPolicy,
     T9kModel,
@@ -282,10 +286,13 @@ def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
 class WorkerSpec(T9kModel):
     """The workers: how many, how many training processes each, what they train."""
 
-    replicas: int = Field(default=1, ge=1, description="Number of workers. Defaults to 1.")
+    replicas: int = Field(
+        default=1, ge=1, le=MAX_REPLICAS, description="Number of workers. Defaults to 1."
+    )
     proc_per_worker: int = Field(
         default=1,
         ge=1,
+        le=MAX_PROCS,
         description=(
             "Training processes per worker (colossalai run --nproc_per_node), usually its "
             "number of GPUs. Defaults to 1."
@@ -306,7 +313,7 @@ class WorkerSpec(T9kModel):
             "(colossalai run --extra_launch_args)."
         ),
     )
-    template: dict[str, Any] = Field(
+    template: PodTemplate = Field(
         description=(
             "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written; spec.containers must hold at least one container."
@@ -344,6 +351,7 @@ class ColossalAIRunPolicy(T9kModel):
     active_deadline_seconds: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_INT32,
         description=(
             "Maximum duration of the job in seconds, counted from its start; "
             "the job fails when it is exceeded. Unset: no limit."
@@ -352,6 +360,7 @@ class ColossalAIRunPolicy(T9kModel):
     backoff_limit: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_INT32,
         description=(
             "Maximum number of launcher restarts; it applies to the launcher only: a failed "
             "worker cannot rejoin a ColossalAI training and is never recreated. "

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP = "batch.tensorstack.dev"
@@ -42,6 +42,19 @@ VERSION = "v1beta1"
 
 # -- limits that keep the CEL cost estimates of the API server bounded -------------
 
+MAX_REPLICAS = 5000
+"""At most this many replicas in one job (every count, and their sum). Kubernetes
+is tested up to 5,000 nodes, and a distributed job is gang-shaped: more
+replicas than the largest cluster has nodes is a typo. It also bounds the
+job's status, which lists every replica."""
+MSG_TOO_MANY_REPLICAS = (
+    f"the job asks for more than {MAX_REPLICAS} replicas in all: Kubernetes clusters have at "
+    "most 5,000 nodes, so this is taken for a typo"
+)
+MAX_PROCS = 1024
+"""At most this many processes (GPU slots) per replica: far more than any node has GPUs."""
+MAX_INT32 = 2147483647
+"""Durations in seconds and limits: the Pod API's own bound for activeDeadlineSeconds."""
 MAX_REPLICA_SPECS = 16
 """At most this many entries in a list of per-replica-type settings."""
 MAX_ARGS = 64
@@ -84,6 +97,92 @@ class T9kModel(BaseModel):
     )
 
 
+# -- pod templates -----------------------------------------------------------------------
+
+
+def _kind_of(value: Any) -> str:
+    names = {dict: "a map", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
+    return names.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _expect(value: Any, want: type, path: str, what: str) -> None:
+    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+        raise ValueError(f"{path} must be {what}, not {_kind_of(value)}")
+
+
+def _string_map(value: Any, path: str) -> None:
+    _expect(value, dict, path, "a map of strings")
+    for key, item in value.items():
+        _expect(item, str, f"{path}.{key}", "a string")
+
+
+def _container_shape(c: Any, path: str) -> None:
+    _expect(c, dict, path, "a map (a container)")
+    for key in ("name", "image", "workingDir", "imagePullPolicy"):
+        if c.get(key) is not None:
+            _expect(c[key], str, f"{path}.{key}", "a string")
+    for key in ("command", "args"):
+        if c.get(key) is not None:
+            _expect(c[key], list, f"{path}.{key}", "a list of strings")
+            for i, arg in enumerate(c[key]):
+                _expect(arg, str, f"{path}.{key}[{i}]", "a string")
+    for key, what in (("env", "name"), ("ports", "containerPort"), ("volumeMounts", "mountPath")):
+        if c.get(key) is not None:
+            _expect(c[key], list, f"{path}.{key}", "a list")
+            for i, item in enumerate(c[key]):
+                _expect(item, dict, f"{path}.{key}[{i}]", f"a map (with {what})")
+    for i, env in enumerate(c.get("env") or []):
+        _expect(env.get("name"), str, f"{path}.env[{i}].name", "a string")
+        if env.get("value") is not None:
+            _expect(env["value"], str, f"{path}.env[{i}].value", "a string")
+    for i, port in enumerate(c.get("ports") or []):
+        if port.get("name") is not None:
+            _expect(port["name"], str, f"{path}.ports[{i}].name", "a string")
+        _expect(port.get("containerPort"), int, f"{path}.ports[{i}].containerPort", "an integer")
+    if c.get("resources") is not None:
+        _expect(c["resources"], dict, f"{path}.resources", "a map")
+
+
+def pod_template_shape_error(template: Any, path: str = "template") -> str | None:
+    """Where a pod template has a shape the operator cannot build a pod from
+    (labels given as a list, a container as a string, ...), naming the field;
+    None when it can. The Pod API checks the rest when the pod is created."""
+    try:
+        _expect(template, dict, path or "template", "a map (a PodTemplateSpec)")
+        meta = template.get("metadata")
+        if meta is not None:
+            _expect(meta, dict, f"{path}.metadata", "a map")
+            for key in ("labels", "annotations"):
+                if meta.get(key) is not None:
+                    _string_map(meta[key], f"{path}.metadata.{key}")
+        spec = template.get("spec")
+        if spec is not None:
+            _expect(spec, dict, f"{path}.spec", "a map (a PodSpec)")
+            for key in ("containers", "initContainers", "volumes"):
+                if spec.get(key) is not None:
+                    _expect(spec[key], list, f"{path}.spec.{key}", "a list")
+            for key in ("containers", "initContainers"):
+                for i, c in enumerate(spec.get(key) or []):
+                    _container_shape(c, f"{path}.spec.{key}[{i}]")
+            for i, v in enumerate(spec.get("volumes") or []):
+                _expect(v, dict, f"{path}.spec.volumes[{i}]", "a map (a volume)")
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_pod_template(template: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic after-validator: raise with :func:`pod_template_shape_error`'s text
+    (paths relative to the template, which pydantic's location names)."""
+    error = pod_template_shape_error(template, "")
+    if error:
+        raise ValueError(error.lstrip("."))
+    return template
+
+
+PodTemplate = Annotated[dict[str, Any], AfterValidator(check_pod_template)]
+
+
 # -- spec ----------------------------------------------------------------------------
 
 
@@ -93,6 +192,7 @@ class RunPolicy(T9kModel):
     backoff_limit: int = Field(
         default=3,
         ge=0,
+        le=MAX_INT32,
         description=(
             "Maximum number of replica restarts, shared by all replicas of the job. "
             "Once reached, a replica that fails again is not restarted. Defaults to 3."
@@ -101,6 +201,7 @@ class RunPolicy(T9kModel):
     active_deadline_seconds: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_INT32,
         description=(
             "Maximum duration of the job in seconds, counted from its start; "
             "the job fails when it is exceeded. Unset: no limit."
@@ -121,6 +222,8 @@ class T9kScheduler(T9kModel):
     queue: str = Field(description="Name of the T9k Scheduler queue the replicas wait in.")
     priority: int | None = Field(
         default=None,
+        ge=-MAX_INT32 - 1,
+        le=MAX_INT32,
         description="Priority of the job inside its queue.",
     )
 
@@ -310,14 +413,21 @@ class ElasticConfig(T9kModel):
 
     enabled: bool = Field(default=False, description="Whether elastic training is on.")
     min_replicas: int | None = Field(
-        default=None, ge=1, description="Smallest number of replicas training runs with."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Smallest number of replicas training runs with.",
     )
     max_replicas: int | None = Field(
-        default=None, ge=1, description="Largest number of replicas training runs with."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Largest number of replicas training runs with.",
     )
     expected_replicas: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_REPLICAS,
         description=(
             "Number of replicas wanted now, between minReplicas and maxReplicas; may be "
             "changed while the job runs (also through the scale subresource). The actual "

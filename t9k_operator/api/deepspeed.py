@@ -42,6 +42,8 @@ from t9k_operator.api.common import (
     ELASTIC_SCALE,
     JOB_NAME_RULE,
     MAX_ARGS,
+    MAX_PROCS,
+    MAX_REPLICAS,
     MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
     MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
     MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
@@ -51,6 +53,7 @@ from t9k_operator.api.common import (
     DebugMode,
     JobObject,
     JobStatus,
+    PodTemplate,
     RestartPolicy,
     RunMode,
     RunPolicy,
@@ -221,6 +224,7 @@ class DeepSpeedConfig(T9kModel):
     slots_per_worker: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_PROCS,
         description=(
             "Slots per worker in the hostfile: how many training processes each worker runs, "
             "usually its number of GPUs. Unset: slotPerWorker if set, else 1."
@@ -229,6 +233,7 @@ class DeepSpeedConfig(T9kModel):
     slot_per_worker: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_PROCS,
         description=(
             "Another spelling of slotsPerWorker (used by early examples); "
             "slotsPerWorker wins when both are set."
@@ -367,6 +372,7 @@ class WorkerSpec(T9kModel):
     replicas: int = Field(
         default=1,
         ge=0,
+        le=MAX_REPLICAS,
         description=(
             "Number of workers (when elastic training is on, spec.elastic.expectedReplicas "
             "decides instead)."
@@ -382,7 +388,7 @@ class WorkerSpec(T9kModel):
             "spec.runPolicy.backoffLimit."
         ),
     )
-    template: dict[str, Any] = Field(
+    template: PodTemplate = Field(
         description=(
             "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written."
@@ -431,14 +437,21 @@ class ElasticConfig(common.ElasticConfig):
         description="Whether elastic training is on (spec.worker.replicas is then ignored).",
     )
     min_replicas: int | None = Field(
-        default=None, ge=1, description="Smallest number of workers training runs with."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Smallest number of workers training runs with.",
     )
     max_replicas: int | None = Field(
-        default=None, ge=1, description="Largest number of workers training runs with."
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Largest number of workers training runs with.",
     )
     expected_replicas: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_REPLICAS,
         description=(
             "Number of workers wanted now, between minReplicas and maxReplicas; may be "
             "changed while the job runs (also through the scale subresource)."

@@ -31,10 +31,14 @@ from pydantic import Field, field_validator, model_validator
 from t9k_operator.api.common import (
     DNS_LABEL_MAX,
     JOB_NAME_RULE,
+    MAX_INT32,
+    MAX_REPLICAS,
+    MSG_TOO_MANY_REPLICAS,
     Condition,
     CrdInfo,
     JobObject,
     JobStatus,
+    PodTemplate,
     PrinterColumn,
     T9kModel,
 )
@@ -102,6 +106,7 @@ class MSRunPolicy(T9kModel):
     backoff_limit: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_INT32,
         description=(
             "Maximum number of pod restarts, shared by all roles; once reached, the job "
             "fails. Unset: no limit beyond the restart policies."
@@ -110,6 +115,7 @@ class MSRunPolicy(T9kModel):
     active_deadline_seconds: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_INT32,
         description=(
             "Maximum duration of the job in seconds, counted from its start; the job fails "
             "when it is exceeded. Unset: no limit."
@@ -117,6 +123,8 @@ class MSRunPolicy(T9kModel):
     )
     ttl_seconds_after_finished: int | None = Field(
         default=None,
+        ge=0,
+        le=MAX_INT32,
         description="Kept for compatibility with Kubeflow's run policy; not used.",
     )
     scheduling_policy: dict[str, Any] | None = Field(
@@ -203,6 +211,7 @@ class MSReplicaSpec(T9kModel):
     replicas: int = Field(
         default=1,
         ge=0,
+        le=MAX_REPLICAS,
         description="Number of pods of this role (at most 1 for Scheduler). Defaults to 1.",
     )
     restart_policy: MSRestartPolicy | None = Field(
@@ -213,7 +222,7 @@ class MSReplicaSpec(T9kModel):
             "codes 130, 137, 138 and 143). Unset: Never."
         ),
     )
-    template: dict[str, Any] = Field(
+    template: PodTemplate = Field(
         description=(
             "Pod template of the role (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written. It must have a container named mindspore; its port named "
@@ -271,7 +280,17 @@ class MSJobSpec(T9kModel):
         description=("The pods of each role: keys Scheduler (at most one replica), PS and Worker."),
         json_schema_extra={
             "maxProperties": len(ROLES),
-            "x-kubernetes-validations": [UNKNOWN_ROLE_RULE, ONE_SCHEDULER_RULE],
+            "x-kubernetes-validations": [
+                UNKNOWN_ROLE_RULE,
+                ONE_SCHEDULER_RULE,
+                {
+                    "rule": (
+                        "self.map(k, has(self[k].replicas) ? self[k].replicas : 1).sum()"
+                        f" <= {MAX_REPLICAS}"
+                    ),
+                    "message": MSG_TOO_MANY_REPLICAS,
+                },
+            ],
         },
     )
 
@@ -283,6 +302,8 @@ class MSJobSpec(T9kModel):
         scheduler = specs.get(SCHEDULER)
         if scheduler is not None and scheduler.replicas > 1:
             raise ValueError(MSG_ONE_SCHEDULER)
+        if sum(spec.replicas for spec in specs.values()) > MAX_REPLICAS:
+            raise ValueError(MSG_TOO_MANY_REPLICAS)
         return specs
 
     def replicas(self, role: str) -> int:

@@ -16,21 +16,25 @@ rule) is only in the schema.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from t9k_operator.api.common import (
     ELASTIC_SCALE,
     JOB_NAME_RULE,
+    MAX_INT32,
     MAX_REPLICA_SPECS,
+    MAX_REPLICAS,
     MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
     MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
     MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
+    MSG_TOO_MANY_REPLICAS,
     RESUME_SPECS_REMOVAL_RULE,
     ElasticConfig,
     JobObject,
     JobStatus,
+    PodTemplate,
     ReplicaType,
     RestartPolicy,
     RunMode,
@@ -77,7 +81,9 @@ class ReplicaSpec(T9kModel):
             "holds the PyTorch master; otherwise worker-0 does."
         )
     )
-    replicas: int = Field(default=1, ge=0, description="Number of replicas of this type.")
+    replicas: int = Field(
+        default=1, ge=0, le=MAX_REPLICAS, description="Number of replicas of this type."
+    )
     restart_policy: RestartPolicy = Field(
         default="OnFailure",
         description=(
@@ -88,9 +94,11 @@ class ReplicaSpec(T9kModel):
     )
     scaling_weight: int | None = Field(
         default=None,
+        ge=0,
+        le=MAX_INT32,
         description="Weight of this replica type when the job is scaled.",
     )
-    template: dict[str, Any] = Field(
+    template: PodTemplate = Field(
         description=(
             "Pod template of the replicas (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written."
@@ -111,6 +119,7 @@ class TorchrunConfig(T9kModel):
     max_restarts: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_INT32,
         description="torchrun --max-restarts: how often torchrun restarts the worker group.",
     )
     proc_per_node: str = Field(
@@ -184,6 +193,12 @@ class PyTorchTrainingJobSpec(T9kModel):
                     "rule": "self.all(a, self.exists_one(b, b.type == a.type))",
                     "message": MSG_DISTINCT_TYPES,
                 },
+                {
+                    "rule": (
+                        f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}"
+                    ),
+                    "message": MSG_TOO_MANY_REPLICAS,
+                },
             ]
         },
     )
@@ -219,6 +234,8 @@ class PyTorchTrainingJobSpec(T9kModel):
             raise ValueError(MSG_DISTINCT_TYPES)
         if sum(r.replicas for r in self.replica_specs if r.type == MASTER) > 1:
             raise ValueError(MSG_ONE_MASTER)
+        if sum(r.replicas for r in self.replica_specs) > MAX_REPLICAS:
+            raise ValueError(MSG_TOO_MANY_REPLICAS)
         if (
             self.elastic is not None
             and self.elastic.enabled

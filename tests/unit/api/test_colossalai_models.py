@@ -687,7 +687,7 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "template-container-not-an-object": (
         worker_with(template={"spec": {"containers": ["worker"]}}),
-        MSG_NO_CONTAINER,
+        "spec.containers[0] must be a map (a container), not a string",
     ),
     "no-template": (worker_with(template=None), "template"),
     "no-worker": (spec_with(worker=None), "worker"),

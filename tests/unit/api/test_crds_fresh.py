@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -118,6 +119,7 @@ def test_constraints_and_defaults(crd: dict[str, Any]) -> None:
     assert replica["replicas"] == {
         "type": "integer",
         "minimum": 0,
+        "maximum": 5000,
         "default": 1,
         "description": replica["replicas"]["description"],
     }
@@ -214,3 +216,26 @@ class _Union(T9kModel):
 def test_unions_are_refused() -> None:
     with pytest.raises(gen.SchemaError, match="value"):
         gen.structural(_Union.model_json_schema(by_alias=True))
+
+
+def _integers(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "integer":
+        yield path, schema
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from _integers(sub, f"{path}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield from _integers(schema[key], f"{path}[]")
+
+
+@pytest.mark.parametrize("path", sorted(CRD_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_count_and_duration_in_a_spec_has_a_maximum(path: Path) -> None:
+    """A number the operator acts on is bounded at admission: a replica count of
+    2**63-1 once took the operator to 16 GB; a deadline that large overflowed."""
+    crd = yaml.safe_load(path.read_text())
+    for version in crd["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        unbounded = [p for p, s in _integers(spec, "spec") if "maximum" not in s]
+        assert unbounded == [], f"{path.name}: integers without a maximum: {unbounded}"
