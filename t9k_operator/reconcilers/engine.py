@@ -42,6 +42,10 @@ from t9k_operator.reconcilers.pods import ReplicaState, should_restart
 Obj = dict[str, Any]
 
 TERMINAL = ("Succeeded", "Failed")
+CREATE_BATCH = 256
+"""At most this many pods are planned for creation in one pass (the next pass
+comes a second later): the engine works in proportion to the pods that exist
+plus this batch, never to a requested count it has not created."""
 CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
 
 
@@ -93,6 +97,8 @@ class JobView:
     resume_overrides: tuple[Override, ...] = ()
     status: Mapping[str, Any] = field(default_factory=dict)
     spec_error: str | None = None  # an invalid spec the schema could not catch
+    spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
+    waiting: str | None = None  # why pods cannot be created yet (a refusal that may pass)
     extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
 
 
@@ -209,7 +215,8 @@ def plan(
         status["completionTime"] = prev["completionTime"]
     out.status = status
     conds: list[Obj] = status["conditions"]
-    desired = {(r.type, i) for r in job.roles for i in range(r.replicas)}
+    wanted = {r.type: r.replicas for r in job.roles}
+    desired = _Desired(wanted)
     role_restarts = _role_restarts(prev)
 
     # Counted failures whose pods are gone need no more remembering.
@@ -235,15 +242,15 @@ def plan(
         return out
 
     if job.spec_error:
-        finish(Outcome("Failed", "InvalidSpec", job.spec_error))
+        finish(Outcome("Failed", job.spec_error_reason, job.spec_error))
         _cleanup(kind, job, pods, out)
         _render_replicas(job, pods, status, role_restarts, out)
         return out
 
     # 2. deadline.
     start = parse_time(status["startTime"]) or now
-    if job.active_deadline_seconds is not None:
-        deadline = start + timedelta(seconds=job.active_deadline_seconds)
+    deadline = _deadline(start, job.active_deadline_seconds)
+    if deadline is not None:
         if now >= deadline:
             finish(
                 Outcome(
@@ -289,49 +296,55 @@ def plan(
     for key, existing in sorted(pods.items()):
         if key not in desired and not existing.terminating:
             out.delete.append(existing)  # scaled down, or a type that no longer exists
+    roles = {r.type: r for r in job.roles}
+    # Replicas whose pod is missing, in index order, at most a batch of them.
     for role in job.roles:
-        for index in range(role.replicas):
-            state: ReplicaState | None = pods.get((role.type, index))
-            mode = _pod_mode(kind, job, role.type, was_paused or resuming)
-            if state is None:
-                if kind.may_create(job, role.type, pods):
-                    out.create.append((role.type, index, mode))
-                continue
-            if state.terminating or not state.ended or job.debug:
-                continue
-            if not should_restart(role.restart_policy, state):
-                if state.phase == "Failed":
-                    failed_for_good.append((state, "ReplicaFailed"))
-                continue
-            if state.uid in counted_set:
-                out.delete.append(state)  # counted before a crash; finish the restart
-                continue
-            if status["restartCount"] >= job.backoff_limit:
-                if state.phase == "Failed":
-                    failed_for_good.append((state, "BackoffLimitExceeded"))
-                    out.events.append(
-                        (
-                            "Warning",
-                            "BackoffLimitExceeded",
-                            f"{state.describe_failure()}; backoffLimit "
-                            f"{job.backoff_limit} reached, not restarting",
-                        )
+        for index in _missing(role, pods, CREATE_BATCH - len(out.create)):
+            if kind.may_create(job, role.type, pods):
+                mode = _pod_mode(kind, job, role.type, was_paused or resuming)
+                out.create.append((role.type, index, mode))
+    if desired.count - sum(1 for k in pods if k in desired) > len(out.create):
+        out.wake_in(1.0)  # more to create than one batch, or held back by the kind
+    for (type_, index), state in sorted(pods.items()):
+        owner = roles.get(type_)
+        if owner is None or index >= owner.replicas:
+            continue
+        role = owner
+        if state.terminating or not state.ended or job.debug:
+            continue
+        if not should_restart(role.restart_policy, state):
+            if state.phase == "Failed":
+                failed_for_good.append((state, "ReplicaFailed"))
+            continue
+        if state.uid in counted_set:
+            out.delete.append(state)  # counted before a crash; finish the restart
+            continue
+        if status["restartCount"] >= job.backoff_limit:
+            if state.phase == "Failed":
+                failed_for_good.append((state, "BackoffLimitExceeded"))
+                out.events.append(
+                    (
+                        "Warning",
+                        "BackoffLimitExceeded",
+                        f"{state.describe_failure()}; backoffLimit "
+                        f"{job.backoff_limit} reached, not restarting",
                     )
-                continue
-            status["restartCount"] += 1
-            role_restarts[role.type] = role_restarts.get(role.type, 0) + 1
-            counted.append(state.uid)
-            counted_set.add(state.uid)
-            out.delete.append(state)
-            code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
-            out.events.append(
-                (
-                    "Warning" if state.phase == "Failed" else "Normal",
-                    "Restarting",
-                    f"Restarting {state.name}{code}: restart "
-                    f"{status['restartCount']} of {job.backoff_limit}",
                 )
+            continue
+        status["restartCount"] += 1
+        role_restarts[role.type] = role_restarts.get(role.type, 0) + 1
+        counted.append(state.uid)
+        counted_set.add(state.uid)
+        out.delete.append(state)
+        code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
+        out.events.append(
+            (
+                "Warning" if state.phase == "Failed" else "Normal",
+                "Restarting",
+                f"Restarting {state.name}{code}: restart "
+                f"{status['restartCount']} of {job.backoff_limit}",
             )
+        )
     status["countedFailures"] = counted
 
     # 6. outcome.
@@ -351,6 +364,44 @@ def plan(
         _progress(job, pods, desired, status, conds, out, now, resuming)
     _render_replicas(job, pods, status, role_restarts, out)
     return out
+
+
+class _Desired:
+    """The replicas a job wants, as a membership test and a count (not a set:
+    a requested count is never materialised)."""
+
+    def __init__(self, wanted: Mapping[str, int]) -> None:
+        self.wanted = wanted
+        self.count = sum(wanted.values())
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        type_, index = key
+        return isinstance(index, int) and 0 <= index < self.wanted.get(type_, 0)
+
+
+def _missing(role: Role, pods: Mapping[tuple[str, int], ReplicaState], limit: int) -> list[int]:
+    """Indices of ``role`` without a pod, lowest first, at most ``limit``; the
+    scan stops after the existing pods plus ``limit`` indices."""
+    found: list[int] = []
+    index = 0
+    while len(found) < limit and index < role.replicas:
+        if (role.type, index) not in pods:
+            found.append(index)
+        index += 1
+    return found
+
+
+def _deadline(start: datetime, seconds: int | None) -> datetime | None:
+    """When the job's time runs out; None when unset or beyond what a datetime
+    holds (admission bounds it, but an object stored before the bound may not be)."""
+    if seconds is None:
+        return None
+    try:
+        return start + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
 
 
 def _restarting(out: Plan) -> bool:
@@ -400,7 +451,7 @@ def _cleanup(
 def _progress(
     job: JobView,
     pods: Mapping[tuple[str, int], ReplicaState],
-    desired: set[tuple[str, int]],
+    desired: _Desired,
     status: Obj,
     conds: list[Obj],
     out: Plan,
@@ -408,11 +459,13 @@ def _progress(
     resuming: bool,
 ) -> None:
     present = {k: s for k, s in pods.items() if k in desired and not s.terminating}
-    all_created = len(present) == len(desired) and not out.create
+    all_created = len(present) == desired.count and not out.create
     if all_created:
         set_condition(
             conds, "Initialized", "True", "-", "The job has been initialized successfully.", now
         )
+    elif job.waiting:
+        set_condition(conds, "Initialized", "False", "FailedCreate", job.waiting, now)
     failing = [s for s in present.values() if s.phase == "Failed"]
     if failing:
         set_condition(
@@ -434,7 +487,17 @@ def _progress(
     else:
         status["phase"] = "Pending" if status["phase"] != "Running" else "Running"
         if status["phase"] == "Pending":
-            set_condition(conds, "Running", "False", "-", "Waiting for replicas to start.", now)
+            stuck = [s for _, s in sorted(present.items()) if s.unschedulable]
+            if stuck:
+                message = f"Pod {stuck[0].name} cannot be scheduled: {stuck[0].unschedulable}"
+                if len(stuck) > 1:
+                    message += f" (and {len(stuck) - 1} more pods of the job)"
+                before = get_condition(status, "Running") or {}
+                if before.get("reason") != "Unschedulable":
+                    out.events.append(("Warning", "Unschedulable", message))
+                set_condition(conds, "Running", "False", "Unschedulable", message, now)
+            else:
+                set_condition(conds, "Running", "False", "-", "Waiting for replicas to start.", now)
     for type_ in ("Completed", "Failed"):
         if get_condition(status, type_) is None:
             set_condition(conds, type_, "False", "-", "The job has not finished.", now)
@@ -451,49 +514,55 @@ def _render_replicas(
     role_restarts: Mapping[str, int],
     out: Plan,
 ) -> None:
-    """``tasks`` (per type: restarts and replicas) and ``aggregate`` counts."""
+    """``tasks`` (per type: restarts, and the replicas that have a pod or are
+    being created now) and ``aggregate`` counts of every wanted replica."""
     deleting = {s.uid for s in out.delete}
     creating = {(t, i) for t, i, _ in out.create}
     aggregate = {
         k: 0
         for k in ("creating", "deleted", "failed", "pending", "running", "succeeded", "unknown")
     }
+    waiting = status.get("phase") not in (*TERMINAL, "Paused")
     tasks: list[Obj] = []
     ready = total = 0
     for role in job.roles:
         replicas: list[Obj] = []
-        for index in range(role.replicas):
-            total += 1
+        listed = sorted(
+            {i for t, i in pods if t == role.type and i < role.replicas}
+            | {i for t, i in creating if t == role.type}
+        )
+        for index in listed:
             state = pods.get((role.type, index))
             if state is None:
-                waiting = status.get("phase") not in (*TERMINAL, "Paused")
-                phase = "Creating" if (role.type, index) in creating or waiting else "Deleted"
-                replicas.append({"name": "", "uid": "", "phase": phase, "containers": []})
-            else:
-                phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
-                replicas.append(
-                    {
-                        "name": state.name,
-                        "uid": state.uid,
-                        "phase": phase,
-                        "containers": [
-                            {
-                                k: v
-                                for k, v in (
-                                    ("name", n),
-                                    ("state", st),
-                                    ("exitCode", code),
-                                    ("reason", rsn),
-                                )
-                                if v not in (None, "")
-                            }
-                            for n, st, code, rsn in state.containers
-                        ],
-                    }
-                )
-                ready += state.phase == "Running" and not state.terminating
+                replicas.append({"name": "", "uid": "", "phase": "Creating", "containers": []})
+                continue
+            phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
+            replicas.append(
+                {
+                    "name": state.name,
+                    "uid": state.uid,
+                    "phase": phase,
+                    "containers": [
+                        {
+                            k: v
+                            for k, v in (
+                                ("name", n),
+                                ("state", st),
+                                ("exitCode", code),
+                                ("reason", rsn),
+                            )
+                            if v not in (None, "")
+                        }
+                        for n, st, code, rsn in state.containers
+                    ],
+                }
+            )
+            ready += state.phase == "Running" and not state.terminating
             key = phase.lower() if phase.lower() in aggregate else "unknown"
             aggregate[key] += 1
+        total += role.replicas
+        without_pod = role.replicas - sum(1 for i in listed if (role.type, i) in pods)
+        aggregate["creating" if waiting else "deleted"] += without_pod
         tasks.append(
             {
                 "type": role.type,

@@ -45,7 +45,15 @@ from t9k_operator.controller import (
     object_key,
 )
 from t9k_operator.informers import CONTROLLER_UID_INDEX
-from t9k_operator.kube import AlreadyExists, Invalid, NotFound, Resource
+from t9k_operator.kube import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Resource,
+)
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
@@ -62,6 +70,24 @@ CHILD_WAIT = 0.5
 
 class ChildNotReady(Exception):
     """A pod cannot be built yet: it needs a value of another child."""
+
+
+# What a builder raises when a spec has a shape it cannot use (the models and
+# the template shape check stop these first; this is the last line).
+BUILD_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+
+
+def refusal_is_permanent(exc: ApiError) -> bool:
+    """Whether the API server's refusal to create a child is one that retrying
+    cannot cure: the object itself is invalid (422) or malformed (400), Pod
+    Security admission forbids it, or an admission webhook denied it. Quota
+    exceeded, a missing ServiceAccount, a webhook timing out or an API server
+    in trouble may cure themselves."""
+    if isinstance(exc, (Invalid, BadRequest)):
+        return True
+    if isinstance(exc, Forbidden):
+        return "violates PodSecurity" in exc.message or "denied the request" in exc.message
+    return False
 
 
 class JobKind(engine.Kind, Protocol):
@@ -171,11 +197,12 @@ class JobReconciler:
         rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
 
         new_status = self.kind.render_status(job, plan.status)
+        current = job  # the job as last written: any further status write starts here
         if new_status != (job.get("status") or {}):
             updated = copy.deepcopy(job)
             updated["status"] = new_status
-            written_obj = self.client.replace_status(self.kind.resource, updated)
-            self._written[key] = str(written_obj["metadata"]["resourceVersion"])
+            current = self.client.replace_status(self.kind.resource, updated)
+            self._written[key] = str(current["metadata"]["resourceVersion"])
             rlog.info("status", phase=plan.status.get("phase"),
                       restarts=plan.status.get("restartCount"))  # fmt: skip
         for type_, reason, message in plan.events:
@@ -193,41 +220,91 @@ class JobReconciler:
             except NotFound:
                 pass
         if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
-            self._ensure_extras(job, rlog)
+            problem = self._ensure_extras(job, rlog)
+            if problem is not None:
+                return self._cannot_have(current, view, states, now, key, *problem)
         services = self._services(uid) if plan.create else {}
         for type_, index, mode in plan.create:
+            replica = f"the pod of replica {type_}-{index}"
             try:
                 pod = self.kind.build_pod(job, type_, index, mode, services)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
+            except BUILD_ERRORS as exc:
+                message = (f"the operator cannot build {replica} from this spec "
+                           f"({type(exc).__name__}: {exc}); fix the spec and resubmit")  # fmt: skip
+                return self._fail(current, view, states, now, key, "InvalidSpec", message)
+            name = pod["metadata"]["name"]
             try:
                 self.client.create(PODS, pod, namespace)
-                rlog.info("created pod", pod=pod["metadata"]["name"])
+                rlog.info("created pod", pod=name)
             except AlreadyExists:
-                pass
-            except Invalid as exc:
-                # The template passed the CRD schema but not the Pod's own
-                # validation: retrying cannot help, so the job fails, naming it.
-                self._fail_invalid(job, view, states, now, pod, exc, key)
-                return Result()
+                clash = self._foreign_owner(PODS, pod, uid)
+                if clash:
+                    return self._fail(current, view, states, now, key, "NameConflict", clash)
+            except ApiError as exc:
+                return self._cannot_have(current, view, states, now, key, replica,
+                                         f"Pod {name}", exc)  # fmt: skip
         return Result(requeue_after=plan.requeue_after)
 
-    def _fail_invalid(self, job: Obj, view: engine.JobView,
-                      states: dict[tuple[str, int], ReplicaState], now: datetime, pod: Obj,
-                      exc: Invalid, key: str) -> None:  # fmt: skip
-        type_ = pod["metadata"]["labels"].get(REPLICA_TYPE, "")
-        message = (f"the pod template of replica type {type_!r} is not a valid Pod "
-                   f"({exc.message}); fix spec and resubmit")  # fmt: skip
-        failed = engine.plan(self.kind, replace(view, spec_error=message), states, now)
+    def _cannot_have(self, job: Obj, view: engine.JobView,
+                     states: dict[tuple[str, int], ReplicaState], now: datetime, key: str,
+                     what: str, child: str, problem: ApiError | str) -> Result:  # fmt: skip
+        """A child that cannot be had: fail the job (a refusal retrying cannot
+        cure, a name clash) or keep it Pending with a condition and a Warning
+        Event saying what it waits for, and retry with backoff."""
+        if isinstance(problem, str):
+            return self._fail(job, view, states, now, key, "NameConflict", problem)
+        quoted = f"{child}: {problem.message}"
+        if refusal_is_permanent(problem):
+            reason = "InvalidSpec" if isinstance(problem, (Invalid, BadRequest)) else "Forbidden"
+            message = (f"the API server refused {what} ({quoted}); retrying cannot help: "
+                       "fix the spec (or the namespace's policy) and resubmit")  # fmt: skip
+            return self._fail(job, view, states, now, key, reason, message)
+        message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
+        waiting = engine.plan(self.kind, replace(view, waiting=message), states, now)
+        new_status = self.kind.render_status(job, waiting.status)
+        if new_status != (job.get("status") or {}):
+            updated = copy.deepcopy(job)
+            updated["status"] = new_status
+            written = self.client.replace_status(self.kind.resource, updated)
+            self._written[key] = str(written["metadata"]["resourceVersion"])
+        self.recorder.record(job, "Warning", "FailedCreate", message)
+        return Result(requeue=True)
+
+    def _fail(self, job: Obj, view: engine.JobView, states: dict[tuple[str, int], ReplicaState],
+              now: datetime, key: str, reason: str, message: str) -> Result:  # fmt: skip
+        """Fail the job now with ``reason`` and ``message`` (status and Event)."""
+        failing = replace(view, spec_error=message, spec_error_reason=reason)
+        failed = engine.plan(self.kind, failing, states, now)
         updated = copy.deepcopy(job)
         updated["status"] = self.kind.render_status(job, failed.status)
         written = self.client.replace_status(self.kind.resource, updated)
         self._written[key] = str(written["metadata"]["resourceVersion"])
-        for type_, reason, text in failed.events:
-            self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", reason, text)
+        for type_, why, text in failed.events:
+            self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", why, text)
         if failed.finished is not None:
             self._count_finish(job, failed)
+        return Result()
+
+    def _foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | None:
+        """A message naming the other owner when a child of this name exists
+        but is not this job's (two jobs of different kinds with one name)."""
+        meta = child["metadata"]
+        try:
+            existing = self.client.get(resource, meta["name"], meta["namespace"])
+        except NotFound:
+            return None
+        owners = existing["metadata"].get("ownerReferences") or []
+        owner = next((o for o in owners if o.get("controller")), None)
+        if owner is not None and owner.get("uid") == uid:
+            return None
+        held = f"{owner['kind']} {owner['name']}" if owner else "nothing (it has no controller)"
+        return (
+            f"{child['kind']} {meta['name']} already exists and belongs to {held}: two jobs "
+            "whose children's names collide cannot share a namespace; rename this job"
+        )
 
     def _services(self, uid: str) -> dict[str, Obj]:
         return {s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)}
@@ -252,7 +329,10 @@ class JobReconciler:
                 return wanted
         return None
 
-    def _ensure_extras(self, job: Obj, rlog: Any) -> None:
+    def _ensure_extras(self, job: Obj, rlog: Any) -> tuple[str, str, ApiError | str] | None:
+        """Create missing Services, ConfigMaps and the ssh Secret, and keep
+        ConfigMaps equal to what is built. Returns (what, child, problem) for a
+        child that cannot be had: the API server's refusal, or a name clash."""
         uid = job["metadata"]["uid"]
         namespace = job["metadata"]["namespace"]
         caches = {"Service": (SERVICES, self.services), "ConfigMap": (CONFIGMAPS, self.configmaps),
@@ -274,17 +354,23 @@ class JobReconciler:
         for child in wanted:
             resource = caches[child["kind"]][0]
             existing = have.get((child["kind"], child["metadata"]["name"]))
+            label = f"{child['kind']} {child['metadata']['name']}"
             if existing is None:
                 try:
                     self.client.create(resource, child, namespace)
                     rlog.info("created", child=f"{child['kind']}/{child['metadata']['name']}")
                 except AlreadyExists:
-                    pass
+                    clash = self._foreign_owner(resource, child, uid)
+                    if clash:
+                        return (f"the job's {child['kind']}", label, clash)
+                except ApiError as exc:
+                    return (f"the job's {child['kind']}", label, exc)
             elif child["kind"] == "ConfigMap" and existing.get("data") != child.get("data"):
                 updated = copy.deepcopy(existing)
                 updated["data"] = child.get("data")
                 self.client.replace(resource, updated)
                 rlog.info("updated", child=f"ConfigMap/{child['metadata']['name']}")
+        return None
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
         assert plan.finished is not None

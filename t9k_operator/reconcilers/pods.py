@@ -26,6 +26,7 @@ class ReplicaState:
     reason: str = ""
     message: str = ""
     containers: tuple[tuple[str, str, int | None, str], ...] = ()  # name, state, code, reason
+    unschedulable: str = ""  # the scheduler's message while it cannot place the pod
 
     @property
     def ended(self) -> bool:
@@ -79,7 +80,16 @@ def replica_state(pod: Obj, training_container: str | None = None) -> ReplicaSta
             exit_code = term.get("exitCode")
             reason = reason or str(term.get("reason") or "")
             message = message or str(term.get("message") or "")
+    unschedulable = ""
+    for cond in status.get("conditions") or []:
+        if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+        ):
+            unschedulable = str(cond.get("message") or "no node fits")
     return ReplicaState(
+        unschedulable=unschedulable,
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         phase=str(status.get("phase") or "Pending"),

@@ -29,7 +29,8 @@ def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
     except ValidationError as exc:
         err = exc.errors()[0]
         path = ".".join(str(p) for p in err["loc"])
-        return f"invalid spec: {path}: {err['msg']}"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return f"invalid spec: {path}: {message}"
     return None
 
 

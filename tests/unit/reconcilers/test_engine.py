@@ -376,3 +376,54 @@ def test_kind_gates_creation_order() -> None:
     assert first.status["aggregate"]["creating"] == 3  # the gated two wait to be created
     second = step(replace(j, status=first.status), {("master", 0): pod("master", 0)})
     assert [(t, i) for t, i, _ in second.create] == [("gated", 0), ("gated", 1)]
+
+
+# -- bounded work: never in proportion to a count nobody has created pods for --------
+
+
+def test_a_huge_replica_count_plans_one_batch_in_bounded_memory() -> None:
+    import tracemalloc
+
+    from t9k_operator.reconcilers.engine import CREATE_BATCH
+
+    j = job(roles=(Role("worker", 2**63 - 1, "OnFailure"),))
+    tracemalloc.start()
+    p = step(j, {})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(p.create) == CREATE_BATCH
+    assert [i for _, i, _ in p.create] == list(range(CREATE_BATCH))
+    assert p.requeue_after == 1.0  # the next batch follows
+    assert peak < 5_000_000, peak
+    assert p.status["aggregate"]["creating"] == 2**63 - 1
+    assert len(p.status["tasks"][0]["replicas"]) == CREATE_BATCH
+
+
+def test_the_next_batch_starts_after_the_pods_that_exist() -> None:
+    from t9k_operator.reconcilers.engine import CREATE_BATCH
+
+    j = job(roles=(Role("worker", 1000, "OnFailure"),))
+    pods = {("worker", i): pod("worker", i, "Pending") for i in range(CREATE_BATCH)}
+    p = step(j, pods)
+    assert [i for _, i, _ in p.create] == list(range(CREATE_BATCH, 2 * CREATE_BATCH))
+
+
+def test_a_huge_deadline_does_not_overflow() -> None:
+    p = step(job(active_deadline_seconds=2**63 - 1), {})
+    assert p.status["phase"] == "Pending" and p.finished is None
+
+
+def test_an_unschedulable_pod_is_named_in_the_running_condition_and_an_event() -> None:
+    j = job()
+    pods = running(j)
+    why = "0/4 nodes are available: 4 Insufficient cpu."
+    pods[("worker", 1)] = pod("worker", 1, "Pending", unschedulable=why)
+    p = step(j, pods)
+    running_cond = get_condition(p.status, "Running")
+    assert running_cond is not None and running_cond["reason"] == "Unschedulable"
+    assert running_cond["message"] == (
+        "Pod j-worker-1 cannot be scheduled: 0/4 nodes are available: 4 Insufficient cpu."
+    )
+    assert ("Warning", "Unschedulable", running_cond["message"]) in p.events
+    again = step(replace(j, status=p.status), pods)
+    assert not [e for e in again.events if e[1] == "Unschedulable"]  # said once
