@@ -24,6 +24,7 @@ CLUSTER_ROLE_BINDINGS = Resource(
     namespaced=False,
 )  # fmt: skip
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+PYTORCH = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 
 
 def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -> None:
@@ -40,8 +41,12 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
         namespace,
     )
     c.create(CONFIGMAPS, {"metadata": {"name": "h"}, "data": {"hostfile": "x"}}, namespace)
+    c.replace(CONFIGMAPS, c.get(CONFIGMAPS, "h", namespace) | {"data": {"hostfile": "y"}})
     c.create(SECRETS, {"metadata": {"name": "k"}, "stringData": {"id": "x"}}, namespace)
-    c.delete(SECRETS, "k", namespace)
+    pod = {"metadata": {"name": "p2"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    c.create(PODS, pod, namespace)
+    for res, name in ((PODS, "p2"), (SERVICES, "s"), (CONFIGMAPS, "h"), (SECRETS, "k")):
+        c.get(res, name, namespace)  # whose is a child of this name
     ev = c.create(EVENTS, {"metadata": {"generateName": "e-"}, "reason": "R", "message": "m",
                            "involvedObject": {"kind": "Pod", "name": "p",
                                               "namespace": namespace}}, namespace)  # fmt: skip
@@ -84,6 +89,20 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
             lambda c, ns: c.patch(PODS, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
             id="patch-pods",
         ),
+        # Garbage collection removes these with their job: the operator never does.
+        pytest.param(lambda c, ns: c.delete(SECRETS, "any", ns), id="delete-secrets"),
+        pytest.param(lambda c, ns: c.delete(SERVICES, "any", ns), id="delete-services"),
+        pytest.param(lambda c, ns: c.delete(CONFIGMAPS, "any", ns), id="delete-configmaps"),
+        pytest.param(
+            lambda c, ns: c.patch(SECRETS, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
+            id="patch-secrets",
+        ),
+        # Jobs are the users': the operator writes their status only.
+        pytest.param(
+            lambda c, ns: c.patch(PYTORCH, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
+            id="patch-jobs",
+        ),
+        pytest.param(lambda c, ns: c.get(PYTORCH, "any", ns), id="get-jobs"),
     ],
 )
 def test_operator_is_refused_cluster_admin_actions(
