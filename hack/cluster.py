@@ -184,7 +184,8 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         f"-X k8s.io/component-base/version.gitMinor={minor} "
         "-X k8s.io/component-base/version.gitTreeState=clean"
     )
-    logfile = dest / "build.log"
+    logfile = dest.parent / f"{dest.name.split('.tmp-')[0].lstrip('.')}.build.log"
+    logfile.unlink(missing_ok=True)
     started = time.monotonic()
     log(
         f"building Kubernetes {k8s} (apiserver, controller-manager, scheduler, kubectl) "

@@ -1,0 +1,234 @@
+"""Property: every job settles, whatever its spec.
+
+At least 1,000 malformed or extreme specs across the four kinds, made by
+mutating a valid job of each kind (a field set to an extreme or wrongly typed
+value, removed, or an unknown one added; one to three mutations each), go to
+the local cluster with the operator running. Each one must be refused at
+admission with a message naming a field, or within 30 s be running (or done),
+or be Failed, or Pending, with a condition naming the cause. Throughout, the
+operator stays up and its RSS under 300 MB.
+
+Why a seeded generator and not hypothesis: the property is judged on the
+cluster, 30 s at most per job, so the specs are submitted in concurrent
+batches; hypothesis draws and judges one example at a time, and its
+shrinking has nothing to work on across a batch. The seed is printed and can
+be replayed or changed with T9K_FUZZ_SEED (default 12345, so CI judges the
+same specs every run); the counts by outcome are printed.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import ApiError, KubeClient, Resource
+from tests.integration.jobs import PYTORCH
+from tests.integration.test_colossalai_job import COLOSSALAI
+from tests.integration.test_deepspeed_job import DEEPSPEED
+from tests.integration.test_msjob import MSJOB
+
+SPECS = int(os.environ.get("T9K_FUZZ_SPECS", "1000"))
+BATCH = 50
+SETTLE = 30.0
+RSS_LIMIT = 300 * 1024 * 1024
+
+EXTREMES: list[Any] = [
+    -1, 0, 1, 3, 5001, 2**31, 2**63 - 1, -(2**63), 1.5,
+    "", "x", "lots", "-1", "Never", "a" * 300, "/tmp/x", "$(HOME)",
+    [], ["a"], [1], [{}], {}, {"a": 1}, {"a": "b"}, None, True, False,
+]  # fmt: skip
+
+
+def _container(name: str, image: str) -> dict[str, Any]:
+    return {"name": name, "image": image, "command": ["python", "train.py"],
+            "env": [{"name": "A", "value": "1"}], "ports": [{"containerPort": 2222}],
+            "resources": {"limits": {"cpu": "1"}}}  # fmt: skip
+
+
+def _template(name: str, image: str) -> dict[str, Any]:
+    meta = {"labels": {"team": "a"}, "annotations": {"kwok.t9k.dev/run-duration": "2s"}}
+    return {"metadata": meta, "spec": {"containers": [_container(name, image)]}}
+
+
+BASES: dict[str, tuple[Resource, dict[str, Any]]] = {
+    "PyTorchTrainingJob": (PYTORCH, {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJob",
+        "spec": {"replicaSpecs": [
+                     {"type": "master", "replicas": 1, "restartPolicy": "OnFailure",
+                      "template": _template("pytorch", "pytorch:2")},
+                     {"type": "worker", "replicas": 2, "restartPolicy": "ExitCode",
+                      "template": _template("pytorch", "pytorch:2")}],
+                 "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
+                 "torchrunConfig": {"enabled": False, "maxRestarts": 1, "procPerNode": "1"}},
+    }),
+    "DeepSpeedJob": (DEEPSPEED, {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob",
+        "spec": {"config": {"slotsPerWorker": 1, "run": {"python": ["train.py"]},
+                            "otherArgs": ["--master_port", "29501"]},
+                 "worker": {"replicas": 2, "restartPolicy": "OnFailure",
+                            "template": _template("worker", "deepspeed:0.14")},
+                 "runPolicy": {"backoffLimit": 1}},
+    }),
+    "ColossalAIJob": (COLOSSALAI, {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "ColossalAIJob",
+        "spec": {"ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
+                 "launcher": {"image": "colossalai:0.3", "workingDir": "/workspace",
+                              "env": [{"name": "A", "value": "1"}],
+                              "resources": {"limits": {"cpu": "1"}}},
+                 "worker": {"replicas": 2, "procPerWorker": 1, "command": ["train.py"],
+                            "template": _template("worker", "colossalai:0.3")},
+                 "runPolicy": {"cleanUpWorkers": True}},
+    }),
+    "MSJob": (MSJOB, {
+        "apiVersion": "mindspore.gitee.com/v1", "kind": "MSJob",
+        "spec": {"runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
+                 "msReplicaSpecs": {
+                     "Scheduler": {"replicas": 1, "restartPolicy": "Never",
+                                   "template": _template("mindspore", "mindspore:2.3")},
+                     "Worker": {"replicas": 2, "restartPolicy": "OnFailure",
+                                "template": _template("mindspore", "mindspore:2.3")}}},
+    }),
+}  # fmt: skip
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*path, i))
+    return out
+
+
+def mutate(rng: random.Random, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    doc = copy.deepcopy(doc)
+    notes = []
+    for _ in range(rng.randint(1, 3)):
+        paths = [p for p in _paths(doc["spec"]) if p]
+        path = rng.choice(paths)
+        parent: Any = doc["spec"]
+        for part in path[:-1]:
+            parent = parent[part]
+        last = path[-1]
+        action = rng.random()
+        if action < 0.7:
+            value = copy.deepcopy(rng.choice(EXTREMES))
+            parent[last] = value
+            notes.append(f"{'.'.join(map(str, path))}={value!r:.40}")
+        elif action < 0.85 and isinstance(parent, dict):
+            del parent[last]
+            notes.append(f"-{'.'.join(map(str, path))}")
+        elif isinstance(parent, dict):
+            parent["zzUnknown"] = rng.choice(EXTREMES)
+            notes.append(f"+{'.'.join(map(str, path[:-1]))}.zzUnknown")
+    return doc, notes
+
+
+def settled(job: dict[str, Any]) -> str | None:
+    """The outcome if the job has settled, else None."""
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    phase = status.get("phase")
+    if job["kind"] == "MSJob":  # Kubeflow-style status
+        kinds = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
+        if "Failed" in kinds:
+            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+            return f"failed:{failed.get('reason')}" if failed.get("message") else None
+        if kinds & {"Running", "Succeeded"}:
+            return "ran"
+        t9k = {c.get("type"): c for c in status.get("t9kConditions") or []}
+        return _waiting(t9k)
+    if phase in ("Running", "Succeeded"):
+        return "ran"
+    if phase == "Failed":
+        failed = conditions.get("Failed") or {}
+        return f"failed:{failed.get('reason')}" if failed.get("message") else None
+    if phase == "Pending" and _waiting(conditions):
+        return _waiting(conditions)
+    if phase == "Paused":
+        return "ran"  # a pause the spec asked for
+    return None
+
+
+def _waiting(conditions: dict[Any, Any]) -> str | None:
+    """Pending with a condition naming what it waits for."""
+    for type_, reason in (("Initialized", "FailedCreate"), ("Running", "Unschedulable")):
+        cond = conditions.get(type_) or {}
+        if cond.get("reason") == reason and cond.get("message"):
+            return f"waiting:{reason}"
+    return None
+
+
+def rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_operator: Any) -> None:
+    operator = start_operator("--kube-api-qps", "300", "--kube-api-burst", "600",
+                              "--log-level", "info")  # fmt: skip
+    operator.wait_ready()
+    seed = int(os.environ.get("T9K_FUZZ_SEED", "12345"))  # fixed: CI judges the same specs
+    print(f"\nfuzz seed {seed} (T9K_FUZZ_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    outcomes: Counter[str] = Counter()
+    unsettled: list[str] = []
+    unnamed: list[str] = []
+    peak = 0
+    made = 0
+    while made < SPECS:
+        batch: dict[str, tuple[Resource, str, list[str], float]] = {}
+        for _ in range(min(BATCH, SPECS - made)):
+            kind = rng.choice(sorted(BASES))
+            resource, base = BASES[kind]
+            doc, notes = mutate(rng, base)
+            name = f"fz-{made}"
+            made += 1
+            doc["metadata"] = {"name": name}
+            try:
+                admin.create(resource, doc, namespace)
+            except ApiError as exc:
+                if exc.status in (400, 422) and (
+                    "spec" in exc.message or "metadata" in exc.message
+                ):
+                    outcomes["refused"] += 1
+                else:
+                    unnamed.append(f"{name} {notes}: {exc.status} {exc.message[:300]}")
+                continue
+            batch[name] = (resource, kind, notes, time.monotonic())
+        pending = dict(batch)
+        while pending:
+            assert operator.proc.poll() is None, "the operator exited"
+            peak = max(peak, rss(operator.proc.pid))
+            for name, (resource, kind, notes, created) in list(pending.items()):
+                job = admin.get(resource, name, namespace)
+                outcome = settled(job)
+                if outcome is not None:
+                    outcomes[outcome] += 1
+                    del pending[name]
+                elif time.monotonic() - created > SETTLE:
+                    unsettled.append(f"{name} {kind} {notes}: status {job.get('status')}")
+                    del pending[name]
+            time.sleep(0.5)
+        for name, (resource, *_rest) in batch.items():
+            admin.delete(resource, name, namespace)
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+    print(f"{made} specs: {summary}; operator peak RSS {peak / 2**20:.0f} MiB")
+    assert unnamed == [], unnamed[:10]
+    assert unsettled == [], f"{len(unsettled)} did not settle in {SETTLE}s: {unsettled[:10]}"
+    assert peak < RSS_LIMIT, f"operator RSS peaked at {peak / 2**20:.0f} MiB"
+    assert made >= SPECS
+
+
+pytestmark = pytest.mark.timeout(1800)

@@ -1,0 +1,150 @@
+"""Every job settles: a spec the operator cannot act on, or a pod the API
+server refuses, ends in a condition and an Event naming the cause, never in a
+silent retry loop; counts and durations too large for any cluster are refused
+at admission."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import Invalid, KubeClient, Resource
+from t9k_operator.kube.resources import NAMESPACES
+from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs, pytorch_job
+from tests.integration.test_deepspeed_job import DEEPSPEED, ds_job
+
+pytestmark = pytest.mark.usefixtures("operator")
+
+QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace)
+
+
+def failed_with(jobs: Jobs, name: str, reason: str, *texts: str) -> dict[str, Any]:
+    status = jobs.wait_phase(name, "Failed", 30)
+    cond = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert cond["reason"] == reason, cond
+    for text in texts:
+        assert text in cond["message"], cond["message"]
+    event = jobs.wait_event(name, reason)
+    assert event[0] == "Warning"
+    for text in texts:
+        assert text in event[2], event
+    return status
+
+
+# -- 1 and 4: bounds at admission ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda j: j["spec"]["replicaSpecs"][0].update(replicas=9223372036854775807),
+         "spec.replicaSpecs[0].replicas"),
+        (lambda j: j["spec"]["replicaSpecs"].extend(
+            copy.deepcopy(j["spec"]["replicaSpecs"][0]) | {"type": f"t{i}", "replicas": 2000}
+            for i in range(3)), "spec.replicaSpecs"),
+        (lambda j: j["spec"].update(runPolicy={"activeDeadlineSeconds": 9223372036854775807}),
+         "spec.runPolicy.activeDeadlineSeconds"),
+    ],
+    ids=["replicas", "replicas-in-all", "deadline"],
+)  # fmt: skip
+def test_counts_and_durations_beyond_any_cluster_are_refused(
+    jobs: Jobs, change: Any, field: str
+) -> None:
+    job = pytorch_job("big", [("worker", 1, "Never")])
+    change(job)
+    with pytest.raises(Invalid) as refusal:
+        jobs.create(job)
+    assert field in refusal.value.message, refusal.value.message
+
+
+# -- 2: refusals of pod creates ----------------------------------------------------------
+
+
+def test_a_pod_the_api_server_cannot_decode_fails_the_job_naming_the_replica(jobs: Jobs) -> None:
+    job = pytorch_job("badqty", [("worker", 1, "Never")])
+    job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "lots"}
+    }
+    jobs.create(job)
+    failed_with(jobs, "badqty", "InvalidSpec", "replica worker-0",
+                "quantities must match the regular expression")  # fmt: skip
+
+
+def test_pod_security_admission_refusal_fails_the_job_quoting_it(
+    jobs: Jobs, admin: KubeClient, namespace: str
+) -> None:
+    admin.patch(NAMESPACES, namespace, {"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted"}}})  # fmt: skip
+    jobs.create(pytorch_job("psa", [("worker", 1, "Never")]))
+    failed_with(jobs, "psa", "Forbidden", "replica worker-0", 'violates PodSecurity "restricted')
+
+
+def test_exceeded_quota_keeps_the_job_pending_and_saying_why_until_it_passes(
+    jobs: Jobs, admin: KubeClient, namespace: str
+) -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "nopods"},
+             "spec": {"hard": {"pods": "0"}}}  # fmt: skip
+    admin.create(QUOTAS, quota, namespace)
+    wait_for(lambda: (admin.get(QUOTAS, "nopods", namespace).get("status") or {}).get("hard"),
+             20, "the quota's status")  # fmt: skip
+    jobs.create(pytorch_job("quota", [("worker", 1, "Never")]))
+
+    def waiting() -> dict[str, Any] | None:
+        cond = jobs.condition("quota", "Initialized")
+        return cond if cond and cond["reason"] == "FailedCreate" else None
+
+    cond = wait_for(waiting, 30, "the Initialized condition saying what the job waits for")
+    assert cond["status"] == "False"
+    assert "exceeded quota: nopods" in cond["message"] and "replica worker-0" in cond["message"]
+    assert jobs.status("quota")["phase"] == "Pending"
+    assert "exceeded quota" in jobs.wait_event("quota", "FailedCreate")[2]
+    admin.delete(QUOTAS, "nopods", namespace)
+    jobs.wait_pods("quota", ["quota-worker-0"], timeout=60)
+    wait_for(lambda: (jobs.condition("quota", "Initialized") or {}).get("status") == "True",
+             30, "Initialized once the pod exists")  # fmt: skip
+
+
+# -- 3: shapes the builders cannot use -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template_change", "text"),
+    [
+        (lambda t: t.setdefault("metadata", {}).update(labels=["a", "b"]),
+         "template: metadata.labels must be a map of strings, not a list"),
+        (lambda t: t.setdefault("metadata", {}).update(annotations="x=y"),
+         "template: metadata.annotations must be a map of strings, not a string"),
+        (lambda t: t["spec"]["containers"][0].update(ports="8080"),
+         "template: spec.containers[0].ports must be a list, not a string"),
+    ],
+    ids=["labels-list", "annotations-string", "ports-string"],
+)  # fmt: skip
+def test_a_template_of_the_wrong_shape_fails_the_job_naming_the_field(
+    jobs: Jobs, template_change: Any, text: str
+) -> None:
+    job = pytorch_job("shape", [("worker", 1, "Never")])
+    template_change(job["spec"]["replicaSpecs"][0]["template"])
+    jobs.create(job)
+    failed_with(jobs, "shape", "InvalidSpec", "spec.replicaSpecs.0.template", text)
+
+
+# -- 5: two jobs of different kinds with one name ---------------------------------------
+
+
+def test_a_name_clash_between_kinds_fails_the_second_job_naming_the_first(
+    jobs: Jobs, admin: KubeClient, namespace: str
+) -> None:
+    jobs.create(pytorch_job("same", [("worker", 1, "Never")]))
+    jobs.wait_pods("same", ["same-worker-0"])
+    ds = Jobs(admin, namespace, DEEPSPEED)
+    ds.create(ds_job("same", 1))
+    failed_with(ds, "same", "NameConflict", "belongs to PyTorchTrainingJob same")
+    assert jobs.status("same")["phase"] in ("Pending", "Running")
