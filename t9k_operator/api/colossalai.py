@@ -432,7 +432,11 @@ class ColossalAIJobSpec(T9kModel):
     )
     scheduler: SchedulerPolicy | None = Field(
         default=None,
-        description="Scheduler of the replicas. Unset: the Kubernetes default scheduler.",
+        description=(
+            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
+            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
+            "a Warning Event FieldNotActedOn."
+        ),
     )
     run_mode: ColossalAIRunMode | None = Field(
         default=None,

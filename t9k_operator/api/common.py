@@ -596,7 +596,20 @@ class JobStatus(T9kModel):
         ),
     )
     ready_replicas: int = Field(default=0, description="Replicas running and ready.")
-    replicas: int = Field(default=0, description="Replicas that currently exist.")
+    replicas: int = Field(
+        default=0,
+        description=(
+            "Replicas whose pod currently exists (0 while paused), as a Deployment counts; "
+            "the scale subresource's current count."
+        ),
+    )
+    selector: str | None = Field(
+        default=None,
+        description=(
+            "Label selector of the job's pods, for the scale subresource "
+            "(kubectl autoscale, HorizontalPodAutoscaler)."
+        ),
+    )
 
 
 # -- the object -------------------------------------------------------------------------
@@ -740,6 +753,7 @@ def job_crd(
 ELASTIC_SCALE = ScaleSubresource(
     spec_replicas_path=".spec.elastic.expectedReplicas",
     status_replicas_path=".status.replicas",
+    label_selector_path=".status.selector",
 )
 """The scale subresource of a kind with spec.elastic: it moves expectedReplicas."""
 

@@ -95,13 +95,18 @@ _POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
 # Messages shared by the schema rules and the pydantic validators.
 MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
 MSG_RUN_REQUIRED = (
-    "spec.config.run is required (with one of python, module or exec) "
-    "unless spec.runMode.debug.enabled is true"
+    "spec.config.run needs what to train: one of python, module or exec, not empty "
+    "(e.g. run: {python: [train.py]}); only a debug job (spec.runMode.debug.enabled: true) "
+    "may leave it out or empty"
 )
 MSG_RESERVED_ARGS = (
     "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "
     "--no_python or --hostfile (nor --autotuning=... or --hostfile=...): the operator sets "
     "them from spec.config.localRank, spec.config.autotune, spec.config.run and its own hostfile"
+)
+MSG_TEMPLATE_RESTART_POLICY = (
+    "spec.worker.template.spec.restartPolicy must be Never, OnFailure or Always "
+    "(the Pod API's values)"
 )
 MSG_RESERVED_MOUNTS = (
     "the training container of spec.worker.template (the one named worker, else the first) "
@@ -131,18 +136,17 @@ def is_reserved_mount_path(path: str) -> bool:
 
 # -- spec.config ----------------------------------------------------------------------
 
+
 _COMMAND_SCHEMA: dict[str, Any] = {
     # Untyped: a string or a list of strings (a structural schema has no unions).
+    # May be empty: a debug job's file may say `python: []`. Outside debug mode
+    # the operator wants it non-empty (MSG_RUN_REQUIRED): CEL cannot see an
+    # untyped field, so admission checks only that config.run is there.
     "x-kubernetes-preserve-unknown-fields": True,
-    "minLength": 1,
-    "minItems": 1,
     "items": {"type": "string"},
 }
 
-Command = Annotated[
-    Annotated[str, Field(min_length=1)] | Annotated[list[str], Field(min_length=1)],
-    WithJsonSchema(_COMMAND_SCHEMA),
-]
+Command = Annotated[str | list[str], WithJsonSchema(_COMMAND_SCHEMA)]
 """A command line (split with shlex) or a list of strings (used as is)."""
 
 
@@ -156,7 +160,7 @@ def command_argv(value: str | Sequence[str]) -> list[str]:
 class RunConfig(T9kModel):
     """What deepspeed launches on every worker: exactly one of python, module and exec."""
 
-    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+    model_config = ConfigDict(json_schema_extra={"maxProperties": 1})
 
     python: Command | None = Field(
         default=None,
@@ -185,18 +189,22 @@ class RunConfig(T9kModel):
     def _check_command(cls, value: str | list[str] | None) -> str | list[str] | None:
         if isinstance(value, str):
             try:
-                argv = shlex.split(value)
+                shlex.split(value)
             except ValueError as exc:
                 raise ValueError(f"not a valid command line: {exc}") from exc
-            if not argv:
-                raise ValueError("the command line is empty")
         return value
 
     @model_validator(mode="after")
-    def _check_exactly_one(self) -> RunConfig:
-        if sum(getattr(self, kind) is not None for kind in RUN_KINDS) != 1:
+    def _check_at_most_one(self) -> RunConfig:
+        if sum(getattr(self, kind) is not None for kind in RUN_KINDS) > 1:
             raise ValueError(MSG_RUN_EXACTLY_ONE)
         return self
+
+    @property
+    def given(self) -> bool:
+        """Whether exactly one of python, module and exec is set, and not empty."""
+        chosen = [getattr(self, kind) for kind in RUN_KINDS if getattr(self, kind) is not None]
+        return len(chosen) == 1 and bool(command_argv(chosen[0]))
 
     @property
     def kind(self) -> RunKind:
@@ -321,6 +329,15 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
         "spec": preserved_object_schema(
             "Pod spec of the workers, kept as written.",
             {
+                "restartPolicy": {
+                    "type": "string",
+                    "enum": list(_POD_RESTART_POLICIES),
+                    "description": (
+                        "The Pod API's restartPolicy: Never, OnFailure or Always. The pods "
+                        "always run with Never; this value is the workers' restart policy "
+                        "when spec.worker.restartPolicy is unset."
+                    ),
+                },
                 "containers": {
                     "type": "array",
                     "maxItems": MAX_CONTAINERS,
@@ -353,7 +370,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                             },
                         },
                     ),
-                }
+                },
             },
         )
     },
@@ -399,6 +416,9 @@ class WorkerSpec(T9kModel):
     @field_validator("template")
     @classmethod
     def _check_mounts(cls, template: dict[str, Any]) -> dict[str, Any]:
+        policy = (template.get("spec") or {}).get("restartPolicy")
+        if policy is not None and policy not in _POD_RESTART_POLICIES:
+            raise ValueError(MSG_TEMPLATE_RESTART_POLICY)
         containers = (template.get("spec") or {}).get("containers") or []
         named = [
             c for c in containers if isinstance(c, Mapping) and c.get("name") == TRAINING_CONTAINER
@@ -514,7 +534,11 @@ class DeepSpeedJobSpec(T9kModel):
     )
     scheduler: SchedulerPolicy | None = Field(
         default=None,
-        description="Scheduler of the workers. Unset: the Kubernetes default scheduler.",
+        description=(
+            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
+            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
+            "a Warning Event FieldNotActedOn."
+        ),
     )
     run_mode: DeepSpeedRunMode | None = Field(
         default=None,
@@ -526,7 +550,8 @@ class DeepSpeedJobSpec(T9kModel):
 
     @model_validator(mode="after")
     def _check_run(self) -> DeepSpeedJobSpec:
-        if not self.debug_enabled and (self.config is None or self.config.run is None):
+        run = self.config.run if self.config is not None else None
+        if not self.debug_enabled and (run is None or not run.given):
             raise ValueError(MSG_RUN_REQUIRED)
         return self
 
@@ -559,7 +584,7 @@ def run_kind_and_argv(spec: DeepSpeedJobSpec) -> tuple[RunKind, list[str]]:
 
     Raises ``ValueError`` when the spec has no ``config.run`` (only legal in debug mode).
     """
-    if spec.config is None or spec.config.run is None:
+    if spec.config is None or spec.config.run is None or not spec.config.run.given:
         raise ValueError(MSG_RUN_REQUIRED)
     run = spec.config.run
     return run.kind, run.argv

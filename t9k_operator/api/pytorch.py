@@ -96,7 +96,11 @@ class ReplicaSpec(T9kModel):
         default=None,
         ge=0,
         le=MAX_INT32,
-        description="Weight of this replica type when the job is scaled.",
+        description=(
+            "Weight of this replica type when the job is scaled. Stored as written but not "
+            "acted on (no public T9k text gives it a meaning yet); a job that sets it gets a "
+            "Warning Event FieldNotActedOn."
+        ),
     )
     template: PodTemplate = Field(
         description=(
@@ -216,7 +220,11 @@ class PyTorchTrainingJobSpec(T9kModel):
     )
     scheduler: SchedulerPolicy | None = Field(
         default=None,
-        description="Scheduler of the replicas. Unset: the Kubernetes default scheduler.",
+        description=(
+            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
+            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
+            "a Warning Event FieldNotActedOn."
+        ),
     )
     run_mode: RunMode | None = Field(
         default=None,
@@ -224,7 +232,10 @@ class PyTorchTrainingJobSpec(T9kModel):
     )
     tensorboard_spec: TensorBoardSpec | None = Field(
         default=None,
-        description="A TensorBoard for the training logs (stored only).",
+        description=(
+            "A TensorBoard for the training logs. Stored as written but not acted on yet; a "
+            "job that sets it gets a Warning Event FieldNotActedOn."
+        ),
     )
 
     @model_validator(mode="after")

@@ -36,6 +36,11 @@ def job_labels(kind: str, job_name: str) -> dict[str, str]:
     return {MANAGED_BY: OPERATOR, JOB_NAME: job_name, JOB_KIND: kind}
 
 
+def job_selector(kind: str, job_name: str) -> str:
+    """The label selector of a job's children, as a string (``status.selector``)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(job_labels(kind, job_name).items()))
+
+
 def replica_labels(
     kind: str, job_name: str, replica_type: str, index: int, role: str | None = None
 ) -> dict[str, str]:

@@ -294,9 +294,19 @@ class KubeClient:
             raise
         return WatchStream(response)
 
-    def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
+    def create(
+        self,
+        resource: Resource,
+        body: Obj,
+        namespace: str | None = None,
+        *,
+        field_validation: str | None = None,
+    ) -> Obj:
+        """POST ``body``. ``field_validation="Strict"`` makes the API server refuse
+        a field it does not know instead of dropping it in silence."""
         ns = namespace or (body.get("metadata") or {}).get("namespace")
-        return self.request("POST", resource.path(ns), body=body)
+        query = {"fieldValidation": field_validation} if field_validation else None
+        return self.request("POST", resource.path(ns), body=body, query=query)
 
     def replace(self, resource: Resource, body: Obj, subresource: str | None = None) -> Obj:
         meta = body["metadata"]

@@ -49,6 +49,7 @@ def spec_error(job: Mapping[str, Any]) -> str | None:
 
 
 class ColossalAIKind(KindDefaults):
+    not_acted_on: tuple[str, ...] = ("spec.scheduler",)
     resource = RESOURCE
     training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND

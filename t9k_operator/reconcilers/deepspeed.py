@@ -58,6 +58,7 @@ def spec_error(job: Mapping[str, Any]) -> str | None:
 
 
 class DeepSpeedKind(KindDefaults):
+    not_acted_on: tuple[str, ...] = ("spec.scheduler",)
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND

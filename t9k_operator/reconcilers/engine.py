@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from t9k_operator.builders.common import job_selector
 from t9k_operator.reconcilers.pods import ReplicaState, should_restart
 
 Obj = dict[str, Any]
@@ -558,9 +559,9 @@ def _render_replicas(
                 }
             )
             ready += state.phase == "Running" and not state.terminating
+            total += not state.terminating and state.uid not in deleting
             key = phase.lower() if phase.lower() in aggregate else "unknown"
             aggregate[key] += 1
-        total += role.replicas
         without_pod = role.replicas - sum(1 for i in listed if (role.type, i) in pods)
         aggregate["creating" if waiting else "deleted"] += without_pod
         tasks.append(
@@ -574,3 +575,4 @@ def _render_replicas(
     status["aggregate"] = aggregate
     status["replicas"] = total
     status["readyReplicas"] = ready
+    status["selector"] = job_selector(job.kind, job.name)

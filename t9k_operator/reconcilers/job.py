@@ -125,6 +125,10 @@ class JobKind(engine.Kind, Protocol):
         """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
         ...
 
+    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
+        """Fields the job sets that are stored but not acted on."""
+        ...
+
 
 def _rv_older(cached: str, written: str) -> bool:
     """Whether the cached object predates our write. resourceVersions are
@@ -193,6 +197,11 @@ class JobReconciler:
             metrics.JOBS_CREATED.labels(self.kind.resource.kind, namespace).inc()
             self.recorder.record(job, "Normal", "Created",
                                  f"{self.kind.resource.kind} {name} accepted")  # fmt: skip
+            ignored = self.kind.fields_not_acted_on(job)
+            if ignored:
+                self.recorder.record(job, "Warning", "FieldNotActedOn", (
+                    f"{', '.join(ignored)}: stored as written, but this operator does not act "
+                    "on it yet; the job runs as if it were not set"))  # fmt: skip
         plan = engine.plan(self.kind, view, states, now)
         rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
 
@@ -237,7 +246,9 @@ class JobReconciler:
                 return self._fail(current, view, states, now, key, "InvalidSpec", message)
             name = pod["metadata"]["name"]
             try:
-                self.client.create(PODS, pod, namespace)
+                # Strict: a field of the template the Pod API does not know (a
+                # typo such as `comand`) is refused, never dropped in silence.
+                self.client.create(PODS, pod, namespace, field_validation="Strict")
                 rlog.info("created pod", pod=name)
             except AlreadyExists:
                 clash = self._foreign_owner(PODS, pod, uid)

@@ -32,6 +32,10 @@ CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
 class MSJobKind(KindDefaults):
+    not_acted_on: tuple[str, ...] = (
+        "spec.runPolicy.schedulingPolicy",
+        "spec.runPolicy.ttlSecondsAfterFinished",
+    )
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND

@@ -46,6 +46,11 @@ def spec_error(job: Mapping[str, Any]) -> str | None:
 
 
 class PyTorchKind(KindDefaults):
+    not_acted_on: tuple[str, ...] = (
+        "spec.scheduler",
+        "spec.tensorboardSpec",
+        "spec.replicaSpecs[].scalingWeight",
+    )
     resource = RESOURCE
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND

@@ -4,7 +4,7 @@ API model, and the hook defaults most kinds keep (:class:`KindDefaults`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -20,6 +20,27 @@ class _Parses(Protocol):
     def from_dict(cls, obj: Mapping[str, Any]) -> Any: ...
 
 
+def user_path(obj: Any, loc: Sequence[int | str]) -> str:
+    """The field path a user wrote, from a pydantic error location: the longest
+    prefix of ``loc`` that exists in ``obj`` (pydantic adds the names of union
+    branches and validators, such as ``constrained-str``, which are not fields),
+    plus the first missing field name if that is where it stops."""
+    parts: list[str] = []
+    node = obj
+    for item in loc:
+        if isinstance(node, Mapping) and isinstance(item, str) and item in node:
+            parts.append(item)
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+            node = node[item]
+        else:
+            if isinstance(node, Mapping) and isinstance(item, str) and item.isidentifier():
+                parts.append(item)  # a required field that is missing
+            break
+    return ".".join(parts)
+
+
 def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
     """The first error of the kind's API model on this object, as
     ``invalid spec: field.path: message`` (None when it parses). Admission
@@ -28,7 +49,7 @@ def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
         model.from_dict(job)
     except ValidationError as exc:
         err = exc.errors()[0]
-        path = ".".join(str(p) for p in err["loc"])
+        path = user_path(job, err["loc"])
         message = str(err["msg"]).removeprefix("Value error, ")
         return f"invalid spec: {path}: {message}"
     return None
@@ -88,11 +109,34 @@ def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     return None
 
 
+def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
+    """Which of ``paths`` (dotted; ``[]`` stands for every item of a list) ``obj``
+    sets to something other than null."""
+    found: list[str] = []
+    for path in paths:
+        nodes: list[Any] = [obj]
+        for part in path.split("."):
+            key, each = (part[:-2], True) if part.endswith("[]") else (part, False)
+            nodes = [n.get(key) for n in nodes if isinstance(n, Mapping)]
+            nodes = [n for n in nodes if n is not None]
+            if each:
+                nodes = [item for n in nodes if isinstance(n, list) for item in n]
+        if nodes:
+            found.append(path)
+    return found
+
+
 class KindDefaults:
     """Hook defaults most kinds share: create any role at once, clean up every
     type, store the engine's status as it is, no ssh."""
 
     uses_ssh = False
+    not_acted_on: tuple[str, ...] = ()
+    """Fields the API stores but this operator does not act on (yet): a job
+    that sets one gets a Warning Event saying so."""
+
+    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
+        return present_fields(job, self.not_acted_on)
 
     def may_create(
         self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]

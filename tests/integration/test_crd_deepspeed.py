@@ -216,18 +216,6 @@ INVALID: dict[str, tuple[str, list[str]]] = {
         _job({"config": {"run": {"python": "a.py", "module": "m", "exec": ["x"]}}}),
         [_RUN, "must have at most 1"],
     ),
-    "run-empty": (
-        _job({"config": {"run": {}}}),
-        [_RUN, "should have at least 1 properties"],
-    ),
-    "run-python-empty-string": (
-        _job({"config": {"run": {"python": ""}}}),
-        [f"{_RUN}.python", "at least 1 chars"],
-    ),
-    "run-module-empty-list": (
-        _job({"config": {"run": {"module": []}}}),
-        [f"{_RUN}.module", "at least 1 items"],
-    ),
     "run-exec-list-of-numbers": (
         _job({"config": {"run": {"exec": ["train", 3]}}}),
         # Server-side apply's typed patch refuses it before validation does.
@@ -261,6 +249,21 @@ INVALID: dict[str, tuple[str, list[str]]] = {
     "bad-restart-policy": (
         _job({"worker": {"restartPolicy": "Sometimes", "template": {}}}),
         ["spec.worker.restartPolicy", "Unsupported value"],
+    ),
+    "template-restart-policy-unknown": (
+        _job(
+            {
+                "worker": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Sometimes",
+                            "containers": [{"name": "worker", "image": "i"}],
+                        }
+                    }
+                }
+            }
+        ),
+        ["spec.worker.template.spec.restartPolicy", "Unsupported value"],
     ),
     "negative-replicas": (
         _job({"worker": {"replicas": -1, "template": {}}}),

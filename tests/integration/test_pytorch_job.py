@@ -311,5 +311,5 @@ def test_a_template_the_pod_api_refuses_fails_the_job_naming_it(jobs: Jobs) -> N
     jobs.wait_phase("bad", "Failed")
     failed = jobs.condition("bad", "Failed")
     assert failed is not None and failed["reason"] == "InvalidSpec"
-    assert "'worker'" in failed["message"] and "image" in failed["message"]
+    assert "replica worker-0" in failed["message"] and "image" in failed["message"]
     assert jobs.wait_event("bad", "InvalidSpec")[0] == "Warning"

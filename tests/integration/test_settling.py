@@ -133,7 +133,7 @@ def test_a_template_of_the_wrong_shape_fails_the_job_naming_the_field(
     job = pytorch_job("shape", [("worker", 1, "Never")])
     template_change(job["spec"]["replicaSpecs"][0]["template"])
     jobs.create(job)
-    failed_with(jobs, "shape", "InvalidSpec", "spec.replicaSpecs.0.template", text)
+    failed_with(jobs, "shape", "InvalidSpec", "spec.replicaSpecs[0].template", text)
 
 
 # -- 5: two jobs of different kinds with one name ---------------------------------------
@@ -148,3 +148,30 @@ def test_a_name_clash_between_kinds_fails_the_second_job_naming_the_first(
     ds.create(ds_job("same", 1))
     failed_with(ds, "same", "NameConflict", "belongs to PyTorchTrainingJob same")
     assert jobs.status("same")["phase"] in ("Pending", "Running")
+
+
+def test_a_field_stored_but_not_acted_on_is_said_in_a_warning(jobs: Jobs) -> None:
+    job = pytorch_job("sched", [("worker", 1, "Never")],
+                      scheduler={"t9kScheduler": {"queue": "default", "priority": 50}})  # fmt: skip
+    jobs.create(job)
+    event = jobs.wait_event("sched", "FieldNotActedOn")
+    assert event[0] == "Warning" and event[2].startswith("spec.scheduler: stored as written")
+
+
+def test_a_typo_in_a_template_is_refused_not_dropped(jobs: Jobs) -> None:
+    job = pytorch_job("typo", [("worker", 1, "Never")])
+    container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["comand"] = container.pop("command")
+    jobs.create(job)
+    failed_with(jobs, "typo", "InvalidSpec", "replica worker-0", "comand")
+
+
+@pytest.mark.parametrize("run", [{}, {"python": []}, {"module": ""}], ids=["empty", "[]", "''"])
+def test_an_empty_run_outside_debug_mode_fails_saying_a_script_is_needed(
+    admin: KubeClient, namespace: str, run: dict[str, Any]
+) -> None:
+    """Admission lets an empty run through (a debug job may have one, and CEL
+    cannot see the untyped command); the operator fails it, saying why."""
+    ds = Jobs(admin, namespace, DEEPSPEED)
+    ds.create(ds_job("norun", 1, config={"run": run}))
+    failed_with(ds, "norun", "InvalidSpec", "spec.config.run needs what to train")

@@ -80,6 +80,7 @@ def test_names_and_subresources(crd: dict[str, Any]) -> None:
         "scale": {
             "specReplicasPath": ".spec.elastic.expectedReplicas",
             "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
         },
     }
     columns = {c["name"]: (c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]}

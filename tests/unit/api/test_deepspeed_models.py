@@ -491,7 +491,7 @@ def test_scheduler_debug_and_pause_examples() -> None:
         ["sleep", "inf"],
     )
     assert effective_slots(debug) == 1
-    with pytest.raises(ValueError, match=r"spec\.config\.run is required"):
+    with pytest.raises(ValueError, match=r"spec\.config\.run needs what to train"):
         run_kind_and_argv(debug)
     debug2 = DeepSpeedJobObject.from_dict(load(SPEC_EXAMPLES["debug-2"])).spec.run_mode
     assert debug2 is not None and debug2.debug is not None
@@ -797,8 +797,8 @@ _ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplic
         ({"config": {"run": {"python": "a.py", "module": "m"}}}, MSG_RUN_EXACTLY_ONE),
         ({"config": {"run": {"python": "a.py", "exec": ["x"]}}}, MSG_RUN_EXACTLY_ONE),
         ({"config": {"run": {"python": "a", "module": "m", "exec": "x"}}}, MSG_RUN_EXACTLY_ONE),
-        ({"config": {"run": {}}}, MSG_RUN_EXACTLY_ONE),
-        ({"config": {"run": {"python": None}}}, MSG_RUN_EXACTLY_ONE),
+        ({"config": {"run": {}}}, MSG_RUN_REQUIRED),
+        ({"config": {"run": {"python": None}}}, MSG_RUN_REQUIRED),
         # each a non-empty command line or a non-empty list of strings
         ({"config": {"run": {"python": ""}}}, "python"),
         ({"config": {"run": {"python": "   "}}}, "python"),
@@ -822,6 +822,19 @@ _ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplic
         ({"worker": {"replicas": 1}}, "template"),
         ({"worker": {"replicas": -1, "template": {}}}, "replicas"),
         ({"worker": {"restartPolicy": "Sometimes", "template": {}}}, "restartPolicy"),
+        (
+            {
+                "worker": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Sometimes",
+                            "containers": [{"name": "worker", "image": "i"}],
+                        }
+                    }
+                }
+            },
+            "spec.worker.template.spec.restartPolicy must be Never, OnFailure or Always",
+        ),
         # elastic
         ({"elastic": {"enabled": True}}, MSG_ELASTIC_BOUNDS_REQUIRED),
         ({"elastic": {**_ELASTIC, "expectedReplicas": None}}, MSG_ELASTIC_BOUNDS_REQUIRED),
@@ -897,8 +910,10 @@ def test_valid_names(name: str, spec_changes: dict[str, Any]) -> None:
 
 def test_config_models_directly() -> None:
     assert RunConfig(python="a.py").kind == "python"
+    assert not RunConfig().given and not RunConfig(python=[]).given
+    assert RunConfig(module="m").given
     with pytest.raises(ValidationError, match="exactly one"):
-        RunConfig()
+        RunConfig(python="a.py", module="m")
     assert DeepSpeedConfig(slot_per_worker=3).slots == 3
 
 
@@ -924,6 +939,7 @@ def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
     assert version["subresources"]["scale"] == {
         "specReplicasPath": ".spec.elastic.expectedReplicas",
         "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.selector",
     }
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns == ["Phase", "Ready", "Replicas", "Restarts", "Age"]
@@ -943,7 +959,8 @@ def test_crd_keeps_templates_and_commands_whole(crd: dict[str, Any]) -> None:
         if node.get("type") == "object":
             assert node.get("x-kubernetes-preserve-unknown-fields") is True, path
     run = props["config"]["properties"]["run"]
-    assert (run["minProperties"], run["maxProperties"]) == (1, 1)
+    # At most one; "exactly one, not empty" is the spec's rule, outside debug mode only.
+    assert run["maxProperties"] == 1 and "minProperties" not in run
     for kind in ("python", "module", "exec"):
         node = run["properties"][kind]
         assert "type" not in node and node["x-kubernetes-preserve-unknown-fields"] is True
@@ -985,3 +1002,13 @@ def test_crd_rules(crd: dict[str, Any]) -> None:
     ):
         assert message in messages, message
     assert any("oldSelf" in r["rule"] for r in spec["x-kubernetes-validations"])
+
+
+@pytest.mark.parametrize("run", [{"python": []}, {"python": ""}, {}, None])
+def test_a_debug_job_may_give_an_empty_or_no_run(run: dict[str, Any] | None) -> None:
+    """Two of the T9k team's public examples say `run: {python: []}` in debug mode."""
+    raw = spec_with(runMode={"debug": {"enabled": True}}, config={"run": run})
+    assert DeepSpeedJobSpec.model_validate(raw).debug_enabled
+    raw = spec_with(config={"run": run})
+    with pytest.raises(ValidationError, match="needs what to train"):
+        DeepSpeedJobSpec.model_validate(raw)

@@ -53,7 +53,7 @@ def test_defaults() -> None:
 def test_spec_errors_name_the_field() -> None:
     bad_policy = KIND.view(job([rs("worker", 1, "Sometimes")]))
     assert bad_policy.spec_error is not None
-    assert "spec.replicaSpecs.0.restartPolicy" in bad_policy.spec_error
+    assert "spec.replicaSpecs[0].restartPolicy" in bad_policy.spec_error
     assert bad_policy.roles == ()
     no_container = KIND.view(job([rs("worker", 1, containers=[])]))
     assert no_container.spec_error is not None

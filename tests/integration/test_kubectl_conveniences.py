@@ -1,0 +1,66 @@
+"""What kubectl shows and does with the jobs: HPA on elastic jobs, the
+Replicas column counting pods that exist."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import KubeClient
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.jobs import Jobs, pytorch_job
+
+pytestmark = pytest.mark.usefixtures("operator")
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace)
+
+
+def elastic_job(name: str) -> dict[str, Any]:
+    return pytorch_job(
+        name, [("node", 2, "ExitCode")],
+        torchrunConfig={"enabled": True, "procPerNode": "1", "rdzvBackend": "c10d"},
+        elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
+    )  # fmt: skip
+
+
+def test_hpa_on_an_elastic_job_finds_its_selector(
+    jobs: Jobs, cluster: Cluster, namespace: str
+) -> None:
+    jobs.create(elastic_job("hpa"))
+    jobs.wait_pods("hpa", ["hpa-node-0", "hpa-node-1"])
+    scale = json.loads(cluster.kubectl(
+        "get", "--raw",
+        f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/pytorchtrainingjobs/hpa/scale",
+    ).stdout)  # fmt: skip
+    assert scale["status"]["replicas"] == 2
+    assert "t9k.dev/job-name=hpa" in scale["status"]["selector"]
+    cluster.kubectl("autoscale", "pytorchtrainingjob/hpa", "--min=1", "--max=4",
+                    "--cpu-percent=50", "-n", namespace)  # fmt: skip
+
+    def conditions() -> dict[str, Any] | None:
+        out = cluster.kubectl("get", "hpa", "hpa", "-n", namespace, "-o", "json").stdout
+        conds = {c["type"]: c for c in json.loads(out).get("status", {}).get("conditions") or []}
+        return conds if "ScalingActive" in conds else None
+
+    conds = wait_for(conditions, 60, "the HPA's ScalingActive condition")
+    assert conds["ScalingActive"]["reason"] != "InvalidSelector", conds
+    assert conds["AbleToScale"]["status"] == "True", conds
+
+
+def test_replicas_column_counts_pods_that_exist(
+    jobs: Jobs, cluster: Cluster, namespace: str
+) -> None:
+    jobs.create(pytorch_job("col", [("worker", 2, "Never")]))
+    jobs.wait_pods("col", ["col-worker-0", "col-worker-1"])
+    wait_for(lambda: jobs.status("col").get("replicas") == 2, 20, "2 replicas")
+    jobs.patch_spec("col", {"runMode": {"pause": {"enabled": True}}})
+    jobs.wait_phase("col", "Paused")
+    wait_for(lambda: jobs.status("col").get("replicas") == 0, 20, "0 replicas while paused")
+    out = cluster.kubectl("get", "pytj", "col", "-n", namespace).stdout.splitlines()
+    header, row = out[0].split(), out[1].split()
+    assert row[header.index("REPLICAS")] == "0"

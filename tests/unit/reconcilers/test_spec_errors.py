@@ -1,0 +1,44 @@
+"""Failure messages name the user's field path, never pydantic's internals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from t9k_operator.api.deepspeed import DeepSpeedJobObject
+from t9k_operator.reconcilers.t9k import model_error, user_path
+
+
+def ds(run: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "DeepSpeedJob",
+        "metadata": {"name": "a", "namespace": "n"},
+        "spec": {
+            "config": {"run": {"python": run}},
+            "worker": {"template": {"spec": {"containers": [{"name": "w", "image": "i"}]}}},
+        },
+    }
+
+
+def test_a_union_branch_name_never_reaches_the_user() -> None:
+    message = model_error(DeepSpeedJobObject, ds(123))
+    assert message == "invalid spec: spec.config.run.python: Input should be a valid string"
+    assert "constrained" not in message and "list[" not in message
+
+
+def test_user_path_walks_the_object() -> None:
+    obj = {"spec": {"a": [{"b": 1}]}}
+    assert user_path(obj, ("spec", "a", 0, "b", "constrained-str")) == "spec.a[0].b"
+    assert user_path(obj, ("spec", "missing")) == "spec.missing"
+    assert user_path(obj, ("spec", "a", 5)) == "spec.a"
+
+
+def test_fields_not_acted_on_are_found_where_set() -> None:
+    from t9k_operator.reconcilers.t9k import present_fields
+
+    replica_specs = [{"type": "a"}, {"type": "b", "scalingWeight": 2}]
+    scheduler = {"t9kScheduler": {"queue": "q"}}
+    job = {"spec": {"scheduler": scheduler, "tensorboardSpec": None, "replicaSpecs": replica_specs}}
+    paths = ("spec.scheduler", "spec.tensorboardSpec", "spec.replicaSpecs[].scalingWeight")
+    assert present_fields(job, paths) == ["spec.scheduler", "spec.replicaSpecs[].scalingWeight"]
+    assert present_fields({"spec": {"replicaSpecs": "x"}}, paths) == []
