@@ -78,6 +78,25 @@ def scheduler_service(job: Mapping[str, Any]) -> Obj:
     }
 
 
+KUBEFLOW_GROUP = "mindspore.gitee.com"
+
+
+def kubeflow_labels(job_name: str, role: str, index: int) -> dict[str, str]:
+    """The labels the MindSpore operator (through Kubeflow's common library) puts
+    on a job's pods, so selectors, dashboards and `kubectl logs -l` written for
+    it keep matching: the old unprefixed keys and the training.kubeflow.org
+    ones, the replica type in lower case as it writes it."""
+    return {
+        "group-name": KUBEFLOW_GROUP,
+        "job-name": job_name,
+        "replica-type": role.lower(),
+        "replica-index": str(index),
+        "training.kubeflow.org/job-name": job_name,
+        "training.kubeflow.org/replica-type": role.lower(),
+        "training.kubeflow.org/replica-index": str(index),
+    }
+
+
 def build_pod(
     job: Mapping[str, Any],
     role: str,
@@ -93,6 +112,7 @@ def build_pod(
         job, template, role, index, training_names=TRAINING_CONTAINERS, command=command,
         args=args, skip_init_containers=skip_init_containers, role=MS_ROLE[role],
     )  # fmt: skip
+    pod["metadata"]["labels"].update(kubeflow_labels(job["metadata"]["name"], role, index))
     containers = pod["spec"].get("containers") or []
     if not containers:
         return pod

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from t9k_operator.kube import KubeClient, Resource
-from t9k_operator.kube.resources import SERVICES
+from t9k_operator.kube.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
@@ -54,6 +54,20 @@ def kf_condition(jobs: Jobs, name: str, type_: str) -> str | None:
         if c["type"] == type_:
             return str(c["status"])
     return None
+
+
+def test_selectors_written_for_the_mindspore_operator_still_match(jobs: Jobs) -> None:
+    jobs.create(msjob("sel", {"Scheduler": role(1), "Worker": role(2)}))
+    jobs.wait_pods("sel", ["sel-scheduler-0", "sel-worker-0", "sel-worker-1"])
+    for selector, want in (
+        ("replica-type=worker,job-name=sel", ["sel-worker-0", "sel-worker-1"]),
+        ("training.kubeflow.org/replica-type=worker,training.kubeflow.org/replica-index=1,"
+         "training.kubeflow.org/job-name=sel", ["sel-worker-1"]),
+        ("group-name=mindspore.gitee.com,replica-type=scheduler,replica-index=0",
+         ["sel-scheduler-0"]),
+    ):  # fmt: skip
+        items, _ = jobs.client.list_all(PODS, jobs.namespace, label_selector=selector)
+        assert sorted(p["metadata"]["name"] for p in items) == want, selector
 
 
 @pytest.mark.parametrize("port", [None, 3333])
