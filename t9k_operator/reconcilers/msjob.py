@@ -128,7 +128,12 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
     them: a type appears once it has happened, and a time moves only when its
     status does."""
     phase = engine.get("phase")
-    stamp = str(engine.get("completionTime") or engine.get("startTime"))
+    # When a Kubeflow condition moves, the engine condition it mirrors moved in
+    # the same pass: its lastTransitionTime is the moment of the change.
+    mirrors = {"Created": "Initialized", "Running": "Running", "Restarting": "ReplicaFailure",
+               "Succeeded": "Completed", "Failed": "Failed"}  # fmt: skip
+    latest = max((str(c.get("lastTransitionTime") or "") for c in engine.get("conditions") or []),
+                 default="") or str(engine.get("startTime"))  # fmt: skip
     wanted: list[tuple[str, str, str, str]] = [
         ("Created", "True", "MSJobCreated", "The MSJob has been created."),
     ]
@@ -156,6 +161,9 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
         if old is not None and old.get("status") == status:
             out.append({**old, "reason": reason, "message": message})
         else:
+            stamp = _engine_cond(engine, mirrors[type_]).get("lastTransitionTime") or latest
+            if type_ == "Created":
+                stamp = str(engine.get("startTime") or stamp)  # created when it started
             out.append({"type": type_, "status": status, "reason": reason, "message": message,
                         "lastUpdateTime": stamp, "lastTransitionTime": stamp})  # fmt: skip
     return out

@@ -51,3 +51,27 @@ def test_env_of_each_role() -> None:
     sched = env(b.build_pod(job(), "Scheduler", 0, scheduler_ip=None))
     assert sched["MS_ROLE"] == "MS_SCHED"
     assert sched["MS_SCHED_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+
+
+def test_kubeflow_conditions_carry_the_moment_they_changed() -> None:
+    from t9k_operator.reconcilers.msjob import kubeflow_conditions
+
+    engine = {
+        "phase": "Running",
+        "startTime": "2026-01-01T00:00:00Z",
+        "conditions": [
+            {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T00:05:00Z"},
+            {"type": "ReplicaFailure", "status": "False",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        ],
+    }  # fmt: skip
+    conds = {c["type"]: c for c in kubeflow_conditions([], engine)}
+    assert conds["Created"]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    assert conds["Running"]["lastTransitionTime"] == "2026-01-01T00:05:00Z"  # not startTime
+    completed = {"type": "Completed", "status": "True", "message": "ok",
+                 "lastTransitionTime": "2026-01-01T00:59:59Z"}  # fmt: skip
+    done = {**engine, "phase": "Succeeded", "completionTime": "2026-01-01T01:00:00Z",
+            "conditions": [*engine["conditions"], completed]}  # fmt: skip
+    later = {c["type"]: c for c in kubeflow_conditions(list(conds.values()), done)}
+    assert later["Succeeded"]["lastTransitionTime"] == "2026-01-01T00:59:59Z"
+    assert later["Created"] == conds["Created"]  # unchanged condition keeps its time
