@@ -115,6 +115,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+# A renewal is a GET and an UPDATE every retry period (2 s by default).
+LEADER_ELECTION_QPS, LEADER_ELECTION_BURST = 5.0, 10
+# Events are aggregated by the recorder; this bounds what reaches the API server.
+EVENTS_QPS, EVENTS_BURST = 20.0, 50
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     oplogging.configure(args.log_level)
@@ -132,6 +138,19 @@ def main(argv: list[str] | None = None) -> int:
     except ApiError as exc:
         log.error("cannot configure the API client", error=str(exc))
         return 2
+    # Lease renewals and Events on clients of their own (same connection, own
+    # limiters): a burst of reconciles never delays a renewal (and so never
+    # costs the leadership), and Events never spend the reconcile budget.
+    election_client = KubeClient(
+        client.connection,
+        ClientOptions(qps=LEADER_ELECTION_QPS, burst=LEADER_ELECTION_BURST, pool_size=2,
+                      user_agent="t9k-operator/leader-election"),
+    )  # fmt: skip
+    events_client = KubeClient(
+        client.connection,
+        ClientOptions(qps=EVENTS_QPS, burst=EVENTS_BURST, pool_size=4,
+                      user_agent="t9k-operator/events"),
+    )  # fmt: skip
     options = ManagerOptions(
         namespace=args.namespace,
         metrics_bind_address=args.metrics_bind_address,
@@ -147,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         concurrent_reconciles=args.concurrent_reconciles,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
-    manager = Manager(client, options, build_controllers)
+    manager = Manager(client, options, build_controllers, election_client=election_client,
+                      events_client=events_client)  # fmt: skip
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received, shutting down", signal=signal.Signals(signum).name)

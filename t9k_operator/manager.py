@@ -111,12 +111,18 @@ class Manager:
         build_controllers: ControllerBuilder | None = None,
         *,
         clock: Clock = REAL_CLOCK,
+        election_client: KubeClient | None = None,
+        events_client: KubeClient | None = None,
     ) -> None:
+        """``election_client`` and ``events_client``, when given, carry lease
+        renewals and Events on limiters of their own, so neither waits behind
+        reconciles nor spends their budget (as controller-runtime does)."""
         self.client = client
+        self.election_client = election_client or client
         self.options = options
         self.clock = clock
         self.informers = InformerFactory(client, options.namespace)
-        self.recorder = EventRecorder(client, clock=clock, host=options.identity)
+        self.recorder = EventRecorder(events_client or client, clock=clock, host=options.identity)
         self.controllers: list[Controller] = (
             build_controllers(
                 ControllerContext(
@@ -222,7 +228,7 @@ class Manager:
         elector_thread: threading.Thread | None = None
         if opts.leader_elect:
             self._elector = LeaderElector(
-                self.client,
+                self.election_client,
                 namespace=opts.leader_election_namespace,
                 name=opts.leader_election_id,
                 identity=opts.identity,

@@ -117,3 +117,24 @@ def test_readyz_waits_for_caches_and_bad_flags_fail_fast(
     bad = start_operator("--concurrent-reconciles=0")
     assert bad.proc.wait(20) == 2
     assert "--concurrent-reconciles must be at least 1" in bad.logs()
+
+
+def test_a_burst_of_jobs_never_starves_the_lease_renewals(
+    start_operator: Callable[..., OperatorProcess], admin: KubeClient, namespace: str
+) -> None:
+    """Renewals have their own client and limiter (as controller-runtime's
+    leader election does): a reconcile budget of 1 request/s, swamped by a
+    burst of jobs, does not cost the leadership."""
+    lease = f"test-starve-{int(time.time())}"
+    proc = start_operator("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION,
+                          "--kube-api-qps=1", "--kube-api-burst=1")  # fmt: skip
+    proc.wait_ready()
+    wait_for(lambda: leader_status(proc, lease) == 1, 20, "leadership")
+    jobs = Jobs(admin, namespace)
+    for i in range(30):
+        jobs.create(pytorch_job(f"burst-{i}", [("worker", 2, "Never")]))
+    deadline = time.monotonic() + 20  # over three lease durations
+    while time.monotonic() < deadline:
+        assert proc.proc.poll() is None, "the operator lost its lease and exited"
+        assert leader_status(proc, lease) == 1
+        time.sleep(0.5)
