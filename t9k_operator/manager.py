@@ -179,8 +179,15 @@ class Manager:
                 return
             self._controllers_started = True
         self.informers.wait_for_sync()
-        for controller in self.controllers:
-            controller.start()
+        # The sync may take long: leadership may have been lost, or a stop asked
+        # for, meanwhile. Check again, under the lock _on_stopped_leading takes,
+        # so controllers never start after they were told to stop.
+        with self._lock:
+            if self._stop.is_set() or (self.options.leader_elect and not self._leading.is_set()):
+                log.info("not starting controllers: stopping or no longer leading")
+                return
+            for controller in self.controllers:
+                controller.start()
 
     def _on_started_leading(self) -> None:
         self._leading.set()
@@ -194,8 +201,9 @@ class Manager:
         was_leading = self._leading.is_set()
         self._leading.clear()
         metrics.LEADER.labels(self.options.leader_election_id).set(0)
-        for controller in self.controllers:
-            controller.stop()
+        with self._lock:
+            for controller in self.controllers:
+                controller.stop()
         if not self._stop.is_set():
             log.error(
                 "leadership lost, exiting", identity=self.options.identity, was_leading=was_leading
