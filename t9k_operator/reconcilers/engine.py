@@ -292,7 +292,7 @@ def plan(
         set_condition(conds, "Paused", "False", "Resumed", "The job has been resumed.", now)
 
     # 4/5. per replica: create, restart, or note a permanent failure.
-    failed_for_good: list[tuple[ReplicaState, str]] = []  # state, reason
+    failed_for_good: list[tuple[ReplicaState, str, str]] = []  # state, reason, message
     counted_set = set(counted)
     for key, existing in sorted(pods.items()):
         if key not in desired and not existing.terminating:
@@ -315,22 +315,17 @@ def plan(
             continue
         if not should_restart(role.restart_policy, state):
             if state.phase == "Failed":
-                failed_for_good.append((state, "ReplicaFailed"))
+                failed_for_good.append((state, "ReplicaFailed", state.describe_failure()))
             continue
         if state.uid in counted_set:
             out.delete.append(state)  # counted before a crash; finish the restart
             continue
         if status["restartCount"] >= job.backoff_limit:
             if state.phase == "Failed":
-                failed_for_good.append((state, "BackoffLimitExceeded"))
-                out.events.append(
-                    (
-                        "Warning",
-                        "BackoffLimitExceeded",
-                        f"{state.describe_failure()}; backoffLimit "
-                        f"{job.backoff_limit} reached, not restarting",
-                    )
-                )
+                # One Event: the job's failure below says it (it was posted twice).
+                message = (f"{state.describe_failure()}; backoffLimit {job.backoff_limit} "
+                           "reached, not restarting")  # fmt: skip
+                failed_for_good.append((state, "BackoffLimitExceeded", message))
             continue
         status["restartCount"] += 1
         role_restarts[role.type] = role_restarts.get(role.type, 0) + 1
@@ -350,8 +345,8 @@ def plan(
 
     # 6. outcome.
     if failed_for_good and not job.debug:
-        first, reason = failed_for_good[0]
-        finish(Outcome("Failed", reason, first.describe_failure()))
+        _, reason, message = failed_for_good[0]
+        finish(Outcome("Failed", reason, message))
         _cleanup(kind, job, pods, out, keep_planned=True)
         out.create.clear()
     elif not job.debug:

@@ -11,16 +11,18 @@ asks the pure engine for a plan, and applies it in a crash-safe order:
    never hit), NotFound being success;
 3. creates of missing children, AlreadyExists being success.
 
-The one thing remembered between reconciles is the resourceVersion of our
-own last status write per job (a TTL cache): until the informer has caught
-up with that write, the reconcile waits a moment instead of planning from a
-stale status, which would count a restart twice. That is client-go's
+The one thing remembered between reconciles is our own last status write
+per job (its resourceVersion and status, in a TTL cache): until the informer
+shows that write, the reconcile waits a moment instead of planning from a
+stale status, which would count a restart twice. resourceVersions are opaque:
+no order is read into them (see :class:`Written`). That is client-go's
 "expectations" idea, narrowed to the single write that matters.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -130,14 +132,21 @@ class JobKind(engine.Kind, Protocol):
         ...
 
 
-def _rv_older(cached: str, written: str) -> bool:
-    """Whether the cached object predates our write. resourceVersions are
-    opaque in general; etcd-backed ones are increasing integers, which is what
-    this relies on, and anything else is treated as caught up."""
-    try:
-        return int(cached) < int(written)
-    except ValueError:
-        return False
+class Written:
+    """Our own last status write of a job: its resourceVersion and the status."""
+
+    def __init__(self, obj: Obj) -> None:
+        self.resource_version = str(obj["metadata"]["resourceVersion"])
+        self.status = json.dumps(obj.get("status") or {}, sort_keys=True)
+
+    def seen_in(self, cached: Obj) -> bool:
+        """Whether the cached job already shows this write. resourceVersions
+        are opaque, so no order is read into them: the cache has caught up when
+        it holds this very version, or a later one carrying the status we wrote
+        (only the operator writes status)."""
+        if str(cached["metadata"].get("resourceVersion")) == self.resource_version:
+            return True
+        return json.dumps(cached.get("status") or {}, sort_keys=True) == self.status
 
 
 class JobReconciler:
@@ -152,7 +161,7 @@ class JobReconciler:
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
         self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
-        self._written: TTLCache[str, str] = TTLCache(maxsize=65536, ttl=30)
+        self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
         self.controller = Controller(kind.resource.kind.lower(), self.reconcile,
                                      workers=ctx.workers, clock=ctx.clock)  # fmt: skip
         self.jobs.add_event_handler(
@@ -187,7 +196,7 @@ class JobReconciler:
             self._written.pop(key, None)
             return Result()  # children go with it through their ownerReferences
         written = self._written.get(key)
-        if written is not None and _rv_older(job["metadata"]["resourceVersion"], written):
+        if written is not None and not written.seen_in(job):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         view = self.kind.view(job)
@@ -211,7 +220,7 @@ class JobReconciler:
             updated = copy.deepcopy(job)
             updated["status"] = new_status
             current = self.client.replace_status(self.kind.resource, updated)
-            self._written[key] = str(current["metadata"]["resourceVersion"])
+            self._written[key] = Written(current)
             rlog.info("status", phase=plan.status.get("phase"),
                       restarts=plan.status.get("restartCount"))  # fmt: skip
         for type_, reason, message in plan.events:
@@ -280,7 +289,7 @@ class JobReconciler:
             updated = copy.deepcopy(job)
             updated["status"] = new_status
             written = self.client.replace_status(self.kind.resource, updated)
-            self._written[key] = str(written["metadata"]["resourceVersion"])
+            self._written[key] = Written(written)
         self.recorder.record(job, "Warning", "FailedCreate", message)
         return Result(requeue=True)
 
@@ -292,7 +301,7 @@ class JobReconciler:
         updated = copy.deepcopy(job)
         updated["status"] = self.kind.render_status(job, failed.status)
         written = self.client.replace_status(self.kind.resource, updated)
-        self._written[key] = str(written["metadata"]["resourceVersion"])
+        self._written[key] = Written(written)
         for type_, why, text in failed.events:
             self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", why, text)
         if failed.finished is not None:

@@ -172,6 +172,10 @@ def test_backoff_limit_is_shared_across_replica_types() -> None:
     assert p3.status["phase"] == "Failed"
     assert get_condition(p3.status, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
     assert p3.create == [] and "j-worker-1" not in deleted(p3)
+    # One Event says it, naming the replica and the limit (it was posted twice).
+    said = [e for e in p3.events if e[1] == "BackoffLimitExceeded"]
+    assert len(said) == 1 and said[0][0] == "Warning"
+    assert "j-worker-1" in said[0][2] and "backoffLimit 2 reached" in said[0][2]
 
 
 def test_a_counted_failure_is_not_counted_twice_after_a_crash() -> None:
