@@ -32,7 +32,6 @@ SSHD = "/usr/sbin/sshd"
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"
-SSH_WAIT_TIMEOUT = ssh.SSH_WAIT_TIMEOUT
 SSH_PORT = 22
 # Flags the operator sets from spec.config; otherArgs may not repeat them.
 RESERVED_FLAGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")

@@ -215,12 +215,8 @@ class JobReconciler:
         rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
 
         new_status = self.kind.render_status(job, plan.status)
-        current = job  # the job as last written: any further status write starts here
-        if new_status != (job.get("status") or {}):
-            updated = copy.deepcopy(job)
-            updated["status"] = new_status
-            current = self.client.replace_status(self.kind.resource, updated)
-            self._written[key] = Written(current)
+        current = self._write_status(job, new_status, key)  # further writes start here
+        if current is not job:
             rlog.info("status", phase=plan.status.get("phase"),
                       restarts=plan.status.get("restartCount"))  # fmt: skip
         for type_, reason, message in plan.events:
@@ -284,24 +280,27 @@ class JobReconciler:
             return self._fail(job, view, states, now, key, reason, message)
         message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
         waiting = engine.plan(self.kind, replace(view, waiting=message), states, now)
-        new_status = self.kind.render_status(job, waiting.status)
-        if new_status != (job.get("status") or {}):
-            updated = copy.deepcopy(job)
-            updated["status"] = new_status
-            written = self.client.replace_status(self.kind.resource, updated)
-            self._written[key] = Written(written)
+        self._write_status(job, self.kind.render_status(job, waiting.status), key)
         self.recorder.record(job, "Warning", "FailedCreate", message)
         return Result(requeue=True)
+
+    def _write_status(self, job: Obj, status: Obj, key: str) -> Obj:
+        """Write ``status`` when it differs from the job's (status subresource,
+        optimistic concurrency); remember the write; return the job as written."""
+        if status == (job.get("status") or {}):
+            return job
+        updated = copy.deepcopy(job)
+        updated["status"] = status
+        written = self.client.replace_status(self.kind.resource, updated)
+        self._written[key] = Written(written)
+        return written
 
     def _fail(self, job: Obj, view: engine.JobView, states: dict[tuple[str, int], ReplicaState],
               now: datetime, key: str, reason: str, message: str) -> Result:  # fmt: skip
         """Fail the job now with ``reason`` and ``message`` (status and Event)."""
         failing = replace(view, spec_error=message, spec_error_reason=reason)
         failed = engine.plan(self.kind, failing, states, now)
-        updated = copy.deepcopy(job)
-        updated["status"] = self.kind.render_status(job, failed.status)
-        written = self.client.replace_status(self.kind.resource, updated)
-        self._written[key] = Written(written)
+        self._write_status(job, self.kind.render_status(job, failed.status), key)
         for type_, why, text in failed.events:
             self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", why, text)
         if failed.finished is not None:
@@ -312,10 +311,14 @@ class JobReconciler:
         """A message naming the other owner when a child of this name exists
         but is not this job's (two jobs of different kinds with one name)."""
         meta = child["metadata"]
-        try:
-            existing = self.client.get(resource, meta["name"], meta["namespace"])
-        except NotFound:
-            return None
+        informer = {"Pod": self.pods, "Service": self.services, "ConfigMap": self.configmaps,
+                    "Secret": self.secrets}[child["kind"]]  # fmt: skip
+        existing = informer.get(meta["namespace"], meta["name"])
+        if existing is None:  # not in the cache yet (or not ours): ask the API server
+            try:
+                existing = self.client.get(resource, meta["name"], meta["namespace"])
+            except NotFound:
+                return None
         owners = existing["metadata"].get("ownerReferences") or []
         owner = next((o for o in owners if o.get("controller")), None)
         if owner is not None and owner.get("uid") == uid:
