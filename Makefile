@@ -57,7 +57,8 @@ run: $(STAMP) ## run the operator against the current kubeconfig context
 demo: $(STAMP) binaries ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) hack/demo.py --name $(CLUSTER)
 
-manifests: $(STAMP) ## regenerate manifests/crds from the API models
+manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema, regenerate manifests/crds
+	$(PY) hack/kube_openapi.py refresh
 	$(PY) hack/gen_crds.py
 
 bench: $(STAMP) ## benchmarks (print figures; see docs/benchmarks.md)

@@ -10,7 +10,14 @@ demands for pruning, defaulting and CEL):
 * ``anyOf: [X, {type: null}]`` (an optional field) becomes ``X``: an absent
   field is how Kubernetes spells "unset", and a null is pruned;
 * ``const`` becomes a one-value ``enum``; ``title`` goes, descriptions stay;
-* ``dict[str, Any]`` (a pod template) becomes ``type: object`` with
+* a node marked ``x-t9k-kubernetes: <definition>`` (a pod template, the
+  ColossalAI launcher's env and resources) becomes that Kubernetes type's
+  schema, converted from the pinned API server's own OpenAPI
+  (``hack/openapi/core-v1.json``, kept by ``hack/kube_openapi.py``), with the
+  node's own keys (descriptions, limits, CEL rules) laid over it; so a typo
+  such as ``comand:`` is refused at admission and ``kubectl explain`` reaches
+  every container field;
+* any other ``dict[str, Any]`` becomes ``type: object`` with
   ``x-kubernetes-preserve-unknown-fields: true``, so nothing under it is pruned;
 * defaults stay (the API server applies them), CEL rules
   (``x-kubernetes-validations``) come with the models that declare them.
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,9 +44,10 @@ from typing import Any
 import yaml
 
 from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
-from t9k_operator.api.common import CrdInfo
+from t9k_operator.api.common import KUBERNETES_SCHEMA, CrdInfo
 
 ROOT = Path(__file__).resolve().parents[1]
+OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"
 CRD_DIR = ROOT / "manifests" / "crds"
 PART_OF = "t9k-operator"
 HEADER = (
@@ -67,6 +76,17 @@ def structural(model_schema: Schema) -> Schema:
 
 def _convert(node: Schema, defs: dict[str, Schema], path: str) -> Schema:
     node = copy.deepcopy(node)
+    if KUBERNETES_SCHEMA in node:
+        base = kubernetes_schema(node.pop(KUBERNETES_SCHEMA), path)
+        # The model's own shape of the node (dict[str, Any], list[dict]) gives way
+        # to the Kubernetes type; what the model adds is laid over it.
+        for key in ("type", "additionalProperties", "x-kubernetes-preserve-unknown-fields"):
+            node.pop(key, None)
+        if isinstance(node.get("items"), dict):
+            node["items"] = {
+                k: v for k, v in node["items"].items() if k not in ("type", "additionalProperties")
+            }
+        return _lay_over(base, _convert_overlay(node, defs, path), path)
     if "$ref" in node:
         target = _resolve(node.pop("$ref"), defs)
         return _overlay(_convert(target, defs, path), node)
@@ -119,6 +139,184 @@ def _convert(node: Schema, defs: dict[str, Schema], path: str) -> Schema:
     return out
 
 
+def _convert_overlay(node: Schema, defs: dict[str, Schema], path: str) -> Schema:
+    """The keys a model lays over a Kubernetes type, converted; no type of its own."""
+    out: Schema = {}
+    for key, value in node.items():
+        if key in _DROP_KEYS or (key == "default" and value is None):
+            continue
+        if key == "properties":
+            out[key] = {n: _convert_overlay(sub, defs, f"{path}.{n}") for n, sub in value.items()}
+        elif key == "items":
+            out[key] = _convert_overlay(value, defs, f"{path}[*]")
+        elif key in ("additionalProperties", "x-kubernetes-preserve-unknown-fields"):
+            continue  # "kept as written" in the model's words: the Kubernetes type decides
+        else:
+            out[key] = value
+    return out
+
+
+def _lay_over(base: Schema, over: Schema, path: str) -> Schema:
+    """``base`` (a Kubernetes type) with a model's keys on top: descriptions and limits
+    replace, ``required`` and CEL rules add up, properties and items recurse. A
+    property the Kubernetes type lacks is an error in the model."""
+    for key, value in over.items():
+        if key == "properties":
+            props = base.setdefault("properties", {})
+            for name, sub in value.items():
+                if name not in props:
+                    raise SchemaError(f"{path}.{name}: not a field of the Kubernetes type")
+                props[name] = _lay_over(props[name], sub, f"{path}.{name}")
+        elif key == "items":
+            base["items"] = _lay_over(base["items"], value, f"{path}[*]")
+        elif key == "required":
+            base["required"] = sorted({*base.get("required", []), *value})
+        elif key == "x-kubernetes-validations":
+            base[key] = [*base.get(key, []), *value]
+        elif key == "type" and value != base.get("type"):
+            raise SchemaError(f"{path}: the model says {value}, Kubernetes {base.get('type')}")
+        else:
+            base[key] = value
+    return base
+
+
+# -- the Kubernetes types, from the pinned API server's OpenAPI ---------------------------
+
+_KUBE_REF = "#/components/schemas/"
+_KUBE_DROP = (
+    "default",  # the Pod API defaults when the pod is created; the job keeps what was written
+    "x-kubernetes-patch-merge-key",
+    "x-kubernetes-patch-strategy",
+    "x-kubernetes-unions",
+    "x-kubernetes-group-version-kind",
+)
+_KUBE_LIST_MAPS = {
+    # Lists whose keys the Pod API itself requires unique (it refuses a pod that
+    # repeats them). Every other list stays atomic: a CRD list-map or set refuses
+    # duplicates the Pod API accepts (two env entries of one name, say), which
+    # would refuse job files that make valid pods.
+    ("io.k8s.api.core.v1.PodSpec", "containers"),
+    ("io.k8s.api.core.v1.PodSpec", "initContainers"),
+    ("io.k8s.api.core.v1.PodSpec", "volumes"),
+}
+_KUBE_OMIT = {
+    # The Pod API refuses these when a pod is created ("cannot be set on create"),
+    # so a template that sets them could never make a pod: refused at admission.
+    ("io.k8s.api.core.v1.PodSpec", "ephemeralContainers"),
+}
+_KUBE_LABELS_ONLY = (
+    # Templates whose metadata the API uses for labels and annotations only: the
+    # operator copies a pod template's to its pods, and the Pod API refuses any
+    # other field in an ephemeral volume's claim template.
+    "io.k8s.api.core.v1.PodTemplateSpec",
+    "io.k8s.api.core.v1.PersistentVolumeClaimTemplate",
+)
+_KUBE_TEMPLATE_META = ("labels", "annotations")
+"""The template metadata the operator copies to its pods; any other is refused."""
+
+
+def kubernetes_schema(name: str, path: str = "", openapi: Path = OPENAPI) -> Schema:
+    """A Kubernetes definition of the pinned version as a structural CRD schema."""
+    schemas = _kube_schemas(openapi)
+    if name not in schemas:
+        raise SchemaError(f"{path or '<root>'}: {openapi.name} has no definition {name!r}")
+    return _kube_definition(schemas, name, path, ())
+
+
+def _kube_definition(
+    schemas: dict[str, Schema], name: str, path: str, seen: tuple[str, ...]
+) -> Schema:
+    out = _kube_convert(schemas, name, schemas[name], path, seen)
+    if name in _KUBE_LABELS_ONLY:
+        meta = out["properties"]["metadata"]
+        meta["properties"] = {key: meta["properties"][key] for key in _KUBE_TEMPLATE_META}
+        if name == "io.k8s.api.core.v1.PodTemplateSpec":
+            meta["description"] = (
+                "Labels and annotations for every pod made from this template (the "
+                "operator adds its own labels, and names the pods itself)."
+            )
+    return out
+
+
+_KUBE_CACHE: dict[Path, dict[str, Schema]] = {}
+
+
+def _kube_schemas(openapi: Path) -> dict[str, Schema]:
+    if openapi not in _KUBE_CACHE:
+        _KUBE_CACHE[openapi] = json.loads(openapi.read_text())["schemas"]
+    return _KUBE_CACHE[openapi]
+
+
+def _kube_convert(
+    schemas: dict[str, Schema], owner: str, node: Schema, path: str, seen: tuple[str, ...]
+) -> Schema:
+    node = copy.deepcopy(node)
+    ref = node.pop("$ref", None)
+    if ref is None and len(node.get("allOf", [])) == 1:
+        ref = node.pop("allOf")[0].get("$ref")
+    if ref is not None:
+        target = ref.removeprefix(_KUBE_REF)
+        if target in seen:
+            raise SchemaError(f"{path}: {target} refers to itself")
+        base = _kube_definition(schemas, target, path, (*seen, target))
+        for key, value in node.items():  # the referring field's own description wins
+            if key not in _KUBE_DROP:
+                base[key] = value
+        return base
+    if owner == "io.k8s.apimachinery.pkg.util.intstr.IntOrString" and "oneOf" in node:
+        return {"description": node["description"], "x-kubernetes-int-or-string": True}
+    if owner == "io.k8s.apimachinery.pkg.api.resource.Quantity" and "oneOf" in node:
+        # A number or a string (2, 0.5, "500m", "2Gi"): the Pod API takes all of
+        # them, and no structural type does (int-or-string refuses 0.5), so the
+        # value is kept as written and checked when the pod is created.
+        return {"description": node["description"], "x-kubernetes-preserve-unknown-fields": True}
+    out: Schema = {}
+    for key, value in node.items():
+        if key in _KUBE_DROP:
+            continue
+        if key == "properties":
+            out[key] = {
+                prop: _kube_field(schemas, owner, prop, sub, f"{path}.{prop}", seen)
+                for prop, sub in value.items()
+                if (owner, prop) not in _KUBE_OMIT
+            }
+        elif key == "items":
+            out[key] = _kube_convert(schemas, owner, value, f"{path}[*]", seen)
+        elif key == "additionalProperties":
+            out[key] = _kube_convert(schemas, owner, value, f"{path}.*", seen)
+        elif key == "oneOf":
+            raise SchemaError(f"{path}: oneOf in {owner} is not structural")
+        else:
+            out[key] = value
+    if "type" not in out and not (
+        out.get("x-kubernetes-int-or-string") or out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        raise SchemaError(f"{path}: {owner} has no type")
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and "additionalProperties" not in out
+    ):
+        out["x-kubernetes-preserve-unknown-fields"] = True  # FieldsV1 and the like: opaque
+    return out
+
+
+def _kube_field(
+    schemas: dict[str, Schema],
+    owner: str,
+    prop: str,
+    node: Schema,
+    path: str,
+    seen: tuple[str, ...],
+) -> Schema:
+    out = _kube_convert(schemas, owner, node, path, seen)
+    list_type = out.get("x-kubernetes-list-type")
+    if list_type in ("map", "set") and (owner, prop) not in _KUBE_LIST_MAPS:
+        out.pop("x-kubernetes-list-type")
+        out.pop("x-kubernetes-list-map-keys", None)
+    return out
+
+
 def _overlay(base: Schema, wrapper: Schema) -> Schema:
     """``base`` with the node-level keys of its wrapper: the field's description and
     default win over the model's, CEL rules of both apply, other keys (field-level
@@ -156,7 +354,8 @@ def _check_structural(node: Schema, path: str = "") -> None:
     for key in ("$ref", "anyOf", "allOf", "oneOf", "title", "$defs"):
         if key in node:
             raise SchemaError(f"{path or '<root>'}: {key!r} left in the schema")
-    if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+    untyped_ok = ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string")
+    if "type" not in node and not any(node.get(key) for key in untyped_ok):
         raise SchemaError(f"{path or '<root>'}: no type")
     for name, sub in node.get("properties", {}).items():
         _check_structural(sub, f"{path}.{name}")

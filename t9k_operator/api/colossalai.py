@@ -38,11 +38,14 @@ from t9k_operator.api.common import (
     DEBUG_ON_CEL,
     DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
+    ENV_VAR,
     JOB_NAME_RULE,
+    KUBERNETES_SCHEMA,
     MAX_INT32,
     MAX_PROCS,
     MAX_REPLICAS,
     MSG_JOB_NAME,  # noqa: F401 (re-exported)
+    RESOURCE_REQUIREMENTS,
     RESUME_SPECS_REMOVAL_RULE,
     Arg,
     DebugMode,
@@ -58,6 +61,7 @@ from t9k_operator.api.common import (
     named_or_first_container,
     pod_name_fits_cel,
     pod_name_length_rule,
+    pod_template_schema,
     preserved_object_schema,
 )
 
@@ -181,21 +185,8 @@ class SSHConfig(T9kModel):
 
 _ENV_SCHEMA: dict[str, Any] = {
     "items": {
-        "type": "object",
-        "additionalProperties": True,
-        "description": "A Kubernetes EnvVar (name, value or valueFrom), kept as written.",
-        "required": ["name"],
-        "properties": {
-            "name": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Name of the environment variable.",
-            },
-            "value": {
-                "type": "string",
-                "description": "Value of the environment variable.",
-            },
-        },
+        KUBERNETES_SCHEMA: ENV_VAR,
+        "properties": {"name": {"minLength": 1}},
     }
 }
 
@@ -232,6 +223,7 @@ class LauncherSpec(T9kModel):
             "Compute resources of the launcher (Kubernetes ResourceRequirements: limits and "
             "requests), kept as written."
         ),
+        json_schema_extra={KUBERNETES_SCHEMA: RESOURCE_REQUIREMENTS},
     )
 
     @field_validator("env")
@@ -318,7 +310,7 @@ class WorkerSpec(T9kModel):
             "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written; spec.containers must hold at least one container."
         ),
-        json_schema_extra=_TEMPLATE_SCHEMA,
+        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
     )
 
     @field_validator("template")

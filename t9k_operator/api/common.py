@@ -15,7 +15,11 @@ express as a type travel as CEL rules in ``json_schema_extra`` under
 
 Conventions that the generator relies on:
 
-* a field typed ``dict[str, Any]`` (a pod template) becomes ``type: object`` with
+* a node whose ``json_schema_extra`` names a Kubernetes type under
+  :data:`KUBERNETES_SCHEMA` (every pod template, via :func:`pod_template_schema`)
+  gets that type's full schema of the pinned Kubernetes version; the rest of
+  the extra (descriptions, limits, CEL rules) is laid over it;
+* any other field typed ``dict[str, Any]`` becomes ``type: object`` with
   ``x-kubernetes-preserve-unknown-fields: true``: kept whole, never pruned;
 * ``Field(default=...)`` puts the default into the CRD (the API server fills it
   in); ``Field(default_factory=...)`` is a Python-side default only.
@@ -181,6 +185,21 @@ def check_pod_template(template: dict[str, Any]) -> dict[str, Any]:
 
 
 PodTemplate = Annotated[dict[str, Any], AfterValidator(check_pod_template)]
+"""A pod template as the operator reads it; give its field
+``json_schema_extra=pod_template_schema(...)`` so the CRD validates it."""
+
+KUBERNETES_SCHEMA = "x-t9k-kubernetes"
+"""Schema key naming the Kubernetes definition (as the API server's OpenAPI names
+it) whose schema ``hack/gen_crds.py`` puts at that node."""
+POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
+ENV_VAR = "io.k8s.api.core.v1.EnvVar"
+RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
+
+
+def pod_template_schema(overlay: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``json_schema_extra`` of a pod template field: the Kubernetes PodTemplateSpec,
+    with ``overlay`` (a kind's own descriptions, limits and CEL rules) on top."""
+    return {KUBERNETES_SCHEMA: POD_TEMPLATE_SPEC, **(overlay or {})}
 
 
 # -- spec ----------------------------------------------------------------------------

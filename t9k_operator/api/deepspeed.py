@@ -65,6 +65,7 @@ from t9k_operator.api.common import (
     named_or_first_container,
     pod_name_fits_cel,
     pod_name_length_rule,
+    pod_template_schema,
     preserved_object_schema,
 )
 
@@ -410,7 +411,7 @@ class WorkerSpec(T9kModel):
             "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written."
         ),
-        json_schema_extra=_TEMPLATE_SCHEMA,
+        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
     )
 
     @field_validator("template")

@@ -41,6 +41,7 @@ from t9k_operator.api.common import (
     PodTemplate,
     PrinterColumn,
     T9kModel,
+    pod_template_schema,
 )
 
 GROUP = "mindspore.gitee.com"
@@ -228,7 +229,7 @@ class MSReplicaSpec(T9kModel):
             "kept as written. It must have a container named mindspore; its port named "
             "msjob-port (default 2222) is the scheduler port."
         ),
-        json_schema_extra=_TEMPLATE_SCHEMA,
+        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
     )
 
     @field_validator("template")

@@ -45,6 +45,7 @@ from t9k_operator.api.common import (
     last_index_cel,
     pod_name_fits_cel,
     pod_name_length_rule,
+    pod_template_schema,
 )
 
 KIND = "PyTorchTrainingJob"
@@ -106,7 +107,8 @@ class ReplicaSpec(T9kModel):
         description=(
             "Pod template of the replicas (a Kubernetes PodTemplateSpec: metadata and spec), "
             "kept as written."
-        )
+        ),
+        json_schema_extra=pod_template_schema(),
     )
 
 

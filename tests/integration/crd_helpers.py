@@ -6,6 +6,8 @@ import json
 import subprocess
 from typing import Any
 
+import yaml
+
 from t9k_operator.api.common import CrdInfo
 from tests.integration.cluster import ROOT, Cluster, wait_for
 
@@ -49,3 +51,30 @@ def stored_object(cluster: Cluster, info: CrdInfo, namespace: str, name: str) ->
     out = cluster.kubectl("get", info.singular, name, "-n", namespace, "-o", "json")
     obj: dict[str, Any] = json.loads(out.stdout)
     return obj
+
+
+DOC_FRAGMENTS = ("resources", "env")
+"""Product-document examples that show one field of a container and leave out the
+rest, its name included. The Pod API refuses a nameless container, and so does
+the CRD now that templates carry the Kubernetes schema."""
+
+
+def nameless_container_refused(cluster: Cluster, namespace: str, text: str) -> str:
+    """Assert ``text`` is refused for its nameless container; the job with names filled in."""
+    stderr = refused(cluster, namespace, text)
+    assert 'omits all key fields ["name"]' in stderr or "name: Required value" in stderr, stderr
+    job = yaml.safe_load(text)
+    for node in _templates(job["spec"]):
+        for i, container in enumerate(node["spec"]["containers"]):
+            container.setdefault("name", f"c{i}")
+    return yaml.safe_dump(job)
+
+
+def _templates(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        if "template" in node and isinstance(node["template"], dict):
+            return [node["template"]]
+        return [t for value in node.values() for t in _templates(value)]
+    if isinstance(node, list):
+        return [t for item in node for t in _templates(item)]
+    return []

@@ -26,7 +26,14 @@ from t9k_operator.api.deepspeed import (
     MSG_RUN_REQUIRED,
 )
 from tests.integration.cluster import Cluster, wait_for
-from tests.integration.crd_helpers import applied, install_crd, refused, stored_object
+from tests.integration.crd_helpers import (
+    DOC_FRAGMENTS,
+    applied,
+    install_crd,
+    nameless_container_refused,
+    refused,
+    stored_object,
+)
 from tests.unit.api.helpers import is_subset, load
 from tests.unit.api.test_deepspeed_models import (
     ALL_EXAMPLES,
@@ -61,6 +68,8 @@ def test_example_applies_and_is_stored_unpruned(
     cluster: Cluster, crd: None, namespace: str, example: str
 ) -> None:
     text = ALL_EXAMPLES[example]
+    if example in DOC_FRAGMENTS:
+        text = nameless_container_refused(cluster, namespace, text)
     applied(cluster, namespace, text)
     assert_stored_as_sent(load(text), stored(cluster, namespace))
 

@@ -148,11 +148,21 @@ def test_longest_names_that_fit_are_accepted(cluster: Cluster, crd: None, namesp
     )
 
 
+SERVER_FRAGMENTS = {
+    # The Pod API's schema refuses it before the kind's own rule is checked.
+    "scheduler-without-containers": [
+        "spec.msReplicaSpecs.Scheduler.template.spec.containers",
+        "Required value",
+    ],
+}
+
+
 @pytest.mark.parametrize("case", list(INVALID_SPECS))
 def test_invalid_spec_is_refused_naming_the_field(
     cluster: Cluster, crd: None, namespace: str, case: str
 ) -> None:
     changes, name, fragments = INVALID_SPECS[case]
+    fragments = SERVER_FRAGMENTS.get(case, fragments)
     stderr = refused(cluster, namespace, yaml.safe_dump(job_with(copy.deepcopy(changes), name)))
     for fragment in fragments:
         assert fragment in stderr, stderr

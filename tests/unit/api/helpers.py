@@ -89,7 +89,8 @@ def assert_structural(schema: dict[str, Any]) -> None:
     for path, node in walk(schema):
         for key in _NOT_STRUCTURAL:
             assert key not in node, f"{path}: {key}"
-        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), path
+        untyped_ok = ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string")
+        assert "type" in node or any(node.get(key) for key in untyped_ok), path
         if "default" in node:
             assert node["default"] is not None, path
 
@@ -100,3 +101,36 @@ def assert_described(schema: dict[str, Any]) -> None:
         for path, node in walk(schema["properties"][top], top):
             if not path.endswith("[*]"):
                 assert node.get("description"), f"{path} has no description (kubectl explain)"
+
+
+QUANTITY_FIELDS = ("divisor", "sizeLimit", "limits", "requests", "overhead")
+"""The only Kubernetes fields kept untyped in a CRD: quantities (or maps of them),
+which are a number or a string, and no structural type allows both."""
+
+
+def assert_pod_template_schema(template: dict[str, Any], path: str = "template") -> None:
+    """``template`` is the pinned Kubernetes PodTemplateSpec: every container field is
+    declared (so ``comand`` is refused and ``kubectl explain`` reaches ``command``),
+    metadata takes labels and annotations only, and nothing is kept untyped but
+    quantities."""
+    assert template["type"] == "object", path
+    assert set(template["properties"]) == {"metadata", "spec"}, path
+    assert set(template["properties"]["metadata"]["properties"]) == {"labels", "annotations"}
+    pod = template["properties"]["spec"]["properties"]
+    assert "ephemeralContainers" not in pod, "the Pod API refuses them on create"
+    container = pod["containers"]["items"]["properties"]
+    for field in ("command", "args", "env", "image", "resources", "volumeMounts", "ports"):
+        assert container[field].get("description"), f"{path}: container field {field}"
+    assert container["command"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": container["command"]["description"],
+        "x-kubernetes-list-type": "atomic",
+    }
+    # Lists the Pod API lets repeat a key stay atomic; only names it refuses twice are keys.
+    assert "x-kubernetes-list-map-keys" not in container["env"], "env names may repeat"
+    assert pod["containers"]["x-kubernetes-list-map-keys"] == ["name"]
+    for sub_path, node in walk(template, path):
+        assert "default" not in node, f"{sub_path}: the Pod API defaults, not the CRD"
+        if node.get("x-kubernetes-preserve-unknown-fields"):
+            assert sub_path.rsplit(".", 1)[-1].rstrip("*[]") in QUANTITY_FIELDS, sub_path

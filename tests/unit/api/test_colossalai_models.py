@@ -49,13 +49,13 @@ from t9k_operator.api.colossalai import (
 from t9k_operator.api.common import T9kScheduler
 from tests.unit.api.helpers import (
     assert_described,
+    assert_pod_template_schema,
     assert_structural,
     committed_crd,
     is_subset,
     load,
     rule_messages,
     schema_of,
-    walk,
 )
 
 IMAGE = "hpcaitech/colossalai:0.3.0"
@@ -849,27 +849,27 @@ def test_crd_schema_is_structural_and_described(crd: dict[str, Any]) -> None:
     assert_described(schema_of(crd))
 
 
-def test_crd_keeps_template_env_and_resources_whole(crd: dict[str, Any]) -> None:
+def test_crd_gives_template_env_and_resources_the_kubernetes_schema(
+    crd: dict[str, Any],
+) -> None:
     props = schema_of(crd)["properties"]["spec"]["properties"]
     worker = props["worker"]
     assert worker["required"] == ["template"]
     template = worker["properties"]["template"]
-    # Every declared level keeps the fields it does not declare.
-    for path, node in walk(template, "template"):
-        if node.get("type") == "object":
-            assert node.get("x-kubernetes-preserve-unknown-fields") is True, path
+    assert_pod_template_schema(template)
     assert template["required"] == ["spec"]
     pod = template["properties"]["spec"]
     assert pod["required"] == ["containers"]
     assert pod["properties"]["containers"]["minItems"] == 1
-    assert "properties" not in pod["properties"]["containers"]["items"]
     launcher = props["launcher"]
     assert launcher["required"] == ["image"]
     env = launcher["properties"]["env"]["items"]
-    assert env["x-kubernetes-preserve-unknown-fields"] is True and env["required"] == ["name"]
+    assert env["required"] == ["name"] and env["properties"]["name"]["minLength"] == 1
+    assert set(env["properties"]) == {"name", "value", "valueFrom"}
+    assert "x-kubernetes-preserve-unknown-fields" not in env
     resources = launcher["properties"]["resources"]
-    assert resources["x-kubernetes-preserve-unknown-fields"] is True
-    assert "properties" not in resources
+    assert {"limits", "requests"} <= set(resources["properties"])
+    assert "x-kubernetes-preserve-unknown-fields" not in resources
 
 
 def test_crd_defaults(crd: dict[str, Any]) -> None:

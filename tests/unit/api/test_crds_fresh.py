@@ -20,6 +20,7 @@ from t9k_operator.api.pytorch import (
 from tests.unit.api.helpers import (
     CRD_DIR,
     assert_described,
+    assert_pod_template_schema,
     assert_structural,
     load_generator,
     rules,
@@ -101,12 +102,9 @@ def test_every_spec_and_status_field_is_described(crd: dict[str, Any]) -> None:
     assert_described(schema_of(crd))
 
 
-def test_pod_templates_are_preserved_whole(crd: dict[str, Any]) -> None:
+def test_pod_templates_have_the_kubernetes_schema(crd: dict[str, Any]) -> None:
     replica = schema_of(crd)["properties"]["spec"]["properties"]["replicaSpecs"]["items"]
-    template = replica["properties"]["template"]
-    assert template["type"] == "object"
-    assert template["x-kubernetes-preserve-unknown-fields"] is True
-    assert "properties" not in template
+    assert_pod_template_schema(replica["properties"]["template"])
     assert replica["required"] == ["type", "template"]
 
 
@@ -220,8 +218,8 @@ def test_unions_are_refused() -> None:
 
 
 def _integers(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    if not isinstance(schema, dict):
-        return
+    if not isinstance(schema, dict) or path.endswith(_KUBERNETES_TYPED):
+        return  # the Pod API bounds its own fields when the pod is created
     if schema.get("type") == "integer":
         yield path, schema
     for name, sub in (schema.get("properties") or {}).items():
@@ -229,6 +227,9 @@ def _integers(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     for key in ("items", "additionalProperties"):
         if isinstance(schema.get(key), dict):
             yield from _integers(schema[key], f"{path}[]")
+
+
+_KUBERNETES_TYPED = (".template", "launcher.env[]", "launcher.resources")
 
 
 @pytest.mark.parametrize("path", sorted(CRD_DIR.glob("*.yaml")), ids=lambda p: p.name)

@@ -1,0 +1,130 @@
+"""Pod templates are checked at admission against the pinned Kubernetes schema.
+
+A typo inside a pod template (``comand:``) is refused by the API server at
+``kubectl apply``, ``kubectl explain`` reaches every container field, and what
+the Pod API accepts (``cpu: 0.5``, an env name given twice) the job accepts too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.kube import KubeClient
+from tests.integration.cluster import ROOT, Cluster
+from tests.integration.jobs import Jobs, pytorch_job
+
+SAMPLES = {
+    yaml.safe_load(p.read_text())["kind"]: yaml.safe_load(p.read_text())
+    for p in sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
+}
+TEMPLATES = {
+    # kind -> how to reach one pod template of its sample
+    "PyTorchTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
+    "DeepSpeedJob": lambda spec: spec["worker"]["template"],
+    "ColossalAIJob": lambda spec: spec["worker"]["template"],
+    "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
+}
+EXPLAIN = {
+    # kubectl explain cannot step into a map's values, so MSJob's templates (under
+    # the map msReplicaSpecs, as in the MindSpore operator's CRD) are not listed.
+    "pytorchtrainingjob": "spec.replicaSpecs.template.spec.containers.command",
+    "deepspeedjob": "spec.worker.template.spec.containers.command",
+    "colossalaijob": "spec.worker.template.spec.containers.command",
+}
+
+
+def kubectl_apply(cluster: Cluster, namespace: str, obj: dict[str, Any], *flags: str) -> str:
+    """``kubectl apply`` as a user runs it (client-side, kubectl's default strict
+    field validation); the error text, or "" when applied."""
+    proc = cluster.kubectl(
+        "apply", "-n", namespace, *flags, "-f", "-", input_=yaml.safe_dump(obj), check=False
+    )
+    return proc.stderr if proc.returncode else ""
+
+
+@pytest.mark.usefixtures("crds_installed")
+@pytest.mark.parametrize("kind", sorted(TEMPLATES))
+def test_a_typo_in_a_pod_template_is_refused_at_apply(
+    cluster: Cluster, namespace: str, kind: str
+) -> None:
+    job = copy.deepcopy(SAMPLES[kind])
+    assert kubectl_apply(cluster, namespace, job, "--dry-run=server") == ""
+    container = TEMPLATES[kind](job["spec"])["spec"]["containers"][0]
+    container["comand"] = ["python", "train.py"]
+    error = kubectl_apply(cluster, namespace, job)
+    assert 'unknown field "spec.' in error and ".containers[0].comand" in error, error
+    # A value of the wrong type inside the template is refused as well.
+    del container["comand"]
+    container["ports"] = [{"containerPort": "http"}]
+    error = kubectl_apply(cluster, namespace, job)
+    assert "containerPort" in error and "integer" in error, error
+    kind_lower = kind.lower()
+    assert cluster.kubectl("get", kind_lower, "-n", namespace, "-o", "name").stdout == ""
+
+
+@pytest.mark.usefixtures("crds_installed")
+def test_a_typo_in_the_colossalai_launcher_is_refused(cluster: Cluster, namespace: str) -> None:
+    job = copy.deepcopy(SAMPLES["ColossalAIJob"])
+    job["spec"]["launcher"]["env"] = [{"name": "A", "valeu": "1"}]
+    error = kubectl_apply(cluster, namespace, job)
+    assert 'unknown field "spec.launcher.env[0].valeu"' in error, error
+    job["spec"]["launcher"]["env"] = []
+    job["spec"]["launcher"]["resources"] = {"limit": {"cpu": 1}}
+    error = kubectl_apply(cluster, namespace, job)
+    assert 'unknown field "spec.launcher.resources.limit"' in error, error
+
+
+@pytest.mark.usefixtures("crds_installed")
+@pytest.mark.parametrize("resource", sorted(EXPLAIN))
+def test_kubectl_explain_reaches_container_fields(cluster: Cluster, resource: str) -> None:
+    out = cluster.kubectl("explain", f"{resource}.{EXPLAIN[resource]}").stdout
+    assert "FIELD: command <[]string>" in out, out
+    assert "Entrypoint array" in out, out  # the Pod API's own description
+    env = cluster.kubectl("explain", f"{resource}.{EXPLAIN[resource].replace('command', 'env')}")
+    assert "valueFrom" in env.stdout, env.stdout
+
+
+@pytest.mark.usefixtures("operator")
+def test_what_the_pod_api_accepts_the_template_accepts(
+    cluster: Cluster, admin: KubeClient, namespace: str
+) -> None:
+    """Quantities written as numbers (cpu: 0.5), an env name given twice, nulls and
+    empty lists where the Go types allow them: accepted, and on the created pod."""
+    job = pytorch_job("lenient", [("worker", 1, "Never")])
+    container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": 0.5, "memory": "1Gi"}, "requests": {"cpu": 0.25}}
+    container["env"] = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
+    container["args"] = None
+    container["volumeMounts"] = []
+    container["livenessProbe"] = {"tcpSocket": {"port": 8080}, "periodSeconds": 30}
+    assert kubectl_apply(cluster, namespace, job) == ""
+    jobs = Jobs(admin, namespace)
+    pods = jobs.wait_pods("lenient", ["lenient-worker-0"])
+    pod = pods["lenient-worker-0"]["spec"]["containers"][0]
+    assert pod["resources"] == {
+        "limits": {"cpu": "500m", "memory": "1Gi"},
+        "requests": {"cpu": "250m", "memory": "1Gi"},  # the Pod API's default from limits
+    }
+    assert [e["value"] for e in pod["env"] if e["name"] == "A"] == ["1", "2"]
+    assert pod["livenessProbe"]["tcpSocket"] == {"port": 8080}
+
+
+def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Cluster) -> None:
+    """hack/openapi/core-v1.json, which the CRDs are generated from, is not stale."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "kube_openapi.py"), "check",
+         "--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    kept = json.loads(Path(ROOT / "hack" / "openapi" / "core-v1.json").read_text())
+    version = cluster.kubectl("version", "-o", "json").stdout
+    assert json.loads(version)["serverVersion"]["gitVersion"] == kept["kubernetesVersion"]
