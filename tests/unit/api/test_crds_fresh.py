@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pydantic import Field
 
-from t9k_operator.api.common import T9kModel
+from t9k_operator.api.common import T9kModel, pod_template_schema
 from t9k_operator.api.pytorch import (
     CRD,
     MSG_DISTINCT_TYPES,
@@ -215,6 +215,38 @@ class _Union(T9kModel):
 def test_unions_are_refused() -> None:
     with pytest.raises(gen.SchemaError, match="value"):
         gen.structural(_Union.model_json_schema(by_alias=True))
+
+
+class _Typo(T9kModel):
+    template: dict[str, Any] = Field(
+        description="a template",
+        json_schema_extra=pod_template_schema(
+            {"properties": {"spec": {"properties": {"containrs": {"maxItems": 2}}}}}
+        ),
+    )
+
+
+def test_an_overlay_naming_a_field_kubernetes_lacks_is_an_error() -> None:
+    with pytest.raises(gen.SchemaError, match="containrs: not a field of the Kubernetes type"):
+        gen.structural(_Typo.model_json_schema(by_alias=True))
+
+
+def test_kubernetes_types_become_structural_and_no_stricter_than_the_pod_api() -> None:
+    container = gen.kubernetes_schema("io.k8s.api.core.v1.Container")
+    probe_port = container["properties"]["livenessProbe"]["properties"]["httpGet"]["properties"]
+    assert probe_port["port"]["x-kubernetes-int-or-string"] is True
+    assert "type" not in probe_port["port"]
+    limits = container["properties"]["resources"]["properties"]["limits"]
+    # A quantity is a number or a string; no structural type allows 0.5 and "500m".
+    assert limits["additionalProperties"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert "x-kubernetes-list-type" not in container["properties"]["env"]
+    assert "x-kubernetes-list-type" not in container["properties"]["ports"]
+    assert "default" not in container["properties"]["ports"]["items"]["properties"]["protocol"]
+    assert container["properties"]["imagePullPolicy"]["enum"] == ["Always", "IfNotPresent", "Never"]
+    pod = gen.kubernetes_schema("io.k8s.api.core.v1.PodSpec")
+    assert pod["properties"]["volumes"]["x-kubernetes-list-map-keys"] == ["name"]
+    assert "ephemeralContainers" not in pod["properties"]
+    assert not any("x-kubernetes-patch" in key for _, node in walk(pod) for key in node)
 
 
 def _integers(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
