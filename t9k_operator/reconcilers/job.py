@@ -202,20 +202,15 @@ class JobReconciler:
         view = self.kind.view(job)
         states = self._replicas(uid)
         now: datetime = self.clock.now()
-        if not job.get("status"):
-            metrics.JOBS_CREATED.labels(self.kind.resource.kind, namespace).inc()
-            self.recorder.record(job, "Normal", "Created",
-                                 f"{self.kind.resource.kind} {name} accepted")  # fmt: skip
-            ignored = self.kind.fields_not_acted_on(job)
-            if ignored:
-                self.recorder.record(job, "Warning", "FieldNotActedOn", (
-                    f"{', '.join(ignored)}: stored as written, but this operator does not act "
-                    "on it yet; the job runs as if it were not set"))  # fmt: skip
         plan = engine.plan(self.kind, view, states, now)
         rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
 
         new_status = self.kind.render_status(job, plan.status)
         current = self._write_status(job, new_status, key)  # further writes start here
+        if not job.get("status"):
+            # Told once the first status is stored: a write that conflicts is
+            # retried from a job still without status, and would tell it again.
+            self._accepted(job)
         if current is not job:
             rlog.info("status", phase=plan.status.get("phase"),
                       restarts=plan.status.get("restartCount"))  # fmt: skip
@@ -263,6 +258,19 @@ class JobReconciler:
                 return self._cannot_have(current, view, states, now, key, replica,
                                          f"Pod {name}", exc)  # fmt: skip
         return Result(requeue_after=plan.requeue_after)
+
+    def _accepted(self, job: Obj) -> None:
+        """The Created Event and counter, and a Warning for fields stored but not acted on."""
+        kind, meta = self.kind.resource.kind, job["metadata"]
+        metrics.JOBS_CREATED.labels(kind, meta["namespace"]).inc()
+        self.recorder.record(job, "Normal", "Created", f"{kind} {meta['name']} accepted")
+        ignored = self.kind.fields_not_acted_on(job)
+        if ignored:
+            message = (
+                f"{', '.join(ignored)}: stored as written, but this operator does not "
+                "act on it yet; the job runs as if it were not set"
+            )
+            self.recorder.record(job, "Warning", "FieldNotActedOn", message)
 
     def _cannot_have(self, job: Obj, view: engine.JobView,
                      states: dict[tuple[str, int], ReplicaState], now: datetime, key: str,

@@ -1,0 +1,263 @@
+"""JobReconciler, the apply path, for every kind: with a fake at the kube/ boundary.
+
+What is checked: status is written before any child is created; the Created
+Event (and its counter) comes once, after the first status write succeeded;
+children wait for the Service they need; an invalid spec, a name clash and a
+refused pod fail the job naming the cause; a refusal that retrying may cure
+keeps it Pending; a reconcile that runs ahead of the cache writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from t9k_operator import metrics
+from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.controller import ControllerContext, Result
+from t9k_operator.events import FakeRecorder
+from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.kube import Conflict, Invalid, ServerError
+from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
+from t9k_operator.reconcilers.colossalai import ColossalAIKind
+from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
+from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobKind, JobReconciler
+from t9k_operator.reconcilers.msjob import MSJobKind
+from t9k_operator.reconcilers.pytorch import PyTorchKind
+from tests.unit.reconcilers.fake_kube import FakeKube
+
+NS = "ns"
+
+
+def _template(container: str) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": container, "image": "img"}]}}
+
+
+JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
+    # kind -> (its hooks, a valid job, the pods a fresh job gets)
+    "PyTorchTrainingJob": (
+        PyTorchKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "PyTorchTrainingJob",
+            "spec": {
+                "replicaSpecs": [
+                    {
+                        "type": "worker",
+                        "replicas": 2,
+                        "restartPolicy": "OnFailure",
+                        "template": _template("pytorch"),
+                    }
+                ]
+            },
+        },
+        ["j-worker-0", "j-worker-1"],
+    ),
+    "DeepSpeedJob": (
+        DeepSpeedKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "DeepSpeedJob",
+            "spec": {
+                "config": {"slotsPerWorker": 1, "run": {"python": ["train.py"]}},
+                "worker": {"replicas": 2, "template": _template("worker")},
+            },
+        },
+        ["j-worker-0", "j-worker-1"],
+    ),
+    "ColossalAIJob": (
+        ColossalAIKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "ColossalAIJob",
+            "spec": {
+                "launcher": {"image": "img"},
+                "worker": {"replicas": 2, "command": ["train.py"], "template": _template("worker")},
+            },
+        },
+        ["j-launcher", "j-worker-0", "j-worker-1"],
+    ),
+    "MSJob": (
+        MSJobKind(),
+        {
+            "apiVersion": "mindspore.gitee.com/v1",
+            "kind": "MSJob",
+            "spec": {
+                "msReplicaSpecs": {
+                    "Scheduler": {"replicas": 1, "template": _template("mindspore")},
+                    "Worker": {"replicas": 2, "template": _template("mindspore")},
+                }
+            },
+        },
+        ["j-scheduler-0", "j-worker-0", "j-worker-1"],
+    ),
+}
+KINDS = sorted(JOBS)
+
+
+class Harness:
+    def __init__(self, kind_name: str, job: dict[str, Any] | None = None) -> None:
+        self.kind, base, self.pods = JOBS[kind_name]
+        self.fake = FakeKube()
+        self.recorder = FakeRecorder()
+        self.informers = InformerFactory(self.fake)  # type: ignore[arg-type]
+        ctx = ControllerContext(
+            client=self.fake,  # type: ignore[arg-type]
+            informers=self.informers,
+            recorder=self.recorder,  # type: ignore[arg-type]
+            workers=1,
+        )
+        self.reconciler = JobReconciler(self.kind, ctx)
+        obj = copy.deepcopy(job if job is not None else base)
+        obj["metadata"] = {"name": "j", "namespace": NS, "generation": 1}
+        self.fake.put(self.kind.resource, obj)
+        self.sync()
+
+    def sync(self) -> None:
+        """The watch catches up: every cache holds what the fake holds."""
+        self.fake.sync(
+            self.informers,
+            (self.kind.resource, None),
+            *((r, CHILD_SELECTOR) for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)),
+        )
+
+    def reconcile(self) -> Result:
+        return self.reconciler.reconcile(f"{NS}/j")
+
+    def run(self, passes: int = 4) -> None:
+        """Reconcile and let the caches catch up, ``passes`` times."""
+        for _ in range(passes):
+            self.reconcile()
+            self.sync()
+
+    def job(self) -> dict[str, Any]:
+        return self.fake.get(self.kind.resource, "j", NS)
+
+    def pod_names(self) -> list[str]:
+        return sorted(p["metadata"]["name"] for p in self.fake.of_kind("Pod"))
+
+
+def created_count(kind: str) -> float:
+    return metrics.JOBS_CREATED.labels(kind, NS)._value.get()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_status_comes_first_then_the_children(kind: str) -> None:
+    h = Harness(kind)
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+    first = h.fake.writes[0]
+    assert first == ("replace_status", h.kind.resource.kind, "j"), h.fake.writes
+    assert h.job()["status"]
+    if h.kind.uses_ssh:
+        assert [s["metadata"]["name"] for s in h.fake.of_kind("Secret")] == ["j-ssh"]
+    assert h.recorder.reasons().count("Created") == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_created_is_told_once_when_the_first_status_write_conflicts(kind: str) -> None:
+    h = Harness(kind)
+    before = created_count(kind)
+    h.fake.fail_next("replace_status", h.kind.resource.kind, Conflict("modified"))
+    with pytest.raises(Conflict):
+        h.reconcile()
+    assert h.fake.writes == [], "nothing is created before the status is written"
+    assert "Created" not in h.recorder.reasons()
+    h.run()
+    assert h.recorder.reasons().count("Created") == 1
+    assert created_count(kind) == before + 1
+    assert h.pod_names() == JOBS[kind][2]
+
+
+def test_msjob_workers_wait_for_the_scheduler_service() -> None:
+    h = Harness("MSJob")
+    h.reconcile()  # status, the Services, the scheduler's pod
+    assert h.pod_names() == ["j-scheduler-0"]
+    # The job and pod caches catch up; the Service cache lags: its ClusterIP is
+    # unknown, so the workers (whose MS_SCHED_HOST it is) wait.
+    h.fake.sync(h.informers, (h.kind.resource, None), (PODS, CHILD_SELECTOR))
+    assert h.reconcile() == Result(requeue_after=CHILD_WAIT)
+    assert h.pod_names() == ["j-scheduler-0"]
+    h.sync()
+    h.reconcile()
+    assert h.pod_names() == JOBS["MSJob"][2]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reconcile_ahead_of_the_cache_writes_nothing(kind: str) -> None:
+    h = Harness(kind)
+    h.reconcile()  # writes status; the cache still holds the job without it
+    writes = list(h.fake.writes)
+    assert h.reconcile() == Result(requeue_after=CACHE_CATCH_UP)
+    assert h.fake.writes == writes
+
+
+def test_an_invalid_spec_fails_the_job_naming_the_field() -> None:
+    bad = copy.deepcopy(JOBS["PyTorchTrainingJob"][1])
+    bad["spec"]["replicaSpecs"][0]["restartPolicy"] = "Sometimes"
+    h = Harness("PyTorchTrainingJob", bad)
+    h.run()
+    status = h.job()["status"]
+    assert status["phase"] == "Failed"
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "spec.replicaSpecs[0].restartPolicy" in failed["message"]
+    assert h.pod_names() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_pod_name_held_by_another_job_fails_with_name_conflict(kind: str) -> None:
+    h = Harness(kind)
+    other = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": JOBS[kind][2][-1],
+            "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "OtherJob",
+                    "name": "x",
+                    "uid": "other",
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    h.fake.put(PODS, other)
+    h.run()
+    conditions = {c["type"]: c for c in h.job()["status"].get("conditions") or []}
+    reason = conditions.get("Failed", {}).get("reason")
+    if kind == "MSJob":  # Kubeflow-style status
+        assert any(c.get("reason") == "NameConflict" for c in h.job()["status"]["conditions"])
+    else:
+        assert reason == "NameConflict", conditions
+    assert "NameConflict" in h.recorder.reasons()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_pod_the_api_server_refuses_as_invalid_fails_the_job(kind: str) -> None:
+    h = Harness(kind)
+    h.fake.fail_next("create", "Pod", Invalid('Pod "j-worker-0" is invalid: spec.x: bad'))
+    h.run()
+    assert "InvalidSpec" in h.recorder.reasons()
+    messages = [e.message for e in h.recorder.events if e.reason == "InvalidSpec"]
+    assert any("spec.x: bad" in m and "retrying cannot help" in m for m in messages)
+
+
+def test_a_refusal_retrying_may_cure_keeps_the_job_pending() -> None:
+    h = Harness("PyTorchTrainingJob")
+    h.fake.fail_next("create", "Pod", ServerError("etcdserver: request timed out"))
+    assert h.reconcile() == Result(requeue=True)
+    status = h.job()["status"]
+    assert status["phase"] == "Pending"
+    init = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    assert init["reason"] == "FailedCreate" and "request timed out" in init["message"]
+    assert "FailedCreate" in h.recorder.reasons()
+    h.sync()
+    h.run()
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
