@@ -57,9 +57,10 @@ run: $(STAMP) ## run the operator against the current kubeconfig context
 demo: $(STAMP) binaries ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) hack/demo.py --name $(CLUSTER)
 
-manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema, regenerate manifests/crds
+manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs and the ClusterRole
 	$(PY) hack/kube_openapi.py refresh
 	$(PY) hack/gen_crds.py
+	$(PY) hack/gen_rbac.py
 
 bench: $(STAMP) ## benchmarks (print figures; see docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py

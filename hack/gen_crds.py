@@ -25,8 +25,8 @@ demands for pruning, defaulting and CEL):
 Output is deterministic (sorted keys), so ``--check`` (and the unit test
 tests/unit/api/test_crds_fresh.py) can tell when the YAML is stale.
 
-To add a kind, declare its ``CRD = CrdInfo(...)`` in its api module and append
-it to :data:`KINDS`.
+A kind's CRD is the ``CRD = CrdInfo(...)`` of its api module; the kinds are
+those of ``t9k_operator.reconcilers.registry.KINDS``.
 
 Usage: ``python hack/gen_crds.py [--out-dir DIR] [--check]`` (``make manifests``).
 """
@@ -43,8 +43,8 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
 from t9k_operator.api.common import KUBERNETES_SCHEMA, CrdInfo
+from t9k_operator.reconcilers.registry import crds
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"
@@ -55,8 +55,8 @@ HEADER = (
     "# change the models and run `make manifests`.\n"
 )
 
-KINDS: list[CrdInfo] = [pytorch.CRD, deepspeed.CRD, colossalai.CRD, msjob.CRD]
-"""Every kind whose CRD is generated."""
+KINDS: list[CrdInfo] = crds()
+"""Every kind's CRD (from the one registry of kinds)."""
 
 Schema = dict[str, Any]
 

@@ -18,6 +18,7 @@ from t9k_operator import logging as oplogging
 from t9k_operator.kube import ApiError, ClientOptions, KubeClient
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import build_controllers
+from t9k_operator.reconcilers.registry import KINDS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -125,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     oplogging.configure(args.log_level)
     log = structlog.get_logger("t9k_operator")
-    # One pool connection per worker and per watch, plus a few for events and
-    # leader election.
-    pool_size = 4 * args.concurrent_reconciles + 16
+    # One pool connection per worker of every kind and per watch, plus a few
+    # for events and leader election.
+    pool_size = len(KINDS) * args.concurrent_reconciles + 16
     try:
         client = KubeClient.from_config(
             args.kubeconfig,

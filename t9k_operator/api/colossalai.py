@@ -14,8 +14,10 @@ A ColossalAIJob runs two kinds of replicas:
 A worker that fails cannot rejoin the training, so workers are never
 recreated; ``spec.runPolicy`` accordingly has ``cleanUpWorkers`` (delete the
 workers once the job has finished; the launcher, whose log tells the result,
-stays) instead of a clean-up policy, and its optional ``backoffLimit``
-applies to the launcher only.
+stays) instead of a clean-up policy. Its ``backoffLimit`` is stored but not
+acted on: the launcher is not restarted either (a relaunched launcher would
+start the training over on workers that may still be busy), so any failure
+fails the job.
 
 As for the other kinds, the invariants are written twice: as schema rules
 (the API server refuses a bad object at admission, naming the field) and as
@@ -354,16 +356,12 @@ class ColossalAIRunPolicy(T9kModel):
         ge=0,
         le=MAX_INT32,
         description=(
-            "Maximum number of launcher restarts; it applies to the launcher only: a failed "
-            "worker cannot rejoin a ColossalAI training and is never recreated. "
-            "Unset: 0, the launcher is not restarted."
+            "Stored as written but not acted on: no pod of a ColossalAIJob is restarted. A "
+            "failed worker cannot rejoin a ColossalAI training, and a relaunched launcher "
+            "would start the training over on workers that may still be busy; so any "
+            "failure fails the job. A job that sets it gets a Warning Event FieldNotActedOn."
         ),
     )
-
-    @property
-    def launcher_backoff_limit(self) -> int:
-        """backoffLimit, else 0."""
-        return self.backoff_limit if self.backoff_limit is not None else 0
 
 
 class ColossalAIRunMode(RunMode):

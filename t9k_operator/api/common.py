@@ -392,6 +392,21 @@ MSG_ELASTIC_EXPECTED = (
 )
 
 
+def elastic_count(count: int, elastic: Mapping[str, Any] | None) -> int:
+    """Replicas wanted now, of a type that has ``count`` without elastic training:
+    when ``elastic`` (a ``spec.elastic`` as written) is on, expectedReplicas (else
+    ``count``) clamped to [minReplicas, maxReplicas]. The one place this rule lives;
+    it clamps even bounds admission would have refused."""
+    if not elastic or not elastic.get("enabled"):
+        return count
+    want = int(elastic.get("expectedReplicas") or count)
+    if elastic.get("minReplicas") is not None:
+        want = max(want, int(elastic["minReplicas"]))
+    if elastic.get("maxReplicas") is not None:
+        want = min(want, int(elastic["maxReplicas"]))
+    return want
+
+
 class ElasticConfig(T9kModel):
     """Elastic training (needs torchrun): the number of replicas may change while training.
 
@@ -453,6 +468,10 @@ class ElasticConfig(T9kModel):
             "number may be lower when the cluster lacks resources."
         ),
     )
+
+    def clamp(self, count: int) -> int:
+        """Replicas wanted now, of a type that has ``count`` without elastic training."""
+        return elastic_count(count, self.model_dump(by_alias=True))
 
     @model_validator(mode="after")
     def _check_bounds(self) -> Self:

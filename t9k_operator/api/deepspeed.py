@@ -594,15 +594,9 @@ def run_kind_and_argv(spec: DeepSpeedJobSpec) -> tuple[RunKind, list[str]]:
 def effective_worker_count(spec: DeepSpeedJobSpec) -> int:
     """Workers wanted now: with elastic training on, expectedReplicas clamped to
     [minReplicas, maxReplicas]; otherwise worker.replicas."""
-    elastic = spec.elastic
-    if elastic is None or not elastic.enabled or elastic.expected_replicas is None:
+    if spec.elastic is None:
         return spec.worker.replicas
-    count = elastic.expected_replicas
-    if elastic.min_replicas is not None:
-        count = max(count, elastic.min_replicas)
-    if elastic.max_replicas is not None:
-        count = min(count, elastic.max_replicas)
-    return count
+    return spec.elastic.clamp(spec.worker.replicas)
 
 
 def pod_name_fits(job_name: str, spec: DeepSpeedJobSpec) -> bool:

@@ -104,13 +104,15 @@ class MSRunPolicy(T9kModel):
             "still running) or None (keep all, e.g. to read their logs). Defaults to Running."
         ),
     )
-    backoff_limit: int | None = Field(
-        default=None,
+    backoff_limit: int = Field(
+        default=3,
         ge=0,
         le=MAX_INT32,
         description=(
-            "Maximum number of pod restarts, shared by all roles; once reached, the job "
-            "fails. Unset: no limit beyond the restart policies."
+            "Maximum number of pod restarts, shared by all roles; once reached, a pod that "
+            "fails again fails the job. Defaults to 3: the operator recreates failed pods "
+            "itself (they run with restartPolicy Never), so without a limit a pod that "
+            "always crashes would be recreated forever."
         ),
     )
     active_deadline_seconds: int | None = Field(

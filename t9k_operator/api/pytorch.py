@@ -265,6 +265,13 @@ class PyTorchTrainingJobSpec(T9kModel):
     def elastic_enabled(self) -> bool:
         return self.elastic is not None and self.elastic.enabled
 
+    def replica_count(self, replica: ReplicaSpec) -> int:
+        """Replicas wanted now of one type: elastic training (with torchrun) scales
+        every type but the master to expectedReplicas, clamped to [min, max]."""
+        if self.elastic is None or not self.torchrun_enabled or replica.type == "master":
+            return replica.replicas
+        return self.elastic.clamp(replica.replicas)
+
 
 class TensorBoardDependent(T9kModel):
     """Reference to the TensorBoard object created for the job."""

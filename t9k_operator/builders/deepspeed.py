@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from t9k_operator.api.common import elastic_count
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     Obj,
@@ -50,11 +51,7 @@ def slots(job: Mapping[str, Any]) -> int:
 def worker_count(job: Mapping[str, Any]) -> int:
     spec = job.get("spec") or {}
     count = int((spec.get("worker") or {}).get("replicas", 1))
-    el = spec.get("elastic") or {}
-    if el.get("enabled"):
-        lo, hi = int(el.get("minReplicas") or 1), int(el.get("maxReplicas") or count)
-        count = max(lo, min(hi, int(el.get("expectedReplicas") or count)))
-    return count
+    return elastic_count(count, spec.get("elastic"))
 
 
 def hostfile(job: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from t9k_operator.api.common import elastic_count
 from t9k_operator.builders.common import (
     Obj,
     headless_service,
@@ -54,10 +55,7 @@ def replica_counts(job: Mapping[str, Any]) -> list[tuple[str, int, Obj]]:
     for rs in specs:
         count = int(rs.get("replicas", 1))
         if el is not None and rs.get("type") != "master":
-            lo = int(el.get("minReplicas") or 1)
-            hi = int(el.get("maxReplicas") or max(lo, count))
-            want = int(el.get("expectedReplicas") or count)
-            count = max(lo, min(hi, want))
+            count = elastic_count(count, el)
         out.append((str(rs["type"]), count, rs))
     return out
 

@@ -13,60 +13,54 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.colossalai import ColossalAIJobObject
+from t9k_operator.api.colossalai import CRD, ColossalAIJobObject, ColossalAIJobSpec
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
-from t9k_operator.kube import Resource
-from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import JobView, KindBase, Obj, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
-    KindDefaults,
     job_view,
-    model_error,
-    run_policy_view,
+    parse,
+    run_mode_view,
     succeeded_with,
 )
 
-Obj = dict[str, Any]
-
-RESOURCE = Resource("batch.tensorstack.dev", "v1beta1", "colossalaijobs", "ColossalAIJob")
 WORKERS_ONLY = frozenset({"worker"})
 
 
-def spec_error(job: Mapping[str, Any]) -> str | None:
-    error = model_error(ColossalAIJobObject, job)
-    if error:
-        return error
-    spec = job.get("spec") or {}
-    if not (spec.get("launcher") or {}).get("image"):
+def spec_error(spec: ColossalAIJobSpec) -> str | None:
+    """What the model lets through but no pod can be built from."""
+    if not spec.launcher.image:
         return "spec.launcher.image is empty: name the image the launcher runs colossalai from"
-    containers = (((spec.get("worker") or {}).get("template") or {}).get("spec") or {}).get(
-        "containers"
-    )
-    if not containers:
+    if not (spec.worker.template.get("spec") or {}).get("containers"):
         return "spec.worker.template.spec.containers is empty: give the worker a container"
     return None
 
 
-class ColossalAIKind(KindDefaults):
-    not_acted_on: tuple[str, ...] = ("spec.scheduler",)
-    resource = RESOURCE
+class ColossalAIKind(KindBase):
+    not_acted_on: tuple[str, ...] = ("spec.scheduler", "spec.runPolicy.backoffLimit")
+    crd = CRD
     training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        error = spec_error(job)
-        roles = () if error else (
-            Role("launcher", 1, "Never"), Role("worker", build.worker_count(job), "Never"),
-        )  # fmt: skip
-        common = run_policy_view(job)
-        policy = (job.get("spec") or {}).get("runPolicy") or {}
-        common["cleanup_policy"] = "All" if policy.get("cleanUpWorkers") else "None"
+        obj, error = parse(ColossalAIJobObject, job)
+        if obj is None or (error := spec_error(obj.spec)):
+            return job_view(CRD.kind, job, (), error)
+        spec = obj.spec
+        # No pod is ever restarted (see the module docstring): restart policy Never,
+        # and backoffLimit, stored but not acted on, is not read.
+        roles = (Role("launcher", 1, "Never"), Role("worker", spec.worker.replicas, "Never"))
         return job_view(
-            RESOURCE.kind, job, roles, error,
-            **common,
-        )  # fmt: skip
+            CRD.kind,
+            job,
+            roles,
+            None,
+            active_deadline_seconds=spec.run_policy.active_deadline_seconds,
+            cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
+            **run_mode_view(spec.run_mode),
+        )
 
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]

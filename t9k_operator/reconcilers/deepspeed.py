@@ -11,66 +11,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.deepspeed import DeepSpeedJobObject
+from t9k_operator.api.deepspeed import (
+    CRD,
+    DeepSpeedJobObject,
+    DeepSpeedJobSpec,
+    effective_worker_count,
+)
 from t9k_operator.builders import deepspeed as build
-from t9k_operator.kube import Resource
-from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import JobView, KindBase, Obj, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
-    KindDefaults,
     job_view,
-    model_error,
+    parse,
     run_policy_view,
     succeeded_with,
 )
 
-Obj = dict[str, Any]
 
-RESOURCE = Resource("batch.tensorstack.dev", "v1beta1", "deepspeedjobs", "DeepSpeedJob")
-
-
-def restart_policy(job: Mapping[str, Any]) -> str:
-    """``spec.worker.restartPolicy``, else the template's, else OnFailure.
-
-    The pod template's own value is only read here: pods are always created
-    with ``restartPolicy: Never`` and the operator does the restarting.
-    """
-    worker = (job.get("spec") or {}).get("worker") or {}
-    template_policy = ((worker.get("template") or {}).get("spec") or {}).get("restartPolicy")
-    return str(worker.get("restartPolicy") or template_policy or "OnFailure")
-
-
-def spec_error(job: Mapping[str, Any]) -> str | None:
-    error = model_error(DeepSpeedJobObject, job)
-    if error:
-        return error
-    spec = job.get("spec") or {}
-    worker = spec.get("worker") or {}
-    containers = ((worker.get("template") or {}).get("spec") or {}).get("containers") or []
-    if not containers:
-        return ("spec.worker.template.spec.containers is empty: "
-                "give the worker a container to run")  # fmt: skip
-    debug = ((spec.get("runMode") or {}).get("debug") or {}).get("enabled")
-    run = (spec.get("config") or {}).get("run") or {}
-    if not debug and sum(k in run for k in ("python", "module", "exec")) != 1:
+def spec_error(spec: DeepSpeedJobSpec) -> str | None:
+    """What the model lets through but no pod can be built from."""
+    if not (spec.worker.template.get("spec") or {}).get("containers"):
+        return "spec.worker.template.spec.containers is empty: give the worker a container to run"
+    run = spec.config.run if spec.config is not None else None
+    if not spec.debug_enabled and (run is None or not run.given):
         return "spec.config.run needs exactly one of python, module or exec"
     return None
 
 
-class DeepSpeedKind(KindDefaults):
+class DeepSpeedKind(KindBase):
     not_acted_on: tuple[str, ...] = ("spec.scheduler",)
-    resource = RESOURCE
+    crd = CRD
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        error = spec_error(job)
-        roles = () if error else (Role("worker", build.worker_count(job), restart_policy(job)),)
+        obj, error = parse(DeepSpeedJobObject, job)
+        if obj is None or (error := spec_error(obj.spec)):
+            return job_view(CRD.kind, job, (), error)
+        spec = obj.spec
+        worker = spec.worker
+        role = Role("worker", effective_worker_count(spec), worker.effective_restart_policy)
         return job_view(
-            RESOURCE.kind, job, roles, error,
-            **run_policy_view(job),
-        )  # fmt: skip
+            CRD.kind, job, (role,), None, **run_policy_view(spec.run_policy, spec.run_mode)
+        )
 
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]

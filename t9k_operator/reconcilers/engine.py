@@ -35,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from t9k_operator.builders.common import job_selector
+from t9k_operator.reconcilers.kind import JobKind, JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState, should_restart
 
 Obj = dict[str, Any]
@@ -48,93 +49,6 @@ CREATE_BATCH = 256
 comes a second later): the engine works in proportion to the pods that exist
 plus this batch, never to a requested count it has not created."""
 CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
-
-
-@dataclass(frozen=True)
-class Role:
-    """One replica type of a job."""
-
-    type: str
-    replicas: int
-    restart_policy: str = "Never"
-
-
-@dataclass(frozen=True)
-class PodMode:
-    """How a pod is to be built: normally, for debugging, or after a pause."""
-
-    command: tuple[str, ...] | None = None  # replaces the training container's command
-    args: tuple[str, ...] | None = None  # replaces its args (resume only)
-    skip_init_containers: bool = False
-    debug: bool = False
-
-
-@dataclass(frozen=True)
-class Override:
-    """A per-type debug or resume setting from ``spec.runMode``."""
-
-    type: str
-    command: tuple[str, ...] | None = None
-    args: tuple[str, ...] | None = None
-    skip_init_container: bool = False
-
-
-@dataclass(frozen=True)
-class JobView:
-    """What the engine needs to know about a job, in kind-neutral terms."""
-
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    roles: tuple[Role, ...]
-    backoff_limit: int = 3
-    active_deadline_seconds: int | None = None
-    cleanup_policy: str = "None"  # None | All | Unfinished
-    debug: bool = False
-    debug_overrides: tuple[Override, ...] = ()
-    paused: bool = False
-    resume_overrides: tuple[Override, ...] = ()
-    status: Mapping[str, Any] = field(default_factory=dict)
-    spec_error: str | None = None  # an invalid spec the schema could not catch
-    spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
-    waiting: str | None = None  # why pods cannot be created yet (a refusal that may pass)
-    extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
-
-
-@dataclass(frozen=True)
-class Outcome:
-    phase: str  # Succeeded | Failed
-    reason: str
-    message: str
-
-
-class Kind(Protocol):
-    """The hooks a job kind gives the engine."""
-
-    debug_command: tuple[str, ...]
-
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        """Succeeded/Failed from the replicas' current states, or None while running.
-
-        Replicas that failed for good (no restart left) are reported by the
-        engine itself; this hook decides success and kind-specific failure.
-        """
-        ...
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
-        """Replica types the cleanup policy may delete (None: every type)."""
-        ...
-
-    def may_create(
-        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> bool:
-        """Whether pods of ``replica_type`` may be created yet (start-up order:
-        MSJob creates its other roles once the scheduler exists)."""
-        ...
 
 
 @dataclass
@@ -200,7 +114,7 @@ def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
 
 
 def plan(
-    kind: Kind, job: JobView, pods: Mapping[tuple[str, int], ReplicaState], now: datetime
+    kind: JobKind, job: JobView, pods: Mapping[tuple[str, int], ReplicaState], now: datetime
 ) -> Plan:
     out = Plan()
     prev = job.status
@@ -404,7 +318,7 @@ def _restarting(out: Plan) -> bool:
     return any(e[1] == "Restarting" for e in out.events)
 
 
-def _pod_mode(kind: Kind, job: JobView, type_: str, after_pause: bool) -> PodMode:
+def _pod_mode(kind: JobKind, job: JobView, type_: str, after_pause: bool) -> PodMode:
     if job.debug:
         o = next((o for o in job.debug_overrides if o.type == type_), None)
         return PodMode(
@@ -422,7 +336,7 @@ def _pod_mode(kind: Kind, job: JobView, type_: str, after_pause: bool) -> PodMod
 
 
 def _cleanup(
-    kind: Kind,
+    kind: JobKind,
     job: JobView,
     pods: Mapping[tuple[str, int], ReplicaState],
     out: Plan,

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from cachetools import TTLCache
 
 from t9k_operator import metrics
+from t9k_operator.api.common import CrdInfo
 from t9k_operator.builders.common import (
     CHILD_SELECTOR,
     JOB_KIND,
@@ -58,6 +58,7 @@ from t9k_operator.kube import (
 )
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers import engine
+from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.sshkeys import generate_keypair
 
@@ -68,10 +69,6 @@ Obj = dict[str, Any]
 CACHE_CATCH_UP = 0.2
 # How long to wait for a child whose value a pod needs (a Service's ClusterIP).
 CHILD_WAIT = 0.5
-
-
-class ChildNotReady(Exception):
-    """A pod cannot be built yet: it needs a value of another child."""
 
 
 # What a builder raises when a spec has a shape it cannot use (the models and
@@ -92,46 +89,6 @@ def refusal_is_permanent(exc: ApiError) -> bool:
     return False
 
 
-class JobKind(engine.Kind, Protocol):
-    """A job kind: the engine's hooks plus how to read the job and build children."""
-
-    resource: Resource
-    training_containers: tuple[str, ...]
-    uses_ssh: bool  # replicas talk over ssh: the job gets its own key Secret
-
-    def view(self, job: Mapping[str, Any]) -> engine.JobView: ...
-
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: engine.PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
-        """The pod of one replica. ``services`` are the job's Services by name, for
-        kinds whose pods need a Service's value (MSJob: the scheduler's ClusterIP);
-        raise :class:`ChildNotReady` when it is not there yet."""
-        ...
-
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
-        """The status to store, from the engine's (the identity for T9k kinds)."""
-        ...
-
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
-        """Children besides pods: Services (created once) and ConfigMaps (kept
-        equal to what is built, so a hostfile follows scaling)."""
-        ...
-
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
-        """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
-        ...
-
-    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
-        """Fields the job sets that are stored but not acted on."""
-        ...
-
-
 class Written:
     """Our own last status write of a job: its resourceVersion and the status."""
 
@@ -149,20 +106,26 @@ class Written:
         return json.dumps(cached.get("status") or {}, sort_keys=True) == self.status
 
 
+def resource_of(crd: CrdInfo) -> Resource:
+    """The API resource of a kind, from the identity its API module declares."""
+    return Resource(crd.group, crd.version, crd.plural, crd.kind)
+
+
 class JobReconciler:
     def __init__(self, kind: JobKind, ctx: ControllerContext) -> None:
         self.kind = kind
+        self.resource = resource_of(kind.crd)
         self.ctx = ctx
         self.client = ctx.client
         self.recorder = ctx.recorder
         self.clock = ctx.clock
-        self.jobs = ctx.informers.informer(kind.resource)
+        self.jobs = ctx.informers.informer(self.resource)
         self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
         self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
-        self.controller = Controller(kind.resource.kind.lower(), self.reconcile,
+        self.controller = Controller(self.resource.kind.lower(), self.reconcile,
                                      workers=ctx.workers, clock=ctx.clock)  # fmt: skip
         self.jobs.add_event_handler(
             on_add=self._enqueue_job,
@@ -182,8 +145,8 @@ class JobReconciler:
         self.controller.enqueue(object_key(obj))
 
     def _enqueue_owner(self, obj: Obj) -> None:
-        key = controller_owner_key(obj, api_group=self.kind.resource.group,
-                                   kind=self.kind.resource.kind)  # fmt: skip
+        key = controller_owner_key(obj, api_group=self.resource.group,
+                                   kind=self.resource.kind)  # fmt: skip
         if key is not None:
             self.controller.enqueue(key)
 
@@ -203,7 +166,7 @@ class JobReconciler:
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
-        rlog = log.bind(kind=self.kind.resource.kind, namespace=namespace, name=name)
+        rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
 
         new_status = self.kind.render_status(job, plan.status)
         current = self._write_status(job, new_status, key)  # further writes start here
@@ -219,7 +182,7 @@ class JobReconciler:
                 job, "Warning" if type_ == "Warning" else "Normal", reason, message
             )
             if reason == "Restarting":
-                metrics.JOBS_RESTARTED.labels(self.kind.resource.kind, namespace).inc()
+                metrics.JOBS_RESTARTED.labels(self.resource.kind, namespace).inc()
         if plan.finished is not None:
             self._count_finish(job, plan)
         for state in plan.delete:
@@ -261,7 +224,7 @@ class JobReconciler:
 
     def _accepted(self, job: Obj) -> None:
         """The Created Event and counter, and a Warning for fields stored but not acted on."""
-        kind, meta = self.kind.resource.kind, job["metadata"]
+        kind, meta = self.resource.kind, job["metadata"]
         metrics.JOBS_CREATED.labels(kind, meta["namespace"]).inc()
         self.recorder.record(job, "Normal", "Created", f"{kind} {meta['name']} accepted")
         ignored = self.kind.fields_not_acted_on(job)
@@ -272,7 +235,7 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", "FieldNotActedOn", message)
 
-    def _cannot_have(self, job: Obj, view: engine.JobView,
+    def _cannot_have(self, job: Obj, view: JobView,
                      states: dict[tuple[str, int], ReplicaState], now: datetime, key: str,
                      what: str, child: str, problem: ApiError | str) -> Result:  # fmt: skip
         """A child that cannot be had: fail the job (a refusal retrying cannot
@@ -299,11 +262,11 @@ class JobReconciler:
             return job
         updated = copy.deepcopy(job)
         updated["status"] = status
-        written = self.client.replace_status(self.kind.resource, updated)
+        written = self.client.replace_status(self.resource, updated)
         self._written[key] = Written(written)
         return written
 
-    def _fail(self, job: Obj, view: engine.JobView, states: dict[tuple[str, int], ReplicaState],
+    def _fail(self, job: Obj, view: JobView, states: dict[tuple[str, int], ReplicaState],
               now: datetime, key: str, reason: str, message: str) -> Result:  # fmt: skip
         """Fail the job now with ``reason`` and ``message`` (status and Event)."""
         failing = replace(view, spec_error=message, spec_error_reason=reason)
@@ -344,7 +307,7 @@ class JobReconciler:
         out: dict[tuple[str, int], ReplicaState] = {}
         for pod in self.pods.by_index(CONTROLLER_UID_INDEX, uid):
             labels = pod["metadata"].get("labels") or {}
-            if labels.get(JOB_KIND) != self.kind.resource.kind:
+            if labels.get(JOB_KIND) != self.resource.kind:
                 continue
             try:
                 key = (str(labels[REPLICA_TYPE]), int(labels[REPLICA_INDEX]))
@@ -405,7 +368,7 @@ class JobReconciler:
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
         assert plan.finished is not None
-        kind, ns = self.kind.resource.kind, job["metadata"]["namespace"]
+        kind, ns = self.resource.kind, job["metadata"]["namespace"]
         if plan.finished.phase == "Succeeded":
             metrics.JOBS_SUCCEEDED.labels(kind, ns).inc()
         else:

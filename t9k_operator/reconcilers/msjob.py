@@ -17,46 +17,54 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.msjob import MSJobObject
+from t9k_operator.api.msjob import CRD, MSJobObject
 from t9k_operator.builders import msjob as build
-from t9k_operator.kube import Resource
-from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
-from t9k_operator.reconcilers.job import ChildNotReady
+from t9k_operator.reconcilers.kind import (
+    ChildNotReady,
+    JobView,
+    KindBase,
+    Obj,
+    Outcome,
+    PodMode,
+    Role,
+)
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import KindDefaults, job_view, model_error
+from t9k_operator.reconcilers.t9k import job_view, parse
 
-Obj = dict[str, Any]
-
-RESOURCE = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
-class MSJobKind(KindDefaults):
+class MSJobKind(KindBase):
     not_acted_on: tuple[str, ...] = (
         "spec.runPolicy.schedulingPolicy",
         "spec.runPolicy.ttlSecondsAfterFinished",
     )
-    resource = RESOURCE
+    crd = CRD
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        spec = job.get("spec") or {}
-        policy = spec.get("runPolicy") or {}
-        error = model_error(MSJobObject, job)
-        roles = () if error else tuple(
-            Role(role, build.replicas(job, role), str(rs.get("restartPolicy") or "Never"))
-            for role, rs in build.role_specs(job).items()
-        )  # fmt: skip
-        deadline = policy.get("activeDeadlineSeconds")
+        obj, error = parse(MSJobObject, job)
+        if obj is None:
+            return job_view(CRD.kind, job, (), error, status=self.engine_status(job))
+        spec = obj.spec
+        roles = tuple(
+            Role(role, rs.replicas, rs.effective_restart_policy)
+            for role in build.ROLES
+            if (rs := spec.ms_replica_specs.get(role)) is not None
+        )
+        policy = spec.run_policy
         return job_view(
-            RESOURCE.kind, job, roles, error,
-            backoff_limit=int(policy.get("backoffLimit", 3)),
-            active_deadline_seconds=int(deadline) if deadline is not None else None,
-            cleanup_policy=CLEAN_POD_POLICY[str(policy.get("cleanPodPolicy") or "Running")],
+            CRD.kind,
+            job,
+            roles,
+            None,
+            backoff_limit=policy.backoff_limit,
+            active_deadline_seconds=policy.active_deadline_seconds,
+            cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
             status=self.engine_status(job),
-            extra={"all_workers": spec.get("successPolicy") == "AllWorkers"},
-        )  # fmt: skip
+            extra={"all_workers": spec.success_policy == "AllWorkers"},
+        )
 
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]

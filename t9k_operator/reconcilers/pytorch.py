@@ -10,61 +10,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.pytorch import PyTorchTrainingJobObject
+from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobObject, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
-from t9k_operator.kube import Resource
-from t9k_operator.reconcilers.engine import JobView, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import JobView, KindBase, Obj, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
-    KindDefaults,
     job_view,
-    model_error,
+    parse,
     run_policy_view,
     succeeded_with,
 )
 
-Obj = dict[str, Any]
 
-RESOURCE = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs",
-                    "PyTorchTrainingJob")  # fmt: skip
-
-
-def spec_error(job: Mapping[str, Any]) -> str | None:
-    """What admission did not stop: a spec the models refuse (an object stored
-    before the CRD's rules, say), or a template without a container."""
-    error = model_error(PyTorchTrainingJobObject, job)
-    if error:
-        return error
-    for i, rs in enumerate(build.replica_specs(job)):
-        containers = ((rs.get("template") or {}).get("spec") or {}).get("containers") or []
-        if not containers:
-            return (f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                    "give the replica a container to run")  # fmt: skip
-    if not build.replica_specs(job):
+def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
+    """What the model lets through but no pod can be built from."""
+    if not spec.replica_specs:
         return "spec.replicaSpecs is empty: add at least one replica spec"
+    for i, rs in enumerate(spec.replica_specs):
+        if not (rs.template.get("spec") or {}).get("containers"):
+            return (
+                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
+                "give the replica a container to run"
+            )
     return None
 
 
-class PyTorchKind(KindDefaults):
+class PyTorchKind(KindBase):
     not_acted_on: tuple[str, ...] = (
         "spec.scheduler",
         "spec.tensorboardSpec",
         "spec.replicaSpecs[].scalingWeight",
     )
-    resource = RESOURCE
+    crd = CRD
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
     def view(self, job: Mapping[str, Any]) -> JobView:
-        error = spec_error(job)
-        roles = () if error else tuple(
-            Role(t, n, str(rs.get("restartPolicy") or "OnFailure"))
-            for t, n, rs in build.replica_counts(job)
-        )  # fmt: skip
+        obj, error = parse(PyTorchTrainingJobObject, job)
+        if obj is None or (error := spec_error(obj.spec)):
+            return job_view(CRD.kind, job, (), error)
+        spec = obj.spec
+        roles = tuple(
+            Role(rs.type, spec.replica_count(rs), rs.restart_policy) for rs in spec.replica_specs
+        )
         return job_view(
-            RESOURCE.kind, job, roles, error,
-            **run_policy_view(job),
-        )  # fmt: skip
+            CRD.kind, job, roles, None, **run_policy_view(spec.run_policy, spec.run_mode)
+        )
 
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]

@@ -1,23 +1,25 @@
-"""What the job kinds share: reading the T9k ``runPolicy``/``runMode`` fields
-into the engine's terms, building a JobView, checking an object against its
-API model, and the hook defaults most kinds keep (:class:`KindDefaults`)."""
+"""What the job kinds share when they read a job: the T9k ``runPolicy`` and
+``runMode`` fields in the engine's terms, a JobView, and an object checked
+against its API model, with errors that name the user's field."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from t9k_operator.reconcilers.engine import JobView, Outcome, Override, Role
+from t9k_operator.api.common import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy
+from t9k_operator.reconcilers.kind import JobView, Outcome, Override, Role
 from t9k_operator.reconcilers.pods import ReplicaState
-
-Obj = dict[str, Any]
 
 
 class _Parses(Protocol):
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Any: ...
+
+
+M = TypeVar("M", bound=_Parses)
 
 
 def user_path(obj: Any, loc: Sequence[int | str]) -> str:
@@ -41,50 +43,55 @@ def user_path(obj: Any, loc: Sequence[int | str]) -> str:
     return ".".join(parts)
 
 
-def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
-    """The first error of the kind's API model on this object, as
-    ``invalid spec: field.path: message`` (None when it parses). Admission
-    stops these normally; an object stored before the CRD's rules is not."""
+def parse(model: type[M], job: Mapping[str, Any]) -> tuple[M | None, str | None]:
+    """The job parsed by its kind's API model, once per reconcile; or None and the
+    first error as ``invalid spec: field.path: message``. Admission stops these
+    normally; an object stored before the CRD's rules is not."""
     try:
-        model.from_dict(job)
+        return model.from_dict(job), None
     except ValidationError as exc:
         err = exc.errors()[0]
         path = user_path(job, err["loc"])
         message = str(err["msg"]).removeprefix("Value error, ")
-        return f"invalid spec: {path}: {message}"
-    return None
+        return None, f"invalid spec: {path}: {message}"
 
 
-def _overrides(items: Any) -> tuple[Override, ...]:
-    out = []
-    for item in items or []:
-        cmd = item.get("command")
-        args = item.get("args")
-        out.append(Override(
-            type=str(item.get("type", "")),
-            command=tuple(str(c) for c in cmd) if cmd else None,
-            args=tuple(str(a) for a in args) if args else None,
-            skip_init_container=bool(item.get("skipInitContainer")),
-        ))  # fmt: skip
-    return tuple(out)
+def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
+    """Only the error of :func:`parse`."""
+    return parse(model, job)[1]
 
 
-def run_policy_view(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The runPolicy / runMode fields every T9k kind shares, as JobView kwargs."""
-    spec = job.get("spec") or {}
-    policy = spec.get("runPolicy") or {}
-    mode = spec.get("runMode") or {}
-    debug = mode.get("debug") or {}
-    pause = mode.get("pause") or {}
-    deadline = policy.get("activeDeadlineSeconds")
+def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
+    return tuple(
+        Override(
+            type=item.type,
+            command=tuple(item.command) if item.command else None,
+            args=tuple(item.args) if isinstance(item, ResumeSpec) and item.args else None,
+            skip_init_container=item.skip_init_container,
+        )
+        for item in items
+    )
+
+
+def run_mode_view(mode: RunMode | None) -> dict[str, Any]:
+    """``spec.runMode`` (debug, pause) as JobView fields."""
+    debug = mode.debug if mode is not None else None
+    pause = mode.pause if mode is not None else None
     return {
-        "backoff_limit": int(policy.get("backoffLimit", 3)),
-        "active_deadline_seconds": int(deadline) if deadline is not None else None,
-        "cleanup_policy": str(policy.get("cleanUpPolicy") or "None"),
-        "debug": bool(debug.get("enabled")),
-        "debug_overrides": _overrides(debug.get("replicaSpecs")),
-        "paused": bool(pause.get("enabled")),
-        "resume_overrides": _overrides(pause.get("resumeSpecs")),
+        "debug": bool(debug and debug.enabled),
+        "debug_overrides": _overrides(debug.replica_specs) if debug else (),
+        "paused": bool(pause and pause.enabled),
+        "resume_overrides": _overrides(pause.resume_specs) if pause else (),
+    }
+
+
+def run_policy_view(policy: RunPolicy, mode: RunMode | None) -> dict[str, Any]:
+    """The T9k ``runPolicy`` and ``runMode`` as JobView fields (the models' defaults)."""
+    return {
+        "backoff_limit": policy.backoff_limit,
+        "active_deadline_seconds": policy.active_deadline_seconds,
+        "cleanup_policy": policy.clean_up_policy,
+        **run_mode_view(mode),
     }
 
 
@@ -107,47 +114,3 @@ def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     if state is not None and state.phase == "Succeeded":
         return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
     return None
-
-
-def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
-    """Which of ``paths`` (dotted; ``[]`` stands for every item of a list) ``obj``
-    sets to something other than null."""
-    found: list[str] = []
-    for path in paths:
-        nodes: list[Any] = [obj]
-        for part in path.split("."):
-            key, each = (part[:-2], True) if part.endswith("[]") else (part, False)
-            nodes = [n.get(key) for n in nodes if isinstance(n, Mapping)]
-            nodes = [n for n in nodes if n is not None]
-            if each:
-                nodes = [item for n in nodes if isinstance(n, list) for item in n]
-        if nodes:
-            found.append(path)
-    return found
-
-
-class KindDefaults:
-    """Hook defaults most kinds share: create any role at once, clean up every
-    type, store the engine's status as it is, no ssh."""
-
-    uses_ssh = False
-    not_acted_on: tuple[str, ...] = ()
-    """Fields the API stores but this operator does not act on (yet): a job
-    that sets one gets a Warning Event saying so."""
-
-    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
-        return present_fields(job, self.not_acted_on)
-
-    def may_create(
-        self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> bool:
-        return True
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
-        return None
-
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
-        return engine_status
-
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
-        return None

@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from t9k_operator.api import pytorch
 from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.kube.resources import EVENTS, PODS
+from t9k_operator.reconcilers.job import resource_of
 from tests.integration.cluster import wait_for
 from tests.integration.kubelet import MANUAL
 
-PYTORCH = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+PYTORCH = resource_of(pytorch.CRD)
 
 
 def pytorch_job(

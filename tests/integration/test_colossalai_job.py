@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.api import colossalai
+from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import CONFIGMAPS
+from t9k_operator.reconcilers.job import resource_of
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
@@ -16,7 +18,7 @@ from tests.unit.api.test_colossalai_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
 
-COLOSSALAI = Resource("batch.tensorstack.dev", "v1beta1", "colossalaijobs", "ColossalAIJob")
+COLOSSALAI = resource_of(colossalai.CRD)
 
 
 def cj(name: str, replicas: int, *, proc: int = 1, torch_args: list[str] | None = None,

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.api import deepspeed
+from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
+from t9k_operator.reconcilers.job import resource_of
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
@@ -17,7 +19,7 @@ from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
 
-DEEPSPEED = Resource("batch.tensorstack.dev", "v1beta1", "deepspeedjobs", "DeepSpeedJob")
+DEEPSPEED = resource_of(deepspeed.CRD)
 
 
 def ds_job(name: str, replicas: int, *, manual: bool = True, config: Any = "default",

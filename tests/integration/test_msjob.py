@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.api import msjob
+from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import PODS, SERVICES
+from t9k_operator.reconcilers.job import resource_of
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
@@ -16,7 +18,7 @@ from tests.unit.api.test_msjob_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
 
-MSJOB = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
+MSJOB = resource_of(msjob.CRD)
 
 
 def role(replicas: int, policy: str = "Never", port: int | None = None) -> dict[str, Any]:

@@ -18,13 +18,13 @@ from t9k_operator.kube.resources import (
     SERVICES,
     Resource,
 )
+from tests.integration.jobs import PYTORCH
 
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
     namespaced=False,
 )  # fmt: skip
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-PYTORCH = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 
 
 def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -> None:

@@ -524,7 +524,7 @@ def test_basic_example_fields() -> None:
 def test_clean_up_scheduler_debug_and_pause_examples() -> None:
     clean = ColossalAIJobObject.from_dict(load(SPEC_EXAMPLES["clean-up"])).spec.run_policy
     assert clean.clean_up_workers is True
-    assert clean.active_deadline_seconds is None and clean.launcher_backoff_limit == 0
+    assert clean.active_deadline_seconds is None and clean.backoff_limit is None
     scheduler = ColossalAIJobObject.from_dict(load(SPEC_EXAMPLES["scheduler"])).spec.scheduler
     assert scheduler is not None
     assert scheduler.t9k_scheduler == T9kScheduler(queue="default", priority=50)
@@ -565,7 +565,7 @@ def test_user_examples_fields() -> None:
     assert full.run_policy == ColossalAIRunPolicy(
         clean_up_workers=True, active_deadline_seconds=86400, backoff_limit=1
     )
-    assert full.run_policy.launcher_backoff_limit == 1
+    assert full.run_policy.backoff_limit == 1  # stored, not acted on
     trainer = training_container(full.worker.template)
     assert trainer is not None and trainer["name"] == "worker"
 
@@ -607,7 +607,6 @@ def test_defaults() -> None:
     policy = spec.run_policy
     assert policy.clean_up_workers is False
     assert (policy.active_deadline_seconds, policy.backoff_limit) == (None, None)
-    assert policy.launcher_backoff_limit == 0
     assert spec.scheduler is None and spec.run_mode is None
     status = ColossalAIJobStatus()
     assert (status.restart_count, status.replicas, status.phase, status.tasks) == (0, 0, None, [])
@@ -888,7 +887,7 @@ def test_crd_defaults(crd: dict[str, Any]) -> None:
     assert set(run_policy) == {"cleanUpWorkers", "activeDeadlineSeconds", "backoffLimit"}
     assert run_policy["cleanUpWorkers"]["default"] is False
     assert "default" not in run_policy["backoffLimit"]
-    assert "launcher only" in run_policy["backoffLimit"]["description"]
+    assert "not acted on" in run_policy["backoffLimit"]["description"]
     assert run_policy["activeDeadlineSeconds"]["minimum"] == 1
     # Optional objects stay absent until set: no object-valued defaults.
     for name in ("ssh", "runPolicy", "scheduler", "runMode"):

@@ -316,7 +316,7 @@ def test_defaults() -> None:
     assert spec.run_policy == MSRunPolicy()
     policy = spec.run_policy
     assert policy.clean_pod_policy == "Running"
-    assert (policy.backoff_limit, policy.active_deadline_seconds) == (None, None)
+    assert (policy.backoff_limit, policy.active_deadline_seconds) == (3, None)
     assert (policy.ttl_seconds_after_finished, policy.scheduling_policy) == (None, None)
     worker = spec.ms_replica_specs["Worker"]
     assert (worker.replicas, worker.restart_policy) == (1, None)

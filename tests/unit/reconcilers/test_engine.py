@@ -9,17 +9,8 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.engine import (
-    JobView,
-    Outcome,
-    Override,
-    Plan,
-    PodMode,
-    Role,
-    fmt_time,
-    get_condition,
-    plan,
-)
+from t9k_operator.reconcilers.engine import Plan, fmt_time, get_condition, plan
+from t9k_operator.reconcilers.kind import JobView, Outcome, Override, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -23,7 +23,8 @@ from t9k_operator.kube import Conflict, Invalid, ServerError
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
-from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobKind, JobReconciler
+from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
+from t9k_operator.reconcilers.kind import JobKind
 from t9k_operator.reconcilers.msjob import MSJobKind
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 from tests.unit.reconcilers.fake_kube import FakeKube
@@ -112,14 +113,14 @@ class Harness:
         self.reconciler = JobReconciler(self.kind, ctx)
         obj = copy.deepcopy(job if job is not None else base)
         obj["metadata"] = {"name": "j", "namespace": NS, "generation": 1}
-        self.fake.put(self.kind.resource, obj)
+        self.fake.put(self.reconciler.resource, obj)
         self.sync()
 
     def sync(self) -> None:
         """The watch catches up: every cache holds what the fake holds."""
         self.fake.sync(
             self.informers,
-            (self.kind.resource, None),
+            (self.reconciler.resource, None),
             *((r, CHILD_SELECTOR) for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)),
         )
 
@@ -133,7 +134,7 @@ class Harness:
             self.sync()
 
     def job(self) -> dict[str, Any]:
-        return self.fake.get(self.kind.resource, "j", NS)
+        return self.fake.get(self.reconciler.resource, "j", NS)
 
     def pod_names(self) -> list[str]:
         return sorted(p["metadata"]["name"] for p in self.fake.of_kind("Pod"))
@@ -149,7 +150,7 @@ def test_status_comes_first_then_the_children(kind: str) -> None:
     h.run()
     assert h.pod_names() == JOBS[kind][2]
     first = h.fake.writes[0]
-    assert first == ("replace_status", h.kind.resource.kind, "j"), h.fake.writes
+    assert first == ("replace_status", h.kind.crd.kind, "j"), h.fake.writes
     assert h.job()["status"]
     if h.kind.uses_ssh:
         assert [s["metadata"]["name"] for s in h.fake.of_kind("Secret")] == ["j-ssh"]
@@ -160,7 +161,7 @@ def test_status_comes_first_then_the_children(kind: str) -> None:
 def test_created_is_told_once_when_the_first_status_write_conflicts(kind: str) -> None:
     h = Harness(kind)
     before = created_count(kind)
-    h.fake.fail_next("replace_status", h.kind.resource.kind, Conflict("modified"))
+    h.fake.fail_next("replace_status", h.kind.crd.kind, Conflict("modified"))
     with pytest.raises(Conflict):
         h.reconcile()
     assert h.fake.writes == [], "nothing is created before the status is written"
@@ -177,7 +178,7 @@ def test_msjob_workers_wait_for_the_scheduler_service() -> None:
     assert h.pod_names() == ["j-scheduler-0"]
     # The job and pod caches catch up; the Service cache lags: its ClusterIP is
     # unknown, so the workers (whose MS_SCHED_HOST it is) wait.
-    h.fake.sync(h.informers, (h.kind.resource, None), (PODS, CHILD_SELECTOR))
+    h.fake.sync(h.informers, (h.reconciler.resource, None), (PODS, CHILD_SELECTOR))
     assert h.reconcile() == Result(requeue_after=CHILD_WAIT)
     assert h.pod_names() == ["j-scheduler-0"]
     h.sync()

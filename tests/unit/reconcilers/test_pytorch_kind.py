@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.reconcilers.engine import Override, Role
+from t9k_operator.reconcilers.kind import Override, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 

@@ -34,7 +34,7 @@ def test_user_path_walks_the_object() -> None:
 
 
 def test_fields_not_acted_on_are_found_where_set() -> None:
-    from t9k_operator.reconcilers.t9k import present_fields
+    from t9k_operator.reconcilers.kind import present_fields
 
     replica_specs = [{"type": "a"}, {"type": "b", "scalingWeight": 2}]
     scheduler = {"t9kScheduler": {"queue": "q"}}

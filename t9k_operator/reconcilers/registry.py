@@ -1,0 +1,30 @@
+"""Every job kind the operator runs, listed once.
+
+The controllers (one per kind), the CRD and RBAC generators (``hack/``), the
+thread pool's size and the tests' list of kinds all derive from :data:`KINDS`.
+To add a kind, see docs/adding-a-kind.md.
+"""
+
+from __future__ import annotations
+
+from t9k_operator.api.common import CrdInfo
+from t9k_operator.reconcilers.colossalai import ColossalAIKind
+from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
+from t9k_operator.reconcilers.kind import JobKind
+from t9k_operator.reconcilers.msjob import MSJobKind
+from t9k_operator.reconcilers.pytorch import PyTorchKind
+
+KINDS: tuple[JobKind, ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+
+
+def crds() -> list[CrdInfo]:
+    """The CRD of every kind, in :data:`KINDS` order."""
+    return [kind.crd for kind in KINDS]
+
+
+def by_kind(name: str) -> JobKind:
+    """The kind whose CRD's kind is ``name`` (``PyTorchTrainingJob``, ``MSJob``, ...)."""
+    for kind in KINDS:
+        if kind.crd.kind == name:
+            return kind
+    raise KeyError(name)

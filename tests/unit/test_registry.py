@@ -1,0 +1,71 @@
+"""Everything that lists the job kinds derives from the one registry: the
+controllers, the CRDs, the ClusterRole, the samples and the thread pool."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
+from t9k_operator.reconcilers.registry import KINDS, by_kind, crds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _hack(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "hack" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_kind_declares_its_identity_in_its_api_module() -> None:
+    assert crds() == [pytorch.CRD, deepspeed.CRD, colossalai.CRD, msjob.CRD]
+    assert len({info.kind for info in crds()}) == len(KINDS)
+    assert by_kind("MSJob").crd is msjob.CRD
+
+
+def test_the_crd_generator_makes_one_crd_per_registered_kind() -> None:
+    gen = _hack("gen_crds")
+    assert crds() == gen.KINDS
+    names = {
+        yaml.safe_load(p.read_text())["spec"]["names"]["kind"]
+        for p in (ROOT / "manifests" / "crds").glob("*.yaml")
+    }
+    assert names == {info.kind for info in crds()}
+
+
+def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
+    gen = _hack("gen_rbac")
+    assert gen.TARGET.read_text() == gen.render(), "stale: run `make manifests` and commit"
+    role = yaml.safe_load(gen.TARGET.read_text())
+    granted = {
+        (group, res)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+    }
+    for info in crds():
+        for suffix in ("", "/status", "/finalizers"):
+            assert (info.group, info.plural + suffix) in granted
+
+
+def test_a_new_kind_gets_its_rules() -> None:
+    gen = _hack("gen_rbac")
+    extra = replace(pytorch.CRD, plural="newjobs", kind="NewJob")
+    role = yaml.safe_load(gen.render([*crds(), extra]))
+    resources = {r for rule in role["rules"] for r in rule["resources"]}
+    assert {"newjobs", "newjobs/status", "newjobs/finalizers"} <= resources
+
+
+def test_there_is_a_sample_of_every_kind() -> None:
+    kinds = {
+        yaml.safe_load(p.read_text())["kind"]
+        for p in (ROOT / "manifests" / "samples").glob("*.yaml")
+    }
+    assert kinds == {info.kind for info in crds()}
