@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.common import CrdInfo
+from t9k_operator.kube import Invalid
 from tests.integration.cluster import ROOT, Cluster, wait_for
 
 
@@ -63,11 +64,27 @@ def nameless_container_refused(cluster: Cluster, namespace: str, text: str) -> s
     """Assert ``text`` is refused for its nameless container; the job with names filled in."""
     stderr = refused(cluster, namespace, text)
     assert 'omits all key fields ["name"]' in stderr or "name: Required value" in stderr, stderr
-    job = yaml.safe_load(text)
+    return yaml.safe_dump(with_container_names(yaml.safe_load(text)))
+
+
+def with_container_names(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with a name given to every container of its templates that has none."""
     for node in _templates(job["spec"]):
         for i, container in enumerate(node["spec"]["containers"]):
             container.setdefault("name", f"c{i}")
-    return yaml.safe_dump(job)
+    return job
+
+
+def refused_for_nameless_container(create: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Assert that ``create(job)`` is refused for a container without a name (the
+    Pod API requires one; so does the CRD); the job with names filled in."""
+    try:
+        create(job)
+    except Invalid as exc:
+        assert "containers[0].name: Required value" in exc.message, exc.message
+    else:
+        raise AssertionError("a template container without a name was accepted")
+    return with_container_names(job)
 
 
 def _templates(node: Any) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
 from t9k_operator.reconcilers.job import resource_of
 from tests.integration.cluster import wait_for
+from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
 from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
@@ -195,6 +196,8 @@ def test_seed_example_runs_to_the_end(jobs: Jobs) -> None:
 def test_every_seed_example_runs(jobs: Jobs, example: str) -> None:
     body = yaml.safe_load(SPEC_EXAMPLES[example])
     provide_claims(jobs, body["spec"]["worker"]["template"])
+    if example in DOC_FRAGMENTS:
+        body = refused_for_nameless_container(jobs.create, body)
     jobs.create(body)
     name = body["metadata"]["name"]
     mode = body["spec"].get("runMode") or {}

@@ -11,6 +11,7 @@ import yaml
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import SERVICES
 from tests.integration.cluster import wait_for
+from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -285,6 +286,8 @@ def test_every_seed_example_runs(jobs: Jobs, example: str) -> None:
     """Each example of the product doc, applied as the doc writes it (fragments
     completed minimally), is run by the operator to where it should get."""
     body = yaml.safe_load(SPEC_EXAMPLES[example])
+    if example in DOC_FRAGMENTS:
+        body = refused_for_nameless_container(jobs.create, body)
     jobs.create(body)
     name = body["metadata"]["name"]
     mode = body["spec"].get("runMode") or {}
