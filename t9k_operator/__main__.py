@@ -14,11 +14,11 @@ from types import FrameType
 import structlog
 
 from t9k_operator import __version__
-from t9k_operator import logging as oplogging
 from t9k_operator.kube import ApiError, ClientOptions, KubeClient
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import build_controllers
 from t9k_operator.reconcilers.registry import KINDS
+from t9k_operator.runtime import logging as oplogging
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

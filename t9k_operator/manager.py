@@ -30,13 +30,13 @@ from typing import Any
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from t9k_operator import metrics
-from t9k_operator.clock import REAL_CLOCK, Clock
-from t9k_operator.controller import Controller, ControllerContext
-from t9k_operator.events import EventRecorder
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
-from t9k_operator.leaderelection import LeaderElector
+from t9k_operator.runtime import metrics
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
+from t9k_operator.runtime.controller import Controller, ControllerContext
+from t9k_operator.runtime.events import EventRecorder
+from t9k_operator.runtime.leaderelection import LeaderElector
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
-    Obj,
     child_metadata,
     headless_service,
     pod_name,
@@ -29,6 +28,7 @@ from t9k_operator.builders.common import (
     replica_pod,
     training_container_index,
 )
+from t9k_operator.objects import Obj
 
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("sleep", "inf")

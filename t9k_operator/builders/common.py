@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "t9k-operator"

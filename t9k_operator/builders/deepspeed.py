@@ -20,12 +20,12 @@ from typing import Any
 from t9k_operator.api.common import elastic_count
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
-    Obj,
     headless_service,
     pod_name,
     replica_pod,
     training_container_index,
 )
+from t9k_operator.objects import Obj
 
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")

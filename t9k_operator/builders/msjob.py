@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from t9k_operator.builders.common import (
-    Obj,
     child_metadata,
     headless_service,
     job_labels,
@@ -24,6 +23,7 @@ from t9k_operator.builders.common import (
     set_env,
     training_container_index,
 )
+from t9k_operator.objects import Obj
 
 TRAINING_CONTAINERS = ("mindspore",)
 SCHEDULER, PS, WORKER = "Scheduler", "PS", "Worker"

@@ -29,7 +29,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.builders.common import Obj, child_metadata, job_labels, ssh_secret_name
+from t9k_operator.builders.common import child_metadata, job_labels, ssh_secret_name
+from t9k_operator.objects import Obj
 
 DEFAULT_AUTH_DIR = "/root/.ssh"
 HOSTFILE_PATH = "/t9k/hostfile"

@@ -38,20 +38,19 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
-from t9k_operator.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.reflector import (
     ListerWatcher,
     Reflector,
     Transform,
     strip_managed_fields,
 )
-from t9k_operator.informers.store import Indexer, Indexers, ObjList, make_key, object_key
+from t9k_operator.informers.store import Indexer, Indexers, make_key, object_key
+from t9k_operator.objects import Obj, ObjList
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
-Obj = dict[str, Any]
 AddFunc = Callable[[Obj], None]
 UpdateFunc = Callable[[Obj, Obj], None]
 DeleteFunc = Callable[[Obj], None]

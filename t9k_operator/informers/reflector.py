@@ -25,7 +25,7 @@ Design of :meth:`Reflector.run`:
 Backoff is exponential over *consecutive* failures (0.8 s doubling to a 30 s
 cap, plus up to 20 % random jitter) and resets after a success: a list that
 worked, a watch that delivered an event, or a watch that ended normally.
-Delays sleep on the injected :class:`~t9k_operator.clock.Clock` (a fake clock
+Delays sleep on the injected :class:`~t9k_operator.runtime.clock.Clock` (a fake clock
 makes them instant in tests); with the real clock the wait is on the stop
 event instead, so :meth:`Reflector.stop` is never held up by a backoff.
 
@@ -44,18 +44,18 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from t9k_operator.clock import REAL_CLOCK, Clock, RealClock
 from t9k_operator.kube.errors import ApiError, Gone, TransportError, error_from_status_object
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
 
 if TYPE_CHECKING:
     from t9k_operator.kube.client import KubeClient
     from t9k_operator.kube.resources import Resource
 
-Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 log = structlog.get_logger(__name__)

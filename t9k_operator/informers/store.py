@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj, ObjList
+
 IndexFunc = Callable[[Obj], list[str]]
 Indexers = Mapping[str, IndexFunc]
 
 # Aliases used inside Indexer, whose ``list`` method shadows the builtin there.
 IndexValues = dict[str, list[str]]
-ObjList = list[Obj]
 KeyList = list[str]
 
 NAMESPACE_INDEX = "namespace"

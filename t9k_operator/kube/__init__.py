@@ -5,7 +5,7 @@ timeouts), :class:`Resource` descriptors, and the error hierarchy in
 :mod:`t9k_operator.kube.errors`.
 """
 
-from t9k_operator.kube.client import ClientOptions, KubeClient, Obj, WatchStream
+from t9k_operator.kube.client import ClientOptions, KubeClient, WatchStream
 from t9k_operator.kube.config import Connection, load_connection
 from t9k_operator.kube.errors import (
     AlreadyExists,
@@ -22,6 +22,7 @@ from t9k_operator.kube.errors import (
     Unauthorized,
 )
 from t9k_operator.kube.resources import Resource
+from t9k_operator.objects import Obj
 
 __all__ = [
     "AlreadyExists",

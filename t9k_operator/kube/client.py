@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 
 import urllib3
 
-from t9k_operator.flowcontrol import TokenBucket
 from t9k_operator.kube.config import Connection, load_connection
 from t9k_operator.kube.errors import (
     ApiError,
@@ -31,8 +30,8 @@ from t9k_operator.kube.errors import (
     error_from_status_object,
 )
 from t9k_operator.kube.resources import Resource
-
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.flowcontrol import TokenBucket
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,15 @@
 """Reconcilers: the shared job engine, the kind contract and one module per kind.
 
 :func:`build_controllers` is what the manager calls to get one
-:class:`~t9k_operator.controller.Controller` per kind in
+:class:`~t9k_operator.runtime.controller.Controller` per kind in
 :data:`~t9k_operator.reconcilers.registry.KINDS`, wired to the informers it needs.
 """
 
 from __future__ import annotations
 
-from t9k_operator.controller import Controller, ControllerContext
 from t9k_operator.reconcilers.job import JobReconciler
 from t9k_operator.reconcilers.registry import KINDS
+from t9k_operator.runtime.controller import Controller, ControllerContext
 
 
 def build_controllers(ctx: ControllerContext) -> list[Controller]:

@@ -16,7 +16,8 @@ from typing import Any
 from t9k_operator.api.colossalai import CRD, ColossalAIJobObject, ColossalAIJobSpec
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
-from t9k_operator.reconcilers.kind import JobView, KindBase, Obj, Outcome, PodMode, Role
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.kind import JobView, KindBase, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
     job_view,

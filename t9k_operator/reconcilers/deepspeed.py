@@ -18,7 +18,8 @@ from t9k_operator.api.deepspeed import (
     effective_worker_count,
 )
 from t9k_operator.builders import deepspeed as build
-from t9k_operator.reconcilers.kind import JobView, KindBase, Obj, Outcome, PodMode, Role
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.kind import JobView, KindBase, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
     job_view,

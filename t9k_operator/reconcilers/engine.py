@@ -38,10 +38,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from t9k_operator.builders.common import job_selector
+from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import JobKind, JobView, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState, should_restart
-
-Obj = dict[str, Any]
 
 TERMINAL = ("Succeeded", "Failed")
 CREATE_BATCH = 256

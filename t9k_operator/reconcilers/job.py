@@ -30,7 +30,6 @@ from typing import Any
 import structlog
 from cachetools import TTLCache
 
-from t9k_operator import metrics
 from t9k_operator.api.common import CrdInfo
 from t9k_operator.builders.common import (
     CHILD_SELECTOR,
@@ -38,13 +37,6 @@ from t9k_operator.builders.common import (
     REPLICA_INDEX,
     REPLICA_TYPE,
     ssh_secret_name,
-)
-from t9k_operator.controller import (
-    Controller,
-    ControllerContext,
-    Result,
-    controller_owner_key,
-    object_key,
 )
 from t9k_operator.informers import CONTROLLER_UID_INDEX
 from t9k_operator.kube import (
@@ -57,13 +49,21 @@ from t9k_operator.kube import (
     Resource,
 )
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
+from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
-from t9k_operator.sshkeys import generate_keypair
+from t9k_operator.runtime import metrics
+from t9k_operator.runtime.controller import (
+    Controller,
+    ControllerContext,
+    Result,
+    controller_owner_key,
+    object_key,
+)
+from t9k_operator.runtime.sshkeys import generate_keypair
 
 log = structlog.get_logger(__name__)
-Obj = dict[str, Any]
 
 # How long to wait for the cache to show our own status write.
 CACHE_CATCH_UP = 0.2

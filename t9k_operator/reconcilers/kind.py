@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from t9k_operator.api.common import CrdInfo
+from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pods import ReplicaState
 
-Obj = dict[str, Any]
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
 

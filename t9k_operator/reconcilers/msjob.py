@@ -19,15 +19,8 @@ from typing import Any
 
 from t9k_operator.api.msjob import CRD, MSJobObject
 from t9k_operator.builders import msjob as build
-from t9k_operator.reconcilers.kind import (
-    ChildNotReady,
-    JobView,
-    KindBase,
-    Obj,
-    Outcome,
-    PodMode,
-    Role,
-)
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.kind import ChildNotReady, JobView, KindBase, Outcome, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import job_view, parse
 

@@ -8,9 +8,8 @@ Failed without one (evicted, node lost) still counts as failed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj
 
 # Exit codes that ``restartPolicy: ExitCode`` treats as transient (seed 001).
 RESTARTABLE_EXIT_CODES = frozenset({130, 137, 138, 143})

@@ -26,7 +26,7 @@ from t9k_operator.builders import deepspeed as db
 from t9k_operator.builders import ssh
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
-from t9k_operator.sshkeys import generate_keypair
+from t9k_operator.runtime.sshkeys import generate_keypair
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL
 from tests.integration.podhost import Image, Node

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from t9k_operator.clock import FakeClock
-from t9k_operator.controller import Controller, Result, controller_owner_key, object_key
 from t9k_operator.kube.errors import Conflict
-from t9k_operator.workqueue import RateLimitingQueue
+from t9k_operator.runtime.clock import FakeClock
+from t9k_operator.runtime.controller import Controller, Result, controller_owner_key, object_key
+from t9k_operator.runtime.workqueue import RateLimitingQueue
 
 
 def make(reconcile: Callable[[str], Result]) -> tuple[Controller, RateLimitingQueue[str]]:

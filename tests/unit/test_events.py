@@ -1,4 +1,4 @@
-"""Unit tests for t9k_operator.events (no cluster: an in-memory Event store)."""
+"""Unit tests for t9k_operator.runtime.events (no cluster: an in-memory Event store)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,16 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from t9k_operator.clock import FakeClock
-from t9k_operator.events import (
+from t9k_operator.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound, ServerError
+from t9k_operator.kube.resources import EVENTS, Resource
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import FakeClock
+from t9k_operator.runtime.events import (
     COMBINED_PREFIX,
     EventRecorder,
     FakeRecorder,
     RecordedEvent,
 )
-from t9k_operator.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound, ServerError
-from t9k_operator.kube.resources import EVENTS, Resource
-
-Obj = dict[str, Any]
 
 
 class FakeEventClient:

@@ -1,4 +1,4 @@
-"""Unit tests for t9k_operator.leaderelection (fake clock, in-memory Lease store)."""
+"""Unit tests for t9k_operator.runtime.leaderelection (fake clock, in-memory Lease store)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.clock import FakeClock, RealClock
 from t9k_operator.kube.errors import AlreadyExists, Conflict, NotFound, TransportError
 from t9k_operator.kube.resources import LEASES, Resource
-from t9k_operator.leaderelection import LeaderElector
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import FakeClock, RealClock
+from t9k_operator.runtime.leaderelection import LeaderElector
 
-Obj = dict[str, Any]
 NS, NAME = "t9k-system", "t9k-operator"
 MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 

@@ -1,4 +1,4 @@
-"""Tests for t9k_operator.workqueue: client-go workqueue semantics, limiters, metrics."""
+"""Tests for t9k_operator.runtime.workqueue: client-go workqueue semantics, limiters, metrics."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from t9k_operator.clock import FakeClock, RealClock
-from t9k_operator.workqueue import (
+from t9k_operator.runtime.clock import FakeClock, RealClock
+from t9k_operator.runtime.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
     ItemExponentialFailureRateLimiter,
@@ -714,7 +714,7 @@ def test_metrics_disabled(name: str, metrics: bool, clock: FakeClock) -> None:
 def test_module_reload_does_not_register_metrics_twice() -> None:
     code = (
         "import importlib\n"
-        "import t9k_operator.workqueue as w\n"
+        "import t9k_operator.runtime.workqueue as w\n"
         "depth = w.DEPTH\n"
         "w = importlib.reload(w)\n"
         "assert w.DEPTH is depth\n"

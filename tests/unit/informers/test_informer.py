@@ -12,6 +12,7 @@ import structlog
 
 from t9k_operator.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, SharedInformer
 from t9k_operator.kube.errors import Gone, ServerError
+from t9k_operator.objects import Obj
 
 from .test_reflector import (
     FakeListerWatcher,
@@ -24,8 +25,6 @@ from .test_reflector import (
     event,
     pod,
 )
-
-Obj = dict[str, Any]
 
 
 class Recorder:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from t9k_operator.clock import FakeClock
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.informers.reflector import (
     Backoff,
@@ -24,11 +23,12 @@ from t9k_operator.informers.reflector import (
 )
 from t9k_operator.kube.errors import Gone, ServerError, TransportError
 from t9k_operator.kube.resources import PODS
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import FakeClock
 
 if TYPE_CHECKING:
     from t9k_operator.kube.client import KubeClient
 
-Obj = dict[str, Any]
 
 # -- fakes -------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 
@@ -18,8 +17,7 @@ from t9k_operator.informers.store import (
     object_key,
     split_key,
 )
-
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj
 
 
 def obj(

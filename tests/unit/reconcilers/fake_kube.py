@@ -13,12 +13,10 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import AlreadyExists, ApiError, Conflict, NotFound, Resource
-
-Obj = dict[str, Any]
+from t9k_operator.objects import Obj
 
 
 class FakeKube:

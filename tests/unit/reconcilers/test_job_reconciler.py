@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator import metrics
 from t9k_operator.builders.common import CHILD_SELECTOR
-from t9k_operator.controller import ControllerContext, Result
-from t9k_operator.events import FakeRecorder
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import Conflict, Invalid, ServerError
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
@@ -27,6 +24,9 @@ from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconcil
 from t9k_operator.reconcilers.kind import JobKind
 from t9k_operator.reconcilers.msjob import MSJobKind
 from t9k_operator.reconcilers.pytorch import PyTorchKind
+from t9k_operator.runtime import metrics
+from t9k_operator.runtime.controller import ControllerContext, Result
+from t9k_operator.runtime.events import FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
 
 NS = "ns"

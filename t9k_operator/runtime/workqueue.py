@@ -32,7 +32,8 @@ the queue between them, built from three layers:
     ``MAX_WAIT`` seconds, as a heartbeat), then moves every due item into the
     queue via :meth:`DelayingQueue.move_ready_items`; a new item wakes it so an
     earlier deadline is not missed. Time comes from the injected
-    :class:`~t9k_operator.clock.Clock`; with a :class:`~t9k_operator.clock.FakeClock`
+    :class:`~t9k_operator.runtime.clock.Clock`; with a
+    :class:`~t9k_operator.runtime.clock.FakeClock`
     tests step the clock and call :meth:`DelayingQueue.move_ready_items`
     themselves instead of waiting for the thread.
 
@@ -56,12 +57,19 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Hashable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-
-from t9k_operator.clock import REAL_CLOCK, Clock
-from t9k_operator.flowcontrol import TokenBucket
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
+from t9k_operator.runtime.flowcontrol import TokenBucket
+from t9k_operator.runtime.metrics import (
+    ADDS,
+    DEPTH,
+    LONGEST_RUNNING,
+    QUEUE_LATENCY,
+    RETRIES,
+    UNFINISHED_WORK,
+    WORK_DURATION,
+)
 
 __all__ = [
     "MAX_WAIT",
@@ -82,55 +90,6 @@ MAX_WAIT = 10.0
 """Longest the delaying thread sleeps without re-checking the heap (client-go's heartbeat)."""
 
 # --------------------------------------------------------------------------- metrics
-
-_M = TypeVar("_M", Counter, Gauge, Histogram)
-
-# Exponential buckets 1e-8 s .. 10 s, factor 10, written out so the ``le`` labels
-# are clean (repeated float multiplication would give 1.0000000000000001e-07).
-_DURATION_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-
-
-def _get_or_create(cls: type[_M], name: str, documentation: str, **kwargs: Any) -> _M:
-    """Return the collector already registered as ``name``, or register a new one.
-
-    Guards against ``Duplicated timeseries`` errors when this module is imported
-    twice (e.g. reloaded).
-    """
-    existing = REGISTRY._names_to_collectors.get(name)
-    if isinstance(existing, cls):
-        return existing
-    return cls(name, documentation, ["name"], **kwargs)
-
-
-DEPTH = _get_or_create(Gauge, "workqueue_depth", "Current depth of workqueue")
-ADDS = _get_or_create(Counter, "workqueue_adds_total", "Total number of adds handled by workqueue")
-QUEUE_LATENCY = _get_or_create(
-    Histogram,
-    "workqueue_queue_duration_seconds",
-    "How long in seconds an item stays in workqueue before being requested",
-    buckets=_DURATION_BUCKETS,
-)
-WORK_DURATION = _get_or_create(
-    Histogram,
-    "workqueue_work_duration_seconds",
-    "How long in seconds processing an item from workqueue takes.",
-    buckets=_DURATION_BUCKETS,
-)
-UNFINISHED_WORK = _get_or_create(
-    Gauge,
-    "workqueue_unfinished_work_seconds",
-    "How many seconds of work has been done that is in progress and hasn't been "
-    "observed by work_duration. Large values indicate stuck threads. One can deduce "
-    "the number of stuck threads by observing the rate at which this increases.",
-)
-LONGEST_RUNNING = _get_or_create(
-    Gauge,
-    "workqueue_longest_running_processor_seconds",
-    "How many seconds has the longest running processor for workqueue been running.",
-)
-RETRIES = _get_or_create(
-    Counter, "workqueue_retries_total", "Total number of retries handled by workqueue"
-)
 
 
 class _NoMetrics:

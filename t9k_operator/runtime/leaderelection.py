@@ -42,7 +42,7 @@ whether leadership was lost or given up; it runs in the thread that ends the
 leadership (the :meth:`run` thread, or the caller of :meth:`stop` if
 :meth:`run` is not running). An elector is single-use after :meth:`stop`.
 
-Waits sleep on the injected :class:`~t9k_operator.clock.Clock`; with the real
+Waits sleep on the injected :class:`~t9k_operator.runtime.clock.Clock`; with the real
 clock they wait on the stop event instead, so :meth:`stop` is prompt. For
 deterministic tests :meth:`LeaderElector.step` runs one iteration of the loop
 and returns the delay the loop would wait before the next one.
@@ -61,13 +61,13 @@ from typing import Any, Final, Protocol, TypeVar
 
 import structlog
 
-from t9k_operator.clock import REAL_CLOCK, Clock, RealClock
 from t9k_operator.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, TransportError
 from t9k_operator.kube.resources import LEASES, Resource
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 JITTER_FACTOR: Final = 1.2

@@ -21,21 +21,19 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
-from t9k_operator import metrics
-from t9k_operator.clock import REAL_CLOCK, Clock
-from t9k_operator.events import EventRecorder
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.errors import Conflict
-from t9k_operator.workqueue import RateLimitingQueue
+from t9k_operator.objects import Obj
+from t9k_operator.runtime import metrics
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
+from t9k_operator.runtime.events import EventRecorder
+from t9k_operator.runtime.workqueue import RateLimitingQueue
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,7 @@ from typing import Any, Final, Literal, NamedTuple, Protocol
 
 import structlog
 from cachetools import LRUCache
-from prometheus_client import REGISTRY, Counter
 
-from t9k_operator.clock import REAL_CLOCK, Clock, RealClock
 from t9k_operator.kube.errors import (
     AlreadyExists,
     ApiError,
@@ -69,10 +67,12 @@ from t9k_operator.kube.errors import (
     TransportError,
 )
 from t9k_operator.kube.resources import EVENTS, Resource
+from t9k_operator.objects import Obj
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
+from t9k_operator.runtime.metrics import EVENTS_DROPPED
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 EventType = Literal["Normal", "Warning"]
 
 NORMAL: Final = "Normal"
@@ -88,24 +88,6 @@ _MAX_NAME_PREFIX: Final = 253 - 17
 _RETRY_DELAYS: Final = (1.0, 2.0)
 _DROP_LOG_INTERVAL: Final = 10.0
 _TRANSIENT = (TransportError, ServerError, TooManyRequests)
-
-
-def _counter(name: str, documentation: str) -> Counter:
-    """A module-level counter that survives re-import (no duplicate registration)."""
-    try:
-        return Counter(name, documentation)
-    except ValueError:
-        # Already registered (module reloaded): reuse the registered one.
-        existing = REGISTRY._names_to_collectors.get(name)
-        if isinstance(existing, Counter):
-            return existing
-        raise
-
-
-EVENTS_DROPPED = _counter(
-    "t9k_events_dropped_total",
-    "Kubernetes Events that were never written: recorder queue full or the write failed.",
-)
 
 
 class Recorder(Protocol):

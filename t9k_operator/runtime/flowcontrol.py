@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from t9k_operator.clock import REAL_CLOCK, Clock
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
 
 class TokenBucket:
