@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from t9k_operator.builders.common import job_selector
@@ -50,6 +51,27 @@ plus this batch, never to a requested count it has not created."""
 CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
 
 
+Pods = Mapping[tuple[str, int], ReplicaState]
+"""The job's pods by (replica type, index)."""
+
+
+class Reason(StrEnum):
+    """The engine's reasons, for conditions and Events. Control flow never reads
+    them back: what a pass decided is in the :class:`Plan`'s fields."""
+
+    NONE = "-"
+    PAUSED = "Paused"
+    RESUMED = "Resumed"
+    RESTARTING = "Restarting"
+    REPLICA_FAILED = "ReplicaFailed"
+    BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    UNSCHEDULABLE = "Unschedulable"
+    FAILED_CREATE = "FailedCreate"
+    SUCCEEDED = "Succeeded"
+    INVALID_SPEC = "InvalidSpec"
+
+
 @dataclass
 class Plan:
     create: list[tuple[str, int, PodMode]] = field(default_factory=list)
@@ -58,6 +80,7 @@ class Plan:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # type, reason, message
     requeue_after: float | None = None
     finished: Outcome | None = None  # set on the reconcile that ends the job
+    restarts: int = 0  # replicas recreated by this pass, each counted against backoffLimit
 
     def wake_in(self, seconds: float) -> None:
         seconds = max(seconds, 0.001)
@@ -89,13 +112,13 @@ def set_condition(
         if cond.get("type") == type_:
             if cond.get("status") != status:
                 cond["lastTransitionTime"] = fmt_time(now)
-            cond["status"], cond["reason"], cond["message"] = status, reason, message
+            cond["status"], cond["reason"], cond["message"] = status, str(reason), message
             return
     conditions.append(
         {
             "type": type_,
             "status": status,
-            "reason": reason,
+            "reason": str(reason),
             "message": message,
             "lastTransitionTime": fmt_time(now),
         }
@@ -112,167 +135,211 @@ def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
 # -- the plan -----------------------------------------------------------------------
 
 
-def plan(
-    kind: JobKind, job: JobView, pods: Mapping[tuple[str, int], ReplicaState], now: datetime
-) -> Plan:
-    out = Plan()
-    prev = job.status
-    status: Obj = {
-        "observedGeneration": job.generation,
-        "phase": prev.get("phase") or "Pending",
-        "conditions": [dict(c) for c in prev.get("conditions") or []],
-        "restartCount": int(prev.get("restartCount") or 0),
-        "countedFailures": [],
-        "startTime": prev.get("startTime") or fmt_time(now),
-    }
-    if prev.get("completionTime"):
-        status["completionTime"] = prev["completionTime"]
-    out.status = status
-    conds: list[Obj] = status["conditions"]
-    wanted = {r.type: r.replicas for r in job.roles}
-    desired = _Desired(wanted)
-    role_restarts = _role_restarts(prev)
+def plan(kind: JobKind, job: JobView, pods: Pods, now: datetime) -> Plan:
+    """The rules of the module docstring, in order; the first that ends the pass wins."""
+    p = _Pass(kind, job, pods, now)
+    if _finished(p) or _invalid(p) or _out_of_time(p) or _paused(p):
+        return p.done()
+    _resume(p)
+    _scale_down(p)
+    _create_missing(p)
+    _restart_or_fail(p)
+    _outcome(p)
+    if p.status["phase"] not in TERMINAL:
+        _progress(p)
+    return p.done()
 
-    # Counted failures whose pods are gone need no more remembering.
-    live_uids = {s.uid for s in pods.values()}
-    counted = [u for u in prev.get("countedFailures") or [] if u in live_uids]
 
-    def finish(outcome: Outcome) -> None:
-        status["phase"] = outcome.phase
-        status["completionTime"] = fmt_time(now)
-        msg = outcome.message
+class _Pass:
+    """One planning pass: the job, its pods, the time, and the plan being made."""
+
+    def __init__(self, kind: JobKind, job: JobView, pods: Pods, now: datetime) -> None:
+        self.kind, self.job, self.pods, self.now = kind, job, pods, now
+        self.prev = job.status
+        self.out = Plan()
+        self.status: Obj = {
+            "observedGeneration": job.generation,
+            "phase": self.prev.get("phase") or "Pending",
+            "conditions": [dict(c) for c in self.prev.get("conditions") or []],
+            "restartCount": int(self.prev.get("restartCount") or 0),
+            "countedFailures": [],
+            "startTime": self.prev.get("startTime") or fmt_time(now),
+        }
+        if self.prev.get("completionTime"):
+            self.status["completionTime"] = self.prev["completionTime"]
+        self.out.status = self.status
+        self.conds: list[Obj] = self.status["conditions"]
+        self.desired = _Desired({r.type: r.replicas for r in job.roles})
+        self.role_restarts = _role_restarts(self.prev)
+        # Counted failures whose pods are gone need no more remembering.
+        live = {s.uid for s in pods.values()}
+        self.counted = [u for u in self.prev.get("countedFailures") or [] if u in live]
+        self.resuming = False
+        self.after_pause = False
+        self.failures: list[tuple[ReplicaState, str, str]] = []  # failed for good: reason, why
+
+    def failed_for_good(self, state: ReplicaState, reason: str, message: str) -> None:
+        self.failures.append((state, reason, message))
+
+    def condition(self, type_: str, status: str, reason: str, message: str) -> None:
+        set_condition(self.conds, type_, status, reason, message, self.now)
+
+    def event(self, type_: str, reason: str, message: str) -> None:
+        self.out.events.append((type_, str(reason), message))
+
+    def finish(self, outcome: Outcome, *, keep_planned: bool = False) -> None:
+        """End the job with ``outcome``; the cleanup policy acts on its pods."""
+        self.status["phase"] = outcome.phase
+        self.status["completionTime"] = fmt_time(self.now)
         ok = outcome.phase == "Succeeded"
-        set_condition(conds, "Completed", "True" if ok else "False", outcome.reason, msg, now)
-        set_condition(conds, "Failed", "False" if ok else "True", outcome.reason, msg, now)
-        set_condition(conds, "Running", "False", outcome.reason, msg, now)
-        out.finished = outcome
-        out.events.append(("Normal" if ok else "Warning", outcome.reason, msg))
+        msg = outcome.message
+        self.condition("Completed", "True" if ok else "False", outcome.reason, msg)
+        self.condition("Failed", "False" if ok else "True", outcome.reason, msg)
+        self.condition("Running", "False", outcome.reason, msg)
+        self.out.finished = outcome
+        self.event("Normal" if ok else "Warning", outcome.reason, msg)
+        _cleanup(self, keep_planned=keep_planned)
+        if keep_planned:
+            self.out.create.clear()
 
-    # 1. finished jobs: cleanup only.
-    if status["phase"] in TERMINAL:
-        _cleanup(kind, job, pods, out)
-        status["countedFailures"] = counted
-        _render_replicas(job, pods, status, role_restarts, out)
-        return out
+    def done(self) -> Plan:
+        self.status["countedFailures"] = self.counted
+        _render_replicas(self)
+        return self.out
 
-    if job.spec_error:
-        finish(Outcome("Failed", job.spec_error_reason, job.spec_error))
-        _cleanup(kind, job, pods, out)
-        _render_replicas(job, pods, status, role_restarts, out)
-        return out
 
-    # 2. deadline.
-    start = parse_time(status["startTime"]) or now
-    deadline = _deadline(start, job.active_deadline_seconds)
-    if deadline is not None:
-        if now >= deadline:
-            finish(
-                Outcome(
-                    "Failed",
-                    "DeadlineExceeded",
-                    f"The job ran past its activeDeadlineSeconds ({job.active_deadline_seconds}s).",
-                )
-            )
-            _cleanup(kind, job, pods, out)
-            _render_replicas(job, pods, status, role_restarts, out)
-            return out
-        out.wake_in((deadline - now).total_seconds())
+# -- rules that end the pass --------------------------------------------------------------
 
-    # 3. pause.
-    if job.paused:
-        for live in pods.values():
-            if not live.terminating:
-                out.delete.append(live)
-        if status["phase"] != "Paused":
-            out.events.append(("Normal", "Paused", "The job is paused: its pods are deleted."))
-        status["phase"] = "Paused"
-        set_condition(
-            conds,
-            "Paused",
-            "True",
-            "Paused",
-            "The job is paused: all replicas are deleted or being deleted.",
-            now,
-        )
-        set_condition(conds, "Running", "False", "Paused", "The job is paused.", now)
-        status["countedFailures"] = counted
-        _render_replicas(job, pods, status, role_restarts, out)
-        return out
-    was_paused = get_condition(prev, "Paused") is not None
-    resuming = status["phase"] == "Paused" or (status["phase"] == "Resuming")
-    if status["phase"] == "Paused":
-        out.events.append(("Normal", "Resumed", "The job is resuming: its pods are recreated."))
-        set_condition(conds, "Paused", "False", "Resumed", "The job has been resumed.", now)
 
-    # 4/5. per replica: create, restart, or note a permanent failure.
-    failed_for_good: list[tuple[ReplicaState, str, str]] = []  # state, reason, message
-    counted_set = set(counted)
-    for key, existing in sorted(pods.items()):
-        if key not in desired and not existing.terminating:
-            out.delete.append(existing)  # scaled down, or a type that no longer exists
-    roles = {r.type: r for r in job.roles}
-    # Replicas whose pod is missing, in index order, at most a batch of them.
-    for role in job.roles:
-        for index in _missing(role, pods, CREATE_BATCH - len(out.create)):
-            if kind.may_create(job, role.type, pods):
-                mode = _pod_mode(kind, job, role.type, was_paused or resuming)
-                out.create.append((role.type, index, mode))
-    if desired.count - sum(1 for k in pods if k in desired) > len(out.create):
-        out.wake_in(1.0)  # more to create than one batch, or held back by the kind
-    for (type_, index), state in sorted(pods.items()):
-        owner = roles.get(type_)
-        if owner is None or index >= owner.replicas:
-            continue
-        role = owner
-        if state.terminating or not state.ended or job.debug:
+def _finished(p: _Pass) -> bool:
+    """1. A finished job stays finished; only its cleanup policy still acts."""
+    if p.status["phase"] not in TERMINAL:
+        return False
+    _cleanup(p)
+    return True
+
+
+def _invalid(p: _Pass) -> bool:
+    """A spec no pod can be built from fails the job, naming the field."""
+    if not p.job.spec_error:
+        return False
+    p.finish(Outcome("Failed", p.job.spec_error_reason, p.job.spec_error))
+    return True
+
+
+def _out_of_time(p: _Pass) -> bool:
+    """2. activeDeadlineSeconds after the start the job fails, exactly on time."""
+    start = parse_time(p.status["startTime"]) or p.now
+    deadline = _deadline(start, p.job.active_deadline_seconds)
+    if deadline is None:
+        return False
+    if p.now < deadline:
+        p.out.wake_in((deadline - p.now).total_seconds())
+        return False
+    seconds = p.job.active_deadline_seconds
+    message = f"The job ran past its activeDeadlineSeconds ({seconds}s)."
+    p.finish(Outcome("Failed", Reason.DEADLINE_EXCEEDED, message))
+    return True
+
+
+def _paused(p: _Pass) -> bool:
+    """3. A paused job has no pods."""
+    if not p.job.paused:
+        return False
+    p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
+    if p.status["phase"] != "Paused":
+        p.event("Normal", Reason.PAUSED, "The job is paused: its pods are deleted.")
+    p.status["phase"] = "Paused"
+    message = "The job is paused: all replicas are deleted or being deleted."
+    p.condition("Paused", "True", Reason.PAUSED, message)
+    p.condition("Running", "False", Reason.PAUSED, "The job is paused.")
+    return True
+
+
+# -- rules of a running job ---------------------------------------------------------------
+
+
+def _resume(p: _Pass) -> None:
+    """Unpausing: phase Resuming until every replica runs; new pods use resumeSpecs."""
+    p.after_pause = get_condition(p.prev, "Paused") is not None
+    p.resuming = p.status["phase"] in ("Paused", "Resuming")
+    if p.status["phase"] == "Paused":
+        p.event("Normal", Reason.RESUMED, "The job is resuming: its pods are recreated.")
+        p.condition("Paused", "False", Reason.RESUMED, "The job has been resumed.")
+
+
+def _scale_down(p: _Pass) -> None:
+    """Pods of a replica the job no longer wants (scaled down, a type removed) go."""
+    for key, existing in sorted(p.pods.items()):
+        if key not in p.desired and not existing.terminating:
+            p.out.delete.append(existing)
+
+
+def _create_missing(p: _Pass) -> None:
+    """Replicas without a pod, in index order, at most a batch of them."""
+    for role in p.job.roles:
+        for index in _missing(role, p.pods, CREATE_BATCH - len(p.out.create)):
+            if p.kind.may_create(p.job, role.type, p.pods):
+                mode = _pod_mode(p.kind, p.job, role.type, p.after_pause or p.resuming)
+                p.out.create.append((role.type, index, mode))
+    present = sum(1 for k in p.pods if k in p.desired)
+    if p.desired.count - present > len(p.out.create):
+        p.out.wake_in(1.0)  # more to create than one batch, or held back by the kind
+
+
+def _restart_or_fail(p: _Pass) -> None:
+    """4/5. An ended replica is recreated per its restart policy, each recreation
+    counted against backoffLimit in the same status write; else it failed for good."""
+    if p.job.debug:
+        return  # debug pods' exits neither restart them nor end the job
+    roles = {r.type: r for r in p.job.roles}
+    counted = set(p.counted)
+    for (type_, index), state in sorted(p.pods.items()):
+        role = roles.get(type_)
+        if role is None or index >= role.replicas or state.terminating or not state.ended:
             continue
         if not should_restart(role.restart_policy, state):
             if state.phase == "Failed":
-                failed_for_good.append((state, "ReplicaFailed", state.describe_failure()))
+                p.failed_for_good(state, Reason.REPLICA_FAILED, state.describe_failure())
             continue
-        if state.uid in counted_set:
-            out.delete.append(state)  # counted before a crash; finish the restart
+        if state.uid in counted:
+            p.out.delete.append(state)  # counted before a crash; finish the restart
             continue
-        if status["restartCount"] >= job.backoff_limit:
+        limit = p.job.backoff_limit
+        if p.status["restartCount"] >= limit:
             if state.phase == "Failed":
-                # One Event: the job's failure below says it (it was posted twice).
-                message = (f"{state.describe_failure()}; backoffLimit {job.backoff_limit} "
-                           "reached, not restarting")  # fmt: skip
-                failed_for_good.append((state, "BackoffLimitExceeded", message))
+                message = (
+                    f"{state.describe_failure()}; backoffLimit {limit} reached, not restarting"
+                )
+                p.failed_for_good(state, Reason.BACKOFF_LIMIT_EXCEEDED, message)
             continue
-        status["restartCount"] += 1
-        role_restarts[role.type] = role_restarts.get(role.type, 0) + 1
-        counted.append(state.uid)
-        counted_set.add(state.uid)
-        out.delete.append(state)
+        p.status["restartCount"] += 1
+        p.role_restarts[role.type] = p.role_restarts.get(role.type, 0) + 1
+        p.counted.append(state.uid)
+        counted.add(state.uid)
+        p.out.delete.append(state)
+        p.out.restarts += 1
         code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
-        out.events.append(
-            (
-                "Warning" if state.phase == "Failed" else "Normal",
-                "Restarting",
-                f"Restarting {state.name}{code}: restart "
-                f"{status['restartCount']} of {job.backoff_limit}",
-            )
+        p.event(
+            "Warning" if state.phase == "Failed" else "Normal",
+            Reason.RESTARTING,
+            f"Restarting {state.name}{code}: restart {p.status['restartCount']} of {limit}",
         )
-    status["countedFailures"] = counted
 
-    # 6. outcome.
-    if failed_for_good and not job.debug:
-        _, reason, message = failed_for_good[0]
-        finish(Outcome("Failed", reason, message))
-        _cleanup(kind, job, pods, out, keep_planned=True)
-        out.create.clear()
-    elif not job.debug:
-        outcome = kind.outcome(job, {k: v for k, v in pods.items() if k in desired})
-        if outcome is not None and not (outcome.phase == "Succeeded" and _restarting(out)):
-            finish(outcome)
-            _cleanup(kind, job, pods, out, keep_planned=True)
-            out.create.clear()
 
-    if status["phase"] not in TERMINAL:
-        _progress(job, pods, desired, status, conds, out, now, resuming)
-    _render_replicas(job, pods, status, role_restarts, out)
-    return out
+def _outcome(p: _Pass) -> None:
+    """6. A replica failed for good fails the job at once; else the kind decides."""
+    if p.job.debug:
+        return
+    if p.failures:
+        _, reason, message = p.failures[0]
+        p.finish(Outcome("Failed", reason, message), keep_planned=True)
+        return
+    wanted = {k: v for k, v in p.pods.items() if k in p.desired}
+    outcome = p.kind.outcome(p.job, wanted)
+    # A success while a replica is being restarted waits for the restart.
+    if outcome is not None and not (outcome.phase == "Succeeded" and p.out.restarts):
+        p.finish(outcome, keep_planned=True)
 
 
 class _Desired:
@@ -313,10 +380,6 @@ def _deadline(start: datetime, seconds: int | None) -> datetime | None:
         return None
 
 
-def _restarting(out: Plan) -> bool:
-    return any(e[1] == "Restarting" for e in out.events)
-
-
 def _pod_mode(kind: JobKind, job: JobView, type_: str, after_pause: bool) -> PodMode:
     if job.debug:
         o = next((o for o in job.debug_overrides if o.type == type_), None)
@@ -334,97 +397,78 @@ def _pod_mode(kind: JobKind, job: JobView, type_: str, after_pause: bool) -> Pod
     return PodMode()
 
 
-def _cleanup(
-    kind: JobKind,
-    job: JobView,
-    pods: Mapping[tuple[str, int], ReplicaState],
-    out: Plan,
-    keep_planned: bool = False,
-) -> None:
-    policy = job.cleanup_policy
+def _cleanup(p: _Pass, keep_planned: bool = False) -> None:
+    """The cleanup policy on a finished job's pods (within the kind's scope);
+    ``keep_planned`` keeps the deletes this pass already planned."""
+    policy = p.job.cleanup_policy
     if policy == "None":
         return
-    scope = kind.cleanup_types(job)
-    planned = {s.uid for s in out.delete} if keep_planned else set()
+    scope = p.kind.cleanup_types(p.job)
+    planned = {s.uid for s in p.out.delete} if keep_planned else set()
     if not keep_planned:
-        out.delete.clear()
-    for (type_, _), state in sorted(pods.items()):
+        p.out.delete.clear()
+    for (type_, _), state in sorted(p.pods.items()):
         if state.terminating or state.uid in planned:
             continue
         if scope is not None and type_ not in scope:
             continue
         if policy == "All" or (policy == "Unfinished" and not state.ended):
-            out.delete.append(state)
+            p.out.delete.append(state)
 
 
-def _progress(
-    job: JobView,
-    pods: Mapping[tuple[str, int], ReplicaState],
-    desired: _Desired,
-    status: Obj,
-    conds: list[Obj],
-    out: Plan,
-    now: datetime,
-    resuming: bool,
-) -> None:
-    present = {k: s for k, s in pods.items() if k in desired and not s.terminating}
-    all_created = len(present) == desired.count and not out.create
+def _progress(p: _Pass) -> None:
+    """Phase and conditions of a job that has not finished."""
+    status, job = p.status, p.job
+    present = {k: s for k, s in p.pods.items() if k in p.desired and not s.terminating}
+    all_created = len(present) == p.desired.count and not p.out.create
     if all_created:
-        set_condition(
-            conds, "Initialized", "True", "-", "The job has been initialized successfully.", now
+        p.condition(
+            "Initialized", "True", Reason.NONE, "The job has been initialized successfully."
         )
     elif job.waiting:
-        set_condition(conds, "Initialized", "False", "FailedCreate", job.waiting, now)
+        p.condition("Initialized", "False", Reason.FAILED_CREATE, job.waiting)
     failing = [s for s in present.values() if s.phase == "Failed"]
     if failing:
-        set_condition(
-            conds,
-            "ReplicaFailure",
-            "True",
-            "ReplicaFailed",
-            "; ".join(s.describe_failure() for s in failing),
-            now,
-        )
+        message = "; ".join(s.describe_failure() for s in failing)
+        p.condition("ReplicaFailure", "True", Reason.REPLICA_FAILED, message)
     else:
-        set_condition(conds, "ReplicaFailure", "False", "-", "All pods are running normally.", now)
+        p.condition("ReplicaFailure", "False", Reason.NONE, "All pods are running normally.")
     running = all_created and all(s.phase in ("Running", "Succeeded") for s in present.values())
     if running:
         status["phase"] = "Running"
-        set_condition(conds, "Running", "True", "-", "The job is running.", now)
-    elif resuming:
+        p.condition("Running", "True", Reason.NONE, "The job is running.")
+    elif p.resuming:
         status["phase"] = "Resuming"
-    else:
-        status["phase"] = "Pending" if status["phase"] != "Running" else "Running"
-        if status["phase"] == "Pending":
-            stuck = [s for _, s in sorted(present.items()) if s.unschedulable]
-            if stuck:
-                message = f"Pod {stuck[0].name} cannot be scheduled: {stuck[0].unschedulable}"
-                if len(stuck) > 1:
-                    message += f" (and {len(stuck) - 1} more pods of the job)"
-                before = get_condition(status, "Running") or {}
-                if before.get("reason") != "Unschedulable":
-                    out.events.append(("Warning", "Unschedulable", message))
-                set_condition(conds, "Running", "False", "Unschedulable", message, now)
-            else:
-                set_condition(conds, "Running", "False", "-", "Waiting for replicas to start.", now)
+    elif status["phase"] != "Running":
+        status["phase"] = "Pending"
+        _unschedulable(p, [s for _, s in sorted(present.items()) if s.unschedulable])
     for type_ in ("Completed", "Failed"):
         if get_condition(status, type_) is None:
-            set_condition(conds, type_, "False", "-", "The job has not finished.", now)
+            p.condition(type_, "False", Reason.NONE, "The job has not finished.")
+
+
+def _unschedulable(p: _Pass, stuck: list[ReplicaState]) -> None:
+    """A pending job says which pod the scheduler cannot place, and why (one Event)."""
+    if not stuck:
+        p.condition("Running", "False", Reason.NONE, "Waiting for replicas to start.")
+        return
+    message = f"Pod {stuck[0].name} cannot be scheduled: {stuck[0].unschedulable}"
+    if len(stuck) > 1:
+        message += f" (and {len(stuck) - 1} more pods of the job)"
+    before = get_condition(p.status, "Running") or {}
+    if before.get("reason") != Reason.UNSCHEDULABLE:
+        p.event("Warning", Reason.UNSCHEDULABLE, message)
+    p.condition("Running", "False", Reason.UNSCHEDULABLE, message)
 
 
 def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:
     return {str(t.get("type")): int(t.get("restartCount") or 0) for t in prev.get("tasks") or []}
 
 
-def _render_replicas(
-    job: JobView,
-    pods: Mapping[tuple[str, int], ReplicaState],
-    status: Obj,
-    role_restarts: Mapping[str, int],
-    out: Plan,
-) -> None:
+def _render_replicas(p: _Pass) -> None:
     """``tasks`` (per type: restarts, and the replicas that have a pod or are
     being created now) and ``aggregate`` counts of every wanted replica."""
+    job, pods, status, role_restarts, out = p.job, p.pods, p.status, p.role_restarts, p.out
     deleting = {s.uid for s in out.delete}
     creating = {(t, i) for t, i, _ in out.create}
     aggregate = {

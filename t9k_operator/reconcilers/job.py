@@ -181,8 +181,8 @@ class JobReconciler:
             self.recorder.record(
                 job, "Warning" if type_ == "Warning" else "Normal", reason, message
             )
-            if reason == "Restarting":
-                metrics.JOBS_RESTARTED.labels(self.resource.kind, namespace).inc()
+        if plan.restarts:
+            metrics.JOBS_RESTARTED.labels(self.resource.kind, namespace).inc(plan.restarts)
         if plan.finished is not None:
             self._count_finish(job, plan)
         for state in plan.delete:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.engine import Plan, fmt_time, get_condition, plan
+from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
 from t9k_operator.reconcilers.kind import JobView, Outcome, Override, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 
@@ -422,3 +422,18 @@ def test_an_unschedulable_pod_is_named_in_the_running_condition_and_an_event() -
     assert ("Warning", "Unschedulable", running_cond["message"]) in p.events
     again = step(replace(j, status=p.status), pods)
     assert not [e for e in again.events if e[1] == "Unschedulable"]  # said once
+
+
+def test_the_plan_counts_its_restarts_and_reasons_are_typed() -> None:
+    """What a pass decided is in the plan's fields (the reconciler's metrics read
+    ``restarts``); no caller parses Event reasons to find it."""
+    j = job(backoff_limit=5)
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    pods[("worker", 1)] = pod("worker", 1, "Failed", 137)
+    p = step(j, pods)
+    assert p.restarts == 2 and p.status["restartCount"] == 2
+    assert [e[1] for e in p.events] == [Reason.RESTARTING, Reason.RESTARTING]
+    assert Reason.RESTARTING == "Restarting"  # the wire value users see is unchanged
+    calm = step(j, running(j))
+    assert calm.restarts == 0
