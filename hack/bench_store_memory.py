@@ -44,38 +44,60 @@ LABEL = "app.kubernetes.io/managed-by"
 def training_pod(i: int, nodes: int) -> dict[str, Any]:
     job = f"job-{i // 8}"
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {
             "name": f"{job}-worker-{i % 8}",
-            "labels": {LABEL: "t9k-operator", "t9k.dev/job-name": job,
-                       "t9k.dev/job-kind": "PyTorchTrainingJob",
-                       "t9k.dev/replica-type": "worker", "t9k.dev/replica-index": str(i % 8)},
+            "labels": {
+                LABEL: "t9k-operator",
+                "t9k.dev/job-name": job,
+                "t9k.dev/job-kind": "PyTorchTrainingJob",
+                "t9k.dev/replica-type": "worker",
+                "t9k.dev/replica-index": str(i % 8),
+            },
             "annotations": {"kwok.t9k.dev/run-duration": "24h"},
-            "ownerReferences": [{"apiVersion": "batch.tensorstack.dev/v1beta1",
-                                 "kind": "PyTorchTrainingJob", "name": job,
-                                 "uid": f"00000000-0000-0000-0000-{i // 8:012d}",
-                                 "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.tensorstack.dev/v1beta1",
+                    "kind": "PyTorchTrainingJob",
+                    "name": job,
+                    "uid": f"00000000-0000-0000-0000-{i // 8:012d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "nodeName": f"kwok-node-{i % nodes}",
-            "hostname": f"{job}-worker-{i % 8}", "subdomain": job, "restartPolicy": "Never",
-            "containers": [{
-                "name": "pytorch", "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
-                "command": ["torchrun"],
-                "args": ["--nnodes=8", "--nproc-per-node=8", "train.py", "--epochs=10"],
-                "env": [{"name": "MASTER_ADDR", "value": f"{job}-master-0.{job}"},
+            "hostname": f"{job}-worker-{i % 8}",
+            "subdomain": job,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+                    "command": ["torchrun"],
+                    "args": ["--nnodes=8", "--nproc-per-node=8", "train.py", "--epochs=10"],
+                    "env": [
+                        {"name": "MASTER_ADDR", "value": f"{job}-master-0.{job}"},
                         {"name": "MASTER_PORT", "value": "23456"},
                         {"name": "WORLD_SIZE", "value": "8"},
                         {"name": "RANK", "value": str(i % 8)},
-                        {"name": "PYTHONUNBUFFERED", "value": "1"}],
-                "resources": {"limits": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "8"}},
-                "volumeMounts": [{"name": "data", "mountPath": "/data"},
-                                 {"name": "dshm", "mountPath": "/dev/shm"}],
-            }],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}},
-                        {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                        {"name": "PYTHONUNBUFFERED", "value": "1"},
+                    ],
+                    "resources": {"limits": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "8"}},
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/data"},
+                        {"name": "dshm", "mountPath": "/dev/shm"},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}},
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            ],
         },
-    }  # fmt: skip
+    }
 
 
 def retained(build: Any) -> tuple[int, Any]:

@@ -212,12 +212,18 @@ def _build(dest: Path, v: dict[str, str]) -> None:
     log(f"building kwok {v['KWOK_VERSION']}")
     _go(
         f"kwok {v['KWOK_VERSION']} (sigs.k8s.io/kwok/cmd/kwok)",
-        ["go", "install", "-trimpath", "-ldflags", "-s -w",
-         f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}"],
+        [
+            "go",
+            "install",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}",
+        ],
         None,
         {**env, "GOBIN": str(dest), "GOFLAGS": ""},
         logfile,
-    )  # fmt: skip
+    )
     log(f"binaries built in {time.monotonic() - started:.0f}s")
 
 

@@ -144,14 +144,19 @@ def main(argv: list[str] | None = None) -> int:
     # costs the leadership), and Events never spend the reconcile budget.
     election_client = KubeClient(
         client.connection,
-        ClientOptions(qps=LEADER_ELECTION_QPS, burst=LEADER_ELECTION_BURST, pool_size=2,
-                      user_agent="t9k-operator/leader-election"),
-    )  # fmt: skip
+        ClientOptions(
+            qps=LEADER_ELECTION_QPS,
+            burst=LEADER_ELECTION_BURST,
+            pool_size=2,
+            user_agent="t9k-operator/leader-election",
+        ),
+    )
     events_client = KubeClient(
         client.connection,
-        ClientOptions(qps=EVENTS_QPS, burst=EVENTS_BURST, pool_size=4,
-                      user_agent="t9k-operator/events"),
-    )  # fmt: skip
+        ClientOptions(
+            qps=EVENTS_QPS, burst=EVENTS_BURST, pool_size=4, user_agent="t9k-operator/events"
+        ),
+    )
     options = ManagerOptions(
         namespace=args.namespace,
         metrics_bind_address=args.metrics_bind_address,
@@ -167,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
         concurrent_reconciles=args.concurrent_reconciles,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
-    manager = Manager(client, options, build_controllers, election_client=election_client,
-                      events_client=events_client)  # fmt: skip
+    manager = Manager(
+        client,
+        options,
+        build_controllers,
+        election_client=election_client,
+        events_client=events_client,
+    )
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received, shutting down", signal=signal.Signals(signum).name)

@@ -146,11 +146,13 @@ class SSHConfig(T9kModel):
             "StrictModes demands, and checks that no parent directory in the image may be "
             "written by others. Defaults to /root/.ssh."
         ),
-        json_schema_extra={"x-kubernetes-validations": [
-            {"rule": "self.startsWith('/')", "message": MSG_AUTH_MOUNT_PATH},
-            {"rule": AUTH_MOUNT_PLACE_CEL, "message": MSG_AUTH_MOUNT_PLACE},
-        ]},
-    )  # fmt: skip
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self.startsWith('/')", "message": MSG_AUTH_MOUNT_PATH},
+                {"rule": AUTH_MOUNT_PLACE_CEL, "message": MSG_AUTH_MOUNT_PLACE},
+            ]
+        },
+    )
     sshd_path: str = Field(
         default=DEFAULT_SSHD_PATH,
         min_length=1,

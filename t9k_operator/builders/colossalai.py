@@ -93,12 +93,13 @@ def colossalai_command(job: Mapping[str, Any]) -> list[str]:
     name = job["metadata"]["name"]
     w = worker(job)
     cmd = [
-        "colossalai", "run",
+        "colossalai",
+        "run",
         f"--nproc_per_node={int(w.get('procPerWorker') or 1)}",
         f"--hostfile={HOSTFILE_PATH}",
         f"--master_addr={pod_name(name, 'worker', 0)}.{name}",
         f"--master_port={MASTER_PORT}",
-    ]  # fmt: skip
+    ]
     if w.get("torchArgs"):
         cmd.append(f"--extra_launch_args={extra_launch_args(w['torchArgs'])}")
     cmd.extend(str(c) for c in w.get("command") or [])
@@ -146,10 +147,16 @@ def build_worker(
 ) -> Obj:
     template = worker(job).get("template") or {}
     pod = replica_pod(
-        job, template, "worker", index, training_names=TRAINING_CONTAINERS,
+        job,
+        template,
+        "worker",
+        index,
+        training_names=TRAINING_CONTAINERS,
         command=command if command is not None else worker_command(job),
-        args=args, skip_init_containers=skip_init_containers, role="worker",
-    )  # fmt: skip
+        args=args,
+        skip_init_containers=skip_init_containers,
+        role="worker",
+    )
     containers = pod["spec"].get("containers") or []
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
@@ -168,9 +175,10 @@ def build_launcher(
     container: Obj = {
         "name": "launcher",
         "image": spec.get("image"),
-        "command": list(command) if command is not None
+        "command": list(command)
+        if command is not None
         else ["/bin/bash", "-c", launcher_script(job)],
-    }  # fmt: skip
+    }
     if args is not None:
         container["args"] = list(args)
     for key in ("workingDir", "env", "resources"):
@@ -180,8 +188,10 @@ def build_launcher(
     # The launcher carries the worker template's labels and annotations, so
     # whatever selects the job's pods (sidecar injection, queues) sees it too.
     template_meta = (worker(job).get("template") or {}).get("metadata") or {}
-    labels = {**(template_meta.get("labels") or {}),
-              **replica_labels(job["kind"], name, "launcher", 0, "launcher")}  # fmt: skip
+    labels = {
+        **(template_meta.get("labels") or {}),
+        **replica_labels(job["kind"], name, "launcher", 0, "launcher"),
+    }
     meta = child_metadata(job, launcher_name(name), labels)
     if template_meta.get("annotations"):
         meta["annotations"] = dict(template_meta["annotations"])

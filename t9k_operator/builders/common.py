@@ -134,8 +134,10 @@ def replica_pod(
     tpl = copy.deepcopy(dict(template))
     meta = tpl.get("metadata") or {}
     spec: Obj = tpl.get("spec") or {}
-    labels = {**(meta.get("labels") or {}),
-              **replica_labels(job["kind"], name, replica_type, index, role)}  # fmt: skip
+    labels = {
+        **(meta.get("labels") or {}),
+        **replica_labels(job["kind"], name, replica_type, index, role),
+    }
     pod_meta = child_metadata(job, pod_name(name, replica_type, index), labels)
     if meta.get("annotations"):
         pod_meta["annotations"] = dict(meta["annotations"])

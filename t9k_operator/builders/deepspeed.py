@@ -164,11 +164,16 @@ def build_pod(
         command = ["/bin/bash", "-c", launch_script(job, is_launcher=index == 0)]
         args = None
     pod = replica_pod(
-        job, template, "worker", index,
-        training_names=TRAINING_CONTAINERS, command=command, args=args,
+        job,
+        template,
+        "worker",
+        index,
+        training_names=TRAINING_CONTAINERS,
+        command=command,
+        args=args,
         skip_init_containers=skip_init_containers,
         role="launcher" if index == 0 else "worker",
-    )  # fmt: skip
+    )
     spec = pod["spec"]
     spec.setdefault("volumes", []).append(ssh.hostfile_volume(name))
     containers = spec.get("containers") or []

@@ -109,27 +109,38 @@ def build_pod(
 ) -> Obj:
     template = role_specs(job)[role].get("template") or {}
     pod = replica_pod(
-        job, template, role, index, training_names=TRAINING_CONTAINERS, command=command,
-        args=args, skip_init_containers=skip_init_containers, role=MS_ROLE[role],
-    )  # fmt: skip
+        job,
+        template,
+        role,
+        index,
+        training_names=TRAINING_CONTAINERS,
+        command=command,
+        args=args,
+        skip_init_containers=skip_init_containers,
+        role=MS_ROLE[role],
+    )
     pod["metadata"]["labels"].update(kubeflow_labels(job["metadata"]["name"], role, index))
     containers = pod["spec"].get("containers") or []
     if not containers:
         return pod
     c = containers[training_container_index(template, TRAINING_CONTAINERS)]
     port = scheduler_port(job)
-    set_env(c, {
-        "MS_ROLE": MS_ROLE[role],
-        "MS_SCHED_PORT": str(port),
-        "MS_WORKER_NUM": str(replicas(job, WORKER)),
-        "MS_SERVER_NUM": str(replicas(job, PS)),
-        "MS_NODE_ID": pod["metadata"]["name"],
-    })  # fmt: skip
+    set_env(
+        c,
+        {
+            "MS_ROLE": MS_ROLE[role],
+            "MS_SCHED_PORT": str(port),
+            "MS_WORKER_NUM": str(replicas(job, WORKER)),
+            "MS_SERVER_NUM": str(replicas(job, PS)),
+            "MS_NODE_ID": pod["metadata"]["name"],
+        },
+    )
     env = c["env"]
     if role == SCHEDULER:
         env[:] = [e for e in env if e.get("name") != "MS_SCHED_HOST"]
-        env.append({"name": "MS_SCHED_HOST",
-                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})  # fmt: skip
+        env.append(
+            {"name": "MS_SCHED_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+        )
         ports = c.setdefault("ports", [])
         if not any(p.get("name") == PORT_NAME for p in ports):
             ports.append({"name": PORT_NAME, "containerPort": port})

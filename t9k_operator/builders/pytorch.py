@@ -152,12 +152,14 @@ def build_pod(
     torchrun = bool(((job.get("spec") or {}).get("torchrunConfig") or {}).get("enabled"))
     env = {"PYTHONUNBUFFERED": "1"}
     if not torchrun:
-        env.update({
-            "MASTER_ADDR": master_address(job),
-            "MASTER_PORT": str(master_port(job)),
-            "WORLD_SIZE": str(world_size(job)),
-            "RANK": str(rank(job, replica_type, index)),
-        })  # fmt: skip
+        env.update(
+            {
+                "MASTER_ADDR": master_address(job),
+                "MASTER_PORT": str(master_port(job)),
+                "WORLD_SIZE": str(world_size(job)),
+                "RANK": str(rank(job, replica_type, index)),
+            }
+        )
     if torchrun and command is None and not debug:
         containers = (template.get("spec") or {}).get("containers") or []
         own_args: list[str] = []
@@ -168,11 +170,17 @@ def build_pod(
         args = None
     master = master_replica(job) == (replica_type, index)
     return replica_pod(
-        job, template, replica_type, index,
-        training_names=TRAINING_CONTAINERS, command=command, args=args,
-        skip_init_containers=skip_init_containers, env=env,
+        job,
+        template,
+        replica_type,
+        index,
+        training_names=TRAINING_CONTAINERS,
+        command=command,
+        args=args,
+        skip_init_containers=skip_init_containers,
+        env=env,
         role="master" if master else "worker",
-    )  # fmt: skip
+    )
 
 
 def build_service(job: Mapping[str, Any]) -> Obj:

@@ -71,14 +71,23 @@ class ColossalAIKind(KindBase):
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
 
-    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
+    def build_pod(
+        self,
+        job: Mapping[str, Any],
+        replica_type: str,
+        index: int,
+        mode: PodMode,
+        services: Mapping[str, Obj],
+    ) -> Obj:
         if replica_type == "launcher":
             return build.build_launcher(job, command=mode.command, args=mode.args)
         return build.build_worker(
-            job, index, command=mode.command, args=mode.args,
+            job,
+            index,
+            command=mode.command,
+            args=mode.args,
             skip_init_containers=mode.skip_init_containers,
-        )  # fmt: skip
+        )
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

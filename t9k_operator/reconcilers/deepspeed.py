@@ -62,12 +62,22 @@ class DeepSpeedKind(KindBase):
     ) -> Outcome | None:
         return succeeded_with(replicas.get(("worker", 0)))
 
-    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
+    def build_pod(
+        self,
+        job: Mapping[str, Any],
+        replica_type: str,
+        index: int,
+        mode: PodMode,
+        services: Mapping[str, Obj],
+    ) -> Obj:
         return build.build_pod(
-            job, index, command=mode.command, args=mode.args,
-            skip_init_containers=mode.skip_init_containers, debug=mode.debug,
-        )  # fmt: skip
+            job,
+            index,
+            command=mode.command,
+            args=mode.args,
+            skip_init_containers=mode.skip_init_containers,
+            debug=mode.debug,
+        )
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

@@ -125,8 +125,9 @@ class JobReconciler:
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
         self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
-        self.controller = Controller(self.resource.kind.lower(), self.reconcile,
-                                     workers=ctx.workers, clock=ctx.clock)  # fmt: skip
+        self.controller = Controller(
+            self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
+        )
         self.jobs.add_event_handler(
             on_add=self._enqueue_job,
             on_update=lambda old, new: self._enqueue_job(new),
@@ -145,8 +146,7 @@ class JobReconciler:
         self.controller.enqueue(object_key(obj))
 
     def _enqueue_owner(self, obj: Obj) -> None:
-        key = controller_owner_key(obj, api_group=self.resource.group,
-                                   kind=self.resource.kind)  # fmt: skip
+        key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
         if key is not None:
             self.controller.enqueue(key)
 
@@ -175,8 +175,9 @@ class JobReconciler:
             # retried from a job still without status, and would tell it again.
             self._accepted(job)
         if current is not job:
-            rlog.info("status", phase=plan.status.get("phase"),
-                      restarts=plan.status.get("restartCount"))  # fmt: skip
+            rlog.info(
+                "status", phase=plan.status.get("phase"), restarts=plan.status.get("restartCount")
+            )
         for type_, reason, message in plan.events:
             self.recorder.record(
                 job, "Warning" if type_ == "Warning" else "Normal", reason, message
@@ -204,8 +205,10 @@ class JobReconciler:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
             except BUILD_ERRORS as exc:
-                message = (f"the operator cannot build {replica} from this spec "
-                           f"({type(exc).__name__}: {exc}); fix the spec and resubmit")  # fmt: skip
+                message = (
+                    f"the operator cannot build {replica} from this spec "
+                    f"({type(exc).__name__}: {exc}); fix the spec and resubmit"
+                )
                 return self._fail(current, view, states, now, key, "InvalidSpec", message)
             name = pod["metadata"]["name"]
             try:
@@ -218,8 +221,9 @@ class JobReconciler:
                 if clash:
                     return self._fail(current, view, states, now, key, "NameConflict", clash)
             except ApiError as exc:
-                return self._cannot_have(current, view, states, now, key, replica,
-                                         f"Pod {name}", exc)  # fmt: skip
+                return self._cannot_have(
+                    current, view, states, now, key, replica, f"Pod {name}", exc
+                )
         return Result(requeue_after=plan.requeue_after)
 
     def _accepted(self, job: Obj) -> None:
@@ -235,9 +239,17 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", "FieldNotActedOn", message)
 
-    def _cannot_have(self, job: Obj, view: JobView,
-                     states: dict[tuple[str, int], ReplicaState], now: datetime, key: str,
-                     what: str, child: str, problem: ApiError | str) -> Result:  # fmt: skip
+    def _cannot_have(
+        self,
+        job: Obj,
+        view: JobView,
+        states: dict[tuple[str, int], ReplicaState],
+        now: datetime,
+        key: str,
+        what: str,
+        child: str,
+        problem: ApiError | str,
+    ) -> Result:
         """A child that cannot be had: fail the job (a refusal retrying cannot
         cure, a name clash) or keep it Pending with a condition and a Warning
         Event saying what it waits for, and retry with backoff."""
@@ -246,8 +258,10 @@ class JobReconciler:
         quoted = f"{child}: {problem.message}"
         if refusal_is_permanent(problem):
             reason = "InvalidSpec" if isinstance(problem, (Invalid, BadRequest)) else "Forbidden"
-            message = (f"the API server refused {what} ({quoted}); retrying cannot help: "
-                       "fix the spec (or the namespace's policy) and resubmit")  # fmt: skip
+            message = (
+                f"the API server refused {what} ({quoted}); retrying cannot help: "
+                "fix the spec (or the namespace's policy) and resubmit"
+            )
             return self._fail(job, view, states, now, key, reason, message)
         message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
         waiting = engine.plan(self.kind, replace(view, waiting=message), states, now)
@@ -266,8 +280,16 @@ class JobReconciler:
         self._written[key] = Written(written)
         return written
 
-    def _fail(self, job: Obj, view: JobView, states: dict[tuple[str, int], ReplicaState],
-              now: datetime, key: str, reason: str, message: str) -> Result:  # fmt: skip
+    def _fail(
+        self,
+        job: Obj,
+        view: JobView,
+        states: dict[tuple[str, int], ReplicaState],
+        now: datetime,
+        key: str,
+        reason: str,
+        message: str,
+    ) -> Result:
         """Fail the job now with ``reason`` and ``message`` (status and Event)."""
         failing = replace(view, spec_error=message, spec_error_reason=reason)
         failed = engine.plan(self.kind, failing, states, now)
@@ -282,8 +304,12 @@ class JobReconciler:
         """A message naming the other owner when a child of this name exists
         but is not this job's (two jobs of different kinds with one name)."""
         meta = child["metadata"]
-        informer = {"Pod": self.pods, "Service": self.services, "ConfigMap": self.configmaps,
-                    "Secret": self.secrets}[child["kind"]]  # fmt: skip
+        informer = {
+            "Pod": self.pods,
+            "Service": self.services,
+            "ConfigMap": self.configmaps,
+            "Secret": self.secrets,
+        }[child["kind"]]
         existing = informer.get(meta["namespace"], meta["name"])
         if existing is None:  # not in the cache yet (or not ours): ask the API server
             try:
@@ -329,8 +355,11 @@ class JobReconciler:
         child that cannot be had: the API server's refusal, or a name clash."""
         uid = job["metadata"]["uid"]
         namespace = job["metadata"]["namespace"]
-        caches = {"Service": (SERVICES, self.services), "ConfigMap": (CONFIGMAPS, self.configmaps),
-                  "Secret": (SECRETS, self.secrets)}  # fmt: skip
+        caches = {
+            "Service": (SERVICES, self.services),
+            "ConfigMap": (CONFIGMAPS, self.configmaps),
+            "Secret": (SECRETS, self.secrets),
+        }
         have = {
             (kind, o["metadata"]["name"]): o
             for kind, (_, informer) in caches.items()

@@ -81,8 +81,14 @@ class MSJobKind(KindBase):
             replica_type == build.SCHEDULER or not has_scheduler or (build.SCHEDULER, 0) in replicas
         )
 
-    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int, mode: PodMode,
-                  services: Mapping[str, Obj]) -> Obj:  # fmt: skip
+    def build_pod(
+        self,
+        job: Mapping[str, Any],
+        replica_type: str,
+        index: int,
+        mode: PodMode,
+        services: Mapping[str, Obj],
+    ) -> Obj:
         ip = None
         if replica_type != build.SCHEDULER and build.replicas(job, build.SCHEDULER):
             svc = services.get(build.scheduler_service_name(job["metadata"]["name"])) or {}
@@ -90,9 +96,14 @@ class MSJobKind(KindBase):
             if not ip:
                 raise ChildNotReady("the scheduler Service has no ClusterIP yet")
         return build.build_pod(
-            job, replica_type, index, scheduler_ip=ip, command=mode.command, args=mode.args,
+            job,
+            replica_type,
+            index,
+            scheduler_ip=ip,
+            command=mode.command,
+            args=mode.args,
             skip_init_containers=mode.skip_init_containers,
-        )  # fmt: skip
+        )
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         out = [build.build_service(job)]
@@ -131,30 +142,48 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
     phase = engine.get("phase")
     # When a Kubeflow condition moves, the engine condition it mirrors moved in
     # the same pass: its lastTransitionTime is the moment of the change.
-    mirrors = {"Created": "Initialized", "Running": "Running", "Restarting": "ReplicaFailure",
-               "Succeeded": "Completed", "Failed": "Failed"}  # fmt: skip
-    latest = max((str(c.get("lastTransitionTime") or "") for c in engine.get("conditions") or []),
-                 default="") or str(engine.get("startTime"))  # fmt: skip
+    mirrors = {
+        "Created": "Initialized",
+        "Running": "Running",
+        "Restarting": "ReplicaFailure",
+        "Succeeded": "Completed",
+        "Failed": "Failed",
+    }
+    latest = max(
+        (str(c.get("lastTransitionTime") or "") for c in engine.get("conditions") or []), default=""
+    ) or str(engine.get("startTime"))
     wanted: list[tuple[str, str, str, str]] = [
         ("Created", "True", "MSJobCreated", "The MSJob has been created."),
     ]
     replica_failure = _engine_cond(engine, "ReplicaFailure")
     if phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
         running = phase == "Running"
-        wanted.append(("Running", "True" if running else "False",
-                       "MSJobRunning" if running else f"MSJob{phase}", "The MSJob is running."
-                       if running else "The MSJob is not running."))  # fmt: skip
+        wanted.append(
+            (
+                "Running",
+                "True" if running else "False",
+                "MSJobRunning" if running else f"MSJob{phase}",
+                "The MSJob is running." if running else "The MSJob is not running.",
+            )
+        )
     if replica_failure.get("status") == "True" and phase not in ("Succeeded", "Failed"):
         wanted.append(("Restarting", "True", "MSJobRestarting", replica_failure["message"]))
     elif any(c["type"] == "Restarting" for c in prev):
         wanted.append(("Restarting", "False", "MSJobRestarted", "No replica is failing."))
     if phase == "Succeeded":
-        wanted.append(("Succeeded", "True", "MSJobSucceeded",
-                       _engine_cond(engine, "Completed").get("message", "")))  # fmt: skip
+        wanted.append(
+            (
+                "Succeeded",
+                "True",
+                "MSJobSucceeded",
+                _engine_cond(engine, "Completed").get("message", ""),
+            )
+        )
     if phase == "Failed":
         failed = _engine_cond(engine, "Failed")
-        wanted.append(("Failed", "True", failed.get("reason", "MSJobFailed"),
-                       failed.get("message", "")))  # fmt: skip
+        wanted.append(
+            ("Failed", "True", failed.get("reason", "MSJobFailed"), failed.get("message", ""))
+        )
     by_type = {c["type"]: c for c in prev}
     out = []
     for type_, status, reason, message in wanted:
@@ -165,8 +194,16 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
             stamp = _engine_cond(engine, mirrors[type_]).get("lastTransitionTime") or latest
             if type_ == "Created":
                 stamp = str(engine.get("startTime") or stamp)  # created when it started
-            out.append({"type": type_, "status": status, "reason": reason, "message": message,
-                        "lastUpdateTime": stamp, "lastTransitionTime": stamp})  # fmt: skip
+            out.append(
+                {
+                    "type": type_,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastUpdateTime": stamp,
+                    "lastTransitionTime": stamp,
+                }
+            )
     return out
 
 

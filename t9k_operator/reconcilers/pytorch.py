@@ -66,12 +66,23 @@ class PyTorchKind(KindBase):
             master_type = next((r.type for r in job.roles if r.replicas), None)
         return succeeded_with(replicas.get((master_type, 0)) if master_type else None)
 
-    def build_pod(self, job: Mapping[str, Any], replica_type: str, index: int,
-                  mode: PodMode, services: Mapping[str, Obj]) -> Obj:  # fmt: skip
+    def build_pod(
+        self,
+        job: Mapping[str, Any],
+        replica_type: str,
+        index: int,
+        mode: PodMode,
+        services: Mapping[str, Obj],
+    ) -> Obj:
         return build.build_pod(
-            job, replica_type, index, command=mode.command, args=mode.args,
-            skip_init_containers=mode.skip_init_containers, debug=mode.debug,
-        )  # fmt: skip
+            job,
+            replica_type,
+            index,
+            command=mode.command,
+            args=mode.args,
+            skip_init_containers=mode.skip_init_containers,
+            debug=mode.debug,
+        )
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job)]

@@ -101,11 +101,16 @@ def job_view(
     """A JobView from the job's metadata and status, plus the kind's fields."""
     meta = job["metadata"]
     return JobView(
-        kind=kind, namespace=meta["namespace"], name=meta["name"], uid=meta["uid"],
-        generation=int(meta.get("generation") or 0), roles=() if error else roles,
-        status=fields.pop("status", None) or job.get("status") or {}, spec_error=error,
+        kind=kind,
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta["uid"],
+        generation=int(meta.get("generation") or 0),
+        roles=() if error else roles,
+        status=fields.pop("status", None) or job.get("status") or {},
+        spec_error=error,
         **fields,
-    )  # fmt: skip
+    )
 
 
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:

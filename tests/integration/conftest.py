@@ -77,9 +77,13 @@ def crds_installed(cluster: Cluster) -> None:
         "apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "manifests" / "crds")
     )
     cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd",
-        "-l", "app.kubernetes.io/part-of=t9k-operator",
-    )  # fmt: skip
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=t9k-operator",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -17,9 +17,13 @@ def install_crd(cluster: Cluster, info: CrdInfo) -> None:
     """Apply the committed CRD of ``info`` and wait until the resource is served."""
     crd_file = ROOT / "manifests" / "crds" / f"{info.group}_{info.plural}.yaml"
     cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
-        "-f", str(crd_file),
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=t9k-test",
+        "-f",
+        str(crd_file),
+    )
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{info.name}")
     wait_for(
         lambda: cluster.kubectl("get", info.short_names[0], "-A", check=False).returncode == 0,
@@ -30,9 +34,16 @@ def install_crd(cluster: Cluster, info: CrdInfo) -> None:
 
 def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
     return cluster.kubectl(
-        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
-        input_=text, check=False,
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--field-manager=t9k-test",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input_=text,
+        check=False,
+    )
 
 
 def applied(cluster: Cluster, namespace: str, text: str) -> None:

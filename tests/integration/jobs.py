@@ -28,14 +28,26 @@ def pytorch_job(
     notes.update(annotations or {})
     replica_specs = []
     for type_, n, policy in specs:
-        replica_specs.append({
-            "type": type_, "replicas": n, "restartPolicy": policy,
-            "template": {
-                "metadata": {"annotations": notes},
-                "spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.4.0",
-                                         "command": ["python"], "args": ["train.py"]}]},
-            },
-        })  # fmt: skip
+        replica_specs.append(
+            {
+                "type": type_,
+                "replicas": n,
+                "restartPolicy": policy,
+                "template": {
+                    "metadata": {"annotations": notes},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "pytorch",
+                                "image": "pytorch/pytorch:2.4.0",
+                                "command": ["python"],
+                                "args": ["train.py"],
+                            }
+                        ]
+                    },
+                },
+            }
+        )
     return {
         "apiVersion": "batch.tensorstack.dev/v1beta1",
         "kind": "PyTorchTrainingJob",
@@ -83,8 +95,9 @@ class Jobs:
         items, _ = self.client.list_all(
             PODS, self.namespace, label_selector=f"t9k.dev/job-name={name}"
         )
-        return {p["metadata"]["name"]: p for p in items
-                if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+        return {
+            p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")
+        }
 
     def wait_pods(self, name: str, names: list[str], timeout: float = 20) -> dict[str, Any]:
         def present() -> dict[str, Any] | None:
@@ -107,8 +120,11 @@ class Jobs:
 
     def events(self, name: str) -> list[tuple[str, str, str]]:
         items, _ = self.client.list_all(EVENTS, self.namespace)
-        return [(e["type"], e["reason"], e["message"]) for e in items
-                if e["involvedObject"]["name"] == name]  # fmt: skip
+        return [
+            (e["type"], e["reason"], e["message"])
+            for e in items
+            if e["involvedObject"]["name"] == name
+        ]
 
     def wait_event(self, name: str, reason: str, timeout: float = 15) -> tuple[str, str, str]:
         def found() -> tuple[str, str, str] | None:
@@ -138,10 +154,29 @@ def provide_claims(jobs: Jobs, template: dict[str, Any]) -> None:
         if not claim:
             continue
         pv = f"{jobs.namespace}-{claim}"
-        jobs.client.create(PVS, {"metadata": {"name": pv}, "spec": {
-            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-            "storageClassName": "manual", "hostPath": {"path": f"/tmp/{pv}"},
-            "claimRef": {"namespace": jobs.namespace, "name": claim}}})  # fmt: skip
-        jobs.client.create(PVCS, {"metadata": {"name": claim}, "spec": {
-            "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": pv,
-            "resources": {"requests": {"storage": "1Gi"}}}}, jobs.namespace)  # fmt: skip
+        jobs.client.create(
+            PVS,
+            {
+                "metadata": {"name": pv},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "manual",
+                    "hostPath": {"path": f"/tmp/{pv}"},
+                    "claimRef": {"namespace": jobs.namespace, "name": claim},
+                },
+            },
+        )
+        jobs.client.create(
+            PVCS,
+            {
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "manual",
+                    "volumeName": pv,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+            jobs.namespace,
+        )

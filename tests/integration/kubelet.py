@@ -35,21 +35,32 @@ class Kubelet:
     def run(self, namespace: str, name: str, *, restart_count: int = 0) -> dict[str, Any]:
         pod, containers = self._containers(namespace, name)
         now = _now()
-        return self._write(namespace, name, {
-            "phase": "Running",
-            "startTime": pod.get("status", {}).get("startTime") or now,
-            "podIP": "10.244.0.99",
-            "conditions": [
-                {"type": "Initialized", "status": "True", "lastTransitionTime": now},
-                {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                {"type": "Ready", "status": "True", "lastTransitionTime": now},
-            ],
-            "containerStatuses": [
-                {"name": c, "image": "x", "imageID": "", "ready": True, "started": True,
-                 "restartCount": restart_count, "state": {"running": {"startedAt": now}}}
-                for c in containers
-            ],
-        })  # fmt: skip
+        return self._write(
+            namespace,
+            name,
+            {
+                "phase": "Running",
+                "startTime": pod.get("status", {}).get("startTime") or now,
+                "podIP": "10.244.0.99",
+                "conditions": [
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": c,
+                        "image": "x",
+                        "imageID": "",
+                        "ready": True,
+                        "started": True,
+                        "restartCount": restart_count,
+                        "state": {"running": {"startedAt": now}},
+                    }
+                    for c in containers
+                ],
+            },
+        )
 
     def terminate(
         self,
@@ -80,18 +91,30 @@ class Kubelet:
             }
             if message and c == target:
                 terminated["message"] = message
-            statuses.append({"name": c, "image": "x", "imageID": "", "ready": False,
-                             "started": False, "restartCount": restart_count,
-                             "state": {"terminated": terminated}})  # fmt: skip
+            statuses.append(
+                {
+                    "name": c,
+                    "image": "x",
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": restart_count,
+                    "state": {"terminated": terminated},
+                }
+            )
         status: dict[str, Any] = {
             "phase": "Succeeded" if exit_code == 0 else "Failed",
             "startTime": started,
             "conditions": [
-                {"type": "Ready", "status": "False", "reason": "PodCompleted",
-                 "lastTransitionTime": now},
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "PodCompleted",
+                    "lastTransitionTime": now,
+                },
             ],
             "containerStatuses": statuses,
-        }  # fmt: skip
+        }
         if pod_reason:
             status["reason"] = pod_reason
             status["message"] = message or pod_reason
@@ -106,13 +129,29 @@ class Kubelet:
     def evict(self, namespace: str, name: str) -> dict[str, Any]:
         """Failed without an exit code, as when the node evicts the pod."""
         _pod, containers = self._containers(namespace, name)
-        return self._write(namespace, name, {
-            "phase": "Failed", "reason": "Evicted",
-            "message": "The node was low on resource: memory.",
-            "containerStatuses": [
-                {"name": c, "image": "x", "imageID": "", "ready": False, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
-                                          "finishedAt": _now()}}}
-                for c in containers
-            ],
-        })  # fmt: skip
+        return self._write(
+            namespace,
+            name,
+            {
+                "phase": "Failed",
+                "reason": "Evicted",
+                "message": "The node was low on resource: memory.",
+                "containerStatuses": [
+                    {
+                        "name": c,
+                        "image": "x",
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "state": {
+                            "terminated": {
+                                "exitCode": 137,
+                                "reason": "ContainerStatusUnknown",
+                                "finishedAt": _now(),
+                            }
+                        },
+                    }
+                    for c in containers
+                ],
+            },
+        )

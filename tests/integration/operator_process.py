@@ -26,13 +26,19 @@ class OperatorProcess:
         self.health_port = free_port()
         self.log_path = log_path
         self.args = [
-            sys.executable, "-m", "t9k_operator",
-            "--kubeconfig", str(kubeconfig),
-            "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
-            "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
-            "--log-level", "debug",
+            sys.executable,
+            "-m",
+            "t9k_operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-bind-address",
+            f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.health_port}",
+            "--log-level",
+            "debug",
             *extra_args,
-        ]  # fmt: skip
+        ]
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self.proc = subprocess.Popen(

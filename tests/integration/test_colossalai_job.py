@@ -22,23 +22,36 @@ pytestmark = pytest.mark.usefixtures("operator")
 COLOSSALAI = resource_of(colossalai.CRD)
 
 
-def cj(name: str, replicas: int, *, proc: int = 1, torch_args: list[str] | None = None,
-       manual: bool = True, **spec: Any) -> dict[str, Any]:  # fmt: skip
+def cj(
+    name: str,
+    replicas: int,
+    *,
+    proc: int = 1,
+    torch_args: list[str] | None = None,
+    manual: bool = True,
+    **spec: Any,
+) -> dict[str, Any]:
     return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "ColossalAIJob",
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "ColossalAIJob",
         "metadata": {"name": name},
         "spec": {
             "launcher": {"image": "hpcaitech/colossalai:0.3.0", "workingDir": "/workspace"},
             "worker": {
-                "replicas": replicas, "procPerWorker": proc, "command": ["train.py", "arg1"],
+                "replicas": replicas,
+                "procPerWorker": proc,
+                "command": ["train.py", "arg1"],
                 "torchArgs": torch_args or [],
-                "template": {"metadata": {"annotations": dict(MANUAL) if manual else {}},
-                             "spec": {"containers": [{"name": "worker",
-                                                      "image": "hpcaitech/colossalai:0.3.0"}]}},
+                "template": {
+                    "metadata": {"annotations": dict(MANUAL) if manual else {}},
+                    "spec": {
+                        "containers": [{"name": "worker", "image": "hpcaitech/colossalai:0.3.0"}]
+                    },
+                },
             },
             **spec,
         },
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture
@@ -115,8 +128,9 @@ def test_a_failed_worker_fails_the_job_at_once(jobs: Jobs, kubelet: Kubelet) -> 
     assert jobs.pods("wf")["wf-worker-1"]["metadata"]["uid"] == uid  # never restarted
 
 
-@pytest.mark.parametrize(("clean", "left"), [(True, {"cu-launcher"}),
-                                             (False, set(all_pods("cu", 2)))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("clean", "left"), [(True, {"cu-launcher"}), (False, set(all_pods("cu", 2)))]
+)
 def test_clean_up_workers(jobs: Jobs, kubelet: Kubelet, clean: bool, left: set[str]) -> None:
     jobs.create(cj("cu", 2, runPolicy={"cleanUpWorkers": clean}))
     run_all(jobs, kubelet, "cu", 2)

@@ -168,9 +168,16 @@ def test_status_examples_are_stored_through_the_status_subresource(
         status.update(load(text))
     status.update(restartCount=0, readyReplicas=3, replicas=3)
     cluster.kubectl(
-        "patch", "colossalaijob", JOB, "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+        "patch",
+        "colossalaijob",
+        JOB,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     obj = stored(cluster, namespace)
     assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
     assert [t["type"] for t in obj["status"]["tasks"]] == ["launcher", "worker"]

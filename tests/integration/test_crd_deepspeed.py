@@ -133,9 +133,16 @@ def test_status_examples_are_stored_through_the_status_subresource(
         status.update(load(text))
     status.update(restartCount=1, readyReplicas=2, replicas=4)
     cluster.kubectl(
-        "patch", "deepspeedjob", JOB, "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+        "patch",
+        "deepspeedjob",
+        JOB,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     obj = stored(cluster, namespace)
     assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
     row = cluster.kubectl("get", "dsj", JOB, "-n", namespace, "--no-headers").stdout.split()

@@ -36,9 +36,13 @@ CRD_FILE = ROOT / "manifests" / "crds" / "mindspore.gitee.com_msjobs.yaml"
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster) -> None:
     cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=t9k-test",
-        "-f", str(CRD_FILE),
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=t9k-test",
+        "-f",
+        str(CRD_FILE),
+    )
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
     wait_for(
         lambda: cluster.kubectl("get", "msj", "-A", check=False).returncode == 0,
@@ -49,9 +53,16 @@ def crd(cluster: Cluster) -> None:
 
 def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
     return cluster.kubectl(
-        "apply", "--server-side", "--field-manager=t9k-test", "-n", namespace, "-f", "-",
-        input_=text, check=False,
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--field-manager=t9k-test",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input_=text,
+        check=False,
+    )
 
 
 def applied(cluster: Cluster, namespace: str, text: str) -> None:
@@ -176,9 +187,16 @@ def test_status_subresource_takes_a_kubeflow_style_status(
     for text in STATUS_EXAMPLES.values():
         status.update(load(text))
     cluster.kubectl(
-        "patch", "msjob", JOB, "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+        "patch",
+        "msjob",
+        JOB,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     obj = stored(cluster, namespace)
     assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
     # The spec is untouched by a status write.
@@ -190,9 +208,16 @@ def test_kubectl_get_msjob(cluster: Cluster, crd: None, namespace: str) -> None:
     header = cluster.kubectl("get", "msjob", "-n", namespace).stdout.splitlines()[0].split()
     assert header == ["NAME", "STATE", "AGE"]
     cluster.kubectl(
-        "patch", "msjob", JOB, "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": load(STATUS_EXAMPLES["engine"])}),
-    )  # fmt: skip
+        "patch",
+        "msjob",
+        JOB,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": load(STATUS_EXAMPLES["engine"])}),
+    )
     for resource in ("msjob", "msjobs", "msj", "msjobs.mindspore.gitee.com", "mindspore"):
         row = cluster.kubectl("get", resource, "-n", namespace, "--no-headers").stdout.split()
         assert row[:2] == [JOB, "Running"], (resource, row)

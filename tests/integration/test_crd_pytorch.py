@@ -197,9 +197,16 @@ def test_status_examples_are_stored_through_the_status_subresource(
         status.update(load(text))
     status.update(restartCount=2, readyReplicas=3, replicas=4, countedFailures=["uid-1"])
     cluster.kubectl(
-        "patch", "pytorchtrainingjob", JOB, "-n", namespace, "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": status}),
-    )  # fmt: skip
+        "patch",
+        "pytorchtrainingjob",
+        JOB,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     obj = stored(cluster, namespace)
     assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
     row = cluster.kubectl("get", "pytj", JOB, "-n", namespace, "--no-headers").stdout.split()

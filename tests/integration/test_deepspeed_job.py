@@ -23,8 +23,15 @@ pytestmark = pytest.mark.usefixtures("operator")
 DEEPSPEED = resource_of(deepspeed.CRD)
 
 
-def ds_job(name: str, replicas: int, *, manual: bool = True, config: Any = "default",
-           policy: str | None = None, **spec: Any) -> dict[str, Any]:  # fmt: skip
+def ds_job(
+    name: str,
+    replicas: int,
+    *,
+    manual: bool = True,
+    config: Any = "default",
+    policy: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     worker: dict[str, Any] = {
         "replicas": replicas,
         "template": {
@@ -35,9 +42,11 @@ def ds_job(name: str, replicas: int, *, manual: bool = True, config: Any = "defa
     if policy:
         worker["restartPolicy"] = policy
     body: dict[str, Any] = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob",
-        "metadata": {"name": name}, "spec": {"worker": worker, **spec},
-    }  # fmt: skip
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "DeepSpeedJob",
+        "metadata": {"name": name},
+        "spec": {"worker": worker, **spec},
+    }
     if config == "default":
         config = {"run": {"python": "/t9k/mnt/train.py"}}
     if config is not None:
@@ -68,8 +77,7 @@ def launcher_line(jobs: Jobs, name: str) -> str:
 
 @pytest.mark.parametrize(("replicas", "slots"), [(1, 1), (1, 8), (4, 1), (4, 8)])
 def test_hostfile_bytes(jobs: Jobs, replicas: int, slots: int) -> None:
-    jobs.create(ds_job("hf", replicas, config={"slotsPerWorker": slots,
-                                               "run": {"python": "t.py"}}))  # fmt: skip
+    jobs.create(ds_job("hf", replicas, config={"slotsPerWorker": slots, "run": {"python": "t.py"}}))
     wait_for(lambda: jobs.pods("hf") and True, 20, "pods")
     expected = "".join(f"hf-worker-{i}.hf slots={slots}\n" for i in range(replicas))
     wait_for(lambda: hostfile(jobs, "hf") == expected, 10, "the hostfile")
@@ -78,18 +86,29 @@ def test_hostfile_bytes(jobs: Jobs, replicas: int, slots: int) -> None:
 @pytest.mark.parametrize(
     ("config", "line"),
     [
-        ({"run": {"python": "train.py --x 1"}, "localRank": False},
-         "exec deepspeed --hostfile=/t9k/hostfile --no_local_rank train.py --x 1"),
-        ({"run": {"module": "pkg.train"}, "autotune": "tune"},
-         "exec deepspeed --hostfile=/t9k/hostfile --autotuning=tune --module pkg.train"),
-        ({"run": {"exec": ["./train", "-v"]}, "autotune": "run",
-          "otherArgs": ["--master_port=12346"]},
-         "exec deepspeed --hostfile=/t9k/hostfile --autotuning=run --master_port=12346 "
-         "--no_python ./train -v"),
-        ({"run": {"python": ["t.py"]}, "otherArgs": ["--master_port", "12346"]},
-         "exec deepspeed --hostfile=/t9k/hostfile --master_port 12346 t.py"),
+        (
+            {"run": {"python": "train.py --x 1"}, "localRank": False},
+            "exec deepspeed --hostfile=/t9k/hostfile --no_local_rank train.py --x 1",
+        ),
+        (
+            {"run": {"module": "pkg.train"}, "autotune": "tune"},
+            "exec deepspeed --hostfile=/t9k/hostfile --autotuning=tune --module pkg.train",
+        ),
+        (
+            {
+                "run": {"exec": ["./train", "-v"]},
+                "autotune": "run",
+                "otherArgs": ["--master_port=12346"],
+            },
+            "exec deepspeed --hostfile=/t9k/hostfile --autotuning=run --master_port=12346 "
+            "--no_python ./train -v",
+        ),
+        (
+            {"run": {"python": ["t.py"]}, "otherArgs": ["--master_port", "12346"]},
+            "exec deepspeed --hostfile=/t9k/hostfile --master_port 12346 t.py",
+        ),
     ],
-)  # fmt: skip
+)
 def test_deepspeed_command(jobs: Jobs, config: dict[str, Any], line: str) -> None:
     jobs.create(ds_job("cmd", 2, config=config))
     assert launcher_line(jobs, "cmd") == line
@@ -168,8 +187,14 @@ def test_pause_resume_and_config_less_debug(jobs: Jobs, kubelet: Kubelet) -> Non
 
 def test_the_t9k_debug_example_with_an_empty_run_is_accepted_and_debugs(jobs: Jobs) -> None:
     """The T9k team's public debug examples say `run: {python: []}`."""
-    jobs.create(ds_job("dbgx", 2, config={"slotsPerWorker": 1, "run": {"python": []}},
-                       runMode={"debug": {"enabled": True}}))  # fmt: skip
+    jobs.create(
+        ds_job(
+            "dbgx",
+            2,
+            config={"slotsPerWorker": 1, "run": {"python": []}},
+            runMode={"debug": {"enabled": True}},
+        )
+    )
     pods = jobs.wait_pods("dbgx", ["dbgx-worker-0", "dbgx-worker-1"])
     for pod in pods.values():
         command = pod["spec"]["containers"][0]["command"]
@@ -177,8 +202,13 @@ def test_the_t9k_debug_example_with_an_empty_run_is_accepted_and_debugs(jobs: Jo
 
 
 def test_elastic_scaling_moves_the_hostfile(jobs: Jobs, cluster: Any) -> None:
-    jobs.create(ds_job("el", 2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4,
-                                         "expectedReplicas": 2}))  # fmt: skip
+    jobs.create(
+        ds_job(
+            "el",
+            2,
+            elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
+        )
+    )
     jobs.wait_pods("el", ["el-worker-0", "el-worker-1"])
     cluster.kubectl("scale", "deepspeedjob/el", "--replicas=3", "-n", jobs.namespace)
     jobs.wait_pods("el", ["el-worker-0", "el-worker-1", "el-worker-2"])
@@ -186,8 +216,12 @@ def test_elastic_scaling_moves_the_hostfile(jobs: Jobs, cluster: Any) -> None:
 
 
 def test_seed_example_runs_to_the_end(jobs: Jobs) -> None:
-    body = ds_job("deepspeed-example", 4, manual=False,
-                  config={"slotPerWorker": 1, "run": {"python": "/t9k/mnt/train.py"}})  # fmt: skip
+    body = ds_job(
+        "deepspeed-example",
+        4,
+        manual=False,
+        config={"slotPerWorker": 1, "run": {"python": "/t9k/mnt/train.py"}},
+    )
     jobs.create(body)
     jobs.wait_phase("deepspeed-example", "Succeeded", 60)
 

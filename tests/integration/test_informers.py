@@ -50,10 +50,13 @@ def pod(name: str, labelled: bool) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": labels,
-                     "annotations": {"kwok.t9k.dev/manual": "true"}},
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"kwok.t9k.dev/manual": "true"},
+        },
         "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }  # fmt: skip
+    }
 
 
 def test_informer_sees_labelled_pods_only(admin: KubeClient, namespace: str) -> None:
@@ -139,8 +142,11 @@ def test_watch_broken_by_410_relists_and_reports_the_missed_delete(
     admin: KubeClient, namespace: str, cluster: Cluster
 ) -> None:
     def cm(name: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "labels": {LABEL: "t9k-operator"}}}  # fmt: skip
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {LABEL: "t9k-operator"}},
+        }
 
     lw = FaultyListerWatcher(ResourceListerWatcher(admin, CONFIGMAPS, namespace, SELECTOR))
     informer = SharedInformer(lw, name="configmaps")

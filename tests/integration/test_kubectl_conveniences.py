@@ -22,10 +22,11 @@ def jobs(admin: KubeClient, namespace: str) -> Jobs:
 
 def elastic_job(name: str) -> dict[str, Any]:
     return pytorch_job(
-        name, [("node", 2, "ExitCode")],
+        name,
+        [("node", 2, "ExitCode")],
         torchrunConfig={"enabled": True, "procPerNode": "1", "rdzvBackend": "c10d"},
         elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
-    )  # fmt: skip
+    )
 
 
 def test_hpa_on_an_elastic_job_finds_its_selector(
@@ -33,14 +34,24 @@ def test_hpa_on_an_elastic_job_finds_its_selector(
 ) -> None:
     jobs.create(elastic_job("hpa"))
     jobs.wait_pods("hpa", ["hpa-node-0", "hpa-node-1"])
-    scale = json.loads(cluster.kubectl(
-        "get", "--raw",
-        f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/pytorchtrainingjobs/hpa/scale",
-    ).stdout)  # fmt: skip
+    scale = json.loads(
+        cluster.kubectl(
+            "get",
+            "--raw",
+            f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/pytorchtrainingjobs/hpa/scale",
+        ).stdout
+    )
     assert scale["status"]["replicas"] == 2
     assert "t9k.dev/job-name=hpa" in scale["status"]["selector"]
-    cluster.kubectl("autoscale", "pytorchtrainingjob/hpa", "--min=1", "--max=4",
-                    "--cpu-percent=50", "-n", namespace)  # fmt: skip
+    cluster.kubectl(
+        "autoscale",
+        "pytorchtrainingjob/hpa",
+        "--min=1",
+        "--max=4",
+        "--cpu-percent=50",
+        "-n",
+        namespace,
+    )
 
     def conditions() -> dict[str, Any] | None:
         out = cluster.kubectl("get", "hpa", "hpa", "-n", namespace, "-o", "json").stdout

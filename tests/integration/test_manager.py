@@ -32,10 +32,12 @@ def lease_holder(admin: KubeClient, name: str) -> str:
 
 def reconciles(proc: OperatorProcess) -> float:
     return sum(
-        proc.metric("controller_runtime_reconcile_total",
-                    {"controller": "pytorchtrainingjob", "result": r}) or 0.0
+        proc.metric(
+            "controller_runtime_reconcile_total", {"controller": "pytorchtrainingjob", "result": r}
+        )
+        or 0.0
         for r in ("success", "error", "requeue", "requeue_after")
-    )  # fmt: skip
+    )
 
 
 def test_two_managers_one_leader_and_handover_on_kill(
@@ -126,8 +128,13 @@ def test_a_burst_of_jobs_never_starves_the_lease_renewals(
     leader election does): a reconcile budget of 1 request/s, swamped by a
     burst of jobs, does not cost the leadership."""
     lease = f"test-starve-{int(time.time())}"
-    proc = start_operator("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION,
-                          "--kube-api-qps=1", "--kube-api-burst=1")  # fmt: skip
+    proc = start_operator(
+        "--leader-elect",
+        f"--leader-election-id={lease}",
+        *FAST_ELECTION,
+        "--kube-api-qps=1",
+        "--kube-api-burst=1",
+    )
     proc.wait_ready()
     wait_for(lambda: leader_status(proc, lease) == 1, 20, "leadership")
     jobs = Jobs(admin, namespace)

@@ -9,15 +9,21 @@ from tests.integration.cluster import ROOT, Cluster, wait_for
 
 def test_rbac_and_manager_manifests_apply_server_side(cluster: Cluster) -> None:
     out = cluster.kubectl(
-        "apply", "--server-side", "--field-manager=t9k-test",
-        "-f", str(ROOT / "manifests" / "rbac"), "-f", str(ROOT / "manifests" / "manager"),
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--field-manager=t9k-test",
+        "-f",
+        str(ROOT / "manifests" / "rbac"),
+        "-f",
+        str(ROOT / "manifests" / "manager"),
+    )
     assert "deployment.apps/t9k-operator serverside-applied" in out.stdout
     try:
         dep = json.loads(
-            cluster.kubectl("get", "deployment", "t9k-operator", "-n", "t9k-system",
-                            "-o", "json").stdout
-        )  # fmt: skip
+            cluster.kubectl(
+                "get", "deployment", "t9k-operator", "-n", "t9k-system", "-o", "json"
+            ).stdout
+        )
         spec = dep["spec"]["template"]["spec"]
         container = spec["containers"][0]
         assert dep["spec"]["replicas"] == 2
@@ -28,15 +34,26 @@ def test_rbac_and_manager_manifests_apply_server_side(cluster: Cluster) -> None:
         # Admitted under the namespace's restricted Pod Security level: the
         # ReplicaSet creates both pods without a policy violation.
         wait_for(
-            lambda: json.loads(cluster.kubectl("get", "deployment", "t9k-operator", "-n",
-                                               "t9k-system", "-o", "json").stdout)
-            .get("status", {}).get("replicas") == 2,
-            30, "the Deployment's pods",
-        )  # fmt: skip
+            lambda: (
+                json.loads(
+                    cluster.kubectl(
+                        "get", "deployment", "t9k-operator", "-n", "t9k-system", "-o", "json"
+                    ).stdout
+                )
+                .get("status", {})
+                .get("replicas")
+                == 2
+            ),
+            30,
+            "the Deployment's pods",
+        )
         # Applying again is a no-op, not a conflict.
         cluster.kubectl(
-            "apply", "--server-side", "--field-manager=t9k-test",
-            "-f", str(ROOT / "manifests" / "manager"),
-        )  # fmt: skip
+            "apply",
+            "--server-side",
+            "--field-manager=t9k-test",
+            "-f",
+            str(ROOT / "manifests" / "manager"),
+        )
     finally:
         cluster.kubectl("delete", "-f", str(ROOT / "manifests" / "manager"), "--wait=false")

@@ -22,18 +22,30 @@ MSJOB = resource_of(msjob.CRD)
 
 
 def role(replicas: int, policy: str = "Never", port: int | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "mindspore", "image": "mindspore:2.3",
-                                 "env": [{"name": "GLOG_v", "value": "1"}]}  # fmt: skip
+    container: dict[str, Any] = {
+        "name": "mindspore",
+        "image": "mindspore:2.3",
+        "env": [{"name": "GLOG_v", "value": "1"}],
+    }
     if port:
         container["ports"] = [{"name": "msjob-port", "containerPort": port}]
-    return {"replicas": replicas, "restartPolicy": policy,
-            "template": {"metadata": {"annotations": dict(MANUAL)},
-                         "spec": {"containers": [container]}}}  # fmt: skip
+    return {
+        "replicas": replicas,
+        "restartPolicy": policy,
+        "template": {
+            "metadata": {"annotations": dict(MANUAL)},
+            "spec": {"containers": [container]},
+        },
+    }
 
 
 def msjob(name: str, roles: dict[str, dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "mindspore.gitee.com/v1", "kind": "MSJob", "metadata": {"name": name},
-            "spec": {"msReplicaSpecs": roles, **spec}}  # fmt: skip
+    return {
+        "apiVersion": "mindspore.gitee.com/v1",
+        "kind": "MSJob",
+        "metadata": {"name": name},
+        "spec": {"msReplicaSpecs": roles, **spec},
+    }
 
 
 @pytest.fixture
@@ -47,8 +59,9 @@ def kubelet(admin: KubeClient) -> Kubelet:
 
 
 def env(pod: dict[str, Any]) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom"))
-            for e in pod["spec"]["containers"][0]["env"]}  # fmt: skip
+    return {
+        e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][0]["env"]
+    }
 
 
 def kf_condition(jobs: Jobs, name: str, type_: str) -> str | None:
@@ -63,11 +76,16 @@ def test_selectors_written_for_the_mindspore_operator_still_match(jobs: Jobs) ->
     jobs.wait_pods("sel", ["sel-scheduler-0", "sel-worker-0", "sel-worker-1"])
     for selector, want in (
         ("replica-type=worker,job-name=sel", ["sel-worker-0", "sel-worker-1"]),
-        ("training.kubeflow.org/replica-type=worker,training.kubeflow.org/replica-index=1,"
-         "training.kubeflow.org/job-name=sel", ["sel-worker-1"]),
-        ("group-name=mindspore.gitee.com,replica-type=scheduler,replica-index=0",
-         ["sel-scheduler-0"]),
-    ):  # fmt: skip
+        (
+            "training.kubeflow.org/replica-type=worker,training.kubeflow.org/replica-index=1,"
+            "training.kubeflow.org/job-name=sel",
+            ["sel-worker-1"],
+        ),
+        (
+            "group-name=mindspore.gitee.com,replica-type=scheduler,replica-index=0",
+            ["sel-scheduler-0"],
+        ),
+    ):
         items, _ = jobs.client.list_all(PODS, jobs.namespace, label_selector=selector)
         assert sorted(p["metadata"]["name"] for p in items) == want, selector
 
@@ -84,7 +102,10 @@ def test_env_of_every_role_and_the_scheduler_first(jobs: Jobs, port: int | None)
     assert sched["MS_ROLE"] == "MS_SCHED"
     assert sched["MS_SCHED_HOST"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}
     assert (sched["MS_SCHED_PORT"], sched["MS_WORKER_NUM"], sched["MS_SERVER_NUM"]) == (
-        expected_port, "2", "1")  # fmt: skip
+        expected_port,
+        "2",
+        "1",
+    )
     assert sched["MS_NODE_ID"] == "ms-scheduler-0" and sched["GLOG_v"] == "1"
     for pod, ms_role in (("ms-ps-0", "MS_PSERVER"), ("ms-worker-1", "MS_WORKER")):
         e = env(pods[pod])
@@ -95,13 +116,17 @@ def test_env_of_every_role_and_the_scheduler_first(jobs: Jobs, port: int | None)
     assert created["ms-scheduler-0"] <= min(created.values())
 
 
-@pytest.mark.parametrize(("policy", "finish", "phase"), [
-    ("", ["ms-worker-0"], "Succeeded"),
-    ("AllWorkers", ["ms-worker-0"], None),
-    ("AllWorkers", ["ms-worker-0", "ms-worker-1"], "Succeeded"),
-])  # fmt: skip
-def test_success_policies(jobs: Jobs, kubelet: Kubelet, policy: str, finish: list[str],
-                          phase: str | None) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "finish", "phase"),
+    [
+        ("", ["ms-worker-0"], "Succeeded"),
+        ("AllWorkers", ["ms-worker-0"], None),
+        ("AllWorkers", ["ms-worker-0", "ms-worker-1"], "Succeeded"),
+    ],
+)
+def test_success_policies(
+    jobs: Jobs, kubelet: Kubelet, policy: str, finish: list[str], phase: str | None
+) -> None:
     jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(2)}, successPolicy=policy))
     pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0", "ms-worker-1"])
     for p in pods:
@@ -110,8 +135,11 @@ def test_success_policies(jobs: Jobs, kubelet: Kubelet, policy: str, finish: lis
     for p in finish:
         kubelet.succeed(jobs.namespace, p)
     if phase is None:
-        wait_for(lambda: jobs.status("ms")["replicaStatuses"]["Worker"]["succeeded"] == 1, 10,
-                 "the worker's success counted")  # fmt: skip
+        wait_for(
+            lambda: jobs.status("ms")["replicaStatuses"]["Worker"]["succeeded"] == 1,
+            10,
+            "the worker's success counted",
+        )
         assert jobs.status("ms")["phase"] == "Running"
     else:
         jobs.wait_phase("ms", phase)
@@ -130,8 +158,10 @@ def test_a_ps_failure_fails_the_job(jobs: Jobs, kubelet: Kubelet) -> None:
     assert jobs.status("ms")["replicaStatuses"]["PS"]["failed"] == 1
 
 
-@pytest.mark.parametrize(("policy", "restarts"), [("OnFailure", True), ("ExitCode", True),
-                                                  ("Always", True), ("Never", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "restarts"),
+    [("OnFailure", True), ("ExitCode", True), ("Always", True), ("Never", False)],
+)
 def test_restart_policies(jobs: Jobs, kubelet: Kubelet, policy: str, restarts: bool) -> None:
     jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1, policy)}))
     pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])
@@ -145,12 +175,16 @@ def test_restart_policies(jobs: Jobs, kubelet: Kubelet, policy: str, restarts: b
         jobs.wait_phase("ms", "Failed")
 
 
-@pytest.mark.parametrize(("policy", "left"), [
-    (None, {"ms-worker-0"}), ("Running", {"ms-worker-0"}), ("All", set()),
-    ("None", {"ms-scheduler-0", "ms-worker-0"}),
-])  # fmt: skip
-def test_clean_pod_policy(jobs: Jobs, kubelet: Kubelet, policy: str | None,
-                          left: set[str]) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "left"),
+    [
+        (None, {"ms-worker-0"}),
+        ("Running", {"ms-worker-0"}),
+        ("All", set()),
+        ("None", {"ms-scheduler-0", "ms-worker-0"}),
+    ],
+)
+def test_clean_pod_policy(jobs: Jobs, kubelet: Kubelet, policy: str | None, left: set[str]) -> None:
     run_policy = {"cleanPodPolicy": policy} if policy else {}
     jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1)}, runPolicy=run_policy))
     pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])

@@ -120,10 +120,17 @@ def test_what_the_pod_api_accepts_the_template_accepts(
 def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Cluster) -> None:
     """hack/openapi/core-v1.json, which the CRDs are generated from, is not stale."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "kube_openapi.py"), "check",
-         "--kubeconfig", str(cluster.kubeconfig)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "hack" / "kube_openapi.py"),
+            "check",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     kept = json.loads(Path(ROOT / "hack" / "openapi" / "core-v1.json").read_text())
     version = cluster.kubectl("version", "-o", "json").stdout

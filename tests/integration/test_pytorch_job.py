@@ -41,24 +41,33 @@ def env_of(pod: dict[str, Any]) -> dict[str, str]:
 
 
 def test_seed_basic_job_runs_to_success_on_kwok(jobs: Jobs) -> None:
-    body = pytorch_job("pytorch-example", [("worker", 4, "OnFailure")], manual=False,
-                       annotations={"kwok.t9k.dev/run-duration": "2s"})  # fmt: skip
+    body = pytorch_job(
+        "pytorch-example",
+        [("worker", 4, "OnFailure")],
+        manual=False,
+        annotations={"kwok.t9k.dev/run-duration": "2s"},
+    )
     jobs.create(body)
     jobs.wait_phase("pytorch-example", "Succeeded", 40)
     # The master's success ends the job; the other replicas' ends keep being
     # reported in the finished job's status.
     status = wait_for(
         lambda: (s := jobs.status("pytorch-example"))["aggregate"]["succeeded"] == 4 and s,
-        20, "all four replicas reported Succeeded",
-    )  # fmt: skip
+        20,
+        "all four replicas reported Succeeded",
+    )
     assert status["completionTime"] and status["startTime"]
     assert jobs.condition("pytorch-example", "Completed")["status"] == "True"  # type: ignore[index]
     assert jobs.condition("pytorch-example", "Initialized")["status"] == "True"  # type: ignore[index]
     assert [t["type"] for t in status["tasks"]] == ["worker"]
     replicas = status["tasks"][0]["replicas"]
     assert [r["name"] for r in replicas] == [f"pytorch-example-worker-{i}" for i in range(4)]
-    assert replicas[0]["containers"][0] == {"name": "pytorch", "state": "Terminated",
-                                            "exitCode": 0, "reason": "Completed"}  # fmt: skip
+    assert replicas[0]["containers"][0] == {
+        "name": "pytorch",
+        "state": "Terminated",
+        "exitCode": 0,
+        "reason": "Completed",
+    }
     pods = jobs.pods("pytorch-example")
     env = env_of(pods["pytorch-example-worker-3"])
     assert env["MASTER_ADDR"] == "pytorch-example-worker-0.pytorch-example"
@@ -126,8 +135,13 @@ def test_always_restarts_an_ended_worker(jobs: Jobs, kubelet: Kubelet) -> None:
 
 
 def test_backoff_limit_is_shared_across_types(jobs: Jobs, kubelet: Kubelet) -> None:
-    jobs.create(pytorch_job("bo", [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")],
-                            runPolicy={"backoffLimit": 1}))  # fmt: skip
+    jobs.create(
+        pytorch_job(
+            "bo",
+            [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")],
+            runPolicy={"backoffLimit": 1},
+        )
+    )
     pods = jobs.wait_pods("bo", ["bo-master-0", "bo-worker-0"])
     run_all(kubelet, jobs, "bo", list(pods))
     kubelet.fail(jobs.namespace, "bo-worker-0", exit_code=1)
@@ -158,8 +172,13 @@ def test_active_deadline_fails_the_job_on_time(jobs: Jobs, kubelet: Kubelet) -> 
 def test_cleanup_policy_after_success(
     jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
 ) -> None:
-    jobs.create(pytorch_job("cu", [("master", 1, "Never"), ("worker", 1, "Never")],
-                            runPolicy={"cleanUpPolicy": policy}))  # fmt: skip
+    jobs.create(
+        pytorch_job(
+            "cu",
+            [("master", 1, "Never"), ("worker", 1, "Never")],
+            runPolicy={"cleanUpPolicy": policy},
+        )
+    )
     pods = jobs.wait_pods("cu", ["cu-master-0", "cu-worker-0"])
     run_all(kubelet, jobs, "cu", list(pods))
     kubelet.succeed(jobs.namespace, "cu-master-0")
@@ -174,8 +193,13 @@ def test_cleanup_policy_after_success(
 def test_cleanup_policy_after_failure(
     jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
 ) -> None:
-    jobs.create(pytorch_job("cf", [("master", 1, "Never"), ("worker", 1, "Never")],
-                            runPolicy={"cleanUpPolicy": policy}))  # fmt: skip
+    jobs.create(
+        pytorch_job(
+            "cf",
+            [("master", 1, "Never"), ("worker", 1, "Never")],
+            runPolicy={"cleanUpPolicy": policy},
+        )
+    )
     pods = jobs.wait_pods("cf", ["cf-master-0", "cf-worker-0"])
     run_all(kubelet, jobs, "cf", list(pods))
     kubelet.fail(jobs.namespace, "cf-worker-0", exit_code=2)
@@ -184,10 +208,14 @@ def test_cleanup_policy_after_failure(
 
 
 def test_pause_then_resume_with_resume_specs(jobs: Jobs, kubelet: Kubelet) -> None:
-    resume = [{"type": "worker", "skipInitContainer": True, "command": ["python"],
-               "args": ["resume.py"]}]  # fmt: skip
-    body = pytorch_job("pz", [("worker", 2, "OnFailure")],
-                       runMode={"pause": {"enabled": False, "resumeSpecs": resume}})  # fmt: skip
+    resume = [
+        {"type": "worker", "skipInitContainer": True, "command": ["python"], "args": ["resume.py"]}
+    ]
+    body = pytorch_job(
+        "pz",
+        [("worker", 2, "OnFailure")],
+        runMode={"pause": {"enabled": False, "resumeSpecs": resume}},
+    )
     body["spec"]["replicaSpecs"][0]["template"]["spec"]["initContainers"] = [
         {"name": "fetch", "image": "busybox"}
     ]
@@ -212,8 +240,11 @@ def test_pause_then_resume_with_resume_specs(jobs: Jobs, kubelet: Kubelet) -> No
 
 def test_debug_mode_runs_the_debug_command_and_never_ends(jobs: Jobs, kubelet: Kubelet) -> None:
     debug = {"enabled": True, "replicaSpecs": [{"type": "worker", "command": ["/usr/bin/sshd"]}]}
-    jobs.create(pytorch_job("dbg", [("master", 1, "Never"), ("worker", 1, "Never")],
-                            runMode={"debug": debug}))  # fmt: skip
+    jobs.create(
+        pytorch_job(
+            "dbg", [("master", 1, "Never"), ("worker", 1, "Never")], runMode={"debug": debug}
+        )
+    )
     pods = jobs.wait_pods("dbg", ["dbg-master-0", "dbg-worker-0"])
     assert pods["dbg-master-0"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
     assert pods["dbg-worker-0"]["spec"]["containers"][0]["command"] == ["/usr/bin/sshd"]
@@ -226,19 +257,34 @@ def test_debug_mode_runs_the_debug_command_and_never_ends(jobs: Jobs, kubelet: K
 
 
 def test_torchrun_args_and_elastic_scaling(jobs: Jobs, cluster: Any) -> None:
-    jobs.create(pytorch_job(
-        "tr", [("node", 2, "ExitCode")],
-        torchrunConfig={"enabled": True, "maxRestarts": 3, "procPerNode": "gpu",
-                        "rdzvBackend": "c10d", "extraOptions": ["--monitor-interval=1"]},
-        elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
-    ))  # fmt: skip
+    jobs.create(
+        pytorch_job(
+            "tr",
+            [("node", 2, "ExitCode")],
+            torchrunConfig={
+                "enabled": True,
+                "maxRestarts": 3,
+                "procPerNode": "gpu",
+                "rdzvBackend": "c10d",
+                "extraOptions": ["--monitor-interval=1"],
+            },
+            elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 2},
+        )
+    )
     pods = jobs.wait_pods("tr", ["tr-node-0", "tr-node-1"])
     c = pods["tr-node-1"]["spec"]["containers"][0]
     uid = jobs.get("tr")["metadata"]["uid"]
-    assert c["command"] == ["torchrun", "--nnodes=1:4", "--nproc-per-node=gpu",
-                            "--max-restarts=3", "--rdzv-backend=c10d",
-                            "--rdzv-endpoint=tr-node-0.tr:29400", f"--rdzv-id={uid}",
-                            "--monitor-interval=1", "train.py"]  # fmt: skip
+    assert c["command"] == [
+        "torchrun",
+        "--nnodes=1:4",
+        "--nproc-per-node=gpu",
+        "--max-restarts=3",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=tr-node-0.tr:29400",
+        f"--rdzv-id={uid}",
+        "--monitor-interval=1",
+        "train.py",
+    ]
     cluster.kubectl("scale", "pytj/tr", "--replicas=4", "-n", jobs.namespace)
     jobs.wait_pods("tr", [f"tr-node-{i}" for i in range(4)])
     jobs.patch_spec("tr", {"elastic": {"expectedReplicas": 1}})
@@ -250,8 +296,11 @@ def test_deleting_the_job_deletes_its_children(jobs: Jobs) -> None:
     jobs.wait_pods("del", ["del-worker-0", "del-worker-1"])
     wait_for(lambda: _has_service(jobs, "del"), 10, "the Service")
     jobs.client.delete(jobs.resource, "del", jobs.namespace, propagation="Foreground")
-    wait_for(lambda: not jobs.pods("del") and not _has_service(jobs, "del"), 30,
-             "children garbage-collected")  # fmt: skip
+    wait_for(
+        lambda: not jobs.pods("del") and not _has_service(jobs, "del"),
+        30,
+        "children garbage-collected",
+    )
     wait_for(lambda: jobs.gone("del"), 30, "the job gone")
 
 

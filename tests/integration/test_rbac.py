@@ -21,9 +21,12 @@ from t9k_operator.kube.resources import (
 from tests.integration.jobs import PYTORCH
 
 CLUSTER_ROLE_BINDINGS = Resource(
-    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterrolebindings",
+    "ClusterRoleBinding",
     namespaced=False,
-)  # fmt: skip
+)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 
 
@@ -32,8 +35,11 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
     for res in (PODS, SERVICES, CONFIGMAPS, SECRETS):
         c.list_all(res)  # cluster-wide list (informers)
         c.watch(res, resource_version=None, timeout_seconds=1).close()
-    c.create(PODS, {"metadata": {"name": "p"},
-                    "spec": {"containers": [{"name": "c", "image": "i"}]}}, namespace)  # fmt: skip
+    c.create(
+        PODS,
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        namespace,
+    )
     c.delete(PODS, "p", namespace)
     c.create(
         SERVICES,
@@ -47,9 +53,16 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
     c.create(PODS, pod, namespace)
     for res, name in ((PODS, "p2"), (SERVICES, "s"), (CONFIGMAPS, "h"), (SECRETS, "k")):
         c.get(res, name, namespace)  # whose is a child of this name
-    ev = c.create(EVENTS, {"metadata": {"generateName": "e-"}, "reason": "R", "message": "m",
-                           "involvedObject": {"kind": "Pod", "name": "p",
-                                              "namespace": namespace}}, namespace)  # fmt: skip
+    ev = c.create(
+        EVENTS,
+        {
+            "metadata": {"generateName": "e-"},
+            "reason": "R",
+            "message": "m",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+        },
+        namespace,
+    )
     c.patch(EVENTS, ev["metadata"]["name"], {"count": 2}, namespace)
     c.create(LEASES, {"metadata": {"name": f"rbac-{namespace}"}, "spec": {}}, "t9k-system")
 

@@ -45,16 +45,24 @@ def failed_with(jobs: Jobs, name: str, reason: str, *texts: str) -> dict[str, An
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        (lambda j: j["spec"]["replicaSpecs"][0].update(replicas=9223372036854775807),
-         "spec.replicaSpecs[0].replicas"),
-        (lambda j: j["spec"]["replicaSpecs"].extend(
-            copy.deepcopy(j["spec"]["replicaSpecs"][0]) | {"type": f"t{i}", "replicas": 2000}
-            for i in range(3)), "spec.replicaSpecs"),
-        (lambda j: j["spec"].update(runPolicy={"activeDeadlineSeconds": 9223372036854775807}),
-         "spec.runPolicy.activeDeadlineSeconds"),
+        (
+            lambda j: j["spec"]["replicaSpecs"][0].update(replicas=9223372036854775807),
+            "spec.replicaSpecs[0].replicas",
+        ),
+        (
+            lambda j: j["spec"]["replicaSpecs"].extend(
+                copy.deepcopy(j["spec"]["replicaSpecs"][0]) | {"type": f"t{i}", "replicas": 2000}
+                for i in range(3)
+            ),
+            "spec.replicaSpecs",
+        ),
+        (
+            lambda j: j["spec"].update(runPolicy={"activeDeadlineSeconds": 9223372036854775807}),
+            "spec.runPolicy.activeDeadlineSeconds",
+        ),
     ],
     ids=["replicas", "replicas-in-all", "deadline"],
-)  # fmt: skip
+)
 def test_counts_and_durations_beyond_any_cluster_are_refused(
     jobs: Jobs, change: Any, field: str
 ) -> None:
@@ -74,15 +82,23 @@ def test_a_pod_the_api_server_cannot_decode_fails_the_job_naming_the_replica(job
         "limits": {"cpu": "lots"}
     }
     jobs.create(job)
-    failed_with(jobs, "badqty", "InvalidSpec", "replica worker-0",
-                "quantities must match the regular expression")  # fmt: skip
+    failed_with(
+        jobs,
+        "badqty",
+        "InvalidSpec",
+        "replica worker-0",
+        "quantities must match the regular expression",
+    )
 
 
 def test_pod_security_admission_refusal_fails_the_job_quoting_it(
     jobs: Jobs, admin: KubeClient, namespace: str
 ) -> None:
-    admin.patch(NAMESPACES, namespace, {"metadata": {"labels": {
-        "pod-security.kubernetes.io/enforce": "restricted"}}})  # fmt: skip
+    admin.patch(
+        NAMESPACES,
+        namespace,
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
     jobs.create(pytorch_job("psa", [("worker", 1, "Never")]))
     failed_with(jobs, "psa", "Forbidden", "replica worker-0", 'violates PodSecurity "restricted')
 
@@ -90,11 +106,18 @@ def test_pod_security_admission_refusal_fails_the_job_quoting_it(
 def test_exceeded_quota_keeps_the_job_pending_and_saying_why_until_it_passes(
     jobs: Jobs, admin: KubeClient, namespace: str
 ) -> None:
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "nopods"},
-             "spec": {"hard": {"pods": "0"}}}  # fmt: skip
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "nopods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
     admin.create(QUOTAS, quota, namespace)
-    wait_for(lambda: (admin.get(QUOTAS, "nopods", namespace).get("status") or {}).get("hard"),
-             20, "the quota's status")  # fmt: skip
+    wait_for(
+        lambda: (admin.get(QUOTAS, "nopods", namespace).get("status") or {}).get("hard"),
+        20,
+        "the quota's status",
+    )
     jobs.create(pytorch_job("quota", [("worker", 1, "Never")]))
 
     def waiting() -> dict[str, Any] | None:
@@ -108,8 +131,11 @@ def test_exceeded_quota_keeps_the_job_pending_and_saying_why_until_it_passes(
     assert "exceeded quota" in jobs.wait_event("quota", "FailedCreate")[2]
     admin.delete(QUOTAS, "nopods", namespace)
     jobs.wait_pods("quota", ["quota-worker-0"], timeout=60)
-    wait_for(lambda: (jobs.condition("quota", "Initialized") or {}).get("status") == "True",
-             30, "Initialized once the pod exists")  # fmt: skip
+    wait_for(
+        lambda: (jobs.condition("quota", "Initialized") or {}).get("status") == "True",
+        30,
+        "Initialized once the pod exists",
+    )
 
 
 # -- 3: shapes no pod can have ----------------------------------------------------------
@@ -118,15 +144,21 @@ def test_exceeded_quota_keeps_the_job_pending_and_saying_why_until_it_passes(
 @pytest.mark.parametrize(
     ("template_change", "field"),
     [
-        (lambda t: t.setdefault("metadata", {}).update(labels=["a", "b"]),
-         "spec.replicaSpecs[0].template.metadata.labels"),
-        (lambda t: t.setdefault("metadata", {}).update(annotations="x=y"),
-         "spec.replicaSpecs[0].template.metadata.annotations"),
-        (lambda t: t["spec"]["containers"][0].update(ports="8080"),
-         "spec.replicaSpecs[0].template.spec.containers[0].ports"),
+        (
+            lambda t: t.setdefault("metadata", {}).update(labels=["a", "b"]),
+            "spec.replicaSpecs[0].template.metadata.labels",
+        ),
+        (
+            lambda t: t.setdefault("metadata", {}).update(annotations="x=y"),
+            "spec.replicaSpecs[0].template.metadata.annotations",
+        ),
+        (
+            lambda t: t["spec"]["containers"][0].update(ports="8080"),
+            "spec.replicaSpecs[0].template.spec.containers[0].ports",
+        ),
     ],
     ids=["labels-list", "annotations-string", "ports-string"],
-)  # fmt: skip
+)
 def test_a_template_of_the_wrong_shape_is_refused_naming_the_field(
     jobs: Jobs, template_change: Any, field: str
 ) -> None:
@@ -154,8 +186,11 @@ def test_a_name_clash_between_kinds_fails_the_second_job_naming_the_first(
 
 
 def test_a_field_stored_but_not_acted_on_is_said_in_a_warning(jobs: Jobs) -> None:
-    job = pytorch_job("sched", [("worker", 1, "Never")],
-                      scheduler={"t9kScheduler": {"queue": "default", "priority": 50}})  # fmt: skip
+    job = pytorch_job(
+        "sched",
+        [("worker", 1, "Never")],
+        scheduler={"t9kScheduler": {"queue": "default", "priority": 50}},
+    )
     jobs.create(job)
     event = jobs.wait_event("sched", "FieldNotActedOn")
     assert event[0] == "Warning" and event[2].startswith("spec.scheduler: stored as written")

@@ -60,10 +60,21 @@ def test_requeue_after_becomes_ready_after_the_delay() -> None:
 
 
 def test_keys() -> None:
-    pod = {"metadata": {"name": "j-worker-0", "namespace": "ns", "ownerReferences": [
-        {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "controller": False},
-        {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob", "name": "j",
-         "controller": True}]}}  # fmt: skip
+    pod = {
+        "metadata": {
+            "name": "j-worker-0",
+            "namespace": "ns",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "controller": False},
+                {
+                    "apiVersion": "batch.tensorstack.dev/v1beta1",
+                    "kind": "DeepSpeedJob",
+                    "name": "j",
+                    "controller": True,
+                },
+            ],
+        }
+    }
     assert object_key(pod) == "ns/j-worker-0"
     assert object_key({"metadata": {"name": "node"}}) == "node"
     assert controller_owner_key(pod, api_group="batch.tensorstack.dev", kind="DeepSpeedJob") == (

@@ -14,8 +14,11 @@ def test_defaults_follow_controller_runtime() -> None:
     assert args.health_probe_bind_address == ":8081"
     assert args.leader_elect is False
     assert args.concurrent_reconciles == 4
-    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
-            args.leader_elect_retry_period) == (15.0, 10.0, 2.0)  # fmt: skip
+    assert (
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    ) == (15.0, 10.0, 2.0)
 
 
 @pytest.mark.parametrize(
@@ -36,9 +39,14 @@ def test_bad_flags_exit_2(argv: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(":8080", ("0.0.0.0", 8080)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:9", ("::1", 9)),
-     ("0", None), ("", None)],
-)  # fmt: skip
+    [
+        (":8080", ("0.0.0.0", 8080)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("[::1]:9", ("::1", 9)),
+        ("0", None),
+        ("", None),
+    ],
+)
 def test_bind_address(value: str, expected: tuple[str, int] | None) -> None:
     assert parse_bind_address(value) == expected
 

@@ -9,22 +9,38 @@ import pytest
 from t9k_operator.builders import colossalai as b
 
 
-def job(replicas: int = 2, proc: int = 1, torch_args: list[str] | None = None,
-        ssh: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+def job(
+    replicas: int = 2,
+    proc: int = 1,
+    torch_args: list[str] | None = None,
+    ssh: dict[str, str] | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "launcher": {"image": "hpcaitech/colossalai:0.3.0", "workingDir": "/workspace",
-                     "env": [{"name": "A", "value": "1"}],
-                     "resources": {"limits": {"cpu": "1"}}},
-        "worker": {"replicas": replicas, "procPerWorker": proc, "command": ["train.py", "arg1"],
-                   "torchArgs": torch_args or [],
-                   "template": {"metadata": {"annotations": {"n": "v"}, "labels": {"l": "x"}},
-                                "spec": {"containers": [{"name": "worker", "image": "w",
-                                                         "command": ["python"]}]}}},
-    }  # fmt: skip
+        "launcher": {
+            "image": "hpcaitech/colossalai:0.3.0",
+            "workingDir": "/workspace",
+            "env": [{"name": "A", "value": "1"}],
+            "resources": {"limits": {"cpu": "1"}},
+        },
+        "worker": {
+            "replicas": replicas,
+            "procPerWorker": proc,
+            "command": ["train.py", "arg1"],
+            "torchArgs": torch_args or [],
+            "template": {
+                "metadata": {"annotations": {"n": "v"}, "labels": {"l": "x"}},
+                "spec": {"containers": [{"name": "worker", "image": "w", "command": ["python"]}]},
+            },
+        },
+    }
     if ssh is not None:
         spec["ssh"] = ssh
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "ColossalAIJob",
-            "metadata": {"name": "cj", "namespace": "ns", "uid": "u"}, "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "ColossalAIJob",
+        "metadata": {"name": "cj", "namespace": "ns", "uid": "u"},
+        "spec": spec,
+    }
 
 
 @pytest.mark.parametrize("replicas", [1, 3])
@@ -37,15 +53,28 @@ def test_hostfile_is_bare_host_names(replicas: int) -> None:
 @pytest.mark.parametrize(("replicas", "proc"), [(1, 1), (3, 1), (1, 8), (3, 8)])
 @pytest.mark.parametrize(
     ("torch_args", "extra"),
-    [([], []), (["--max_restarts=3", "--rdzv_backend", "c10d", "--standalone"],
-                ["--extra_launch_args=max_restarts=3,rdzv_backend=c10d,standalone"])],
-)  # fmt: skip
-def test_launcher_command(replicas: int, proc: int, torch_args: list[str],
-                          extra: list[str]) -> None:  # fmt: skip
+    [
+        ([], []),
+        (
+            ["--max_restarts=3", "--rdzv_backend", "c10d", "--standalone"],
+            ["--extra_launch_args=max_restarts=3,rdzv_backend=c10d,standalone"],
+        ),
+    ],
+)
+def test_launcher_command(
+    replicas: int, proc: int, torch_args: list[str], extra: list[str]
+) -> None:
     assert b.colossalai_command(job(replicas, proc, torch_args)) == [
-        "colossalai", "run", f"--nproc_per_node={proc}", "--hostfile=/t9k/hostfile",
-        "--master_addr=cj-worker-0.cj", "--master_port=29500", *extra, "train.py", "arg1",
-    ]  # fmt: skip
+        "colossalai",
+        "run",
+        f"--nproc_per_node={proc}",
+        "--hostfile=/t9k/hostfile",
+        "--master_addr=cj-worker-0.cj",
+        "--master_port=29500",
+        *extra,
+        "train.py",
+        "arg1",
+    ]
 
 
 def test_launcher_pod() -> None:
@@ -92,6 +121,8 @@ def test_default_ssh_settings() -> None:
 
 def test_debug_commands_replace_sshd_and_launcher() -> None:
     assert b.build_worker(job(), 0, command=["sleep", "inf"])["spec"]["containers"][0][
-        "command"] == ["sleep", "inf"]  # fmt: skip
+        "command"
+    ] == ["sleep", "inf"]
     assert b.build_launcher(job(), command=["sleep", "inf"])["spec"]["containers"][0][
-        "command"] == ["sleep", "inf"]  # fmt: skip
+        "command"
+    ] == ["sleep", "inf"]

@@ -11,18 +11,30 @@ from t9k_operator.builders import deepspeed as b
 
 def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob",
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "DeepSpeedJob",
         "metadata": {"name": "ds", "namespace": "ns", "uid": "uid-1"},
         "spec": {
             "config": config if config is not None else {"run": {"python": "/t9k/mnt/train.py"}},
-            "worker": {"replicas": replicas, "template": {"spec": {"containers": [
-                {"name": "sidecar", "image": "s"},
-                {"name": "worker", "image": "deepspeed/deepspeed:v072",
-                 "env": [{"name": "A", "value": "1"}],
-                 "volumeMounts": [{"name": "code", "mountPath": "/t9k/mnt"}]}]}}},
+            "worker": {
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "sidecar", "image": "s"},
+                            {
+                                "name": "worker",
+                                "image": "deepspeed/deepspeed:v072",
+                                "env": [{"name": "A", "value": "1"}],
+                                "volumeMounts": [{"name": "code", "mountPath": "/t9k/mnt"}],
+                            },
+                        ]
+                    }
+                },
+            },
             **spec,
         },
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(
@@ -63,13 +75,22 @@ def test_run_forms(config: dict[str, Any], tail: list[str]) -> None:
 
 @pytest.mark.parametrize("autotune", ["none", "run", "tune"])
 def test_local_rank_autotune_and_other_args(autotune: str) -> None:
-    cfg = {"localRank": False, "autotune": autotune, "otherArgs": ["--master_port", "12346"],
-           "run": {"python": "t.py"}}  # fmt: skip
+    cfg = {
+        "localRank": False,
+        "autotune": autotune,
+        "otherArgs": ["--master_port", "12346"],
+        "run": {"python": "t.py"},
+    }
     flags = [] if autotune == "none" else [f"--autotuning={autotune}"]
     assert b.deepspeed_command(job(1, cfg)) == [
-        "deepspeed", "--hostfile=/t9k/hostfile", "--no_local_rank", *flags,
-        "--master_port", "12346", "t.py",
-    ]  # fmt: skip
+        "deepspeed",
+        "--hostfile=/t9k/hostfile",
+        "--no_local_rank",
+        *flags,
+        "--master_port",
+        "12346",
+        "t.py",
+    ]
 
 
 def test_ssh_secret() -> None:
@@ -130,8 +151,7 @@ def test_debug_pod_runs_sshd() -> None:
 
 
 def test_elastic_worker_count_and_hostfile_follow_expected() -> None:
-    j = job(2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 3,
-                        "expectedReplicas": 3})  # fmt: skip
+    j = job(2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 3, "expectedReplicas": 3})
     assert b.worker_count(j) == 3
     assert b.hostfile(j).count("\n") == 3
     j["spec"]["elastic"]["expectedReplicas"] = 9

@@ -9,8 +9,13 @@ from t9k_operator.builders import msjob as b
 
 def job() -> dict[str, Any]:
     def role(n: int) -> dict[str, Any]:
-        return {"replicas": n, "template": {"metadata": {"labels": {"team": "a"}}, "spec": {
-            "containers": [{"name": "mindspore", "image": "ms:2.3"}]}}}  # fmt: skip
+        return {
+            "replicas": n,
+            "template": {
+                "metadata": {"labels": {"team": "a"}},
+                "spec": {"containers": [{"name": "mindspore", "image": "ms:2.3"}]},
+            },
+        }
 
     roles = {"Scheduler": role(1), "PS": role(1), "Worker": role(2)}
     return {
@@ -41,8 +46,10 @@ def test_pods_carry_the_mindspore_operators_labels() -> None:
 
 def test_env_of_each_role() -> None:
     def env(pod: dict[str, Any]) -> dict[str, Any]:
-        return {e["name"]: e.get("value", e.get("valueFrom"))
-                for e in pod["spec"]["containers"][0]["env"]}  # fmt: skip
+        return {
+            e["name"]: e.get("value", e.get("valueFrom"))
+            for e in pod["spec"]["containers"][0]["env"]
+        }
 
     worker = env(b.build_pod(job(), "Worker", 0, scheduler_ip="10.0.0.9"))
     assert worker["MS_ROLE"] == "MS_WORKER" and worker["MS_SCHED_HOST"] == "10.0.0.9"
@@ -61,17 +68,28 @@ def test_kubeflow_conditions_carry_the_moment_they_changed() -> None:
         "startTime": "2026-01-01T00:00:00Z",
         "conditions": [
             {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T00:05:00Z"},
-            {"type": "ReplicaFailure", "status": "False",
-             "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {
+                "type": "ReplicaFailure",
+                "status": "False",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
         ],
-    }  # fmt: skip
+    }
     conds = {c["type"]: c for c in kubeflow_conditions([], engine)}
     assert conds["Created"]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     assert conds["Running"]["lastTransitionTime"] == "2026-01-01T00:05:00Z"  # not startTime
-    completed = {"type": "Completed", "status": "True", "message": "ok",
-                 "lastTransitionTime": "2026-01-01T00:59:59Z"}  # fmt: skip
-    done = {**engine, "phase": "Succeeded", "completionTime": "2026-01-01T01:00:00Z",
-            "conditions": [*engine["conditions"], completed]}  # fmt: skip
+    completed = {
+        "type": "Completed",
+        "status": "True",
+        "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:59:59Z",
+    }
+    done = {
+        **engine,
+        "phase": "Succeeded",
+        "completionTime": "2026-01-01T01:00:00Z",
+        "conditions": [*engine["conditions"], completed],
+    }
     later = {c["type"]: c for c in kubeflow_conditions(list(conds.values()), done)}
     assert later["Succeeded"]["lastTransitionTime"] == "2026-01-01T00:59:59Z"
     assert later["Created"] == conds["Created"]  # unchanged condition keeps its time

@@ -20,16 +20,26 @@ def job(specs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
 
 
 def rs(type_: str, n: int, **container: Any) -> dict[str, Any]:
-    c = {"name": "pytorch", "image": "img", "command": ["python"], "args": ["train.py"],
-         **container}  # fmt: skip
+    c = {
+        "name": "pytorch",
+        "image": "img",
+        "command": ["python"],
+        "args": ["train.py"],
+        **container,
+    }
     return {
-        "type": type_, "replicas": n, "restartPolicy": "OnFailure",
+        "type": type_,
+        "replicas": n,
+        "restartPolicy": "OnFailure",
         "template": {
             "metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
-            "spec": {"initContainers": [{"name": "init", "image": "i"}], "containers": [c],
-                     "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]},
+            "spec": {
+                "initContainers": [{"name": "init", "image": "i"}],
+                "containers": [c],
+                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            },
         },
-    }  # fmt: skip
+    }
 
 
 def env(pod: dict[str, Any]) -> dict[str, str]:
@@ -43,8 +53,13 @@ def test_plain_mode_env_master_first() -> None:
     ranks = {(t, i): b.rank(j, t, i) for t, i in [("master", 0), ("worker", 0), ("worker", 1)]}
     assert ranks == {("master", 0): 0, ("worker", 0): 1, ("worker", 1): 2}
     pod = b.build_pod(j, "worker", 1)
-    assert env(pod) == {"PYTHONUNBUFFERED": "1", "MASTER_ADDR": "tj-master-0.tj",
-                        "MASTER_PORT": "23456", "WORLD_SIZE": "3", "RANK": "2"}  # fmt: skip
+    assert env(pod) == {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": "tj-master-0.tj",
+        "MASTER_PORT": "23456",
+        "WORLD_SIZE": "3",
+        "RANK": "2",
+    }
     assert pod["metadata"]["name"] == "tj-worker-1"
     assert pod["spec"]["hostname"] == "tj-worker-1" and pod["spec"]["subdomain"] == "tj"
     assert pod["spec"]["restartPolicy"] == "Never"
@@ -76,9 +91,16 @@ def test_template_is_kept_and_operator_fields_added() -> None:
     assert meta["labels"][common.REPLICA_TYPE] == "worker"
     assert meta["labels"][common.REPLICA_INDEX] == "0"
     assert meta["annotations"] == {"note": "x"}
-    assert meta["ownerReferences"] == [{
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJob",
-        "name": "tj", "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "PyTorchTrainingJob",
+            "name": "tj",
+            "uid": "uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     assert pod["spec"]["initContainers"][0]["name"] == "init"
     # The job's own template is not modified.
@@ -86,14 +108,29 @@ def test_template_is_kept_and_operator_fields_added() -> None:
 
 
 def test_torchrun_command() -> None:
-    j = job([rs("worker", 4)], torchrunConfig={
-        "enabled": True, "maxRestarts": 10, "procPerNode": "gpu", "rdzvBackend": "c10d",
-        "extraOptions": ["--log-dir=/tmp/logs"]})  # fmt: skip
+    j = job(
+        [rs("worker", 4)],
+        torchrunConfig={
+            "enabled": True,
+            "maxRestarts": 10,
+            "procPerNode": "gpu",
+            "rdzvBackend": "c10d",
+            "extraOptions": ["--log-dir=/tmp/logs"],
+        },
+    )
     pod = b.build_pod(j, "worker", 2)
     c = pod["spec"]["containers"][0]
-    assert c["command"] == ["torchrun", "--nnodes=4", "--nproc-per-node=gpu", "--max-restarts=10",
-                            "--rdzv-backend=c10d", "--rdzv-endpoint=tj-worker-0.tj:29400",
-                            "--rdzv-id=uid-1", "--log-dir=/tmp/logs", "train.py"]  # fmt: skip
+    assert c["command"] == [
+        "torchrun",
+        "--nnodes=4",
+        "--nproc-per-node=gpu",
+        "--max-restarts=10",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=tj-worker-0.tj:29400",
+        "--rdzv-id=uid-1",
+        "--log-dir=/tmp/logs",
+        "train.py",
+    ]
     assert "args" not in c
     assert "RANK" not in env(pod) and env(pod)["PYTHONUNBUFFERED"] == "1"
     ports = {p["name"]: p["port"] for p in b.build_service(j)["spec"]["ports"]}
@@ -109,16 +146,29 @@ def test_torchrun_training_container_named_python() -> None:
     j = job(specs, torchrunConfig={"enabled": True, "rdzvBackend": "etcd"})
     c = b.build_pod(j, "worker", 0)["spec"]["containers"]
     assert c[0] == {"name": "sidecar", "image": "s", "args": ["x"]}
-    assert c[1]["command"] == ["torchrun", "--nnodes=1", "--nproc-per-node=1",
-                               "--rdzv-backend=etcd", "--rdzv-id=uid-1", "-m",
-                               "training.module"]  # fmt: skip
+    assert c[1]["command"] == [
+        "torchrun",
+        "--nnodes=1",
+        "--nproc-per-node=1",
+        "--rdzv-backend=etcd",
+        "--rdzv-id=uid-1",
+        "-m",
+        "training.module",
+    ]
 
 
 @pytest.mark.parametrize(("expected", "count"), [(7, 7), (2, 4), (20, 10)])
 def test_elastic_follows_expected_within_bounds(expected: int, count: int) -> None:
-    j = job([rs("worker", 1)], torchrunConfig={"enabled": True},
-            elastic={"enabled": True, "minReplicas": 4, "maxReplicas": 10,
-                     "expectedReplicas": expected})  # fmt: skip
+    j = job(
+        [rs("worker", 1)],
+        torchrunConfig={"enabled": True},
+        elastic={
+            "enabled": True,
+            "minReplicas": 4,
+            "maxReplicas": 10,
+            "expectedReplicas": expected,
+        },
+    )
     assert b.replica_counts(j)[0][1] == count
     cmd = b.build_pod(j, "worker", 0)["spec"]["containers"][0]["command"]
     assert "--nnodes=4:10" in cmd
@@ -126,8 +176,9 @@ def test_elastic_follows_expected_within_bounds(expected: int, count: int) -> No
 
 def test_debug_and_resume_modes() -> None:
     j = job([rs("worker", 1)], torchrunConfig={"enabled": True})
-    debug = b.build_pod(j, "worker", 0, command=["sleep", "inf"], skip_init_containers=True,
-                        debug=True)  # fmt: skip
+    debug = b.build_pod(
+        j, "worker", 0, command=["sleep", "inf"], skip_init_containers=True, debug=True
+    )
     c = debug["spec"]["containers"][0]
     assert c["command"] == ["sleep", "inf"] and "args" not in c
     assert "initContainers" not in debug["spec"]
@@ -147,6 +198,8 @@ def test_headless_service() -> None:
     assert svc["metadata"]["name"] == "tj"
     assert svc["spec"]["clusterIP"] == "None"
     assert svc["spec"]["publishNotReadyAddresses"] is True
-    assert svc["spec"]["selector"] == {common.MANAGED_BY: "t9k-operator",
-                                       common.JOB_NAME: "tj",
-                                       common.JOB_KIND: "PyTorchTrainingJob"}  # fmt: skip
+    assert svc["spec"]["selector"] == {
+        common.MANAGED_BY: "t9k-operator",
+        common.JOB_NAME: "tj",
+        common.JOB_KIND: "PyTorchTrainingJob",
+    }

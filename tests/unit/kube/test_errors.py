@@ -10,8 +10,9 @@ from t9k_operator.kube import errors as e
 
 
 def status_body(code: int, reason: str, message: str = "msg") -> bytes:
-    return json.dumps({"kind": "Status", "code": code, "reason": reason,
-                       "message": message}).encode()  # fmt: skip
+    return json.dumps(
+        {"kind": "Status", "code": code, "reason": reason, "message": message}
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -55,7 +56,8 @@ def test_non_json_body_and_retry_after() -> None:
 
 
 def test_watch_error_event_410_is_gone() -> None:
-    err = e.error_from_status_object({"code": 410, "reason": "Expired",
-                                      "message": "too old resource version: 1 (300)"})  # fmt: skip
+    err = e.error_from_status_object(
+        {"code": 410, "reason": "Expired", "message": "too old resource version: 1 (300)"}
+    )
     assert isinstance(err, e.Gone)
     assert "too old" in err.message

@@ -19,8 +19,9 @@ from t9k_operator.kube.resources import CRDS, LEASES, NODES, PODS, Resource
         (CRDS, None, "a.b", None, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/a.b"),
     ],
 )
-def test_paths(resource: Resource, ns: str | None, name: str | None, sub: str | None,
-               path: str) -> None:  # fmt: skip
+def test_paths(
+    resource: Resource, ns: str | None, name: str | None, sub: str | None, path: str
+) -> None:
     assert resource.path(ns, name, sub) == path
 
 

@@ -47,17 +47,22 @@ KIND = MasterKind()
 
 def job(**kw: Any) -> JobView:
     base = JobView(
-        kind="PyTorchTrainingJob", namespace="ns", name="j", uid="u", generation=1,
+        kind="PyTorchTrainingJob",
+        namespace="ns",
+        name="j",
+        uid="u",
+        generation=1,
         roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
-    )  # fmt: skip
+    )
     return replace(base, **kw)
 
 
 def pod(
     type_: str, i: int, phase: str = "Running", code: int | None = None, **kw: Any
 ) -> ReplicaState:
-    return ReplicaState(name=f"j-{type_}-{i}", uid=f"uid-{type_}-{i}-{phase}", phase=phase,
-                        exit_code=code, **kw)  # fmt: skip
+    return ReplicaState(
+        name=f"j-{type_}-{i}", uid=f"uid-{type_}-{i}-{phase}", phase=phase, exit_code=code, **kw
+    )
 
 
 def running(j: JobView) -> Pods:
@@ -197,9 +202,12 @@ def test_a_terminating_pod_is_waited_for_not_recreated() -> None:
 
 @pytest.mark.parametrize(
     ("policy", "expected"),
-    [("None", []), ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
-     ("Unfinished", ["j-worker-1"])],
-)  # fmt: skip
+    [
+        ("None", []),
+        ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
+        ("Unfinished", ["j-worker-1"]),
+    ],
+)
 def test_cleanup_after_success(policy: str, expected: list[str]) -> None:
     j = job(cleanup_policy=policy)
     pods = running(j)
@@ -221,9 +229,12 @@ def test_cleanup_after_success(policy: str, expected: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("policy", "expected"),
-    [("None", []), ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
-     ("Unfinished", ["j-master-0", "j-worker-1"])],
-)  # fmt: skip
+    [
+        ("None", []),
+        ("All", ["j-master-0", "j-worker-0", "j-worker-1"]),
+        ("Unfinished", ["j-master-0", "j-worker-1"]),
+    ],
+)
 def test_cleanup_after_failure(policy: str, expected: list[str]) -> None:
     j = job(cleanup_policy=policy, roles=(Role("master", 1, "Never"), Role("worker", 2, "Never")))
     pods = running(j)
@@ -257,8 +268,9 @@ def test_deadline_requeues_exactly_then_fails() -> None:
 
 
 def test_pause_deletes_pods_and_resume_uses_resume_specs() -> None:
-    resume = (Override("worker", command=("python",), args=("resume.py",),
-                       skip_init_container=True),)  # fmt: skip
+    resume = (
+        Override("worker", command=("python",), args=("resume.py",), skip_init_container=True),
+    )
     j = job(paused=True, resume_overrides=resume)
     p = step(j, running(j))
     assert deleted(p) == ["j-master-0", "j-worker-0", "j-worker-1"]
@@ -274,8 +286,9 @@ def test_pause_deletes_pods_and_resume_uses_resume_specs() -> None:
     assert r.status["phase"] == "Resuming"
     assert cond(r, "Paused") == "False"
     modes = {(t, i): m for t, i, m in r.create}
-    assert modes[("worker", 0)] == PodMode(command=("python",), args=("resume.py",),
-                                           skip_init_containers=True)  # fmt: skip
+    assert modes[("worker", 0)] == PodMode(
+        command=("python",), args=("resume.py",), skip_init_containers=True
+    )
     assert modes[("master", 0)] == PodMode()
     j = replace(j, status=r.status)
     back = step(j, running(j))
@@ -307,8 +320,9 @@ def test_debug_mode_uses_debug_command_and_never_ends() -> None:
     p = step(j, {})
     modes = {(t, i): m for t, i, m in p.create}
     assert modes[("master", 0)] == PodMode(command=("sleep", "inf"), debug=True)
-    assert modes[("worker", 1)] == PodMode(command=("/usr/bin/sshd",),
-                                           skip_init_containers=True, debug=True)  # fmt: skip
+    assert modes[("worker", 1)] == PodMode(
+        command=("/usr/bin/sshd",), skip_init_containers=True, debug=True
+    )
     pods = running(j)
     pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
     pods[("worker", 0)] = pod("worker", 0, "Failed", 1)

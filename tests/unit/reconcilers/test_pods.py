@@ -10,8 +10,10 @@ from t9k_operator.reconcilers.pods import ReplicaState, replica_state, should_re
 
 
 def pod_with(phase: str, statuses: list[dict[str, Any]], **status: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p", "uid": "u"},
-            "status": {"phase": phase, "containerStatuses": statuses, **status}}  # fmt: skip
+    return {
+        "metadata": {"name": "p", "uid": "u"},
+        "status": {"phase": phase, "containerStatuses": statuses, **status},
+    }
 
 
 def terminated(name: str, code: int, reason: str = "Error") -> dict[str, Any]:
@@ -23,8 +25,10 @@ def test_training_container_exit_code_wins() -> None:
     s = replica_state(pod, "pytorch")
     assert (s.phase, s.exit_code, s.reason) == ("Failed", 137, "Error")
     assert replica_state(pod).exit_code == 0  # default: the first container
-    assert s.containers == (("sidecar", "Terminated", 0, "Completed"),
-                            ("pytorch", "Terminated", 137, "Error"))  # fmt: skip
+    assert s.containers == (
+        ("sidecar", "Terminated", 0, "Completed"),
+        ("pytorch", "Terminated", 137, "Error"),
+    )
     assert "exit code 137" in s.describe_failure()
 
 
@@ -39,8 +43,9 @@ def test_new_and_terminating_pods() -> None:
     assert s.phase == "Pending" and s.terminating and not s.ended
     running = replica_state(pod_with("Running", [{"name": "c", "state": {"running": {}}}]))
     assert running.containers == (("c", "Running", None, ""),)
-    waiting = replica_state(pod_with("Pending", [
-        {"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}}]))  # fmt: skip
+    waiting = replica_state(
+        pod_with("Pending", [{"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}}])
+    )
     assert waiting.containers == (("c", "Waiting", None, "ImagePullBackOff"),)
 
 

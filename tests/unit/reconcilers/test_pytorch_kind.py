@@ -11,31 +11,46 @@ from t9k_operator.reconcilers.pytorch import PyTorchKind
 
 def job(specs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJob",
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
         "metadata": {"name": "j", "namespace": "ns", "uid": "u", "generation": 2},
         "spec": {"replicaSpecs": specs, **spec},
-    }  # fmt: skip
+    }
 
 
 def rs(type_: str, n: int, policy: str = "OnFailure", containers: Any = None) -> dict[str, Any]:
     if containers is None:
         containers = [{"name": "pytorch", "image": "i"}]
-    return {"type": type_, "replicas": n, "restartPolicy": policy,
-            "template": {"spec": {"containers": containers}}}  # fmt: skip
+    return {
+        "type": type_,
+        "replicas": n,
+        "restartPolicy": policy,
+        "template": {"spec": {"containers": containers}},
+    }
 
 
 KIND = PyTorchKind()
 
 
 def test_view_reads_roles_policies_and_run_mode() -> None:
-    v = KIND.view(job(
-        [rs("master", 1, "ExitCode"), rs("worker", 3)],
-        runPolicy={"backoffLimit": 5, "activeDeadlineSeconds": 60, "cleanUpPolicy": "All"},
-        runMode={"debug": {"enabled": True, "replicaSpecs": [
-                     {"type": "worker", "command": ["sshd"], "skipInitContainer": True}]},
-                 "pause": {"enabled": False, "resumeSpecs": [
-                     {"type": "master", "command": ["python"], "args": ["r.py"]}]}},
-    ))  # fmt: skip
+    v = KIND.view(
+        job(
+            [rs("master", 1, "ExitCode"), rs("worker", 3)],
+            runPolicy={"backoffLimit": 5, "activeDeadlineSeconds": 60, "cleanUpPolicy": "All"},
+            runMode={
+                "debug": {
+                    "enabled": True,
+                    "replicaSpecs": [
+                        {"type": "worker", "command": ["sshd"], "skipInitContainer": True}
+                    ],
+                },
+                "pause": {
+                    "enabled": False,
+                    "resumeSpecs": [{"type": "master", "command": ["python"], "args": ["r.py"]}],
+                },
+            },
+        )
+    )
     assert v.roles == (Role("master", 1, "ExitCode"), Role("worker", 3, "OnFailure"))
     assert (v.backoff_limit, v.active_deadline_seconds, v.cleanup_policy) == (5, 60, "All")
     assert v.debug and not v.paused and v.generation == 2

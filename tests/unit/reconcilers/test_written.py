@@ -7,8 +7,10 @@ from t9k_operator.reconcilers.job import Written
 
 
 def job(rv: str, phase: str, generation: int = 1) -> dict[str, object]:
-    return {"metadata": {"resourceVersion": rv, "generation": generation},
-            "status": {"phase": phase, "restartCount": 1}}  # fmt: skip
+    return {
+        "metadata": {"resourceVersion": rv, "generation": generation},
+        "status": {"phase": phase, "restartCount": 1},
+    }
 
 
 def test_opaque_versions_older_cache_waits_newer_cache_goes() -> None:
