@@ -50,7 +50,7 @@ import structlog
 
 from t9k_operator.kube.errors import ApiError, Gone, TransportError, error_from_status_object
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
 if TYPE_CHECKING:
     from t9k_operator.kube.client import KubeClient
@@ -393,11 +393,8 @@ class Reflector:
         return self._transform(obj) if self._transform is not None else obj
 
     def _sleep(self, seconds: float) -> None:
-        if isinstance(self._clock, RealClock):
-            # Interruptible: stop() must not wait out a 30 s backoff.
-            self._stopped.wait(seconds)
-        else:
-            self._clock.sleep(seconds)
+        # Interruptible: stop() must not wait out a backoff.
+        self._clock.wait(self._stopped, seconds)
 
 
 def _close_quietly(stream: WatchEvents) -> None:

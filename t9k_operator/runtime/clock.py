@@ -24,6 +24,11 @@ class Clock(Protocol):
 
     def sleep(self, seconds: float) -> None: ...
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Sleep ``seconds`` or until ``event`` is set, whichever comes first;
+        whether it is set. How a stoppable loop waits out a backoff."""
+        ...
+
 
 class RealClock:
     def monotonic(self) -> float:
@@ -35,6 +40,9 @@ class RealClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(max(seconds, 0.0))
 
 
 class FakeClock:
@@ -65,6 +73,12 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             self.step(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Returns at once: set, or the clock moved on by ``seconds``."""
+        if not event.is_set():
+            self.sleep(seconds)
+        return event.is_set()
 
 
 REAL_CLOCK: Clock = RealClock()

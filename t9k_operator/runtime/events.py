@@ -68,7 +68,7 @@ from t9k_operator.kube.errors import (
 )
 from t9k_operator.kube.resources import EVENTS, Resource
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 from t9k_operator.runtime.metrics import EVENTS_DROPPED
 
 log = structlog.get_logger(__name__)
@@ -391,10 +391,8 @@ class EventRecorder:
                 self._sleep(delay)
 
     def _sleep(self, seconds: float) -> None:
-        if isinstance(self._clock, RealClock):
-            self._stopping.wait(seconds)
-        else:
-            self._clock.sleep(seconds)
+        # Interruptible: stop() must not wait out a backoff.
+        self._clock.wait(self._stopping, seconds)
 
     def _event_name(self, obj_name: str, wall: datetime) -> str:
         ns = int(wall.timestamp() * 1_000_000) * 1000

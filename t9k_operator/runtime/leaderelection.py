@@ -64,7 +64,7 @@ import structlog
 from t9k_operator.kube.errors import AlreadyExists, ApiError, Conflict, NotFound, TransportError
 from t9k_operator.kube.resources import LEASES, Resource
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock, RealClock
+from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
 log = structlog.get_logger(__name__)
 
@@ -490,7 +490,5 @@ class LeaderElector:
     def _wait(self, seconds: float) -> None:
         if seconds <= 0:
             return
-        if isinstance(self._clock, RealClock):
-            self._stop.wait(seconds)
-        else:
-            self._clock.sleep(seconds)
+        # Interruptible: stop() must not wait out a backoff.
+        self._clock.wait(self._stop, seconds)
