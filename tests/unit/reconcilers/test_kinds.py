@@ -1,0 +1,212 @@
+"""Every registered kind's hooks, by one parametrised suite.
+
+Each kind is described once in :data:`CASES` (a valid job, the roles it
+reads, which replica decides success, a bad field and its path); the tests
+then hold for all of them: defaults come from the API model (what the CRD
+tells users), the run mode is read, the deciding replica's success is the
+job's, a bad spec names the user's field, and every field the API stores but
+the operator does not act on is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from t9k_operator.api import deepspeed, msjob, pytorch
+from t9k_operator.reconcilers.kind import JobKind, Override, PodMode, Role
+from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.registry import KINDS, by_kind
+
+
+def _template(container: str) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": container, "image": "img"}]}}
+
+
+@dataclass
+class Case:
+    spec: dict[str, Any]
+    roles: tuple[Role, ...]
+    decides: tuple[str, int]  # the replica whose success is the job's
+    bad: tuple[tuple[str | int, ...], Any, str]  # where in spec, what, the path named
+    defaults: dict[str, Any]  # JobView fields of the plain job, as the model's defaults
+    not_acted_on: dict[str, Any] = field(default_factory=dict)  # spec field -> a value
+    run_mode: bool = True  # the kind has spec.runMode
+
+
+CASES: dict[str, Case] = {
+    "PyTorchTrainingJob": Case(
+        spec={
+            "replicaSpecs": [
+                {"type": "master", "replicas": 1, "template": _template("pytorch")},
+                {"type": "worker", "replicas": 2, "template": _template("pytorch")},
+            ]
+        },
+        roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
+        decides=("master", 0),
+        bad=(
+            ("replicaSpecs", 0, "restartPolicy"),
+            "Sometimes",
+            "spec.replicaSpecs[0].restartPolicy",
+        ),
+        defaults={
+            "backoff_limit": pytorch.RunPolicy().backoff_limit,
+            "cleanup_policy": pytorch.RunPolicy().clean_up_policy,
+        },
+        not_acted_on={"scheduler": {"t9kScheduler": {"queue": "q"}}},
+    ),
+    "DeepSpeedJob": Case(
+        spec={
+            "config": {"slotsPerWorker": 1, "run": {"python": ["train.py"]}},
+            "worker": {"replicas": 3, "template": _template("worker")},
+        },
+        roles=(Role("worker", 3, "OnFailure"),),
+        decides=("worker", 0),
+        bad=(("worker", "replicas"), -1, "spec.worker.replicas"),
+        defaults={"backoff_limit": deepspeed.RunPolicy().backoff_limit},
+        not_acted_on={"scheduler": {"t9kScheduler": {"queue": "q"}}},
+    ),
+    "ColossalAIJob": Case(
+        spec={
+            "launcher": {"image": "img"},
+            "worker": {"replicas": 2, "command": ["train.py"], "template": _template("worker")},
+        },
+        roles=(Role("launcher", 1, "Never"), Role("worker", 2, "Never")),
+        decides=("launcher", 0),
+        bad=(("worker", "procPerWorker"), 0, "spec.worker.procPerWorker"),
+        defaults={"cleanup_policy": "None"},
+        not_acted_on={"runPolicy": {"backoffLimit": 2}},
+    ),
+    "MSJob": Case(
+        spec={
+            "msReplicaSpecs": {
+                "Scheduler": {"replicas": 1, "template": _template("mindspore")},
+                "Worker": {"replicas": 2, "template": _template("mindspore")},
+            }
+        },
+        roles=(Role("Scheduler", 1, "Never"), Role("Worker", 2, "Never")),
+        decides=("Worker", 0),
+        bad=(
+            ("msReplicaSpecs", "Worker", "restartPolicy"),
+            "Sometimes",
+            "spec.msReplicaSpecs.Worker.restartPolicy",
+        ),
+        defaults={
+            "backoff_limit": msjob.MSRunPolicy().backoff_limit,
+            "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
+        },
+        not_acted_on={"runPolicy": {"ttlSecondsAfterFinished": 60}},
+        run_mode=False,
+    ),
+}
+NAMES = [kind.crd.kind for kind in KINDS]
+
+
+def test_every_registered_kind_is_described_here() -> None:
+    assert sorted(CASES) == sorted(NAMES)
+
+
+def job_of(name: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    kind = by_kind(name)
+    return {
+        "apiVersion": f"{kind.crd.group}/{kind.crd.version}",
+        "kind": name,
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u", "generation": 3},
+        "spec": copy.deepcopy(spec if spec is not None else CASES[name].spec),
+    }
+
+
+@pytest.fixture(params=NAMES)
+def name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def kind(name: str) -> JobKind:
+    return by_kind(name)
+
+
+def test_view_reads_roles_and_takes_its_defaults_from_the_model(name: str, kind: JobKind) -> None:
+    view = kind.view(job_of(name))
+    assert view.spec_error is None
+    assert view.roles == CASES[name].roles
+    assert (view.kind, view.name, view.namespace, view.generation) == (name, "j", "ns", 3)
+    for attr, value in CASES[name].defaults.items():
+        assert getattr(view, attr) == value, attr
+    assert not view.debug and not view.paused
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if CASES[n].run_mode])
+def test_view_reads_debug_and_pause(name: str) -> None:
+    """(MSJob's API, the MindSpore operator's, has no runMode.)"""
+    kind = by_kind(name)
+    role = CASES[name].roles[-1].type
+    spec = copy.deepcopy(CASES[name].spec)
+    spec["runMode"] = {
+        "debug": {"enabled": True, "replicaSpecs": [{"type": role, "command": ["sleep", "1"]}]},
+    }
+    debug = kind.view(job_of(name, spec))
+    assert debug.debug and debug.debug_overrides == (Override(role, ("sleep", "1")),)
+    spec["runMode"] = {
+        "pause": {"enabled": True, "resumeSpecs": [{"type": role, "args": ["--resume"]}]}
+    }
+    paused = kind.view(job_of(name, spec))
+    assert paused.paused and paused.resume_overrides == (Override(role, None, ("--resume",)),)
+
+
+def test_the_deciding_replica_decides_success(name: str, kind: JobKind) -> None:
+    view = kind.view(job_of(name))
+    others = {
+        (r.type, i): ReplicaState(f"{r.type}-{i}", f"u-{r.type}-{i}", "Running")
+        for r in view.roles
+        for i in range(r.replicas)
+    }
+    assert kind.outcome(view, others) is None
+    decides = CASES[name].decides
+    done = {**others, decides: ReplicaState("d", "u-d", "Succeeded")}
+    outcome = kind.outcome(view, done)
+    assert outcome is not None and outcome.phase == "Succeeded"
+
+
+def test_a_bad_spec_names_the_users_field(name: str, kind: JobKind) -> None:
+    where, value, path = CASES[name].bad
+    spec = copy.deepcopy(CASES[name].spec)
+    node: Any = spec
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    view = kind.view(job_of(name, spec))
+    assert view.spec_error is not None and path in view.spec_error, view.spec_error
+    assert "constrained" not in view.spec_error and view.roles == ()
+
+
+def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind) -> None:
+    assert kind.fields_not_acted_on(job_of(name)) == []
+    spec = {**copy.deepcopy(CASES[name].spec)}
+    for key, value in CASES[name].not_acted_on.items():
+        spec[key] = {**spec.get(key, {}), **value}
+    reported = kind.fields_not_acted_on(job_of(name, spec))
+    assert reported, "a field the CRD says is not acted on must be reported"
+
+
+def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind) -> None:
+    job = job_of(name)
+    view = kind.view(job)
+    services = {
+        s["metadata"]["name"]: {**s, "spec": {**s["spec"], "clusterIP": "10.0.0.9"}}
+        for s in kind.extras(job)
+        if s["kind"] == "Service"
+    }
+    for role in view.roles:
+        for index in range(role.replicas):
+            pod = kind.build_pod(job, role.type, index, PodMode(), services)
+            assert pod["kind"] == "Pod" and pod["spec"]["restartPolicy"] == "Never"
+            labels = pod["metadata"]["labels"]
+            assert labels["t9k.dev/replica-type"] == role.type
+            assert labels["t9k.dev/replica-index"] == str(index)
+            assert pod["metadata"]["ownerReferences"][0]["uid"] == "u"
+    secret = kind.ssh_secret(job, "PRIVATE", "PUBLIC")
+    assert (secret is not None) == kind.uses_ssh
