@@ -21,6 +21,8 @@ from typing import Any
 
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
+    NORMAL,
+    PodMode,
     child_metadata,
     headless_service,
     pod_name,
@@ -140,11 +142,9 @@ def worker_command(job: Mapping[str, Any]) -> list[str]:
 def build_worker(
     job: Mapping[str, Any],
     index: int,
-    *,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    skip_init_containers: bool = False,
+    mode: PodMode = NORMAL,
 ) -> Obj:
+    command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     template = worker(job).get("template") or {}
     pod = replica_pod(
         job,
@@ -164,12 +164,8 @@ def build_worker(
     return pod
 
 
-def build_launcher(
-    job: Mapping[str, Any],
-    *,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-) -> Obj:
+def build_launcher(job: Mapping[str, Any], mode: PodMode = NORMAL) -> Obj:
+    command, args = mode.command, mode.args
     name = job["metadata"]["name"]
     spec = dict(_spec(job).get("launcher") or {})
     container: Obj = {

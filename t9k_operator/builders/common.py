@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.objects import Obj
@@ -30,6 +31,20 @@ def pod_name(job_name: str, replica_type: str, index: int) -> str:
 
 def ssh_secret_name(job_name: str) -> str:
     return f"{job_name}-ssh"
+
+
+@dataclass(frozen=True)
+class PodMode:
+    """How a pod is to be built: normally, for debugging, or after a pause."""
+
+    command: tuple[str, ...] | None = None  # replaces the training container's command
+    args: tuple[str, ...] | None = None  # replaces its args (resume only)
+    skip_init_containers: bool = False
+    debug: bool = False
+
+
+NORMAL = PodMode()
+"""A pod built as its template and the kind say, with no debug or resume setting."""
 
 
 def job_labels(kind: str, job_name: str) -> dict[str, str]:

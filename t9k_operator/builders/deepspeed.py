@@ -20,6 +20,8 @@ from typing import Any
 from t9k_operator.api.common import elastic_count
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
+    NORMAL,
+    PodMode,
     headless_service,
     pod_name,
     replica_pod,
@@ -148,12 +150,11 @@ def launch_script(job: Mapping[str, Any], *, is_launcher: bool) -> str:
 def build_pod(
     job: Mapping[str, Any],
     index: int,
-    *,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    skip_init_containers: bool = False,
-    debug: bool = False,
+    mode: PodMode = NORMAL,
 ) -> Obj:
+    command: Sequence[str] | None = mode.command
+    args: Sequence[str] | None = mode.args
+    skip_init_containers, debug = mode.skip_init_containers, mode.debug
     name = job["metadata"]["name"]
     template = (job.get("spec") or {}).get("worker", {}).get("template") or {}
     if debug and command is not None and tuple(command) == DEBUG_COMMAND and args is None:

@@ -12,10 +12,12 @@ passes that ClusterIP in, keeping these functions pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from t9k_operator.builders.common import (
+    NORMAL,
+    PodMode,
     child_metadata,
     headless_service,
     job_labels,
@@ -103,10 +105,9 @@ def build_pod(
     index: int,
     *,
     scheduler_ip: str | None,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    skip_init_containers: bool = False,
+    mode: PodMode = NORMAL,
 ) -> Obj:
+    command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     template = role_specs(job)[role].get("template") or {}
     pod = replica_pod(
         job,

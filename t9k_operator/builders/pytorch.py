@@ -19,6 +19,8 @@ from typing import Any
 
 from t9k_operator.api.common import elastic_count
 from t9k_operator.builders.common import (
+    NORMAL,
+    PodMode,
     headless_service,
     pod_name,
     replica_pod,
@@ -139,14 +141,13 @@ def build_pod(
     job: Mapping[str, Any],
     replica_type: str,
     index: int,
-    *,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    skip_init_containers: bool = False,
-    debug: bool = False,
+    mode: PodMode = NORMAL,
 ) -> Obj:
-    """The pod of ``<type>-<index>``; ``command``/``args`` come from debug or
-    resume settings and win over the torchrun line."""
+    """The pod of ``<type>-<index>``; the mode's ``command``/``args`` come from debug
+    or resume settings and win over the torchrun line."""
+    command: Sequence[str] | None = mode.command
+    args: Sequence[str] | None = mode.args
+    skip_init_containers, debug = mode.skip_init_containers, mode.debug
     rs = next(r for t, _, r in replica_counts(job) if t == replica_type)
     template = rs.get("template") or {}
     torchrun = bool(((job.get("spec") or {}).get("torchrunConfig") or {}).get("enabled"))

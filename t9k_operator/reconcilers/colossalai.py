@@ -17,7 +17,7 @@ from t9k_operator.api.colossalai import CRD, ColossalAIJobObject, ColossalAIJobS
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import JobView, KindBase, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
     job_view,
@@ -71,23 +71,10 @@ class ColossalAIKind(KindBase):
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
 
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
-        if replica_type == "launcher":
-            return build.build_launcher(job, command=mode.command, args=mode.args)
-        return build.build_worker(
-            job,
-            index,
-            command=mode.command,
-            args=mode.args,
-            skip_init_containers=mode.skip_init_containers,
-        )
+    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
+        if type_ == "launcher":
+            return build.build_launcher(job, mode)
+        return build.build_worker(job, index, mode)
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

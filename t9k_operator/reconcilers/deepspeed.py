@@ -19,7 +19,7 @@ from t9k_operator.api.deepspeed import (
 )
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import JobView, KindBase, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
     job_view,
@@ -62,22 +62,8 @@ class DeepSpeedKind(KindBase):
     ) -> Outcome | None:
         return succeeded_with(replicas.get(("worker", 0)))
 
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
-        return build.build_pod(
-            job,
-            index,
-            command=mode.command,
-            args=mode.args,
-            skip_init_containers=mode.skip_init_containers,
-            debug=mode.debug,
-        )
+    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
+        return build.build_pod(job, index, mode)
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]

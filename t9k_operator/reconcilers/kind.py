@@ -20,11 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from t9k_operator.api.common import CrdInfo
+from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pods import ReplicaState
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
+Job = Mapping[str, Any]
+"""A job as stored (the raw object; kinds parse it with their API model)."""
+Services = Mapping[str, Obj]
+"""The job's Services by name."""
 
 
 @dataclass(frozen=True)
@@ -34,16 +39,6 @@ class Role:
     type: str
     replicas: int
     restart_policy: str = "Never"
-
-
-@dataclass(frozen=True)
-class PodMode:
-    """How a pod is to be built: normally, for debugging, or after a pause."""
-
-    command: tuple[str, ...] | None = None  # replaces the training container's command
-    args: tuple[str, ...] | None = None  # replaces its args (resume only)
-    skip_init_containers: bool = False
-    debug: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,14 +131,7 @@ class JobKind(Protocol):
 
     # -- building children -------------------------------------------------------------
 
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
+    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         """The pod of one replica. ``services`` are the job's Services by name, for
         kinds whose pods need a Service's value (MSJob: the scheduler's ClusterIP);
         raise :class:`ChildNotReady` when it is not there yet."""

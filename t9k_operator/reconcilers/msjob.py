@@ -20,7 +20,16 @@ from typing import Any
 from t9k_operator.api.msjob import CRD, MSJobObject
 from t9k_operator.builders import msjob as build
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import ChildNotReady, JobView, KindBase, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import (
+    ChildNotReady,
+    Job,
+    JobView,
+    KindBase,
+    Outcome,
+    PodMode,
+    Role,
+    Services,
+)
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import job_view, parse
 
@@ -81,29 +90,14 @@ class MSJobKind(KindBase):
             replica_type == build.SCHEDULER or not has_scheduler or (build.SCHEDULER, 0) in replicas
         )
 
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
+    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         ip = None
-        if replica_type != build.SCHEDULER and build.replicas(job, build.SCHEDULER):
-            svc = services.get(build.scheduler_service_name(job["metadata"]["name"])) or {}
-            ip = (svc.get("spec") or {}).get("clusterIP")
+        if type_ != build.SCHEDULER and build.replicas(job, build.SCHEDULER):
+            scheduler = svc.get(build.scheduler_service_name(job["metadata"]["name"])) or {}
+            ip = (scheduler.get("spec") or {}).get("clusterIP")
             if not ip:
                 raise ChildNotReady("the scheduler Service has no ClusterIP yet")
-        return build.build_pod(
-            job,
-            replica_type,
-            index,
-            scheduler_ip=ip,
-            command=mode.command,
-            args=mode.args,
-            skip_init_containers=mode.skip_init_containers,
-        )
+        return build.build_pod(job, type_, index, scheduler_ip=ip, mode=mode)
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         out = [build.build_service(job)]

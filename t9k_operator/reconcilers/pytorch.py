@@ -13,7 +13,7 @@ from typing import Any
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobObject, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import JobView, KindBase, Outcome, PodMode, Role
+from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.t9k import (
     job_view,
@@ -66,23 +66,8 @@ class PyTorchKind(KindBase):
             master_type = next((r.type for r in job.roles if r.replicas), None)
         return succeeded_with(replicas.get((master_type, 0)) if master_type else None)
 
-    def build_pod(
-        self,
-        job: Mapping[str, Any],
-        replica_type: str,
-        index: int,
-        mode: PodMode,
-        services: Mapping[str, Obj],
-    ) -> Obj:
-        return build.build_pod(
-            job,
-            replica_type,
-            index,
-            command=mode.command,
-            args=mode.args,
-            skip_init_containers=mode.skip_init_containers,
-            debug=mode.debug,
-        )
+    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
+        return build.build_pod(job, type_, index, mode)
 
     def extras(self, job: Mapping[str, Any]) -> list[Obj]:
         return [build.build_service(job)]

@@ -208,7 +208,7 @@ def test_kubectl_explain_shows_descriptions(cluster: Cluster, crd: None) -> None
     debug = cluster.kubectl("explain", "caij.spec.runMode.debug").stdout
     assert "sleep inf" in debug
     policy = cluster.kubectl("explain", "caij.spec.runPolicy").stdout
-    assert "cleanUpWorkers" in policy and "launcher only" in policy
+    assert "cleanUpWorkers" in policy and "not acted on" in policy
 
 
 # -- invalid specs are refused, naming the field -------------------------------------------------

@@ -117,7 +117,7 @@ def test_defaults_are_filled_in(cluster: Cluster, crd: None, namespace: str) -> 
     applied(cluster, namespace, yaml.safe_dump(obj))
     spec = stored(cluster, namespace)["spec"]
     assert spec["successPolicy"] == ""
-    assert spec["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert spec["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 3}
     assert spec["msReplicaSpecs"]["Worker"]["replicas"] == 1
     assert "restartPolicy" not in spec["msReplicaSpecs"]["Worker"]  # unset means Never
 

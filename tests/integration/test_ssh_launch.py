@@ -24,6 +24,7 @@ import pytest
 from t9k_operator.builders import colossalai as cb
 from t9k_operator.builders import deepspeed as db
 from t9k_operator.builders import ssh
+from t9k_operator.builders.common import PodMode
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
 from t9k_operator.runtime.sshkeys import generate_keypair
@@ -159,7 +160,7 @@ def test_deepspeed_key_files_are_private_and_the_secret_is_not_in_the_training_c
 ) -> None:
     job = ds_job(1)
     ds_node(node, job)
-    w = node.run_pod(db.build_pod(job, 0, command=["sleep", "inf"], debug=True), STOCK)
+    w = node.run_pod(db.build_pod(job, 0, PodMode(("sleep", "inf"), debug=True)), STOCK)
     out = w.exec(
         "worker",
         [
@@ -189,7 +190,7 @@ def test_deepspeed_debug_default_command_lets_replicas_ssh_to_each_other(node: N
     job["spec"]["runMode"] = {"debug": {"enabled": True}}
     ds_node(node, job)
     pods = [
-        node.run_pod(db.build_pod(job, i, command=list(db.DEBUG_COMMAND), debug=True), NO_HOST_KEYS)
+        node.run_pod(db.build_pod(job, i, PodMode(db.DEBUG_COMMAND, debug=True)), NO_HOST_KEYS)
         for i in (0, 1)
     ]
     for i, p in enumerate(pods):

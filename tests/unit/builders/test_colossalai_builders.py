@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders import colossalai as b
+from t9k_operator.builders.common import PodMode
 
 
 def job(
@@ -120,9 +121,9 @@ def test_default_ssh_settings() -> None:
 
 
 def test_debug_commands_replace_sshd_and_launcher() -> None:
-    assert b.build_worker(job(), 0, command=["sleep", "inf"])["spec"]["containers"][0][
+    assert b.build_worker(job(), 0, PodMode(command=("sleep", "inf")))["spec"]["containers"][0][
         "command"
     ] == ["sleep", "inf"]
-    assert b.build_launcher(job(), command=["sleep", "inf"])["spec"]["containers"][0][
+    assert b.build_launcher(job(), PodMode(command=("sleep", "inf")))["spec"]["containers"][0][
         "command"
     ] == ["sleep", "inf"]

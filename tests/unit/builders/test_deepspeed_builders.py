@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders import deepspeed as b
+from t9k_operator.builders.common import PodMode
 
 
 def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
@@ -140,13 +141,14 @@ def test_worker_zero_launches() -> None:
 
 
 def test_debug_pod_runs_sshd() -> None:
-    pod = b.build_pod(job(2), 0, command=list(b.DEBUG_COMMAND), debug=True)
+    pod = b.build_pod(job(2), 0, PodMode(command=b.DEBUG_COMMAND, debug=True))
     command = pod["spec"]["containers"][1]["command"]
     # /usr/sbin/sshd -D, after making a stock image ready for it, logging to stderr
     assert command[:2] == ["/bin/bash", "-c"]
     assert command[2].rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
     assert "ssh-keygen -A" in command[2] and "mkdir -p /run/sshd" in command[2]
-    own = b.build_pod(job(2), 0, command=["/usr/sbin/sshd", "-D", "-p", "2222"], debug=True)
+    own_sshd = ("/usr/sbin/sshd", "-D", "-p", "2222")
+    own = b.build_pod(job(2), 0, PodMode(command=own_sshd, debug=True))
     assert own["spec"]["containers"][1]["command"] == ["/usr/sbin/sshd", "-D", "-p", "2222"]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from t9k_operator.builders import common
 from t9k_operator.builders import pytorch as b
+from t9k_operator.builders.common import PodMode
 
 
 def job(specs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
@@ -177,12 +178,12 @@ def test_elastic_follows_expected_within_bounds(expected: int, count: int) -> No
 def test_debug_and_resume_modes() -> None:
     j = job([rs("worker", 1)], torchrunConfig={"enabled": True})
     debug = b.build_pod(
-        j, "worker", 0, command=["sleep", "inf"], skip_init_containers=True, debug=True
+        j, "worker", 0, PodMode(("sleep", "inf"), skip_init_containers=True, debug=True)
     )
     c = debug["spec"]["containers"][0]
     assert c["command"] == ["sleep", "inf"] and "args" not in c
     assert "initContainers" not in debug["spec"]
-    resumed = b.build_pod(j, "worker", 0, command=["python"], args=["resume.py"])
+    resumed = b.build_pod(j, "worker", 0, PodMode(("python",), ("resume.py",)))
     c = resumed["spec"]["containers"][0]
     assert (c["command"], c["args"]) == (["python"], ["resume.py"])
 
