@@ -31,7 +31,7 @@ it does not declare.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -57,7 +57,6 @@ from t9k_operator.api.common import (
     RunMode,
     SchedulerPolicy,
     T9kModel,
-    check_job_name,
     job_crd,
     last_index_cel,
     named_or_first_container,
@@ -466,10 +465,10 @@ class ColossalAIJobStatus(JobStatus):
 class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
     """A ColossalAIJob as stored by the API server."""
 
-    @model_validator(mode="after")
-    def _check_name(self) -> ColossalAIJobObject:
-        check_job_name(self.name, lambda: pod_names_fit(self.name, self.spec), MSG_POD_NAME_LENGTH)
-        return self
+    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
+
+    def pod_names_fit(self) -> bool:
+        return pod_names_fit(self.name, self.spec)
 
 
 _REPLICAS = "self.spec.worker.replicas"

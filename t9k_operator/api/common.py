@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -667,6 +667,19 @@ class JobObject(T9kModel, Generic[SpecT, StatusT]):
     )
     spec: SpecT = Field(description="Desired state of the job.")
     status: StatusT | None = Field(default=None, description="Observed state of the job.")
+
+    name_too_long: ClassVar[str] = ""
+    """The kind's message when its pods' names would not fit (its pod-name-length rule)."""
+
+    def pod_names_fit(self) -> bool:
+        """Whether every pod name the job may get fits in a DNS label; the Python
+        side of the kind's pod-name-length CEL rule."""
+        return True
+
+    @model_validator(mode="after")
+    def _check_name(self) -> Self:
+        check_job_name(self.name, self.pod_names_fit, self.name_too_long)
+        return self
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Self:

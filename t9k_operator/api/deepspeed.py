@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
@@ -59,7 +59,6 @@ from t9k_operator.api.common import (
     RunPolicy,
     SchedulerPolicy,
     T9kModel,
-    check_job_name,
     job_crd,
     last_index_cel,
     named_or_first_container,
@@ -615,10 +614,10 @@ class DeepSpeedJobStatus(JobStatus):
 class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
     """A DeepSpeedJob as stored by the API server."""
 
-    @model_validator(mode="after")
-    def _check_name(self) -> DeepSpeedJobObject:
-        check_job_name(self.name, lambda: pod_name_fits(self.name, self.spec), MSG_POD_NAME_LENGTH)
-        return self
+    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
+
+    def pod_names_fit(self) -> bool:
+        return pod_name_fits(self.name, self.spec)
 
 
 _REPLICAS = "self.spec.worker.replicas"

@@ -22,11 +22,10 @@ writes for every kind (``phase``, ``observedGeneration``, ``restartCount``,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from t9k_operator.api.common import (
     DNS_LABEL_MAX,
@@ -403,16 +402,10 @@ class MSJobStatus(JobStatus):
 class MSJobObject(JobObject[MSJobSpec, MSJobStatus]):
     """An MSJob as stored by the API server."""
 
-    @model_validator(mode="after")
-    def _check_name(self) -> MSJobObject:
-        name = self.name
-        if not name:
-            return self  # not named yet (generateName): the API server checks it
-        if re.fullmatch(DNS_1035_PATTERN, name) is None:
-            raise ValueError(MSG_JOB_NAME)
-        if not pod_names_fit(name, self.spec):
-            raise ValueError(MSG_POD_NAME_LENGTH)
-        return self
+    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
+
+    def pod_names_fit(self) -> bool:
+        return pod_names_fit(self.name, self.spec)
 
 
 _SPECS = "self.spec.msReplicaSpecs"

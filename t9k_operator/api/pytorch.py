@@ -16,11 +16,12 @@ rule) is only in the schema.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from t9k_operator.api.common import (
+    DNS_LABEL_MAX,
     ELASTIC_SCALE,
     JOB_NAME_RULE,
     MAX_INT32,
@@ -307,6 +308,18 @@ class PyTorchTrainingJobStatus(JobStatus):
 
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
     """A PyTorchTrainingJob as stored by the API server."""
+
+    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
+
+    def pod_names_fit(self) -> bool:
+        """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type
+        (elastic types counting up to maxReplicas)."""
+        elastic = self.spec.elastic
+        high = elastic.max_replicas if elastic is not None and elastic.max_replicas else 0
+        return all(
+            len(f"{self.name}-{rs.type}-{max(max(rs.replicas, high) - 1, 0)}") <= DNS_LABEL_MAX
+            for rs in self.spec.replica_specs
+        )
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(

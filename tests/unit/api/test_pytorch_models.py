@@ -10,6 +10,7 @@ API server.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -572,3 +573,21 @@ def test_elastic_disabled_may_keep_partial_settings() -> None:
         spec_with(elastic={"enabled": False, "expectedReplicas": 3})
     )
     assert spec.elastic is not None and not spec.elastic_enabled
+
+
+def test_a_name_too_long_for_its_pods_is_refused_by_the_model_as_by_cel() -> None:
+    """The Python side of POD_NAME_LENGTH_RULE (every kind's object checks it)."""
+    from t9k_operator.api.pytorch import MSG_POD_NAME_LENGTH, PyTorchTrainingJobObject
+
+    def obj(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "PyTorchTrainingJob",
+            "metadata": {"name": name},
+            "spec": spec_with(**spec),
+        }
+
+    fits = "a" * (63 - len("-worker-0"))
+    assert PyTorchTrainingJobObject.from_dict(obj(fits)).name == fits
+    with pytest.raises(ValidationError, match=re.escape(MSG_POD_NAME_LENGTH)):
+        PyTorchTrainingJobObject.from_dict(obj(fits + "a"))
