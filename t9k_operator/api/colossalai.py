@@ -57,6 +57,7 @@ from t9k_operator.api.common import (
     RunMode,
     SchedulerPolicy,
     T9kModel,
+    deadline_field,
     job_crd,
     last_index_cel,
     named_or_first_container,
@@ -64,6 +65,7 @@ from t9k_operator.api.common import (
     pod_name_length_rule,
     pod_template_schema,
     preserved_object_schema,
+    scheduler_field,
 )
 
 KIND = "ColossalAIJob"
@@ -343,15 +345,7 @@ class ColossalAIRunPolicy(T9kModel):
             "its log tells whether the training succeeded. Defaults to false."
         ),
     )
-    active_deadline_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_INT32,
-        description=(
-            "Maximum duration of the job in seconds, counted from its start; "
-            "the job fails when it is exceeded. Unset: no limit."
-        ),
-    )
+    active_deadline_seconds: int | None = deadline_field()
     backoff_limit: int | None = Field(
         default=None,
         ge=0,
@@ -419,16 +413,12 @@ class ColossalAIJobSpec(T9kModel):
     )
     run_policy: ColossalAIRunPolicy = Field(
         default_factory=ColossalAIRunPolicy,
-        description="Deadline of the job, clean-up of its workers and the launcher's restarts.",
-    )
-    scheduler: SchedulerPolicy | None = Field(
-        default=None,
         description=(
-            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
-            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
-            "a Warning Event FieldNotActedOn."
+            "Deadline of the job and clean-up of its workers (backoffLimit is stored but "
+            "not acted on)."
         ),
     )
+    scheduler: SchedulerPolicy | None = scheduler_field()
     run_mode: ColossalAIRunMode | None = Field(
         default=None,
         description=(

@@ -205,6 +205,39 @@ def pod_template_schema(overlay: Mapping[str, Any] | None = None) -> dict[str, A
 # -- spec ----------------------------------------------------------------------------
 
 
+def deadline_field() -> Any:
+    """``runPolicy.activeDeadlineSeconds``, the same for every kind."""
+    return Field(
+        default=None,
+        ge=1,
+        le=MAX_INT32,
+        description=(
+            "Maximum duration of the job in seconds, counted from its start; "
+            "the job fails when it is exceeded. Unset: no limit."
+        ),
+    )
+
+
+def scheduler_field() -> Any:
+    """``spec.scheduler`` of a T9k kind: stored, not acted on yet."""
+    return Field(
+        default=None,
+        description=(
+            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
+            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
+            "a Warning Event FieldNotActedOn."
+        ),
+    )
+
+
+def run_policy_field() -> Any:
+    """``spec.runPolicy`` of a T9k kind whose policy is :class:`RunPolicy`."""
+    return Field(
+        default_factory=RunPolicy,
+        description="Restart limit, deadline and clean-up policy of the job.",
+    )
+
+
 class RunPolicy(T9kModel):
     """How long and how often the job may run, and what is removed when it ends."""
 
@@ -217,15 +250,7 @@ class RunPolicy(T9kModel):
             "Once reached, a replica that fails again is not restarted. Defaults to 3."
         ),
     )
-    active_deadline_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_INT32,
-        description=(
-            "Maximum duration of the job in seconds, counted from its start; "
-            "the job fails when it is exceeded. Unset: no limit."
-        ),
-    )
+    active_deadline_seconds: int | None = deadline_field()
     clean_up_policy: CleanUpPolicy = Field(
         default="None",
         description=(

@@ -66,6 +66,8 @@ from t9k_operator.api.common import (
     pod_name_length_rule,
     pod_template_schema,
     preserved_object_schema,
+    run_policy_field,
+    scheduler_field,
 )
 
 KIND = "DeepSpeedJob"
@@ -528,18 +530,8 @@ class DeepSpeedJobSpec(T9kModel):
         default=None,
         description="Elastic training: the number of workers may change while training.",
     )
-    run_policy: RunPolicy = Field(
-        default_factory=RunPolicy,
-        description="Restart limit, deadline and clean-up policy of the job.",
-    )
-    scheduler: SchedulerPolicy | None = Field(
-        default=None,
-        description=(
-            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
-            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
-            "a Warning Event FieldNotActedOn."
-        ),
-    )
+    run_policy: RunPolicy = run_policy_field()
+    scheduler: SchedulerPolicy | None = scheduler_field()
     run_mode: DeepSpeedRunMode | None = Field(
         default=None,
         description=(

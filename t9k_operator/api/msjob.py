@@ -40,6 +40,7 @@ from t9k_operator.api.common import (
     PodTemplate,
     PrinterColumn,
     T9kModel,
+    deadline_field,
     pod_template_schema,
 )
 
@@ -114,15 +115,7 @@ class MSRunPolicy(T9kModel):
             "always crashes would be recreated forever."
         ),
     )
-    active_deadline_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_INT32,
-        description=(
-            "Maximum duration of the job in seconds, counted from its start; the job fails "
-            "when it is exceeded. Unset: no limit."
-        ),
-    )
+    active_deadline_seconds: int | None = deadline_field()
     ttl_seconds_after_finished: int | None = Field(
         default=None,
         ge=0,

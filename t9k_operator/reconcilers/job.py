@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -111,6 +111,17 @@ def resource_of(crd: CrdInfo) -> Resource:
     return Resource(crd.group, crd.version, crd.plural, crd.kind)
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """One reconcile of one job: what a failure or a wait is planned from."""
+
+    job: Obj  # as last written
+    view: JobView
+    states: dict[tuple[str, int], ReplicaState]
+    now: datetime
+    key: str
+
+
 class JobReconciler:
     def __init__(self, kind: JobKind, ctx: ControllerContext) -> None:
         self.kind = kind
@@ -170,6 +181,7 @@ class JobReconciler:
 
         new_status = self.kind.render_status(job, plan.status)
         current = self._write_status(job, new_status, key)  # further writes start here
+        here = _Pass(current, view, states, now, key)
         if not job.get("status"):
             # Told once the first status is stored: a write that conflicts is
             # retried from a job still without status, and would tell it again.
@@ -195,7 +207,7 @@ class JobReconciler:
         if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
             problem = self._ensure_extras(job, rlog)
             if problem is not None:
-                return self._cannot_have(current, view, states, now, key, *problem)
+                return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
         for type_, index, mode in plan.create:
             replica = f"the pod of replica {type_}-{index}"
@@ -209,7 +221,7 @@ class JobReconciler:
                     f"the operator cannot build {replica} from this spec "
                     f"({type(exc).__name__}: {exc}); fix the spec and resubmit"
                 )
-                return self._fail(current, view, states, now, key, "InvalidSpec", message)
+                return self._fail(here, "InvalidSpec", message)
             name = pod["metadata"]["name"]
             try:
                 # Strict: a field of the template the Pod API does not know (a
@@ -219,11 +231,9 @@ class JobReconciler:
             except AlreadyExists:
                 clash = self._foreign_owner(PODS, pod, uid)
                 if clash:
-                    return self._fail(current, view, states, now, key, "NameConflict", clash)
+                    return self._fail(here, "NameConflict", clash)
             except ApiError as exc:
-                return self._cannot_have(
-                    current, view, states, now, key, replica, f"Pod {name}", exc
-                )
+                return self._cannot_have(here, replica, f"Pod {name}", exc)
         return Result(requeue_after=plan.requeue_after)
 
     def _accepted(self, job: Obj) -> None:
@@ -239,22 +249,12 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", "FieldNotActedOn", message)
 
-    def _cannot_have(
-        self,
-        job: Obj,
-        view: JobView,
-        states: dict[tuple[str, int], ReplicaState],
-        now: datetime,
-        key: str,
-        what: str,
-        child: str,
-        problem: ApiError | str,
-    ) -> Result:
+    def _cannot_have(self, p: _Pass, what: str, child: str, problem: ApiError | str) -> Result:
         """A child that cannot be had: fail the job (a refusal retrying cannot
         cure, a name clash) or keep it Pending with a condition and a Warning
         Event saying what it waits for, and retry with backoff."""
         if isinstance(problem, str):
-            return self._fail(job, view, states, now, key, "NameConflict", problem)
+            return self._fail(p, "NameConflict", problem)
         quoted = f"{child}: {problem.message}"
         if refusal_is_permanent(problem):
             reason = "InvalidSpec" if isinstance(problem, (Invalid, BadRequest)) else "Forbidden"
@@ -262,11 +262,11 @@ class JobReconciler:
                 f"the API server refused {what} ({quoted}); retrying cannot help: "
                 "fix the spec (or the namespace's policy) and resubmit"
             )
-            return self._fail(job, view, states, now, key, reason, message)
+            return self._fail(p, reason, message)
         message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
-        waiting = engine.plan(self.kind, replace(view, waiting=message), states, now)
-        self._write_status(job, self.kind.render_status(job, waiting.status), key)
-        self.recorder.record(job, "Warning", "FailedCreate", message)
+        waiting = engine.plan(self.kind, replace(p.view, waiting=message), p.states, p.now)
+        self._write_status(p.job, self.kind.render_status(p.job, waiting.status), p.key)
+        self.recorder.record(p.job, "Warning", "FailedCreate", message)
         return Result(requeue=True)
 
     def _write_status(self, job: Obj, status: Obj, key: str) -> Obj:
@@ -280,20 +280,12 @@ class JobReconciler:
         self._written[key] = Written(written)
         return written
 
-    def _fail(
-        self,
-        job: Obj,
-        view: JobView,
-        states: dict[tuple[str, int], ReplicaState],
-        now: datetime,
-        key: str,
-        reason: str,
-        message: str,
-    ) -> Result:
+    def _fail(self, p: _Pass, reason: str, message: str) -> Result:
         """Fail the job now with ``reason`` and ``message`` (status and Event)."""
-        failing = replace(view, spec_error=message, spec_error_reason=reason)
-        failed = engine.plan(self.kind, failing, states, now)
-        self._write_status(job, self.kind.render_status(job, failed.status), key)
+        failing = replace(p.view, spec_error=message, spec_error_reason=reason)
+        failed = engine.plan(self.kind, failing, p.states, p.now)
+        job = p.job
+        self._write_status(job, self.kind.render_status(job, failed.status), p.key)
         for type_, why, text in failed.events:
             self.recorder.record(job, "Warning" if type_ == "Warning" else "Normal", why, text)
         if failed.finished is not None:
