@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from t9k_operator.builders import ssh
@@ -144,18 +145,11 @@ def build_worker(
     index: int,
     mode: PodMode = NORMAL,
 ) -> Obj:
-    command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     template = worker(job).get("template") or {}
+    if mode.command is None:
+        mode = replace(mode, command=tuple(worker_command(job)))
     pod = replica_pod(
-        job,
-        template,
-        "worker",
-        index,
-        training_names=TRAINING_CONTAINERS,
-        command=command if command is not None else worker_command(job),
-        args=args,
-        skip_init_containers=skip_init_containers,
-        role="worker",
+        job, template, "worker", index, training_names=TRAINING_CONTAINERS, mode=mode, role="worker"
     )
     containers = pod["spec"].get("containers") or []
     if containers:

@@ -131,9 +131,7 @@ def replica_pod(
     index: int,
     *,
     training_names: Sequence[str],
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    skip_init_containers: bool = False,
+    mode: PodMode = NORMAL,
     env: Mapping[str, str] | None = None,
     role: str | None = None,
 ) -> Obj:
@@ -142,9 +140,11 @@ def replica_pod(
     The template is kept whole (user labels, annotations, volumes, security
     context, resources); the operator adds its labels, the owner reference,
     ``hostname``/``subdomain`` for DNS, and ``restartPolicy: Never`` (it
-    decides restarts itself). ``command``/``args`` replace the training
-    container's (``args`` is cleared when only ``command`` is given).
+    decides restarts itself). The mode's ``command``/``args`` replace the
+    training container's (``args`` is cleared when only ``command`` is given);
+    ``skip_init_containers`` drops the template's init containers.
     """
+    command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     name = job["metadata"]["name"]
     tpl = copy.deepcopy(dict(template))
     meta = tpl.get("metadata") or {}

@@ -164,16 +164,14 @@ def build_pod(
     if command is None and not debug:
         command = ["/bin/bash", "-c", launch_script(job, is_launcher=index == 0)]
         args = None
+    mode = PodMode(
+        tuple(command) if command is not None else None,
+        tuple(args) if args is not None else None,
+        skip_init_containers,
+    )
+    role = "launcher" if index == 0 else "worker"
     pod = replica_pod(
-        job,
-        template,
-        "worker",
-        index,
-        training_names=TRAINING_CONTAINERS,
-        command=command,
-        args=args,
-        skip_init_containers=skip_init_containers,
-        role="launcher" if index == 0 else "worker",
+        job, template, "worker", index, training_names=TRAINING_CONTAINERS, mode=mode, role=role
     )
     spec = pod["spec"]
     spec.setdefault("volumes", []).append(ssh.hostfile_volume(name))

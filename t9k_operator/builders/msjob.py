@@ -107,7 +107,6 @@ def build_pod(
     scheduler_ip: str | None,
     mode: PodMode = NORMAL,
 ) -> Obj:
-    command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     template = role_specs(job)[role].get("template") or {}
     pod = replica_pod(
         job,
@@ -115,9 +114,7 @@ def build_pod(
         role,
         index,
         training_names=TRAINING_CONTAINERS,
-        command=command,
-        args=args,
-        skip_init_containers=skip_init_containers,
+        mode=mode,
         role=MS_ROLE[role],
     )
     pod["metadata"]["labels"].update(kubeflow_labels(job["metadata"]["name"], role, index))

@@ -170,17 +170,21 @@ def build_pod(
         command = ["torchrun", *torchrun_args(job), *own_args]
         args = None
     master = master_replica(job) == (replica_type, index)
+    mode = PodMode(
+        tuple(command) if command is not None else None,
+        tuple(args) if args is not None else None,
+        skip_init_containers,
+    )
+    role = "master" if master else "worker"
     return replica_pod(
         job,
         template,
         replica_type,
         index,
         training_names=TRAINING_CONTAINERS,
-        command=command,
-        args=args,
-        skip_init_containers=skip_init_containers,
+        mode=mode,
         env=env,
-        role="master" if master else "worker",
+        role=role,
     )
 
 
