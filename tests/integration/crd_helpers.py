@@ -24,7 +24,19 @@ def install_crd(cluster: Cluster, info: CrdInfo) -> None:
         "-f",
         str(crd_file),
     )
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{info.name}")
+    # Polled, not `kubectl wait`: right after an apply the CRD may have no
+    # conditions yet, which `kubectl wait` reports as an error instead of waiting.
+    established = '{.status.conditions[?(@.type=="Established")].status}'
+    wait_for(
+        lambda: (
+            cluster.kubectl(
+                "get", f"crd/{info.name}", "-o", f"jsonpath={established}", check=False
+            ).stdout
+            == "True"
+        ),
+        60,
+        f"CRD {info.name} Established",
+    )
     wait_for(
         lambda: cluster.kubectl("get", info.short_names[0], "-A", check=False).returncode == 0,
         30,

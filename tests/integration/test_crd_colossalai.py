@@ -26,7 +26,6 @@ from t9k_operator.api.colossalai import (
     ColossalAIJobObject,
     SSHConfig,
 )
-from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -41,7 +40,6 @@ from tests.unit.api.test_colossalai_models import (
     ALL_EXAMPLES,
     IMAGE,
     SPEC_EXAMPLES,
-    STATUS_EXAMPLES,
     USER_EXAMPLES,
 )
 
@@ -157,42 +155,6 @@ def test_debug_job_without_command_is_accepted(cluster: Cluster, crd: None, name
     leave["spec"]["runMode"]["debug"]["enabled"] = False
     leave["spec"]["worker"]["command"] = ["train.py"]
     applied(cluster, namespace, yaml.safe_dump(leave))
-
-
-def test_status_examples_are_stored_through_the_status_subresource(
-    cluster: Cluster, crd: None, namespace: str
-) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    status: dict[str, Any] = {}
-    for text in STATUS_EXAMPLES.values():
-        status.update(load(text))
-    status.update(restartCount=0, readyReplicas=3, replicas=3)
-    cluster.kubectl(
-        "patch",
-        "colossalaijob",
-        JOB,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
-    obj = stored(cluster, namespace)
-    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
-    assert [t["type"] for t in obj["status"]["tasks"]] == ["launcher", "worker"]
-    row = cluster.kubectl("get", "caij", JOB, "-n", namespace, "--no-headers").stdout.split()
-    assert row[:5] == [JOB, "Failed", "3", "3", "0"]
-
-
-def test_kubectl_get_short_names_and_category(cluster: Cluster, crd: None, namespace: str) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    header = cluster.kubectl("get", "caij", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "READY", "REPLICAS", "RESTARTS", "AGE"]
-    for short in CRD.short_names:
-        assert JOB in cluster.kubectl("get", short, "-n", namespace).stdout
-    listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name").stdout.split()
-    assert f"colossalaijob.batch.tensorstack.dev/{JOB}" in listed
 
 
 def test_kubectl_explain_shows_descriptions(cluster: Cluster, crd: None) -> None:
@@ -362,16 +324,6 @@ INVALID: dict[str, tuple[str, list[str]]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(INVALID))
-def test_invalid_spec_is_refused_naming_the_field(
-    cluster: Cluster, crd: None, namespace: str, case: str
-) -> None:
-    text, expected = INVALID[case]
-    stderr = refused(cluster, namespace, text)
-    for fragment in expected:
-        assert fragment in stderr, stderr
-
-
 @pytest.mark.parametrize(
     "spec",
     [
@@ -393,18 +345,3 @@ def test_longest_names_that_fit_are_accepted(cluster: Cluster, crd: None, namesp
     for name, replicas in (("c" + "x" * 53, 10), ("c" + "x" * 52, 11)):
         applied(cluster, namespace, _job({}, name=name, worker={"replicas": replicas}))
         assert stored(cluster, namespace, name)["metadata"]["name"] == name
-
-
-def test_resume_specs_are_immutable_once_set(cluster: Cluster, crd: None, namespace: str) -> None:
-    original = SPEC_EXAMPLES["pause-1"]
-    applied(cluster, namespace, original)
-    applied(cluster, namespace, original.replace("enabled: true", "enabled: false"))
-    changed = original.replace('["/usr/bin/sshd"]', '["sleep", "inf"]')
-    stderr = refused(cluster, namespace, changed)
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_IMMUTABLE in stderr
-    without = load(original)
-    del without["spec"]["runMode"]["pause"]["resumeSpecs"]
-    stderr = refused(cluster, namespace, yaml.safe_dump(without))
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_PERMANENT in stderr
-    resume = stored(cluster, namespace)["spec"]["runMode"]["pause"]["resumeSpecs"]
-    assert resume == [{"type": "worker", "skipInitContainer": True, "command": ["/usr/bin/sshd"]}]

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
 from t9k_operator.api.deepspeed import (
     CRD,
     MSG_ELASTIC_BOUNDS_REQUIRED,
@@ -39,7 +38,6 @@ from tests.unit.api.test_deepspeed_models import (
     ALL_EXAMPLES,
     IMAGE,
     SPEC_EXAMPLES,
-    STATUS_EXAMPLES,
     USER_EXAMPLES,
 )
 
@@ -124,31 +122,6 @@ def test_debug_job_without_config_is_accepted(cluster: Cluster, crd: None, names
     applied(cluster, namespace, yaml.safe_dump(leave))
 
 
-def test_status_examples_are_stored_through_the_status_subresource(
-    cluster: Cluster, crd: None, namespace: str
-) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    status: dict[str, Any] = {}
-    for text in STATUS_EXAMPLES.values():
-        status.update(load(text))
-    status.update(restartCount=1, readyReplicas=2, replicas=4)
-    cluster.kubectl(
-        "patch",
-        "deepspeedjob",
-        JOB,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
-    obj = stored(cluster, namespace)
-    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
-    row = cluster.kubectl("get", "dsj", JOB, "-n", namespace, "--no-headers").stdout.split()
-    assert row[:5] == [JOB, "Failed", "2", "4", "1"]
-
-
 def test_kubectl_get_and_scale(cluster: Cluster, crd: None, namespace: str) -> None:
     elastic = load(SPEC_EXAMPLES["basic"])
     elastic["spec"]["elastic"] = {
@@ -166,14 +139,6 @@ def test_kubectl_get_and_scale(cluster: Cluster, crd: None, namespace: str) -> N
     assert proc.returncode != 0
     assert MSG_ELASTIC_EXPECTED in proc.stderr
     assert stored(cluster, namespace)["spec"]["elastic"]["expectedReplicas"] == 6
-
-
-def test_short_names_and_category(cluster: Cluster, crd: None, namespace: str) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    for short in CRD.short_names:
-        assert JOB in cluster.kubectl("get", short, "-n", namespace).stdout
-    listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name").stdout.split()
-    assert f"deepspeedjob.batch.tensorstack.dev/{JOB}" in listed
 
 
 def test_kubectl_explain_shows_descriptions(cluster: Cluster, crd: None) -> None:
@@ -354,16 +319,6 @@ for _path in ("/root/.ssh", "/root/.ssh/config", "/t9k/hostfile", "/root/.deepsp
     )
 
 
-@pytest.mark.parametrize("case", list(INVALID))
-def test_invalid_spec_is_refused_naming_the_field(
-    cluster: Cluster, crd: None, namespace: str, case: str
-) -> None:
-    text, expected = INVALID[case]
-    stderr = refused(cluster, namespace, text)
-    for fragment in expected:
-        assert fragment in stderr, stderr
-
-
 @pytest.mark.parametrize(
     "spec",
     [
@@ -392,18 +347,3 @@ def test_longest_name_that_fits_is_accepted(cluster: Cluster, crd: None, namespa
     name = "d" + "x" * 53  # 54 + len("-worker-3") == 63
     applied(cluster, namespace, _job({}, name=name))
     assert stored(cluster, namespace, name)["metadata"]["name"] == name
-
-
-def test_resume_specs_are_immutable_once_set(cluster: Cluster, crd: None, namespace: str) -> None:
-    original = SPEC_EXAMPLES["pause-1"]
-    applied(cluster, namespace, original)
-    applied(cluster, namespace, original.replace("enabled: true", "enabled: false"))
-    changed = original.replace('["/usr/bin/sshd"]', '["sleep", "inf"]')
-    stderr = refused(cluster, namespace, changed)
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_IMMUTABLE in stderr
-    without = load(original)
-    del without["spec"]["runMode"]["pause"]["resumeSpecs"]
-    stderr = refused(cluster, namespace, yaml.safe_dump(without))
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_PERMANENT in stderr
-    resume = stored(cluster, namespace)["spec"]["runMode"]["pause"]["resumeSpecs"]
-    assert resume == [{"type": "worker", "skipInitContainer": True, "command": ["/usr/bin/sshd"]}]

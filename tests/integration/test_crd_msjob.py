@@ -9,7 +9,6 @@ operator's bookkeeping fields) through the status subresource, and serve
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 from typing import Any
@@ -20,10 +19,8 @@ import yaml
 from t9k_operator.api.msjob import CRD
 from tests.integration.cluster import ROOT, Cluster, wait_for
 from tests.unit.api.test_msjob_models import (
-    INVALID_SPECS,
     JOB,
     SPEC_EXAMPLES,
-    STATUS_EXAMPLES,
     is_subset,
     job_with,
     load,
@@ -166,58 +163,3 @@ SERVER_FRAGMENTS = {
         "Required value",
     ],
 }
-
-
-@pytest.mark.parametrize("case", list(INVALID_SPECS))
-def test_invalid_spec_is_refused_naming_the_field(
-    cluster: Cluster, crd: None, namespace: str, case: str
-) -> None:
-    changes, name, fragments = INVALID_SPECS[case]
-    fragments = SERVER_FRAGMENTS.get(case, fragments)
-    stderr = refused(cluster, namespace, yaml.safe_dump(job_with(copy.deepcopy(changes), name)))
-    for fragment in fragments:
-        assert fragment in stderr, stderr
-
-
-def test_status_subresource_takes_a_kubeflow_style_status(
-    cluster: Cluster, crd: None, namespace: str
-) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["data-parallel"])
-    status: dict[str, Any] = {}
-    for text in STATUS_EXAMPLES.values():
-        status.update(load(text))
-    cluster.kubectl(
-        "patch",
-        "msjob",
-        JOB,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
-    obj = stored(cluster, namespace)
-    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
-    # The spec is untouched by a status write.
-    assert is_subset(load(SPEC_EXAMPLES["data-parallel"])["spec"], obj["spec"])
-
-
-def test_kubectl_get_msjob(cluster: Cluster, crd: None, namespace: str) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["data-parallel"])
-    header = cluster.kubectl("get", "msjob", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "STATE", "AGE"]
-    cluster.kubectl(
-        "patch",
-        "msjob",
-        JOB,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": load(STATUS_EXAMPLES["engine"])}),
-    )
-    for resource in ("msjob", "msjobs", "msj", "msjobs.mindspore.gitee.com", "mindspore"):
-        row = cluster.kubectl("get", resource, "-n", namespace, "--no-headers").stdout.split()
-        assert row[:2] == [JOB, "Running"], (resource, row)

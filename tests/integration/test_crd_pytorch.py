@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
 from t9k_operator.api.pytorch import (
     CRD,
     MSG_DISTINCT_TYPES,
@@ -30,14 +29,12 @@ from tests.integration.crd_helpers import (
     applied,
     install_crd,
     nameless_container_refused,
-    refused,
     stored_object,
 )
 from tests.unit.api.helpers import is_subset, load
 from tests.unit.api.test_pytorch_models import (
     HEADER,
     SPEC_EXAMPLES,
-    STATUS_EXAMPLES,
 )
 
 JOB = "pytorch-example"
@@ -188,31 +185,6 @@ def test_defaults_are_filled_by_the_server(cluster: Cluster, crd: None, namespac
     assert debug == {"enabled": True, "replicaSpecs": []}
 
 
-def test_status_examples_are_stored_through_the_status_subresource(
-    cluster: Cluster, crd: None, namespace: str
-) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    status: dict[str, Any] = {}
-    for text in STATUS_EXAMPLES.values():
-        status.update(load(text))
-    status.update(restartCount=2, readyReplicas=3, replicas=4, countedFailures=["uid-1"])
-    cluster.kubectl(
-        "patch",
-        "pytorchtrainingjob",
-        JOB,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
-    obj = stored(cluster, namespace)
-    assert is_subset(status, obj["status"]), json.dumps(obj["status"], indent=1)
-    row = cluster.kubectl("get", "pytj", JOB, "-n", namespace, "--no-headers").stdout.split()
-    assert row[:5] == [JOB, "Succeeded", "3", "4", "2"]
-
-
 def test_scale_subresource_moves_expected_replicas(
     cluster: Cluster, crd: None, namespace: str
 ) -> None:
@@ -337,36 +309,6 @@ INVALID: dict[str, tuple[str, list[str]]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(INVALID))
-def test_invalid_spec_is_refused_naming_the_field(
-    cluster: Cluster, crd: None, namespace: str, case: str
-) -> None:
-    text, expected = INVALID[case]
-    stderr = refused(cluster, namespace, text)
-    for fragment in expected:
-        assert fragment in stderr, stderr
-
-
-def test_resume_specs_are_immutable_once_set(cluster: Cluster, crd: None, namespace: str) -> None:
-    original = SPEC_EXAMPLES["pause-1"]
-    applied(cluster, namespace, original)
-    # pause.enabled may change at any time ...
-    applied(cluster, namespace, original.replace("enabled: true", "enabled: false"))
-    # ... resumeSpecs may not: neither changed nor removed.
-    changed = original.replace('["/usr/bin/sshd"]', '["sleep", "inf"]')
-    stderr = refused(cluster, namespace, changed)
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_IMMUTABLE in stderr
-    without = load(original)
-    del without["spec"]["runMode"]["pause"]["resumeSpecs"]
-    stderr = refused(cluster, namespace, yaml.safe_dump(without))
-    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_PERMANENT in stderr
-    del without["spec"]["runMode"]
-    stderr = refused(cluster, namespace, yaml.safe_dump(without))
-    assert RESUME_SPECS_PERMANENT in stderr
-    resume = stored(cluster, namespace)["spec"]["runMode"]["pause"]["resumeSpecs"]
-    assert resume[0]["command"] == ["/usr/bin/sshd"]
-
-
 def test_resume_specs_may_be_set_later_once(cluster: Cluster, crd: None, namespace: str) -> None:
     applied(cluster, namespace, SPEC_EXAMPLES["basic"])
     applied(cluster, namespace, SPEC_EXAMPLES["pause-1"])
@@ -387,13 +329,3 @@ def test_kubectl_explain_shows_descriptions(cluster: Cluster, crd: None) -> None
     assert "--nproc-per-node" in out
     top = cluster.kubectl("explain", "pytj").stdout
     assert "distributed PyTorch training" in top
-
-
-def test_short_names_and_category(cluster: Cluster, crd: None, namespace: str) -> None:
-    applied(cluster, namespace, SPEC_EXAMPLES["basic"])
-    for short in CRD.short_names:
-        assert JOB in cluster.kubectl("get", short, "-n", namespace).stdout
-    listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name").stdout.split()
-    assert f"pytorchtrainingjob.batch.tensorstack.dev/{JOB}" in listed
-    header = cluster.kubectl("get", "pytj", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "READY", "REPLICAS", "RESTARTS", "AGE"]

@@ -1,0 +1,210 @@
+"""What every kind's CRD does at admission, by one parametrised suite.
+
+Each kind's data (its invalid specs and the fragments its refusal must name,
+its paused example, the job its samples create) stays in its own module
+(tests/integration/test_crd_<kind>.py); the tests themselves are written once
+here, for every kind of the registry: a bad spec is refused naming the field,
+a paused job's resumeSpecs are fixed once set, the short names and categories
+list the job, the printer columns are the documented ones, and the status
+subresource takes the kind's status without touching the spec.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT, CrdInfo
+from t9k_operator.reconcilers.registry import crds
+from tests.integration import test_crd_colossalai as colossalai
+from tests.integration import test_crd_deepspeed as deepspeed
+from tests.integration import test_crd_msjob as msjob
+from tests.integration import test_crd_pytorch as pytorch
+from tests.integration.cluster import Cluster
+from tests.integration.crd_helpers import applied, install_crd, refused, stored_object
+from tests.unit.api import test_colossalai_models as colossalai_models
+from tests.unit.api import test_deepspeed_models as deepspeed_models
+from tests.unit.api import test_msjob_models as msjob_models
+from tests.unit.api import test_pytorch_models as pytorch_models
+from tests.unit.api.helpers import is_subset, load
+
+
+@dataclass(frozen=True)
+class Case:
+    crd: CrdInfo
+    job: str  # the name of the example job
+    example: str  # a valid job's YAML
+    invalid: dict[str, tuple[str, list[str]]]  # case -> (YAML, fragments the refusal names)
+    columns: list[str]  # `kubectl get` header
+    status: dict[str, Any]  # a status the subresource must take whole
+    row: list[str]  # the first columns of `kubectl get` once that status is stored
+    paused: str | None = None  # a paused job with resumeSpecs (T9k kinds)
+
+
+def _msjob_invalid() -> dict[str, tuple[str, list[str]]]:
+    out = {}
+    for case, (changes, name, fragments) in msjob_models.INVALID_SPECS.items():
+        text = yaml.safe_dump(msjob.job_with(copy.deepcopy(changes), name))
+        out[case] = (text, msjob.SERVER_FRAGMENTS.get(case, fragments))
+    return out
+
+
+def _status(examples: dict[str, str], **more: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    for text in examples.values():
+        status.update(load(text))
+    return {**status, **more}
+
+
+T9K_COLUMNS = ["NAME", "PHASE", "READY", "REPLICAS", "RESTARTS", "AGE"]
+CASES: dict[str, Callable[[], Case]] = {
+    "PyTorchTrainingJob": lambda: Case(
+        crd=pytorch.CRD,
+        job=pytorch.JOB,
+        example=pytorch.SPEC_EXAMPLES["basic"],
+        invalid=pytorch.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(pytorch_models.STATUS_EXAMPLES, restartCount=2, readyReplicas=3, replicas=4),
+        row=[pytorch.JOB, "Succeeded", "3", "4", "2"],
+        paused=pytorch.SPEC_EXAMPLES["pause-1"],
+    ),
+    "DeepSpeedJob": lambda: Case(
+        crd=deepspeed.CRD,
+        job=deepspeed.JOB,
+        example=deepspeed.SPEC_EXAMPLES["basic"],
+        invalid=deepspeed.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(
+            deepspeed_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=4
+        ),
+        row=[deepspeed.JOB, "Failed", "2", "4", "1"],
+        paused=deepspeed.SPEC_EXAMPLES["pause-1"],
+    ),
+    "ColossalAIJob": lambda: Case(
+        crd=colossalai.CRD,
+        job=colossalai.JOB,
+        example=colossalai.SPEC_EXAMPLES["basic"],
+        invalid=colossalai.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(
+            colossalai_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3
+        ),
+        row=[colossalai.JOB, "Failed", "3", "3", "0"],
+        paused=colossalai.SPEC_EXAMPLES["pause-1"],
+    ),
+    "MSJob": lambda: Case(
+        crd=msjob.CRD,
+        job=msjob.JOB,
+        example=msjob.SPEC_EXAMPLES["data-parallel"],
+        invalid=_msjob_invalid(),
+        columns=["NAME", "STATE", "AGE"],
+        status=_status(msjob_models.STATUS_EXAMPLES),
+        row=[msjob.JOB, "Running"],
+    ),
+}
+KINDS = [info.kind for info in crds()]
+
+
+def test_every_registered_kind_has_a_case() -> None:
+    assert sorted(CASES) == sorted(KINDS)
+
+
+_INSTALLED: set[str] = set()
+
+
+def installed(cluster: Cluster, kind: str) -> Case:
+    """The kind's case, its CRD installed (once per session)."""
+    built = CASES[kind]()
+    if kind not in _INSTALLED:
+        install_crd(cluster, built.crd)
+        _INSTALLED.add(kind)
+    return built
+
+
+@pytest.fixture(params=KINDS)
+def case(request: pytest.FixtureRequest, cluster: Cluster) -> Case:
+    return installed(cluster, str(request.param))
+
+
+def _invalid_cases() -> list[Any]:
+    return [
+        pytest.param(kind, name, id=f"{kind}-{name}")
+        for kind in KINDS
+        for name in CASES[kind]().invalid
+    ]
+
+
+@pytest.mark.parametrize(("kind", "name"), _invalid_cases())
+def test_an_invalid_spec_is_refused_naming_the_field(
+    cluster: Cluster, namespace: str, kind: str, name: str
+) -> None:
+    text, fragments = installed(cluster, kind).invalid[name]
+    stderr = refused(cluster, namespace, text)
+    for fragment in fragments:
+        assert fragment in stderr, stderr
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if CASES[k]().paused is not None])
+def test_resume_specs_are_fixed_once_set(cluster: Cluster, namespace: str, kind: str) -> None:
+    """(MSJob's API, the MindSpore operator's, has no pause mode.)"""
+    case = installed(cluster, kind)
+    assert case.paused is not None
+    original = case.paused
+    applied(cluster, namespace, original)
+    applied(cluster, namespace, original.replace("enabled: true", "enabled: false"))
+    changed = original.replace('["/usr/bin/sshd"]', '["sleep", "inf"]')
+    stderr = refused(cluster, namespace, changed)
+    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_IMMUTABLE in stderr
+    without = load(original)
+    del without["spec"]["runMode"]["pause"]["resumeSpecs"]
+    stderr = refused(cluster, namespace, yaml.safe_dump(without))
+    assert "spec.runMode.pause.resumeSpecs" in stderr and RESUME_SPECS_PERMANENT in stderr
+    obj = stored_object(cluster, case.crd, namespace, case.job)
+    resume = obj["spec"]["runMode"]["pause"]["resumeSpecs"]
+    assert resume == load(original)["spec"]["runMode"]["pause"]["resumeSpecs"]
+
+
+def test_short_names_categories_and_columns(cluster: Cluster, namespace: str, case: Case) -> None:
+    applied(cluster, namespace, case.example)
+    for short in (case.crd.plural, case.crd.singular, *case.crd.short_names):
+        assert case.job in cluster.kubectl("get", short, "-n", namespace).stdout, short
+    full = f"{case.crd.plural}.{case.crd.group}"
+    assert case.job in cluster.kubectl("get", full, "-n", namespace).stdout
+    ref = f"{case.crd.singular}.{case.crd.group}/{case.job}"
+    for category in case.crd.categories:
+        listed = cluster.kubectl("get", category, "-n", namespace, "-o", "name").stdout.split()
+        assert ref in listed, category
+    if "t9k" not in case.crd.categories:  # MSJob keeps to its own category, as ms-operator
+        listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name", check=False)
+        assert ref not in listed.stdout.split()
+    header = cluster.kubectl("get", case.crd.plural, "-n", namespace).stdout.splitlines()[0]
+    assert header.split() == case.columns
+
+
+def test_the_status_subresource_takes_the_status_and_leaves_the_spec(
+    cluster: Cluster, namespace: str, case: Case
+) -> None:
+    applied(cluster, namespace, case.example)
+    patch = json.dumps({"status": case.status})
+    cluster.kubectl(
+        "patch",
+        case.crd.singular,
+        case.job,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        patch,
+    )
+    obj = stored_object(cluster, case.crd, namespace, case.job)
+    assert is_subset(case.status, obj["status"]), json.dumps(obj["status"], indent=1)
+    assert is_subset(load(case.example)["spec"], obj["spec"])
+    row = cluster.kubectl("get", case.crd.plural, case.job, "-n", namespace, "--no-headers")
+    assert row.stdout.split()[: len(case.row)] == case.row
