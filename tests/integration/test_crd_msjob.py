@@ -10,14 +10,14 @@ operator's bookkeeping fields) through the status subresource, and serve
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 import pytest
 import yaml
 
 from t9k_operator.api.msjob import CRD
-from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.integration.cluster import Cluster
+from tests.integration.crd_helpers import applied, install_crd
 from tests.unit.api.test_msjob_models import (
     JOB,
     SPEC_EXAMPLES,
@@ -27,51 +27,10 @@ from tests.unit.api.test_msjob_models import (
     role,
 )
 
-CRD_FILE = ROOT / "manifests" / "crds" / "mindspore.gitee.com_msjobs.yaml"
-
 
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster) -> None:
-    cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=t9k-test",
-        "-f",
-        str(CRD_FILE),
-    )
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD.name}")
-    wait_for(
-        lambda: cluster.kubectl("get", "msj", "-A", check=False).returncode == 0,
-        30,
-        "the MSJob resource in discovery",
-    )
-
-
-def apply(cluster: Cluster, namespace: str, text: str) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--field-manager=t9k-test",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input_=text,
-        check=False,
-    )
-
-
-def applied(cluster: Cluster, namespace: str, text: str) -> None:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode == 0, proc.stderr
-    assert "unknown field" not in proc.stderr, proc.stderr
-
-
-def refused(cluster: Cluster, namespace: str, text: str) -> str:
-    proc = apply(cluster, namespace, text)
-    assert proc.returncode != 0, f"accepted:\n{text}"
-    return proc.stderr
+    install_crd(cluster, CRD)
 
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
