@@ -48,11 +48,8 @@ from t9k_operator.api.colossalai import (
 )
 from t9k_operator.api.common import T9kScheduler
 from tests.unit.api.helpers import (
-    assert_described,
     assert_pod_template_schema,
-    assert_structural,
     committed_crd,
-    is_subset,
     load,
     rule_messages,
     schema_of,
@@ -464,16 +461,11 @@ def job(spec: dict[str, Any], name: str = JOB) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", list(ALL_EXAMPLES))
-def test_every_example_parses_and_round_trips(name: str) -> None:
+def test_the_launchers_env_and_resources_are_kept_whole(name: str) -> None:
+    """(Parsing and round trips of every kind: tests/unit/api/test_job_objects.py.)"""
     raw = load(ALL_EXAMPLES[name])
-    parsed = ColossalAIJobObject.from_dict(raw)
-    assert parsed.kind == "ColossalAIJob"
-    assert parsed.name == JOB
-    dumped = parsed.to_dict()
-    assert is_subset(raw, dumped), dumped
-    # The template, the launcher's env and resources are kept whole.
-    assert parsed.spec.worker.template == raw["spec"]["worker"]["template"]
     launcher = raw["spec"]["launcher"]
+    parsed = ColossalAIJobObject.from_dict(raw)
     assert parsed.spec.launcher.env == launcher.get("env", [])
     assert parsed.spec.launcher.resources == launcher.get("resources", {})
 
@@ -483,13 +475,6 @@ def test_the_first_example_is_verbatim() -> None:
     raw = load(SPEC_EXAMPLES["basic"])
     assert raw["spec"]["ssh"] == {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"}
     assert raw["spec"]["launcher"]["resources"]["limits"] == {"cpu": 1, "memory": "2Gi"}
-
-
-@pytest.mark.parametrize("name", list(STATUS_EXAMPLES))
-def test_every_status_example_parses_and_round_trips(name: str) -> None:
-    raw = load(STATUS_EXAMPLES[name])
-    status = ColossalAIJobStatus.model_validate(raw)
-    assert is_subset(raw, status.model_dump(by_alias=True, exclude_none=True))
 
 
 def test_the_docs_verbatim_tasks_example_parses() -> None:
@@ -619,28 +604,6 @@ def test_training_container_choice() -> None:
     assert training_container({"spec": {"containers": [sidecar]}}) is sidecar
     assert training_container({"spec": {}}) is None
     assert training_container({}) is None
-
-
-def test_unknown_fields_are_ignored() -> None:
-    raw = load(SPEC_EXAMPLES["basic"])
-    raw["spec"]["someFutureField"] = {"a": 1}
-    raw["spec"]["ssh"]["someFutureOption"] = True
-    raw["status"] = {"phase": "Running", "somethingNew": 1}
-    parsed = ColossalAIJobObject.from_dict(raw)
-    assert parsed.status is not None and parsed.status.phase == "Running"
-    assert "someFutureField" not in parsed.to_dict()["spec"]
-
-
-def test_object_accessors() -> None:
-    raw = load(SPEC_EXAMPLES["basic"])
-    raw["metadata"].update(namespace="demo", uid="u-1", generation=4)
-    parsed = ColossalAIJobObject.from_dict(raw)
-    assert (parsed.name, parsed.namespace, parsed.uid, parsed.generation) == (
-        JOB,
-        "demo",
-        "u-1",
-        4,
-    )
 
 
 def test_crd_descriptor() -> None:
@@ -841,11 +804,6 @@ def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns == ["Phase", "Ready", "Replicas", "Restarts", "Age"]
-
-
-def test_crd_schema_is_structural_and_described(crd: dict[str, Any]) -> None:
-    assert_structural(schema_of(crd))
-    assert_described(schema_of(crd))
 
 
 def test_crd_gives_template_env_and_resources_the_kubernetes_schema(

@@ -448,28 +448,6 @@ def test_aliases_round_trip() -> None:
     assert again == spec
 
 
-def test_unknown_fields_are_ignored() -> None:
-    raw = load(SPEC_EXAMPLES["basic"])
-    raw["spec"]["someFutureField"] = {"a": 1}
-    raw["status"] = {"phase": "Running", "somethingNew": 1}
-    job = PyTorchTrainingJobObject.from_dict(raw)
-    assert job.status is not None and job.status.phase == "Running"
-    assert "someFutureField" not in job.to_dict()["spec"]
-
-
-def test_object_accessors() -> None:
-    raw = load(SPEC_EXAMPLES["basic"])
-    raw["metadata"].update(namespace="demo", uid="u-1", generation=4)
-    job = PyTorchTrainingJobObject.from_dict(raw)
-    assert (job.name, job.namespace, job.uid, job.generation) == (
-        "pytorch-example",
-        "demo",
-        "u-1",
-        4,
-    )
-    assert job.api_version == "batch.tensorstack.dev/v1beta1"
-
-
 def test_crd_descriptor() -> None:
     assert CRD.name == "pytorchtrainingjobs.batch.tensorstack.dev"
     assert CRD.api_version == "batch.tensorstack.dev/v1beta1"
