@@ -62,15 +62,20 @@ def replica_counts(job: Mapping[str, Any]) -> list[tuple[str, int, Obj]]:
     return out
 
 
-def master_replica(job: Mapping[str, Any]) -> tuple[str, int]:
-    counts = replica_counts(job)
-    for type_, n, _ in counts:
+def master_of(counts: Sequence[tuple[str, int]]) -> tuple[str, int]:
+    """The replica that leads the job (rank 0, and whose success is the job's):
+    ``master-0``, else replica 0 of the first type that has replicas."""
+    for type_, n in counts:
         if type_ == "master" and n > 0:
             return ("master", 0)
-    for type_, n, _ in counts:
+    for type_, n in counts:
         if n > 0:
             return (type_, 0)
     return (counts[0][0], 0) if counts else ("master", 0)
+
+
+def master_replica(job: Mapping[str, Any]) -> tuple[str, int]:
+    return master_of([(type_, n) for type_, n, _ in replica_counts(job)])
 
 
 def world_size(job: Mapping[str, Any]) -> int:

@@ -61,10 +61,9 @@ class PyTorchKind(KindBase):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        master_type = next((r.type for r in job.roles if r.type == "master" and r.replicas), None)
-        if master_type is None:
-            master_type = next((r.type for r in job.roles if r.replicas), None)
-        return succeeded_with(replicas.get((master_type, 0)) if master_type else None)
+        return succeeded_with(
+            replicas.get(build.master_of([(r.type, r.replicas) for r in job.roles]))
+        )
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, type_, index, mode)
