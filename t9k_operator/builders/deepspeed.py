@@ -14,7 +14,8 @@ the reconciler per job and passed in here, keeping builders pure.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from t9k_operator.api.common import elastic_count
@@ -152,23 +153,15 @@ def build_pod(
     index: int,
     mode: PodMode = NORMAL,
 ) -> Obj:
-    command: Sequence[str] | None = mode.command
-    args: Sequence[str] | None = mode.args
-    skip_init_containers, debug = mode.skip_init_containers, mode.debug
     name = job["metadata"]["name"]
     template = (job.get("spec") or {}).get("worker", {}).get("template") or {}
-    if debug and command is not None and tuple(command) == DEBUG_COMMAND and args is None:
+    if mode.debug and mode.command == DEBUG_COMMAND and mode.args is None:
         # The default debug command, made to work on a stock image: sshd needs
         # its runtime directory and host keys, and its log belongs on stderr.
-        command = ["/bin/bash", "-c", ssh.sshd_foreground_script(SSHD)]
-    if command is None and not debug:
-        command = ["/bin/bash", "-c", launch_script(job, is_launcher=index == 0)]
-        args = None
-    mode = PodMode(
-        tuple(command) if command is not None else None,
-        tuple(args) if args is not None else None,
-        skip_init_containers,
-    )
+        mode = replace(mode, command=("/bin/bash", "-c", ssh.sshd_foreground_script(SSHD)))
+    elif mode.command is None and not mode.debug:
+        script = launch_script(job, is_launcher=index == 0)
+        mode = replace(mode, command=("/bin/bash", "-c", script), args=None)
     role = "launcher" if index == 0 else "worker"
     pod = replica_pod(
         job, template, "worker", index, training_names=TRAINING_CONTAINERS, mode=mode, role=role

@@ -15,6 +15,7 @@ reach it as ``<master pod>.<job>`` through the job's headless Service.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from t9k_operator.api.common import elastic_count
@@ -150,9 +151,6 @@ def build_pod(
 ) -> Obj:
     """The pod of ``<type>-<index>``; the mode's ``command``/``args`` come from debug
     or resume settings and win over the torchrun line."""
-    command: Sequence[str] | None = mode.command
-    args: Sequence[str] | None = mode.args
-    skip_init_containers, debug = mode.skip_init_containers, mode.debug
     rs = next(r for t, _, r in replica_counts(job) if t == replica_type)
     template = rs.get("template") or {}
     torchrun = bool(((job.get("spec") or {}).get("torchrunConfig") or {}).get("enabled"))
@@ -166,21 +164,14 @@ def build_pod(
                 "RANK": str(rank(job, replica_type, index)),
             }
         )
-    if torchrun and command is None and not debug:
+    if torchrun and mode.command is None and not mode.debug:
         containers = (template.get("spec") or {}).get("containers") or []
         own_args: list[str] = []
         if containers:
             c = containers[training_container_index(template, TRAINING_CONTAINERS)]
             own_args = [str(a) for a in c.get("args") or []]
-        command = ["torchrun", *torchrun_args(job), *own_args]
-        args = None
-    master = master_replica(job) == (replica_type, index)
-    mode = PodMode(
-        tuple(command) if command is not None else None,
-        tuple(args) if args is not None else None,
-        skip_init_containers,
-    )
-    role = "master" if master else "worker"
+        mode = replace(mode, command=("torchrun", *torchrun_args(job), *own_args), args=None)
+    role = "master" if master_replica(job) == (replica_type, index) else "worker"
     return replica_pod(
         job,
         template,
