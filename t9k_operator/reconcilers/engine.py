@@ -178,9 +178,6 @@ class _Pass:
         self.after_pause = False
         self.failures: list[tuple[ReplicaState, str, str]] = []  # failed for good: reason, why
 
-    def failed_for_good(self, state: ReplicaState, reason: str, message: str) -> None:
-        self.failures.append((state, reason, message))
-
     def condition(self, type_: str, status: str, reason: str, message: str) -> None:
         set_condition(self.conds, type_, status, reason, message, self.now)
 
@@ -300,7 +297,7 @@ def _restart_or_fail(p: _Pass) -> None:
             continue
         if not should_restart(role.restart_policy, state):
             if state.phase == "Failed":
-                p.failed_for_good(state, Reason.REPLICA_FAILED, state.describe_failure())
+                p.failures.append((state, Reason.REPLICA_FAILED, state.describe_failure()))
             continue
         if state.uid in counted:
             p.out.delete.append(state)  # counted before a crash; finish the restart
@@ -311,7 +308,7 @@ def _restart_or_fail(p: _Pass) -> None:
                 message = (
                     f"{state.describe_failure()}; backoffLimit {limit} reached, not restarting"
                 )
-                p.failed_for_good(state, Reason.BACKOFF_LIMIT_EXCEEDED, message)
+                p.failures.append((state, Reason.BACKOFF_LIMIT_EXCEEDED, message))
             continue
         p.status["restartCount"] += 1
         p.role_restarts[role.type] = p.role_restarts.get(role.type, 0) + 1

@@ -112,8 +112,9 @@ def resource_of(crd: CrdInfo) -> Resource:
 
 
 @dataclass(frozen=True)
-class _Pass:
-    """One reconcile of one job: what a failure or a wait is planned from."""
+class _Attempt:
+    """One reconcile of one job, as written so far: what a failure or a wait is
+    planned from."""
 
     job: Obj  # as last written
     view: JobView
@@ -181,7 +182,7 @@ class JobReconciler:
 
         new_status = self.kind.render_status(job, plan.status)
         current = self._write_status(job, new_status, key)  # further writes start here
-        here = _Pass(current, view, states, now, key)
+        here = _Attempt(current, view, states, now, key)
         if not job.get("status"):
             # Told once the first status is stored: a write that conflicts is
             # retried from a job still without status, and would tell it again.
@@ -249,7 +250,7 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", "FieldNotActedOn", message)
 
-    def _cannot_have(self, p: _Pass, what: str, child: str, problem: ApiError | str) -> Result:
+    def _cannot_have(self, p: _Attempt, what: str, child: str, problem: ApiError | str) -> Result:
         """A child that cannot be had: fail the job (a refusal retrying cannot
         cure, a name clash) or keep it Pending with a condition and a Warning
         Event saying what it waits for, and retry with backoff."""
@@ -280,7 +281,7 @@ class JobReconciler:
         self._written[key] = Written(written)
         return written
 
-    def _fail(self, p: _Pass, reason: str, message: str) -> Result:
+    def _fail(self, p: _Attempt, reason: str, message: str) -> Result:
         """Fail the job now with ``reason`` and ``message`` (status and Event)."""
         failing = replace(p.view, spec_error=message, spec_error_reason=reason)
         failed = engine.plan(self.kind, failing, p.states, p.now)

@@ -148,12 +148,10 @@ class JobKind(Protocol):
 
     # -- the status shape ----------------------------------------------------------------
 
-    def engine_status(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The engine's status of last time, from the stored status."""
-        ...
-
     def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
-        """The status to store, from the engine's."""
+        """The status to store, from the engine's. A kind whose stored status has
+        another shape (MSJob's is Kubeflow's) also reads the engine's back in
+        ``view``."""
         ...
 
 
@@ -191,9 +189,6 @@ class KindBase:
 
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return None
-
-    def engine_status(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
-        return job.get("status") or {}
 
     def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
         return engine_status

@@ -56,11 +56,6 @@ def parse(model: type[M], job: Mapping[str, Any]) -> tuple[M | None, str | None]
         return None, f"invalid spec: {path}: {message}"
 
 
-def model_error(model: type[_Parses], job: Mapping[str, Any]) -> str | None:
-    """Only the error of :func:`parse`."""
-    return parse(model, job)[1]
-
-
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
     return tuple(
         Override(

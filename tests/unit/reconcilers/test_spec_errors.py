@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9k_operator.api.deepspeed import DeepSpeedJobObject
-from t9k_operator.reconcilers.t9k import model_error, user_path
+from t9k_operator.reconcilers.t9k import parse, user_path
 
 
 def ds(run: Any) -> dict[str, Any]:
@@ -21,7 +21,8 @@ def ds(run: Any) -> dict[str, Any]:
 
 
 def test_a_union_branch_name_never_reaches_the_user() -> None:
-    message = model_error(DeepSpeedJobObject, ds(123))
+    parsed, message = parse(DeepSpeedJobObject, ds(123))
+    assert parsed is None and message is not None
     assert message == "invalid spec: spec.config.run.python: Input should be a valid string"
     assert "constrained" not in message and "list[" not in message
 
