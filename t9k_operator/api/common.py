@@ -417,21 +417,6 @@ MSG_ELASTIC_EXPECTED = (
 )
 
 
-def elastic_count(count: int, elastic: Mapping[str, Any] | None) -> int:
-    """Replicas wanted now, of a type that has ``count`` without elastic training:
-    when ``elastic`` (a ``spec.elastic`` as written) is on, expectedReplicas (else
-    ``count``) clamped to [minReplicas, maxReplicas]. The one place this rule lives;
-    it clamps even bounds admission would have refused."""
-    if not elastic or not elastic.get("enabled"):
-        return count
-    want = int(elastic.get("expectedReplicas") or count)
-    if elastic.get("minReplicas") is not None:
-        want = max(want, int(elastic["minReplicas"]))
-    if elastic.get("maxReplicas") is not None:
-        want = min(want, int(elastic["maxReplicas"]))
-    return want
-
-
 class ElasticConfig(T9kModel):
     """Elastic training (needs torchrun): the number of replicas may change while training.
 
@@ -495,8 +480,18 @@ class ElasticConfig(T9kModel):
     )
 
     def clamp(self, count: int) -> int:
-        """Replicas wanted now, of a type that has ``count`` without elastic training."""
-        return elastic_count(count, self.model_dump(by_alias=True))
+        """Replicas wanted now, of a type that has ``count`` without elastic training:
+        when on, expectedReplicas (else ``count``) clamped to [minReplicas,
+        maxReplicas]. The one place this rule lives; it clamps even bounds
+        admission would have refused."""
+        if not self.enabled:
+            return count
+        want = self.expected_replicas or count
+        if self.min_replicas is not None:
+            want = max(want, self.min_replicas)
+        if self.max_replicas is not None:
+            want = min(want, self.max_replicas)
+        return want
 
     @model_validator(mode="after")
     def _check_bounds(self) -> Self:

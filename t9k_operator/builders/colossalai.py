@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import copy
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from t9k_operator.api.colossalai import ColossalAIJobObject
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
@@ -33,43 +33,30 @@ from t9k_operator.builders.common import (
 )
 from t9k_operator.objects import Obj
 
+Job = ColossalAIJobObject
+
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("sleep", "inf")
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 MASTER_PORT = 29500
-DEFAULT_SSHD = "/usr/sbin/sshd"
 
 
 def launcher_name(job_name: str) -> str:
     return f"{job_name}-launcher"
 
 
-def _spec(job: Mapping[str, Any]) -> Obj:
-    return dict(job.get("spec") or {})
+def auth_dir(job: Job) -> str:
+    return job.spec.ssh.auth_mount_path
 
 
-def auth_dir(job: Mapping[str, Any]) -> str:
-    return str((_spec(job).get("ssh") or {}).get("authMountPath") or ssh.DEFAULT_AUTH_DIR)
+def hostfile(job: Job) -> str:
+    name = job.name
+    return "".join(
+        f"{pod_name(name, 'worker', i)}.{name}\n" for i in range(job.spec.worker.replicas)
+    )
 
 
-def sshd_path(job: Mapping[str, Any]) -> str:
-    return str((_spec(job).get("ssh") or {}).get("sshdPath") or DEFAULT_SSHD)
-
-
-def worker(job: Mapping[str, Any]) -> Obj:
-    return dict(_spec(job).get("worker") or {})
-
-
-def worker_count(job: Mapping[str, Any]) -> int:
-    return int(worker(job).get("replicas", 1))
-
-
-def hostfile(job: Mapping[str, Any]) -> str:
-    name = job["metadata"]["name"]
-    return "".join(f"{pod_name(name, 'worker', i)}.{name}\n" for i in range(worker_count(job)))
-
-
-def hostfile_configmap(job: Mapping[str, Any]) -> Obj:
+def hostfile_configmap(job: Job) -> Obj:
     return ssh.hostfile_configmap(job, hostfile(job))
 
 
@@ -92,24 +79,24 @@ def extra_launch_args(torch_args: Sequence[str]) -> str:
     return ",".join(items)
 
 
-def colossalai_command(job: Mapping[str, Any]) -> list[str]:
-    name = job["metadata"]["name"]
-    w = worker(job)
+def colossalai_command(job: Job) -> list[str]:
+    name = job.name
+    w = job.spec.worker
     cmd = [
         "colossalai",
         "run",
-        f"--nproc_per_node={int(w.get('procPerWorker') or 1)}",
+        f"--nproc_per_node={w.proc_per_worker}",
         f"--hostfile={HOSTFILE_PATH}",
         f"--master_addr={pod_name(name, 'worker', 0)}.{name}",
         f"--master_port={MASTER_PORT}",
     ]
-    if w.get("torchArgs"):
-        cmd.append(f"--extra_launch_args={extra_launch_args(w['torchArgs'])}")
-    cmd.extend(str(c) for c in w.get("command") or [])
+    if w.torch_args:
+        cmd.append(f"--extra_launch_args={extra_launch_args(w.torch_args)}")
+    cmd.extend(w.command or [])
     return cmd
 
 
-def launcher_script(job: Mapping[str, Any]) -> str:
+def launcher_script(job: Job) -> str:
     """The launcher container's script (bash): check the image, wait until
     every worker answers ssh, then ``exec`` colossalai. The wait's settings can
     be changed by T9K_* variables in the pod's env."""
@@ -130,22 +117,18 @@ def launcher_script(job: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def worker_command(job: Mapping[str, Any]) -> list[str]:
+def worker_command(job: Job) -> list[str]:
     auth = auth_dir(job)
     opts = (
         ""
         if auth == ssh.DEFAULT_AUTH_DIR
         else (f" -o AuthorizedKeysFile={shlex.quote(auth)}/authorized_keys")
     )
-    return ["/bin/sh", "-c", ssh.sshd_foreground_script(sshd_path(job), opts)]
+    return ["/bin/sh", "-c", ssh.sshd_foreground_script(job.spec.ssh.sshd_path, opts)]
 
 
-def build_worker(
-    job: Mapping[str, Any],
-    index: int,
-    mode: PodMode = NORMAL,
-) -> Obj:
-    template = worker(job).get("template") or {}
+def build_worker(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
+    template = job.spec.worker.template
     if mode.command is None:
         mode = replace(mode, command=tuple(worker_command(job)))
     pod = replica_pod(
@@ -158,29 +141,32 @@ def build_worker(
     return pod
 
 
-def build_launcher(job: Mapping[str, Any], mode: PodMode = NORMAL) -> Obj:
+def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
     command, args = mode.command, mode.args
-    name = job["metadata"]["name"]
-    spec = dict(_spec(job).get("launcher") or {})
+    name = job.name
+    spec = job.spec.launcher
     container: Obj = {
         "name": "launcher",
-        "image": spec.get("image"),
+        "image": spec.image,
         "command": list(command)
         if command is not None
         else ["/bin/bash", "-c", launcher_script(job)],
     }
     if args is not None:
         container["args"] = list(args)
-    for key in ("workingDir", "env", "resources"):
-        if spec.get(key):
-            container[key] = copy.deepcopy(spec[key])
+    if spec.working_dir:
+        container["workingDir"] = spec.working_dir
+    if spec.env:
+        container["env"] = copy.deepcopy(spec.env)
+    if spec.resources:
+        container["resources"] = copy.deepcopy(spec.resources)
     container["volumeMounts"] = [ssh.hostfile_mount()]
     # The launcher carries the worker template's labels and annotations, so
     # whatever selects the job's pods (sidecar injection, queues) sees it too.
-    template_meta = (worker(job).get("template") or {}).get("metadata") or {}
+    template_meta = job.spec.worker.template.get("metadata") or {}
     labels = {
         **(template_meta.get("labels") or {}),
-        **replica_labels(job["kind"], name, "launcher", 0, "launcher"),
+        **replica_labels(job.kind, name, "launcher", 0, "launcher"),
     }
     meta = child_metadata(job, launcher_name(name), labels)
     if template_meta.get("annotations"):
@@ -197,9 +183,9 @@ def build_launcher(job: Mapping[str, Any], mode: PodMode = NORMAL) -> Obj:
             "volumes": [ssh.hostfile_volume(name)],
         },
     }
-    ssh.add_ssh_auth(pod, container, spec, auth_dir(job), needs_bash=True)
+    ssh.add_ssh_auth(pod, container, container, auth_dir(job), needs_bash=True)
     return pod
 
 
-def build_service(job: Mapping[str, Any]) -> Obj:
+def build_service(job: Job) -> Obj:
     return headless_service(job, [("ssh", 22), ("master", MASTER_PORT)])

@@ -1,7 +1,9 @@
 """Builders shared by every kind: names, labels, owner references, the
 headless Service, and turning a pod template into a replica's pod.
 
-Pure functions on plain dicts: no I/O, no clock, no randomness. A child's name
+Pure functions from a job parsed by its API model (a :class:`JobObject`) and
+the pod templates it holds (plain dicts, as the Pod API has them) to the
+children's manifests: no I/O, no clock, no randomness. A child's name
 is deterministic (``<job>-<type>-<index>``), so creating it twice is harmless
 (the second create answers AlreadyExists).
 """
@@ -13,7 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from t9k_operator.api.common import JobObject
 from t9k_operator.objects import Obj
+
+Job = JobObject[Any, Any]
+"""Any job, parsed by its kind's API model."""
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "t9k-operator"
@@ -67,31 +73,30 @@ def replica_labels(
     return labels
 
 
-def owner_reference(job: Mapping[str, Any]) -> Obj:
-    meta = job["metadata"]
+def owner_reference(job: Job) -> Obj:
     return {
-        "apiVersion": job["apiVersion"],
-        "kind": job["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "name": job.name,
+        "uid": job.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
 
 
-def child_metadata(job: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> Obj:
+def child_metadata(job: Job, name: str, labels: Mapping[str, str]) -> Obj:
     return {
         "name": name,
-        "namespace": job["metadata"]["namespace"],
+        "namespace": job.namespace,
         "labels": dict(labels),
         "ownerReferences": [owner_reference(job)],
     }
 
 
-def headless_service(job: Mapping[str, Any], ports: Iterable[tuple[str, int]] = ()) -> Obj:
+def headless_service(job: Job, ports: Iterable[tuple[str, int]] = ()) -> Obj:
     """One Service per job: ``<replica>.<job>`` resolves before pods are Ready."""
-    name = job["metadata"]["name"]
-    labels = job_labels(job["kind"], name)
+    name = job.name
+    labels = job_labels(job.kind, name)
     port_list = [{"name": n, "port": p, "targetPort": p} for n, p in ports] or [
         {"name": "placeholder", "port": 9, "targetPort": 9}
     ]
@@ -125,7 +130,7 @@ def set_env(container: Obj, env: Mapping[str, str]) -> None:
 
 
 def replica_pod(
-    job: Mapping[str, Any],
+    job: Job,
     template: Mapping[str, Any],
     replica_type: str,
     index: int,
@@ -145,13 +150,13 @@ def replica_pod(
     ``skip_init_containers`` drops the template's init containers.
     """
     command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
-    name = job["metadata"]["name"]
+    name = job.name
     tpl = copy.deepcopy(dict(template))
     meta = tpl.get("metadata") or {}
     spec: Obj = tpl.get("spec") or {}
     labels = {
         **(meta.get("labels") or {}),
-        **replica_labels(job["kind"], name, replica_type, index, role),
+        **replica_labels(job.kind, name, replica_type, index, role),
     }
     pod_meta = child_metadata(job, pod_name(name, replica_type, index), labels)
     if meta.get("annotations"):

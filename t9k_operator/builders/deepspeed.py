@@ -14,11 +14,14 @@ the reconciler per job and passed in here, keeping builders pure.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
-from t9k_operator.api.common import elastic_count
+from t9k_operator.api.deepspeed import (
+    DeepSpeedConfig,
+    DeepSpeedJobObject,
+    effective_slots,
+    effective_worker_count,
+)
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
@@ -30,6 +33,8 @@ from t9k_operator.builders.common import (
 )
 from t9k_operator.objects import Obj
 
+Job = DeepSpeedJobObject
+
 TRAINING_CONTAINERS = ("worker",)
 DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
 SSHD = "/usr/sbin/sshd"
@@ -37,71 +42,47 @@ HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"
 SSH_PORT = 22
-# Flags the operator sets from spec.config; otherArgs may not repeat them.
-RESERVED_FLAGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")
+RUN_FLAGS = {"python": (), "module": ("--module",), "exec": ("--no_python",)}
+"""The deepspeed flag each kind of config.run takes before its argv."""
 
 
-def config(job: Mapping[str, Any]) -> Obj:
-    return dict((job.get("spec") or {}).get("config") or {})
+def config(job: Job) -> DeepSpeedConfig:
+    return job.spec.config or DeepSpeedConfig()
 
 
-def slots(job: Mapping[str, Any]) -> int:
-    cfg = config(job)
-    value = cfg.get("slotsPerWorker", cfg.get("slotPerWorker", 1))
-    return int(value or 1)
-
-
-def worker_count(job: Mapping[str, Any]) -> int:
-    spec = job.get("spec") or {}
-    count = int((spec.get("worker") or {}).get("replicas", 1))
-    return elastic_count(count, spec.get("elastic"))
-
-
-def hostfile(job: Mapping[str, Any]) -> str:
-    name = job["metadata"]["name"]
+def hostfile(job: Job) -> str:
+    name, slots = job.name, effective_slots(job.spec)
     return "".join(
-        f"{pod_name(name, 'worker', i)}.{name} slots={slots(job)}\n"
-        for i in range(worker_count(job))
+        f"{pod_name(name, 'worker', i)}.{name} slots={slots}\n"
+        for i in range(effective_worker_count(job.spec))
     )
 
 
-def hostfile_configmap(job: Mapping[str, Any]) -> Obj:
+def hostfile_configmap(job: Job) -> Obj:
     return ssh.hostfile_configmap(job, hostfile(job))
 
 
-def ssh_secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Obj:
+def ssh_secret(job: Job, private_key: str, public_key: str) -> Obj:
     return ssh.ssh_secret(job, private_key, public_key)
 
 
-def _argv(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return shlex.split(value)
-    return [str(v) for v in value or []]
-
-
-def deepspeed_command(job: Mapping[str, Any]) -> list[str]:
+def deepspeed_command(job: Job) -> list[str]:
     """``deepspeed --hostfile=... [--no_local_rank] [--autotuning=X] <otherArgs> <run>``."""
     cfg = config(job)
     cmd = ["deepspeed", f"--hostfile={HOSTFILE_PATH}"]
-    if cfg.get("localRank") is False:
+    if not cfg.local_rank:
         cmd.append("--no_local_rank")
-    autotune = cfg.get("autotune") or "none"
-    if autotune != "none":
-        cmd.append(f"--autotuning={autotune}")
-    cmd.extend(str(a) for a in cfg.get("otherArgs") or [])
-    run = cfg.get("run") or {}
-    if run.get("python") is not None:
-        cmd.extend(_argv(run["python"]))
-    elif run.get("module") is not None:
-        cmd.extend(["--module", *_argv(run["module"])])
-    elif run.get("exec") is not None:
-        cmd.extend(["--no_python", *_argv(run["exec"])])
+    if cfg.autotune != "none":
+        cmd.append(f"--autotuning={cfg.autotune}")
+    cmd.extend(cfg.other_args)
+    if cfg.run is not None and cfg.run.given:  # only debug mode runs without
+        cmd.extend([*RUN_FLAGS[cfg.run.kind], *cfg.run.argv])
     return cmd
 
 
-def _launcher_flag(job: Mapping[str, Any]) -> str | None:
+def _launcher_flag(job: Job) -> str | None:
     """``--launcher`` from otherArgs (pdsh when absent, as DeepSpeed defaults)."""
-    args = [str(a) for a in config(job).get("otherArgs") or []]
+    args = config(job).other_args
     for i, arg in enumerate(args):
         if arg.startswith("--launcher="):
             return arg.split("=", 1)[1]
@@ -110,7 +91,7 @@ def _launcher_flag(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-def launch_script(job: Mapping[str, Any], *, is_launcher: bool) -> str:
+def launch_script(job: Job, *, is_launcher: bool) -> str:
     """The training container's script (bash). Every replica prepares and runs
     sshd with its log on stderr; worker-0 runs it in the background, writes
     ``/root/.deepspeed_env``, waits until every host answers ssh, and ``exec``s
@@ -148,13 +129,9 @@ def launch_script(job: Mapping[str, Any], *, is_launcher: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_pod(
-    job: Mapping[str, Any],
-    index: int,
-    mode: PodMode = NORMAL,
-) -> Obj:
-    name = job["metadata"]["name"]
-    template = (job.get("spec") or {}).get("worker", {}).get("template") or {}
+def build_pod(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
+    name = job.name
+    template = job.spec.worker.template
     if mode.debug and mode.command == DEBUG_COMMAND and mode.args is None:
         # The default debug command, made to work on a stock image: sshd needs
         # its runtime directory and host keys, and its log belongs on stderr.
@@ -176,5 +153,5 @@ def build_pod(
     return pod
 
 
-def build_service(job: Mapping[str, Any]) -> Obj:
+def build_service(job: Job) -> Obj:
     return headless_service(job, [("ssh", SSH_PORT)])

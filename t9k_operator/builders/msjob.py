@@ -12,9 +12,15 @@ passes that ClusterIP in, keeping these functions pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from t9k_operator.api.msjob import (
+    PORT_NAME,
+    PS,
+    SCHEDULER,
+    TRAINING_CONTAINER,
+    WORKER,
+    MSJobObject,
+    scheduler_port,
+)
 from t9k_operator.builders.common import (
     NORMAL,
     PodMode,
@@ -27,51 +33,32 @@ from t9k_operator.builders.common import (
 )
 from t9k_operator.objects import Obj
 
-TRAINING_CONTAINERS = ("mindspore",)
-SCHEDULER, PS, WORKER = "Scheduler", "PS", "Worker"
-ROLES = (SCHEDULER, PS, WORKER)
+Job = MSJobObject
+
+TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
 MS_ROLE = {SCHEDULER: "MS_SCHED", PS: "MS_PSERVER", WORKER: "MS_WORKER"}
-DEFAULT_PORT = 2222
-PORT_NAME = "msjob-port"
 DEBUG_COMMAND = ("sleep", "inf")
 
 
-def role_specs(job: Mapping[str, Any]) -> dict[str, Obj]:
-    specs = (job.get("spec") or {}).get("msReplicaSpecs") or {}
-    return {role: dict(specs[role]) for role in ROLES if role in specs}
-
-
-def replicas(job: Mapping[str, Any], role: str) -> int:
-    spec = role_specs(job).get(role)
-    return int(spec.get("replicas", 1)) if spec is not None else 0
-
-
-def scheduler_port(job: Mapping[str, Any]) -> int:
-    template = (role_specs(job).get(SCHEDULER) or {}).get("template") or {}
-    containers = (template.get("spec") or {}).get("containers") or []
-    for c in containers:
-        if c.get("name") == "mindspore":
-            for port in c.get("ports") or []:
-                if port.get("name") == PORT_NAME and port.get("containerPort"):
-                    return int(port["containerPort"])
-    return DEFAULT_PORT
+def job_scheduler_port(job: Job) -> int:
+    """The scheduler port: the Scheduler's msjob-port, else the default."""
+    scheduler = job.spec.ms_replica_specs.get(SCHEDULER)
+    return scheduler_port(scheduler.template if scheduler is not None else {})
 
 
 def scheduler_service_name(job_name: str) -> str:
     return f"{job_name}-scheduler"
 
 
-def scheduler_service(job: Mapping[str, Any]) -> Obj:
+def scheduler_service(job: Job) -> Obj:
     """A ClusterIP Service in front of the scheduler pod, on the scheduler port."""
-    name = job["metadata"]["name"]
-    port = scheduler_port(job)
-    selector = {**job_labels(job["kind"], name), "t9k.dev/replica-type": SCHEDULER}
+    name = job.name
+    port = job_scheduler_port(job)
+    selector = {**job_labels(job.kind, name), "t9k.dev/replica-type": SCHEDULER}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": child_metadata(
-            job, scheduler_service_name(name), job_labels(job["kind"], name)
-        ),
+        "metadata": child_metadata(job, scheduler_service_name(name), job_labels(job.kind, name)),
         "spec": {
             "selector": selector,
             "publishNotReadyAddresses": True,
@@ -100,14 +87,14 @@ def kubeflow_labels(job_name: str, role: str, index: int) -> dict[str, str]:
 
 
 def build_pod(
-    job: Mapping[str, Any],
+    job: Job,
     role: str,
     index: int,
     *,
     scheduler_ip: str | None,
     mode: PodMode = NORMAL,
 ) -> Obj:
-    template = role_specs(job)[role].get("template") or {}
+    template = job.spec.ms_replica_specs[role].template
     pod = replica_pod(
         job,
         template,
@@ -117,19 +104,19 @@ def build_pod(
         mode=mode,
         role=MS_ROLE[role],
     )
-    pod["metadata"]["labels"].update(kubeflow_labels(job["metadata"]["name"], role, index))
+    pod["metadata"]["labels"].update(kubeflow_labels(job.name, role, index))
     containers = pod["spec"].get("containers") or []
     if not containers:
         return pod
     c = containers[training_container_index(template, TRAINING_CONTAINERS)]
-    port = scheduler_port(job)
+    port = job_scheduler_port(job)
     set_env(
         c,
         {
             "MS_ROLE": MS_ROLE[role],
             "MS_SCHED_PORT": str(port),
-            "MS_WORKER_NUM": str(replicas(job, WORKER)),
-            "MS_SERVER_NUM": str(replicas(job, PS)),
+            "MS_WORKER_NUM": str(job.spec.worker_num),
+            "MS_SERVER_NUM": str(job.spec.server_num),
             "MS_NODE_ID": pod["metadata"]["name"],
         },
     )
@@ -147,5 +134,5 @@ def build_pod(
     return pod
 
 
-def build_service(job: Mapping[str, Any]) -> Obj:
-    return headless_service(job, [(PORT_NAME, scheduler_port(job))])
+def build_service(job: Job) -> Obj:
+    return headless_service(job, [(PORT_NAME, job_scheduler_port(job))])

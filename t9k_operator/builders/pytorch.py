@@ -14,11 +14,10 @@ reach it as ``<master pod>.<job>`` through the job's headless Service.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from t9k_operator.api.common import elastic_count
+from t9k_operator.api.pytorch import PyTorchTrainingJobObject, ReplicaSpec, TorchrunConfig
 from t9k_operator.builders.common import (
     NORMAL,
     PodMode,
@@ -29,6 +28,8 @@ from t9k_operator.builders.common import (
 )
 from t9k_operator.objects import Obj
 
+Job = PyTorchTrainingJobObject
+
 TRAINING_CONTAINERS = ("pytorch", "python")
 DEFAULT_MASTER_PORT = 23456
 MASTER_PORT_NAME = "pytorchjob-port"
@@ -36,31 +37,10 @@ C10D_PORT = 29400
 DEBUG_COMMAND = ("sleep", "inf")
 
 
-def replica_specs(job: Mapping[str, Any]) -> list[Obj]:
-    return list((job.get("spec") or {}).get("replicaSpecs") or [])
-
-
-def elastic(job: Mapping[str, Any]) -> Obj | None:
-    spec = job.get("spec") or {}
-    el = spec.get("elastic") or {}
-    torchrun = spec.get("torchrunConfig") or {}
-    if el.get("enabled") and torchrun.get("enabled"):
-        return dict(el)
-    return None
-
-
-def replica_counts(job: Mapping[str, Any]) -> list[tuple[str, int, Obj]]:
+def replica_counts(job: Job) -> list[tuple[str, int, ReplicaSpec]]:
     """(type, replicas, replicaSpec) in spec order; elastic jobs scale their
     non-master types to ``expectedReplicas`` (clamped to [min, max])."""
-    specs = replica_specs(job)
-    el = elastic(job)
-    out = []
-    for rs in specs:
-        count = int(rs.get("replicas", 1))
-        if el is not None and rs.get("type") != "master":
-            count = elastic_count(count, el)
-        out.append((str(rs["type"]), count, rs))
-    return out
+    return [(rs.type, job.spec.replica_count(rs), rs) for rs in job.spec.replica_specs]
 
 
 def master_of(counts: Sequence[tuple[str, int]]) -> tuple[str, int]:
@@ -75,15 +55,15 @@ def master_of(counts: Sequence[tuple[str, int]]) -> tuple[str, int]:
     return (counts[0][0], 0) if counts else ("master", 0)
 
 
-def master_replica(job: Mapping[str, Any]) -> tuple[str, int]:
+def master_replica(job: Job) -> tuple[str, int]:
     return master_of([(type_, n) for type_, n, _ in replica_counts(job)])
 
 
-def world_size(job: Mapping[str, Any]) -> int:
+def world_size(job: Job) -> int:
     return sum(n for _, n, _ in replica_counts(job))
 
 
-def rank(job: Mapping[str, Any], replica_type: str, index: int) -> int:
+def rank(job: Job, replica_type: str, index: int) -> int:
     master = master_replica(job)
     if (replica_type, index) == master:
         return 0
@@ -98,62 +78,50 @@ def rank(job: Mapping[str, Any], replica_type: str, index: int) -> int:
     raise ValueError(f"no replica {replica_type}-{index}")
 
 
-def master_port(job: Mapping[str, Any]) -> int:
+def master_port(job: Job) -> int:
     type_, _ = master_replica(job)
-    for t, _, rs in replica_counts(job):
-        if t != type_:
+    for rs in job.spec.replica_specs:
+        if rs.type != type_:
             continue
-        template = rs.get("template") or {}
-        containers = (template.get("spec") or {}).get("containers") or []
+        containers = (rs.template.get("spec") or {}).get("containers") or []
         if containers:
-            c = containers[training_container_index(template, TRAINING_CONTAINERS)]
+            c = containers[training_container_index(rs.template, TRAINING_CONTAINERS)]
             for port in c.get("ports") or []:
                 if port.get("name") == MASTER_PORT_NAME and port.get("containerPort"):
                     return int(port["containerPort"])
     return DEFAULT_MASTER_PORT
 
 
-def master_address(job: Mapping[str, Any]) -> str:
-    name = job["metadata"]["name"]
+def master_address(job: Job) -> str:
     type_, index = master_replica(job)
-    return f"{pod_name(name, type_, index)}.{name}"
+    return f"{pod_name(job.name, type_, index)}.{job.name}"
 
 
-def torchrun_args(job: Mapping[str, Any]) -> list[str]:
-    spec = job.get("spec") or {}
-    cfg = spec.get("torchrunConfig") or {}
-    el = elastic(job)
-    if el is not None:
+def torchrun_args(job: Job) -> list[str]:
+    spec = job.spec
+    cfg = spec.torchrun_config or TorchrunConfig()
+    if spec.elastic_enabled and spec.elastic is not None:
         masters = sum(n for t, n, _ in replica_counts(job) if t == "master")
-        nnodes = f"{int(el.get('minReplicas') or 1) + masters}:{int(el['maxReplicas']) + masters}"
+        low, high = spec.elastic.min_replicas or 1, spec.elastic.max_replicas or 1
+        nnodes = f"{low + masters}:{high + masters}"
     else:
         nnodes = str(world_size(job))
-    backend = cfg.get("rdzvBackend") or "c10d"
-    args = [
-        f"--nnodes={nnodes}",
-        f"--nproc-per-node={cfg.get('procPerNode') or '1'}",
-    ]
-    if cfg.get("maxRestarts") is not None:
-        args.append(f"--max-restarts={int(cfg['maxRestarts'])}")
-    args.append(f"--rdzv-backend={backend}")
-    if backend == "c10d":
+    args = [f"--nnodes={nnodes}", f"--nproc-per-node={cfg.proc_per_node}"]
+    if cfg.max_restarts is not None:
+        args.append(f"--max-restarts={cfg.max_restarts}")
+    args.append(f"--rdzv-backend={cfg.rdzv_backend}")
+    if cfg.rdzv_backend == "c10d":
         args.append(f"--rdzv-endpoint={master_address(job)}:{C10D_PORT}")
-    args.append(f"--rdzv-id={job['metadata']['uid']}")
-    args.extend(str(o) for o in cfg.get("extraOptions") or [])
+    args.append(f"--rdzv-id={job.uid}")
+    args.extend(cfg.extra_options)
     return args
 
 
-def build_pod(
-    job: Mapping[str, Any],
-    replica_type: str,
-    index: int,
-    mode: PodMode = NORMAL,
-) -> Obj:
+def build_pod(job: Job, replica_type: str, index: int, mode: PodMode = NORMAL) -> Obj:
     """The pod of ``<type>-<index>``; the mode's ``command``/``args`` come from debug
     or resume settings and win over the torchrun line."""
-    rs = next(r for t, _, r in replica_counts(job) if t == replica_type)
-    template = rs.get("template") or {}
-    torchrun = bool(((job.get("spec") or {}).get("torchrunConfig") or {}).get("enabled"))
+    template = next(rs.template for rs in job.spec.replica_specs if rs.type == replica_type)
+    torchrun = job.spec.torchrun_enabled
     env = {"PYTHONUNBUFFERED": "1"}
     if not torchrun:
         env.update(
@@ -184,9 +152,9 @@ def build_pod(
     )
 
 
-def build_service(job: Mapping[str, Any]) -> Obj:
+def build_service(job: Job) -> Obj:
     ports = [("master", master_port(job))]
-    cfg = (job.get("spec") or {}).get("torchrunConfig") or {}
-    if cfg.get("enabled") and (cfg.get("rdzvBackend") or "c10d") == "c10d":
+    cfg = job.spec.torchrun_config
+    if job.spec.torchrun_enabled and cfg is not None and cfg.rdzv_backend == "c10d":
         ports.append(("c10d", C10D_PORT))
     return headless_service(job, ports)

@@ -11,20 +11,23 @@ keeps the launcher for its logs. Debug pods run ``sleep inf``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from t9k_operator.api.colossalai import CRD, ColossalAIJobObject, ColossalAIJobSpec
+from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
+from t9k_operator.builders.colossalai import Job
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
-from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import (
+from t9k_operator.reconcilers.kind import (
+    JobView,
+    KindBase,
+    Outcome,
+    PodMode,
+    Role,
+    Services,
     job_view,
-    parse,
-    run_mode_view,
-    succeeded_with,
 )
+from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.t9k import run_mode_view, succeeded_with
 
 WORKERS_ONLY = frozenset({"worker"})
 
@@ -38,26 +41,24 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
     return None
 
 
-class ColossalAIKind(KindBase):
+class ColossalAIKind(KindBase[Job]):
     not_acted_on: tuple[str, ...] = ("spec.scheduler", "spec.runPolicy.backoffLimit")
     crd = CRD
+    model = Job
     training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
-    def view(self, job: Mapping[str, Any]) -> JobView:
-        obj, error = parse(ColossalAIJobObject, job)
-        if obj is None or (error := spec_error(obj.spec)):
-            return job_view(CRD.kind, job, (), error)
-        spec = obj.spec
+    def view(self, job: Job) -> JobView:
+        spec = job.spec
         # No pod is ever restarted (see the module docstring): restart policy Never,
         # and backoffLimit, stored but not acted on, is not read.
         roles = (Role("launcher", 1, "Never"), Role("worker", spec.worker.replicas, "Never"))
         return job_view(
             CRD.kind,
-            job,
+            job.metadata,
             roles,
-            None,
+            spec_error(spec),
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
             **run_mode_view(spec.run_mode),
@@ -76,8 +77,8 @@ class ColossalAIKind(KindBase):
             return build.build_launcher(job, mode)
         return build.build_worker(job, index, mode)
 
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+    def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]
 
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+    def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return ssh.ssh_secret(job, private_key, public_key, build.auth_dir(job))

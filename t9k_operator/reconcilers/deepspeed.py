@@ -9,24 +9,22 @@ does both, at once and with the reason). Debug pods run ``/usr/sbin/sshd -D``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from t9k_operator.api.deepspeed import (
-    CRD,
-    DeepSpeedJobObject,
-    DeepSpeedJobSpec,
-    effective_worker_count,
-)
+from t9k_operator.api.deepspeed import CRD, DeepSpeedJobSpec, effective_worker_count
 from t9k_operator.builders import deepspeed as build
+from t9k_operator.builders.deepspeed import Job
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
-from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import (
+from t9k_operator.reconcilers.kind import (
+    JobView,
+    KindBase,
+    Outcome,
+    PodMode,
+    Role,
+    Services,
     job_view,
-    parse,
-    run_policy_view,
-    succeeded_with,
 )
+from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.t9k import run_policy_view, succeeded_with
 
 
 def spec_error(spec: DeepSpeedJobSpec) -> str | None:
@@ -39,22 +37,23 @@ def spec_error(spec: DeepSpeedJobSpec) -> str | None:
     return None
 
 
-class DeepSpeedKind(KindBase):
+class DeepSpeedKind(KindBase[Job]):
     not_acted_on: tuple[str, ...] = ("spec.scheduler",)
     crd = CRD
+    model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
-    def view(self, job: Mapping[str, Any]) -> JobView:
-        obj, error = parse(DeepSpeedJobObject, job)
-        if obj is None or (error := spec_error(obj.spec)):
-            return job_view(CRD.kind, job, (), error)
-        spec = obj.spec
-        worker = spec.worker
-        role = Role("worker", effective_worker_count(spec), worker.effective_restart_policy)
+    def view(self, job: Job) -> JobView:
+        spec = job.spec
+        role = Role("worker", effective_worker_count(spec), spec.worker.effective_restart_policy)
         return job_view(
-            CRD.kind, job, (role,), None, **run_policy_view(spec.run_policy, spec.run_mode)
+            CRD.kind,
+            job.metadata,
+            (role,),
+            spec_error(spec),
+            **run_policy_view(spec.run_policy, spec.run_mode),
         )
 
     def outcome(
@@ -65,8 +64,8 @@ class DeepSpeedKind(KindBase):
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, index, mode)
 
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+    def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job), build.hostfile_configmap(job)]
 
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+    def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return build.ssh_secret(job, private_key, public_key)

@@ -135,7 +135,7 @@ def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
 # -- the plan -----------------------------------------------------------------------
 
 
-def plan(kind: JobKind, job: JobView, pods: Pods, now: datetime) -> Plan:
+def plan(kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> Plan:
     """The rules of the module docstring, in order; the first that ends the pass wins."""
     p = _Pass(kind, job, pods, now)
     if _finished(p) or _invalid(p) or _out_of_time(p) or _paused(p):
@@ -153,7 +153,7 @@ def plan(kind: JobKind, job: JobView, pods: Pods, now: datetime) -> Plan:
 class _Pass:
     """One planning pass: the job, its pods, the time, and the plan being made."""
 
-    def __init__(self, kind: JobKind, job: JobView, pods: Pods, now: datetime) -> None:
+    def __init__(self, kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> None:
         self.kind, self.job, self.pods, self.now = kind, job, pods, now
         self.prev = job.status
         self.out = Plan()
@@ -377,7 +377,7 @@ def _deadline(start: datetime, seconds: int | None) -> datetime | None:
         return None
 
 
-def _pod_mode(kind: JobKind, job: JobView, type_: str, after_pause: bool) -> PodMode:
+def _pod_mode(kind: JobKind[Any], job: JobView, type_: str, after_pause: bool) -> PodMode:
     if job.debug:
         o = next((o for o in job.debug_overrides if o.type == type_), None)
         return PodMode(

@@ -36,6 +36,7 @@ from t9k_operator.builders.common import (
     JOB_KIND,
     REPLICA_INDEX,
     REPLICA_TYPE,
+    Job,
     ssh_secret_name,
 )
 from t9k_operator.informers import CONTROLLER_UID_INDEX
@@ -51,7 +52,7 @@ from t9k_operator.kube import (
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
-from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView
+from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView, read
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.runtime import metrics
 from t9k_operator.runtime.controller import (
@@ -124,7 +125,7 @@ class _Attempt:
 
 
 class JobReconciler:
-    def __init__(self, kind: JobKind, ctx: ControllerContext) -> None:
+    def __init__(self, kind: JobKind[Any], ctx: ControllerContext) -> None:
         self.kind = kind
         self.resource = resource_of(kind.crd)
         self.ctx = ctx
@@ -174,7 +175,8 @@ class JobReconciler:
         if written is not None and not written.seen_in(job):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
-        view = self.kind.view(job)
+        parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
+        view = parsed.view
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
@@ -205,15 +207,17 @@ class JobReconciler:
                 rlog.info("deleted pod", pod=state.name)
             except NotFound:
                 pass
+        if parsed.job is None:
+            return Result()  # a spec that does not parse has failed the job: nothing to build
         if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
-            problem = self._ensure_extras(job, rlog)
+            problem = self._ensure_extras(parsed.job, rlog)
             if problem is not None:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
         for type_, index, mode in plan.create:
             replica = f"the pod of replica {type_}-{index}"
             try:
-                pod = self.kind.build_pod(job, type_, index, mode, services)
+                pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
@@ -342,12 +346,11 @@ class JobReconciler:
                 return wanted
         return None
 
-    def _ensure_extras(self, job: Obj, rlog: Any) -> tuple[str, str, ApiError | str] | None:
+    def _ensure_extras(self, job: Job, rlog: Any) -> tuple[str, str, ApiError | str] | None:
         """Create missing Services, ConfigMaps and the ssh Secret, and keep
         ConfigMaps equal to what is built. Returns (what, child, problem) for a
         child that cannot be had: the API server's refusal, or a name clash."""
-        uid = job["metadata"]["uid"]
-        namespace = job["metadata"]["namespace"]
+        uid, namespace = job.uid, job.namespace
         caches = {
             "Service": (SERVICES, self.services),
             "ConfigMap": (CONFIGMAPS, self.configmaps),
@@ -359,11 +362,10 @@ class JobReconciler:
             for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
         }
         wanted = list(self.kind.extras(job))
-        secret_name = ssh_secret_name(job["metadata"]["name"])
-        if self.kind.uses_ssh and ("Secret", secret_name) not in have:
+        if self.kind.uses_ssh and ("Secret", ssh_secret_name(job.name)) not in have:
             # A fresh key pair only when the Secret does not exist yet: never
             # shared between jobs, never rotated under running replicas.
-            private, public = generate_keypair(f"t9k/{namespace}/{job['metadata']['name']}")
+            private, public = generate_keypair(f"t9k/{namespace}/{job.name}")
             secret = self.kind.ssh_secret(job, private, public)
             if secret is not None:
                 wanted.append(secret)

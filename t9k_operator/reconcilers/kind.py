@@ -16,18 +16,21 @@ I/O, no runtime plumbing: the import contract in pyproject.toml checks it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
 
-from t9k_operator.api.common import CrdInfo
+from pydantic import ValidationError
+
+from t9k_operator.api.common import CrdInfo, JobObject
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pods import ReplicaState
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
-Job = Mapping[str, Any]
-"""A job as stored (the raw object; kinds parse it with their API model)."""
+Stored = Mapping[str, Any]
+"""A job as stored: the raw object, for what is about the stored shape itself
+(the status, which fields the user wrote). Everything else reads the parsed job."""
 Services = Mapping[str, Obj]
 """The job's Services by name."""
 
@@ -87,11 +90,20 @@ class ChildNotReady(Exception):
     ClusterIP); the reconciler looks again shortly."""
 
 
-class JobKind(Protocol):
-    """Everything the operator needs from one job kind."""
+J = TypeVar("J", bound=JobObject[Any, Any])
+
+
+class JobKind(Protocol[J]):
+    """Everything the operator needs from one job kind, whose jobs parse as ``J``.
+
+    The reconciler parses each job once per reconcile with ``model``
+    (:func:`read`); every hook and builder then takes the parsed job, so every
+    default is the model's, which is what the CRD tells users."""
 
     crd: CrdInfo
     """Its identity and CRD (declared in its API module)."""
+    model: type[J]
+    """Its API model of a whole object."""
     training_containers: tuple[str, ...]
     """Names of the container that trains, in order of preference (else the first)."""
     debug_command: tuple[str, ...]
@@ -101,13 +113,14 @@ class JobKind(Protocol):
 
     # -- reading the job -------------------------------------------------------------
 
-    def view(self, job: Mapping[str, Any]) -> JobView:
-        """The job in the engine's terms; ``spec_error`` names what admission
-        could not refuse (an object stored before the CRD's rules)."""
+    def view(self, job: J) -> JobView:
+        """The parsed job in the engine's terms (its ``status`` is filled in by
+        :func:`read`); ``spec_error`` names what the model lets through but no
+        pod can be built from."""
         ...
 
-    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
-        """Fields the job sets that are stored but not acted on."""
+    def fields_not_acted_on(self, job: Stored) -> list[str]:
+        """Fields the job sets that are stored but not acted on (as the user wrote them)."""
         ...
 
     # -- the engine's hooks ------------------------------------------------------------
@@ -131,27 +144,31 @@ class JobKind(Protocol):
 
     # -- building children -------------------------------------------------------------
 
-    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
+    def build_pod(self, job: J, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         """The pod of one replica. ``services`` are the job's Services by name, for
         kinds whose pods need a Service's value (MSJob: the scheduler's ClusterIP);
         raise :class:`ChildNotReady` when it is not there yet."""
         ...
 
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+    def extras(self, job: J) -> list[Obj]:
         """Children besides pods: Services (created once) and ConfigMaps (kept
         equal to what is built, so a hostfile follows scaling)."""
         ...
 
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+    def ssh_secret(self, job: J, private_key: str, public_key: str) -> Obj | None:
         """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
         ...
 
     # -- the status shape ----------------------------------------------------------------
 
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+    def engine_status(self, job: Stored) -> Obj:
+        """The engine's status as it was last written, from the stored one."""
+        ...
+
+    def render_status(self, job: Stored, engine_status: Obj) -> Obj:
         """The status to store, from the engine's. A kind whose stored status has
-        another shape (MSJob's is Kubeflow's) also reads the engine's back in
-        ``view``."""
+        another shape (MSJob's is Kubeflow's) reads the engine's back in
+        ``engine_status``."""
         ...
 
 
@@ -172,7 +189,7 @@ def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
     return found
 
 
-class KindBase:
+class KindBase(Generic[J]):
     """The hook defaults most kinds keep: create any role at once, clean up every
     type, store the engine's status as it is, no ssh, every field acted on."""
 
@@ -181,7 +198,7 @@ class KindBase:
     """Fields the API stores but this operator does not act on (yet): a job
     that sets one gets a Warning Event saying so."""
 
-    def fields_not_acted_on(self, job: Mapping[str, Any]) -> list[str]:
+    def fields_not_acted_on(self, job: Stored) -> list[str]:
         return present_fields(job, self.not_acted_on)
 
     def may_create(self, job: JobView, replica_type: str, replicas: Replicas) -> bool:
@@ -190,8 +207,87 @@ class KindBase:
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return None
 
-    def render_status(self, job: Mapping[str, Any], engine_status: Obj) -> Obj:
+    def engine_status(self, job: Stored) -> Obj:
+        return dict(job.get("status") or {})
+
+    def render_status(self, job: Stored, engine_status: Obj) -> Obj:
         return engine_status
 
-    def ssh_secret(self, job: Mapping[str, Any], private_key: str, public_key: str) -> Obj | None:
+    def ssh_secret(self, job: J, private_key: str, public_key: str) -> Obj | None:
         return None
+
+
+# -- reading a job: once per reconcile -------------------------------------------------------
+
+
+def user_path(obj: Any, loc: Sequence[int | str]) -> str:
+    """The field path a user wrote, from a pydantic error location: the longest
+    prefix of ``loc`` that exists in ``obj`` (pydantic adds the names of union
+    branches and validators, such as ``constrained-str``, which are not fields),
+    plus the first missing field name if that is where it stops."""
+    parts: list[str] = []
+    node = obj
+    for item in loc:
+        if isinstance(node, Mapping) and isinstance(item, str) and item in node:
+            parts.append(item)
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+            node = node[item]
+        else:
+            if isinstance(node, Mapping) and isinstance(item, str) and item.isidentifier():
+                parts.append(item)  # a required field that is missing
+            break
+    return ".".join(parts)
+
+
+def parse(model: type[J], job: Stored) -> tuple[J | None, str | None]:
+    """The job parsed by its kind's API model; or None and the first error as
+    ``invalid spec: field.path: message``. Admission stops these normally; an
+    object stored before the CRD's rules is not."""
+    try:
+        return model.from_dict(job), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        path = user_path(job, err["loc"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return None, f"invalid spec: {path}: {message}"
+
+
+def job_view(
+    kind: str,
+    meta: Mapping[str, Any],
+    roles: tuple[Role, ...],
+    error: str | None = None,
+    **fields: Any,
+) -> JobView:
+    """A JobView from the job's metadata, plus the kind's fields; no roles when
+    ``error`` says the spec cannot be run."""
+    return JobView(
+        kind=kind,
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta["uid"],
+        generation=int(meta.get("generation") or 0),
+        roles=() if error else roles,
+        spec_error=error,
+        **fields,
+    )
+
+
+@dataclass(frozen=True)
+class Read(Generic[J]):
+    """A stored job as one reconcile reads it."""
+
+    job: J | None
+    """The job parsed by its kind's model; None when it does not parse."""
+    view: JobView
+    """The job in the engine's terms, with the engine's last status."""
+
+
+def read(kind: JobKind[J], stored: Stored) -> Read[J]:
+    """Parse ``stored`` once with the kind's model and view it; a job that does
+    not parse gets a view with no roles and the error naming the user's field."""
+    job, error = parse(kind.model, stored)
+    view = job_view(kind.crd.kind, stored["metadata"], (), error) if job is None else kind.view(job)
+    return Read(job, replace(view, status=kind.engine_status(stored)))

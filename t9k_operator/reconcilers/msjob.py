@@ -17,66 +17,63 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.msjob import CRD, MSJobObject
+from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER
 from t9k_operator.builders import msjob as build
+from t9k_operator.builders.msjob import Job
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import (
     ChildNotReady,
-    Job,
     JobView,
     KindBase,
     Outcome,
     PodMode,
     Role,
     Services,
+    Stored,
+    job_view,
 )
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import job_view, parse
 
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
-class MSJobKind(KindBase):
+class MSJobKind(KindBase[Job]):
     not_acted_on: tuple[str, ...] = (
         "spec.runPolicy.schedulingPolicy",
         "spec.runPolicy.ttlSecondsAfterFinished",
     )
     crd = CRD
+    model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
-    def view(self, job: Mapping[str, Any]) -> JobView:
-        obj, error = parse(MSJobObject, job)
-        if obj is None:
-            return job_view(CRD.kind, job, (), error, status=self.engine_status(job))
-        spec = obj.spec
+    def view(self, job: Job) -> JobView:
+        spec = job.spec
         roles = tuple(
             Role(role, rs.replicas, rs.effective_restart_policy)
-            for role in build.ROLES
+            for role in ROLES
             if (rs := spec.ms_replica_specs.get(role)) is not None
         )
         policy = spec.run_policy
         return job_view(
             CRD.kind,
-            job,
+            job.metadata,
             roles,
-            None,
             backoff_limit=policy.backoff_limit,
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
-            status=self.engine_status(job),
             extra={"all_workers": spec.success_policy == "AllWorkers"},
         )
 
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        workers = next((r.replicas for r in job.roles if r.type == build.WORKER), 0)
+        workers = next((r.replicas for r in job.roles if r.type == WORKER), 0)
         if workers == 0:
             return None
         spec_all = bool(job.extra.get("all_workers"))
         wanted = range(workers) if spec_all else range(1)
-        states = [replicas.get((build.WORKER, i)) for i in wanted]
+        states = [replicas.get((WORKER, i)) for i in wanted]
         if all(s is not None and s.phase == "Succeeded" for s in states):
             who = "every Worker" if spec_all else "Worker 0"
             return Outcome("Succeeded", "MSJobSucceeded", f"{who} succeeded.")
@@ -85,27 +82,25 @@ class MSJobKind(KindBase):
     def may_create(
         self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> bool:
-        has_scheduler = any(r.type == build.SCHEDULER and r.replicas for r in job.roles)
-        return (
-            replica_type == build.SCHEDULER or not has_scheduler or (build.SCHEDULER, 0) in replicas
-        )
+        has_scheduler = any(r.type == SCHEDULER and r.replicas for r in job.roles)
+        return replica_type == SCHEDULER or not has_scheduler or (SCHEDULER, 0) in replicas
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         ip = None
-        if type_ != build.SCHEDULER and build.replicas(job, build.SCHEDULER):
-            scheduler = svc.get(build.scheduler_service_name(job["metadata"]["name"])) or {}
+        if type_ != SCHEDULER and job.spec.replicas(SCHEDULER):
+            scheduler = svc.get(build.scheduler_service_name(job.name)) or {}
             ip = (scheduler.get("spec") or {}).get("clusterIP")
             if not ip:
                 raise ChildNotReady("the scheduler Service has no ClusterIP yet")
         return build.build_pod(job, type_, index, scheduler_ip=ip, mode=mode)
 
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+    def extras(self, job: Job) -> list[Obj]:
         out = [build.build_service(job)]
-        if build.replicas(job, build.SCHEDULER):
+        if job.spec.replicas(SCHEDULER):
             out.append(build.scheduler_service(job))
         return out
 
-    def engine_status(self, job: Mapping[str, Any]) -> Obj:
+    def engine_status(self, job: Stored) -> Obj:
         """What the engine wrote last time, from the stored status."""
         status = dict(job.get("status") or {})
         status["conditions"] = list(status.get("t9kConditions") or [])
@@ -113,7 +108,7 @@ class MSJobKind(KindBase):
             status.pop(key, None)
         return status
 
-    def render_status(self, job: Mapping[str, Any], engine: Obj) -> Obj:
+    def render_status(self, job: Stored, engine: Obj) -> Obj:
         prev = job.get("status") or {}
         out = dict(engine)
         out["t9kConditions"] = engine.get("conditions") or []

@@ -8,19 +8,22 @@ debug pods run ``sleep inf`` unless told otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobObject, PyTorchTrainingJobSpec
+from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
+from t9k_operator.builders.pytorch import Job
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import Job, JobView, KindBase, Outcome, PodMode, Role, Services
-from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import (
+from t9k_operator.reconcilers.kind import (
+    JobView,
+    KindBase,
+    Outcome,
+    PodMode,
+    Role,
+    Services,
     job_view,
-    parse,
-    run_policy_view,
-    succeeded_with,
 )
+from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.t9k import run_policy_view, succeeded_with
 
 
 def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
@@ -36,26 +39,28 @@ def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
     return None
 
 
-class PyTorchKind(KindBase):
+class PyTorchKind(KindBase[Job]):
     not_acted_on: tuple[str, ...] = (
         "spec.scheduler",
         "spec.tensorboardSpec",
         "spec.replicaSpecs[].scalingWeight",
     )
     crd = CRD
+    model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
     debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
-    def view(self, job: Mapping[str, Any]) -> JobView:
-        obj, error = parse(PyTorchTrainingJobObject, job)
-        if obj is None or (error := spec_error(obj.spec)):
-            return job_view(CRD.kind, job, (), error)
-        spec = obj.spec
+    def view(self, job: Job) -> JobView:
+        spec = job.spec
         roles = tuple(
             Role(rs.type, spec.replica_count(rs), rs.restart_policy) for rs in spec.replica_specs
         )
         return job_view(
-            CRD.kind, job, roles, None, **run_policy_view(spec.run_policy, spec.run_mode)
+            CRD.kind,
+            job.metadata,
+            roles,
+            spec_error(spec),
+            **run_policy_view(spec.run_policy, spec.run_mode),
         )
 
     def outcome(
@@ -68,5 +73,5 @@ class PyTorchKind(KindBase):
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, type_, index, mode)
 
-    def extras(self, job: Mapping[str, Any]) -> list[Obj]:
+    def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job)]

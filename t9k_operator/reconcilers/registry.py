@@ -7,6 +7,8 @@ To add a kind, see docs/adding-a-kind.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from t9k_operator.api.common import CrdInfo
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
@@ -14,7 +16,7 @@ from t9k_operator.reconcilers.kind import JobKind
 from t9k_operator.reconcilers.msjob import MSJobKind
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 
-KINDS: tuple[JobKind, ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
 
 
 def crds() -> list[CrdInfo]:
@@ -22,7 +24,7 @@ def crds() -> list[CrdInfo]:
     return [kind.crd for kind in KINDS]
 
 
-def by_kind(name: str) -> JobKind:
+def by_kind(name: str) -> JobKind[Any]:
     """The kind whose CRD's kind is ``name`` (``PyTorchTrainingJob``, ``MSJob``, ...)."""
     for kind in KINDS:
         if kind.crd.kind == name:

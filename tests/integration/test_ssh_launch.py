@@ -52,7 +52,11 @@ COLOSSALAI_IMAGE = STOCK.derive(
 )
 
 
-def ds_job(replicas: int, **config: Any) -> dict[str, Any]:
+def ds_job(replicas: int, **config: Any) -> db.Job:
+    return db.Job.from_dict(ds_raw(replicas, **config))
+
+
+def ds_raw(replicas: int, **config: Any) -> dict[str, Any]:
     return {
         "apiVersion": "batch.tensorstack.dev/v1beta1",
         "kind": "DeepSpeedJob",
@@ -83,7 +87,11 @@ def ds_job(replicas: int, **config: Any) -> dict[str, Any]:
     }
 
 
-def cj_job(replicas: int, auth: str = "/root/.ssh", sshd: str = "/usr/sbin/sshd") -> dict[str, Any]:
+def cj_job(replicas: int, auth: str = "/root/.ssh", sshd: str = "/usr/sbin/sshd") -> cb.Job:
+    return cb.Job.from_dict(cj_raw(replicas, auth, sshd))
+
+
+def cj_raw(replicas: int, auth: str, sshd: str) -> dict[str, Any]:
     return {
         "apiVersion": "batch.tensorstack.dev/v1beta1",
         "kind": "ColossalAIJob",
@@ -106,9 +114,8 @@ def cj_job(replicas: int, auth: str = "/root/.ssh", sshd: str = "/usr/sbin/sshd"
     }
 
 
-def secret_for(job: dict[str, Any], auth: str = ssh.DEFAULT_AUTH_DIR) -> dict[str, Any]:
-    meta = job["metadata"]
-    private, public = generate_keypair(f"t9k/{meta['namespace']}/{meta['name']}")
+def secret_for(job: cb.Job, auth: str = ssh.DEFAULT_AUTH_DIR) -> dict[str, Any]:
+    private, public = generate_keypair(f"t9k/{job.namespace}/{job.name}")
     return ssh.ssh_secret(job, private, public, auth)
 
 
@@ -119,14 +126,14 @@ def node(tmp_path: Path) -> Iterator[Node]:
     n.close()
 
 
-def ds_node(node: Node, job: dict[str, Any]) -> Node:
+def ds_node(node: Node, job: db.Job) -> Node:
     node.add(db.ssh_secret(job, *_keys(job)))
     node.add(db.hostfile_configmap(job))
     return node
 
 
-def _keys(job: dict[str, Any]) -> tuple[str, str]:
-    return generate_keypair(f"t9k/ns/{job['metadata']['name']}")
+def _keys(job: db.Job) -> tuple[str, str]:
+    return generate_keypair(f"t9k/ns/{job.name}")
 
 
 # ------------------------------------------------------------------ DeepSpeed
@@ -186,8 +193,9 @@ def test_deepspeed_key_files_are_private_and_the_secret_is_not_in_the_training_c
 
 
 def test_deepspeed_debug_default_command_lets_replicas_ssh_to_each_other(node: Node) -> None:
-    job = ds_job(2)
-    job["spec"]["runMode"] = {"debug": {"enabled": True}}
+    raw = ds_raw(2)
+    raw["spec"]["runMode"] = {"debug": {"enabled": True}}
+    job = db.Job.from_dict(raw)
     ds_node(node, job)
     pods = [
         node.run_pod(db.build_pod(job, i, PodMode(db.DEBUG_COMMAND, debug=True)), NO_HOST_KEYS)
@@ -212,8 +220,9 @@ def test_deepspeed_wait_names_the_host_and_the_last_error(node: Node) -> None:
     ds_node(node, job)
     node.run_pod(db.build_pod(job, 1), STOCK)
     # worker-2 runs sshd with another job's key: ssh is refused.
-    other = ds_job(3)
-    other["metadata"]["name"] = "other"
+    other_raw = ds_raw(3)
+    other_raw["metadata"]["name"] = "other"
+    other = db.Job.from_dict(other_raw)
     node.add(db.ssh_secret(other, *_keys(other)))
     pod2 = db.build_pod(job, 2)
     for v in pod2["spec"]["volumes"]:
@@ -408,10 +417,10 @@ def test_pods_the_operator_created_train_on_a_stock_image(
     """A DeepSpeedJob and a ColossalAIJob submitted to the local cluster: the
     pods, Secrets and ConfigMaps exactly as the API server stored them (after
     admission and defaulting, the ServiceAccount volume included) run here."""
-    ds = ds_job(2)
+    ds = ds_raw(2)
     ds["metadata"] = {"name": "ds"}
     ds["spec"]["worker"]["template"]["metadata"] = {"annotations": dict(MANUAL)}
-    cj = cj_job(2, "/home/trainer/.ssh")
+    cj = cj_raw(2, "/home/trainer/.ssh", "/usr/sbin/sshd")
     cj["metadata"] = {"name": "cj"}
     cj["spec"]["worker"]["template"]["metadata"] = {"annotations": dict(MANUAL)}
     Jobs(admin, namespace, DEEPSPEED).create(ds)

@@ -1,4 +1,4 @@
-"""ColossalAIJob children, built from job dicts (pure)."""
+"""ColossalAIJob children, built from parsed jobs (pure)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def job(
     proc: int = 1,
     torch_args: list[str] | None = None,
     ssh: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> b.Job:
     spec: dict[str, Any] = {
         "launcher": {
             "image": "hpcaitech/colossalai:0.3.0",
@@ -36,12 +36,14 @@ def job(
     }
     if ssh is not None:
         spec["ssh"] = ssh
-    return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "ColossalAIJob",
-        "metadata": {"name": "cj", "namespace": "ns", "uid": "u"},
-        "spec": spec,
-    }
+    return b.Job.from_dict(
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "ColossalAIJob",
+            "metadata": {"name": "cj", "namespace": "ns", "uid": "u"},
+            "spec": spec,
+        }
+    )
 
 
 @pytest.mark.parametrize("replicas", [1, 3])

@@ -1,4 +1,4 @@
-"""DeepSpeedJob children, built from job dicts (pure)."""
+"""DeepSpeedJob children, built from parsed jobs (pure)."""
 
 from __future__ import annotations
 
@@ -6,36 +6,41 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.api.deepspeed import effective_slots, effective_worker_count
 from t9k_operator.builders import deepspeed as b
 from t9k_operator.builders.common import PodMode
 
 
-def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "DeepSpeedJob",
-        "metadata": {"name": "ds", "namespace": "ns", "uid": "uid-1"},
-        "spec": {
-            "config": config if config is not None else {"run": {"python": "/t9k/mnt/train.py"}},
-            "worker": {
-                "replicas": replicas,
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {"name": "sidecar", "image": "s"},
-                            {
-                                "name": "worker",
-                                "image": "deepspeed/deepspeed:v072",
-                                "env": [{"name": "A", "value": "1"}],
-                                "volumeMounts": [{"name": "code", "mountPath": "/t9k/mnt"}],
-                            },
-                        ]
-                    }
+def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> b.Job:
+    return b.Job.from_dict(
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "DeepSpeedJob",
+            "metadata": {"name": "ds", "namespace": "ns", "uid": "uid-1"},
+            "spec": {
+                "config": config
+                if config is not None
+                else {"run": {"python": "/t9k/mnt/train.py"}},
+                "worker": {
+                    "replicas": replicas,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "sidecar", "image": "s"},
+                                {
+                                    "name": "worker",
+                                    "image": "deepspeed/deepspeed:v072",
+                                    "env": [{"name": "A", "value": "1"}],
+                                    "volumeMounts": [{"name": "code", "mountPath": "/t9k/mnt"}],
+                                },
+                            ]
+                        }
+                    },
                 },
+                **spec,
             },
-            **spec,
-        },
-    }
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -56,9 +61,10 @@ def test_hostfile_bytes(replicas: int, slots: int, expected: str) -> None:
 
 
 def test_seed_spelling_slot_per_worker_and_precedence() -> None:
-    assert b.slots(job(1, {"slotPerWorker": 4, "run": {"python": "t"}})) == 4
-    assert b.slots(job(1, {"slotPerWorker": 4, "slotsPerWorker": 2, "run": {"python": "t"}})) == 2
-    assert b.slots(job(1, {"run": {"python": "t"}})) == 1
+    assert b.hostfile(job(1, {"slotPerWorker": 4, "run": {"python": "t"}})).endswith("slots=4\n")
+    both = job(1, {"slotPerWorker": 4, "slotsPerWorker": 2, "run": {"python": "t"}})
+    assert effective_slots(both.spec) == 2 and b.hostfile(both).endswith("slots=2\n")
+    assert b.hostfile(job(1, {"run": {"python": "t"}})) == "ds-worker-0.ds slots=1\n"
 
 
 @pytest.mark.parametrize(
@@ -153,8 +159,7 @@ def test_debug_pod_runs_sshd() -> None:
 
 
 def test_elastic_worker_count_and_hostfile_follow_expected() -> None:
-    j = job(2, elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 3, "expectedReplicas": 3})
-    assert b.worker_count(j) == 3
+    elastic = {"enabled": True, "minReplicas": 1, "maxReplicas": 3, "expectedReplicas": 3}
+    j = job(2, elastic=elastic)
+    assert effective_worker_count(j.spec) == 3
     assert b.hostfile(j).count("\n") == 3
-    j["spec"]["elastic"]["expectedReplicas"] = 9
-    assert b.worker_count(j) == 3

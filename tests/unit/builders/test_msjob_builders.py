@@ -7,7 +7,7 @@ from typing import Any
 from t9k_operator.builders import msjob as b
 
 
-def job() -> dict[str, Any]:
+def job() -> b.Job:
     def role(n: int) -> dict[str, Any]:
         return {
             "replicas": n,
@@ -18,12 +18,14 @@ def job() -> dict[str, Any]:
         }
 
     roles = {"Scheduler": role(1), "PS": role(1), "Worker": role(2)}
-    return {
-        "apiVersion": "mindspore.gitee.com/v1",
-        "kind": "MSJob",
-        "metadata": {"name": "ms", "namespace": "ns", "uid": "u"},
-        "spec": {"msReplicaSpecs": roles},
-    }
+    return b.Job.from_dict(
+        {
+            "apiVersion": "mindspore.gitee.com/v1",
+            "kind": "MSJob",
+            "metadata": {"name": "ms", "namespace": "ns", "uid": "u"},
+            "spec": {"msReplicaSpecs": roles},
+        }
+    )
 
 
 def test_pods_carry_the_mindspore_operators_labels() -> None:

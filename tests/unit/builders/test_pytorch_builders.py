@@ -1,4 +1,4 @@
-"""PyTorchTrainingJob pods and Service, built from job dicts (pure)."""
+"""PyTorchTrainingJob pods and Service, built from parsed jobs (pure)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,21 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.api.common import ElasticConfig
 from t9k_operator.builders import common
 from t9k_operator.builders import pytorch as b
 from t9k_operator.builders.common import PodMode
 
 
-def job(specs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "PyTorchTrainingJob",
-        "metadata": {"name": "tj", "namespace": "ns", "uid": "uid-1"},
-        "spec": {"replicaSpecs": specs, **spec},
-    }
+def job(specs: list[dict[str, Any]], **spec: Any) -> b.Job:
+    return b.Job.from_dict(
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "PyTorchTrainingJob",
+            "metadata": {"name": "tj", "namespace": "ns", "uid": "uid-1"},
+            "spec": {"replicaSpecs": specs, **spec},
+        }
+    )
 
 
 def rs(type_: str, n: int, **container: Any) -> dict[str, Any]:
@@ -105,7 +108,7 @@ def test_template_is_kept_and_operator_fields_added() -> None:
     assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     assert pod["spec"]["initContainers"][0]["name"] == "init"
     # The job's own template is not modified.
-    assert "hostname" not in j["spec"]["replicaSpecs"][0]["template"]["spec"]
+    assert "hostname" not in j.spec.replica_specs[0].template["spec"]
 
 
 def test_torchrun_command() -> None:
@@ -158,7 +161,7 @@ def test_torchrun_training_container_named_python() -> None:
     ]
 
 
-@pytest.mark.parametrize(("expected", "count"), [(7, 7), (2, 4), (20, 10)])
+@pytest.mark.parametrize(("expected", "count"), [(7, 7), (4, 4), (10, 10)])
 def test_elastic_follows_expected_within_bounds(expected: int, count: int) -> None:
     j = job(
         [rs("worker", 1)],
@@ -173,6 +176,23 @@ def test_elastic_follows_expected_within_bounds(expected: int, count: int) -> No
     assert b.replica_counts(j)[0][1] == count
     cmd = b.build_pod(j, "worker", 0)["spec"]["containers"][0]["command"]
     assert "--nnodes=4:10" in cmd
+
+
+@pytest.mark.parametrize(
+    ("expected", "replicas", "count"),
+    [(2, 1, 4), (20, 1, 10), (7, 1, 7), (None, 12, 10), (None, 2, 4), (None, 6, 6)],
+)
+def test_the_clamp_holds_even_for_bounds_admission_would_refuse(
+    expected: int | None, replicas: int, count: int
+) -> None:
+    """An object stored before the CRD's rules was never admitted; the clamp
+    still keeps the count within [minReplicas, maxReplicas] = [4, 10], taking
+    the replicas when expectedReplicas is unset."""
+    unchecked = ElasticConfig.model_construct(
+        enabled=True, min_replicas=4, max_replicas=10, expected_replicas=expected
+    )
+    assert unchecked.clamp(replicas) == count
+    assert ElasticConfig.model_construct(enabled=False, max_replicas=2).clamp(7) == 7
 
 
 def test_debug_and_resume_modes() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch
-from t9k_operator.reconcilers.kind import JobKind, Override, PodMode, Role
+from t9k_operator.reconcilers.kind import JobKind, Override, PodMode, Role, read
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.registry import KINDS, by_kind
 
@@ -125,12 +125,14 @@ def name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def kind(name: str) -> JobKind:
+def kind(name: str) -> JobKind[Any]:
     return by_kind(name)
 
 
-def test_view_reads_roles_and_takes_its_defaults_from_the_model(name: str, kind: JobKind) -> None:
-    view = kind.view(job_of(name))
+def test_view_reads_roles_and_takes_its_defaults_from_the_model(
+    name: str, kind: JobKind[Any]
+) -> None:
+    view = read(kind, job_of(name)).view
     assert view.spec_error is None
     assert view.roles == CASES[name].roles
     assert (view.kind, view.name, view.namespace, view.generation) == (name, "j", "ns", 3)
@@ -148,17 +150,17 @@ def test_view_reads_debug_and_pause(name: str) -> None:
     spec["runMode"] = {
         "debug": {"enabled": True, "replicaSpecs": [{"type": role, "command": ["sleep", "1"]}]},
     }
-    debug = kind.view(job_of(name, spec))
+    debug = read(kind, job_of(name, spec)).view
     assert debug.debug and debug.debug_overrides == (Override(role, ("sleep", "1")),)
     spec["runMode"] = {
         "pause": {"enabled": True, "resumeSpecs": [{"type": role, "args": ["--resume"]}]}
     }
-    paused = kind.view(job_of(name, spec))
+    paused = read(kind, job_of(name, spec)).view
     assert paused.paused and paused.resume_overrides == (Override(role, None, ("--resume",)),)
 
 
-def test_the_deciding_replica_decides_success(name: str, kind: JobKind) -> None:
-    view = kind.view(job_of(name))
+def test_the_deciding_replica_decides_success(name: str, kind: JobKind[Any]) -> None:
+    view = read(kind, job_of(name)).view
     others = {
         (r.type, i): ReplicaState(f"{r.type}-{i}", f"u-{r.type}-{i}", "Running")
         for r in view.roles
@@ -171,19 +173,19 @@ def test_the_deciding_replica_decides_success(name: str, kind: JobKind) -> None:
     assert outcome is not None and outcome.phase == "Succeeded"
 
 
-def test_a_bad_spec_names_the_users_field(name: str, kind: JobKind) -> None:
+def test_a_bad_spec_names_the_users_field(name: str, kind: JobKind[Any]) -> None:
     where, value, path = CASES[name].bad
     spec = copy.deepcopy(CASES[name].spec)
     node: Any = spec
     for part in where[:-1]:
         node = node[part]
     node[where[-1]] = value
-    view = kind.view(job_of(name, spec))
+    view = read(kind, job_of(name, spec)).view
     assert view.spec_error is not None and path in view.spec_error, view.spec_error
     assert "constrained" not in view.spec_error and view.roles == ()
 
 
-def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind) -> None:
+def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind[Any]) -> None:
     assert kind.fields_not_acted_on(job_of(name)) == []
     spec = {**copy.deepcopy(CASES[name].spec)}
     for key, value in CASES[name].not_acted_on.items():
@@ -192,9 +194,10 @@ def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind) -
     assert reported, "a field the CRD says is not acted on must be reported"
 
 
-def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind) -> None:
-    job = job_of(name)
-    view = kind.view(job)
+def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind[Any]) -> None:
+    parsed = read(kind, job_of(name))
+    job, view = parsed.job, parsed.view
+    assert job is not None
     services = {
         s["metadata"]["name"]: {**s, "spec": {**s["spec"], "clusterIP": "10.0.0.9"}}
         for s in kind.extras(job)

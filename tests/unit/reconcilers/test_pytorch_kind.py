@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.reconcilers.kind import Override, Role
+from t9k_operator.reconcilers.kind import Override, Role, read
 from t9k_operator.reconcilers.pods import ReplicaState
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 
@@ -33,7 +33,8 @@ KIND = PyTorchKind()
 
 
 def test_view_reads_roles_policies_and_run_mode() -> None:
-    v = KIND.view(
+    v = read(
+        KIND,
         job(
             [rs("master", 1, "ExitCode"), rs("worker", 3)],
             runPolicy={"backoffLimit": 5, "activeDeadlineSeconds": 60, "cleanUpPolicy": "All"},
@@ -49,8 +50,8 @@ def test_view_reads_roles_policies_and_run_mode() -> None:
                     "resumeSpecs": [{"type": "master", "command": ["python"], "args": ["r.py"]}],
                 },
             },
-        )
-    )
+        ),
+    ).view
     assert v.roles == (Role("master", 1, "ExitCode"), Role("worker", 3, "OnFailure"))
     assert (v.backoff_limit, v.active_deadline_seconds, v.cleanup_policy) == (5, 60, "All")
     assert v.debug and not v.paused and v.generation == 2
@@ -60,17 +61,17 @@ def test_view_reads_roles_policies_and_run_mode() -> None:
 
 
 def test_defaults() -> None:
-    v = KIND.view(job([rs("worker", 2)]))
+    v = read(KIND, job([rs("worker", 2)])).view
     assert (v.backoff_limit, v.active_deadline_seconds, v.cleanup_policy) == (3, None, "None")
     assert not v.debug and not v.paused
 
 
 def test_spec_errors_name_the_field() -> None:
-    bad_policy = KIND.view(job([rs("worker", 1, "Sometimes")]))
+    bad_policy = read(KIND, job([rs("worker", 1, "Sometimes")])).view
     assert bad_policy.spec_error is not None
     assert "spec.replicaSpecs[0].restartPolicy" in bad_policy.spec_error
     assert bad_policy.roles == ()
-    no_container = KIND.view(job([rs("worker", 1, containers=[])]))
+    no_container = read(KIND, job([rs("worker", 1, containers=[])])).view
     assert no_container.spec_error is not None
     assert "spec.replicaSpecs[0].template.spec.containers" in no_container.spec_error
 
@@ -80,13 +81,13 @@ def state(phase: str) -> ReplicaState:
 
 
 def test_outcome_follows_the_master_else_the_first_replica() -> None:
-    with_master = KIND.view(job([rs("worker", 2), rs("master", 1)]))
+    with_master = read(KIND, job([rs("worker", 2), rs("master", 1)])).view
     done = {("worker", 0): state("Succeeded"), ("master", 0): state("Running")}
     assert KIND.outcome(with_master, done) is None
     done[("master", 0)] = state("Succeeded")
     outcome = KIND.outcome(with_master, done)
     assert outcome is not None and outcome.phase == "Succeeded"
-    nodes = KIND.view(job([rs("node", 3, "ExitCode")]))
+    nodes = read(KIND, job([rs("node", 3, "ExitCode")])).view
     assert KIND.outcome(nodes, {("node", 1): state("Succeeded")}) is None
     assert KIND.outcome(nodes, {("node", 0): state("Succeeded")}) is not None
     assert KIND.cleanup_types(nodes) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9k_operator.api.deepspeed import DeepSpeedJobObject
-from t9k_operator.reconcilers.t9k import parse, user_path
+from t9k_operator.reconcilers.kind import parse, user_path
 
 
 def ds(run: Any) -> dict[str, Any]:
