@@ -38,7 +38,6 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from t9k_operator.api import common
 from t9k_operator.api.common import (
     DEBUG_ON_CEL,
-    DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
     ENV_VAR,
     JOB_NAME_RULE,
@@ -46,7 +45,6 @@ from t9k_operator.api.common import (
     MAX_INT32,
     MAX_PROCS,
     MAX_REPLICAS,
-    MSG_JOB_NAME,  # noqa: F401 (re-exported)
     RESOURCE_REQUIREMENTS,
     RESUME_SPECS_REMOVAL_RULE,
     Arg,

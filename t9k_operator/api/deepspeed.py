@@ -37,17 +37,12 @@ from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_v
 from t9k_operator.api import common
 from t9k_operator.api.common import (
     DEBUG_ON_CEL,
-    DNS_1035_PATTERN,  # noqa: F401 (re-exported)
     DNS_LABEL_MAX,
     ELASTIC_SCALE,
     JOB_NAME_RULE,
     MAX_ARGS,
     MAX_PROCS,
     MAX_REPLICAS,
-    MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
-    MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
-    MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
-    MSG_JOB_NAME,  # noqa: F401 (re-exported)
     RESUME_SPECS_REMOVAL_RULE,
     Arg,
     DebugMode,

@@ -78,8 +78,6 @@ MSG_MINDSPORE_CONTAINER = (
     "spec.msReplicaSpecs[*].template.spec.containers must include a container "
     "named mindspore (the training container of every role)"
 )
-MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
-DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: every pod name <name>-<role>-<index> (e.g. "
     "<name>-worker-<replicas-1>, <name>-scheduler-0) must fit in 63 characters "

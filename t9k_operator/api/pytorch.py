@@ -27,9 +27,6 @@ from t9k_operator.api.common import (
     MAX_INT32,
     MAX_REPLICA_SPECS,
     MAX_REPLICAS,
-    MSG_ELASTIC_BOUNDS_REQUIRED,  # noqa: F401 (re-exported)
-    MSG_ELASTIC_EXPECTED,  # noqa: F401 (re-exported)
-    MSG_ELASTIC_MIN_MAX,  # noqa: F401 (re-exported)
     MSG_TOO_MANY_REPLICAS,
     RESUME_SPECS_REMOVAL_RULE,
     ElasticConfig,

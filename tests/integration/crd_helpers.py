@@ -11,6 +11,7 @@ import yaml
 from t9k_operator.api.common import CrdInfo
 from t9k_operator.kube import Invalid
 from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.unit.api.helpers import is_subset
 
 
 def install_crd(cluster: Cluster, info: CrdInfo) -> None:
@@ -118,3 +119,36 @@ def _templates(node: Any) -> list[dict[str, Any]]:
     if isinstance(node, list):
         return [t for item in node for t in _templates(item)]
     return []
+
+
+KEPT_WHOLE = ("template", "env", "resources")
+"""Fields typed by the Kubernetes schema: the API server must store them exactly
+as sent (no default, no pruning inside them)."""
+
+
+def _kept_whole(sent: Any, stored: Any, path: str = "spec") -> list[str]:
+    """Paths of the :data:`KEPT_WHOLE` fields that ``stored`` does not hold as sent."""
+    if isinstance(sent, dict) and isinstance(stored, dict):
+        return [
+            bad
+            for key, value in sent.items()
+            for bad in (
+                ([] if stored.get(key) == value else [f"{path}.{key}"])
+                if key in KEPT_WHOLE
+                else _kept_whole(value, stored.get(key), f"{path}.{key}")
+            )
+        ]
+    if isinstance(sent, list) and isinstance(stored, list):
+        return [
+            bad
+            for i, (mine, theirs) in enumerate(zip(sent, stored, strict=False))
+            for bad in _kept_whole(mine, theirs, f"{path}[{i}]")
+        ]
+    return []
+
+
+def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:
+    """Everything sent was stored (nothing pruned), and the Kubernetes-typed fields
+    (pod templates, env, resources) exactly as sent (nothing defaulted into them)."""
+    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
+    assert not _kept_whole(sent["spec"], obj["spec"]), _kept_whole(sent["spec"], obj["spec"])

@@ -10,7 +10,6 @@ printer columns and explain text.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -28,16 +27,13 @@ from t9k_operator.api.colossalai import (
 )
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (
-    DOC_FRAGMENTS,
     applied,
     install_crd,
-    nameless_container_refused,
     refused,
     stored_object,
 )
-from tests.unit.api.helpers import is_subset, load
+from tests.unit.api.helpers import load
 from tests.unit.api.test_colossalai_models import (
-    ALL_EXAMPLES,
     IMAGE,
     SPEC_EXAMPLES,
     USER_EXAMPLES,
@@ -53,32 +49,6 @@ def crd(cluster: Cluster) -> None:
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
     return stored_object(cluster, CRD, namespace, name)
-
-
-def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:
-    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
-    assert obj["spec"]["worker"]["template"] == sent["spec"]["worker"]["template"]
-    launcher = sent["spec"]["launcher"]
-    for key in ("env", "resources"):
-        if key in launcher:
-            assert obj["spec"]["launcher"][key] == launcher[key]
-
-
-# -- the doc's examples and users' files apply as written, nothing pruned -----------------------
-
-
-@pytest.mark.parametrize("example", list(ALL_EXAMPLES))
-def test_example_applies_and_is_stored_unpruned(
-    cluster: Cluster, crd: None, namespace: str, example: str
-) -> None:
-    text = ALL_EXAMPLES[example]
-    if example in DOC_FRAGMENTS:
-        text = nameless_container_refused(cluster, namespace, text)
-    applied(cluster, namespace, text)
-    obj = stored(cluster, namespace)
-    assert_stored_as_sent(load(text), obj)
-    # What the API server stores parses with the operator's models.
-    assert ColossalAIJobObject.from_dict(obj).name == JOB
 
 
 def test_users_file_without_ssh_applies_with_the_default_paths(

@@ -8,17 +8,18 @@ serve kubectl's short names, categories, printer columns and scale.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 import yaml
 
-from t9k_operator.api.deepspeed import (
-    CRD,
+from t9k_operator.api.common import (
     MSG_ELASTIC_BOUNDS_REQUIRED,
     MSG_ELASTIC_EXPECTED,
     MSG_ELASTIC_MIN_MAX,
+)
+from t9k_operator.api.deepspeed import (
+    CRD,
     MSG_POD_NAME_LENGTH,
     MSG_RESERVED_ARGS,
     MSG_RESERVED_MOUNTS,
@@ -26,16 +27,13 @@ from t9k_operator.api.deepspeed import (
 )
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (
-    DOC_FRAGMENTS,
     applied,
     install_crd,
-    nameless_container_refused,
     refused,
     stored_object,
 )
-from tests.unit.api.helpers import is_subset, load
+from tests.unit.api.helpers import load
 from tests.unit.api.test_deepspeed_models import (
-    ALL_EXAMPLES,
     IMAGE,
     SPEC_EXAMPLES,
     USER_EXAMPLES,
@@ -51,25 +49,6 @@ def crd(cluster: Cluster) -> None:
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
     return stored_object(cluster, CRD, namespace, name)
-
-
-def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:
-    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
-    assert obj["spec"]["worker"]["template"] == sent["spec"]["worker"]["template"]
-
-
-# -- the doc's examples and users' files apply as written, nothing pruned -----------------------
-
-
-@pytest.mark.parametrize("example", list(ALL_EXAMPLES))
-def test_example_applies_and_is_stored_unpruned(
-    cluster: Cluster, crd: None, namespace: str, example: str
-) -> None:
-    text = ALL_EXAMPLES[example]
-    if example in DOC_FRAGMENTS:
-        text = nameless_container_refused(cluster, namespace, text)
-    applied(cluster, namespace, text)
-    assert_stored_as_sent(load(text), stored(cluster, namespace))
 
 
 def test_users_template_fields_are_kept(cluster: Cluster, crd: None, namespace: str) -> None:

@@ -1,9 +1,11 @@
 """What every kind's CRD does at admission, by one parametrised suite.
 
-Each kind's data (its invalid specs and the fragments its refusal must name,
-its paused example, the job its samples create) stays in its own module
-(tests/integration/test_crd_<kind>.py); the tests themselves are written once
-here, for every kind of the registry: a bad spec is refused naming the field,
+Each kind's data (its examples, its invalid specs and the fragments its
+refusal must name, its paused example, the job its samples create) stays in
+its own module (tests/integration/test_crd_<kind>.py); the tests themselves
+are written once here, for every kind of the registry: every example of the
+product document and of users' files applies as written and is stored
+unpruned, parsing with the operator's model; a bad spec is refused naming the field,
 a paused job's resumeSpecs are fixed once set, the short names and categories
 list the job, the printer columns are the documented ones, and the status
 subresource takes the kind's status without touching the spec.
@@ -21,13 +23,21 @@ import pytest
 import yaml
 
 from t9k_operator.api.common import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT, CrdInfo
-from t9k_operator.reconcilers.registry import crds
+from t9k_operator.reconcilers.registry import by_kind, crds
 from tests.integration import test_crd_colossalai as colossalai
 from tests.integration import test_crd_deepspeed as deepspeed
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
 from tests.integration.cluster import Cluster
-from tests.integration.crd_helpers import applied, install_crd, refused, stored_object
+from tests.integration.crd_helpers import (
+    DOC_FRAGMENTS,
+    applied,
+    assert_stored_as_sent,
+    install_crd,
+    nameless_container_refused,
+    refused,
+    stored_object,
+)
 from tests.unit.api import test_colossalai_models as colossalai_models
 from tests.unit.api import test_deepspeed_models as deepspeed_models
 from tests.unit.api import test_msjob_models as msjob_models
@@ -40,6 +50,7 @@ class Case:
     crd: CrdInfo
     job: str  # the name of the example job
     example: str  # a valid job's YAML
+    examples: dict[str, str]  # every example of the docs and users' files, each a job named `job`
     invalid: dict[str, tuple[str, list[str]]]  # case -> (YAML, fragments the refusal names)
     columns: list[str]  # `kubectl get` header
     status: dict[str, Any]  # a status the subresource must take whole
@@ -67,41 +78,45 @@ CASES: dict[str, Callable[[], Case]] = {
     "PyTorchTrainingJob": lambda: Case(
         crd=pytorch.CRD,
         job=pytorch.JOB,
-        example=pytorch.SPEC_EXAMPLES["basic"],
+        example=pytorch_models.SPEC_EXAMPLES["basic"],
+        examples=pytorch_models.SPEC_EXAMPLES,
         invalid=pytorch.INVALID,
         columns=T9K_COLUMNS,
         status=_status(pytorch_models.STATUS_EXAMPLES, restartCount=2, readyReplicas=3, replicas=4),
         row=[pytorch.JOB, "Succeeded", "3", "4", "2"],
-        paused=pytorch.SPEC_EXAMPLES["pause-1"],
+        paused=pytorch_models.SPEC_EXAMPLES["pause-1"],
     ),
     "DeepSpeedJob": lambda: Case(
         crd=deepspeed.CRD,
         job=deepspeed.JOB,
-        example=deepspeed.SPEC_EXAMPLES["basic"],
+        example=deepspeed_models.SPEC_EXAMPLES["basic"],
+        examples=deepspeed_models.ALL_EXAMPLES,
         invalid=deepspeed.INVALID,
         columns=T9K_COLUMNS,
         status=_status(
             deepspeed_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=4
         ),
         row=[deepspeed.JOB, "Failed", "2", "4", "1"],
-        paused=deepspeed.SPEC_EXAMPLES["pause-1"],
+        paused=deepspeed_models.SPEC_EXAMPLES["pause-1"],
     ),
     "ColossalAIJob": lambda: Case(
         crd=colossalai.CRD,
         job=colossalai.JOB,
-        example=colossalai.SPEC_EXAMPLES["basic"],
+        example=colossalai_models.SPEC_EXAMPLES["basic"],
+        examples=colossalai_models.ALL_EXAMPLES,
         invalid=colossalai.INVALID,
         columns=T9K_COLUMNS,
         status=_status(
             colossalai_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3
         ),
         row=[colossalai.JOB, "Failed", "3", "3", "0"],
-        paused=colossalai.SPEC_EXAMPLES["pause-1"],
+        paused=colossalai_models.SPEC_EXAMPLES["pause-1"],
     ),
     "MSJob": lambda: Case(
         crd=msjob.CRD,
         job=msjob.JOB,
-        example=msjob.SPEC_EXAMPLES["data-parallel"],
+        example=msjob_models.SPEC_EXAMPLES["data-parallel"],
+        examples=msjob_models.SPEC_EXAMPLES,
         invalid=_msjob_invalid(),
         columns=["NAME", "STATE", "AGE"],
         status=_status(msjob_models.STATUS_EXAMPLES),
@@ -130,6 +145,30 @@ def installed(cluster: Cluster, kind: str) -> Case:
 @pytest.fixture(params=KINDS)
 def case(request: pytest.FixtureRequest, cluster: Cluster) -> Case:
     return installed(cluster, str(request.param))
+
+
+def _examples() -> list[Any]:
+    return [
+        pytest.param(kind, name, id=f"{kind}-{name}")
+        for kind in KINDS
+        for name in CASES[kind]().examples
+    ]
+
+
+@pytest.mark.parametrize(("kind", "name"), _examples())
+def test_every_example_applies_and_is_stored_unpruned(
+    cluster: Cluster, namespace: str, kind: str, name: str
+) -> None:
+    case = installed(cluster, kind)
+    text = case.examples[name]
+    if name in DOC_FRAGMENTS:
+        text = nameless_container_refused(cluster, namespace, text)
+    applied(cluster, namespace, text)
+    obj = stored_object(cluster, case.crd, namespace, case.job)
+    assert_stored_as_sent(load(text), obj)
+    # What the API server stores parses with the operator's model ...
+    assert by_kind(kind).model.from_dict(obj).name == case.job
+    applied(cluster, namespace, text)  # ... and applying it again is a no-op, not a conflict
 
 
 def _invalid_cases() -> list[Any]:

@@ -20,10 +20,7 @@ from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import applied, install_crd
 from tests.unit.api.test_msjob_models import (
     JOB,
-    SPEC_EXAMPLES,
-    is_subset,
     job_with,
-    load,
     role,
 )
 
@@ -46,24 +43,6 @@ def test_crd_is_labelled_and_outside_the_t9k_category(cluster: Cluster, crd: Non
     names = obj["spec"]["names"]
     assert "t9k" not in names.get("categories", [])
     assert obj["spec"]["group"] == "mindspore.gitee.com"
-
-
-def test_the_docs_example_applies_as_written_and_is_stored_unpruned(
-    cluster: Cluster, crd: None, namespace: str
-) -> None:
-    text = SPEC_EXAMPLES["data-parallel"]
-    applied(cluster, namespace, text)
-    obj = stored(cluster, namespace)
-    sent = load(text)
-    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
-    worker = obj["spec"]["msReplicaSpecs"]["Worker"]["template"]["spec"]
-    assert worker["volumes"] == [{"name": "script-data", "hostPath": {"path": "/absolute_path"}}]
-    (container,) = worker["containers"]
-    assert container["resources"] == {"limits": {"nvidia.com/gpu": 1}}
-    assert container["env"] == [{"name": "GLOG_v", "value": "1"}]
-    assert container["volumeMounts"] == [{"mountPath": "/absolute_path", "name": "script-data"}]
-    # Applying it again is a no-op, not a conflict.
-    applied(cluster, namespace, text)
 
 
 def test_defaults_are_filled_in(cluster: Cluster, crd: None, namespace: str) -> None:

@@ -7,31 +7,31 @@ serve kubectl's explain, short names, categories and scale.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 import yaml
 
-from t9k_operator.api.pytorch import (
-    CRD,
-    MSG_DISTINCT_TYPES,
+from t9k_operator.api.common import (
     MSG_ELASTIC_BOUNDS_REQUIRED,
     MSG_ELASTIC_EXPECTED,
     MSG_ELASTIC_MIN_MAX,
+)
+from t9k_operator.api.pytorch import (
+    CRD,
+    MSG_DISTINCT_TYPES,
     MSG_ELASTIC_NEEDS_TORCHRUN,
     MSG_ONE_MASTER,
     MSG_POD_NAME_LENGTH,
 )
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (
-    DOC_FRAGMENTS,
     applied,
+    assert_stored_as_sent,
     install_crd,
-    nameless_container_refused,
     stored_object,
 )
-from tests.unit.api.helpers import is_subset, load
+from tests.unit.api.helpers import load
 from tests.unit.api.test_pytorch_models import (
     HEADER,
     SPEC_EXAMPLES,
@@ -132,26 +132,6 @@ def crd(cluster: Cluster) -> None:
 
 def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
     return stored_object(cluster, CRD, namespace, name)
-
-
-def assert_stored_as_sent(sent: dict[str, Any], obj: dict[str, Any]) -> None:
-    assert is_subset(sent["spec"], obj["spec"]), json.dumps(obj["spec"], indent=1)
-    for mine, theirs in zip(sent["spec"]["replicaSpecs"], obj["spec"]["replicaSpecs"], strict=True):
-        assert theirs["template"] == mine["template"]
-
-
-# -- (a) the doc's examples apply as written, nothing pruned -------------------------------------
-
-
-@pytest.mark.parametrize("example", list(SPEC_EXAMPLES))
-def test_seed_example_applies_and_is_stored_unpruned(
-    cluster: Cluster, crd: None, namespace: str, example: str
-) -> None:
-    text = SPEC_EXAMPLES[example]
-    if example in DOC_FRAGMENTS:
-        text = nameless_container_refused(cluster, namespace, text)
-    applied(cluster, namespace, text)
-    assert_stored_as_sent(load(text), stored(cluster, namespace))
 
 
 def test_rich_template_is_kept_whole_and_defaults_are_filled(

@@ -32,7 +32,6 @@ from t9k_operator.api.colossalai import (
     MSG_COMMAND_REQUIRED,
     MSG_ENV_NAME,
     MSG_ENV_VALUE,
-    MSG_JOB_NAME,
     MSG_NO_CONTAINER,
     MSG_POD_NAME_LENGTH,
     MSG_SSHD_PATH,
@@ -46,7 +45,7 @@ from t9k_operator.api.colossalai import (
     pod_names_fit,
     training_container,
 )
-from t9k_operator.api.common import T9kScheduler
+from t9k_operator.api.common import MSG_JOB_NAME, T9kScheduler
 from tests.unit.api.helpers import (
     assert_pod_template_schema,
     committed_crd,

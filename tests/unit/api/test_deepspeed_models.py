@@ -22,14 +22,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from t9k_operator.api.common import RunPolicy, T9kScheduler
-from t9k_operator.api.deepspeed import (
-    CRD,
-    DEBUG_COMMAND,
+from t9k_operator.api.common import (
     MSG_ELASTIC_BOUNDS_REQUIRED,
     MSG_ELASTIC_EXPECTED,
     MSG_ELASTIC_MIN_MAX,
     MSG_JOB_NAME,
+    RunPolicy,
+    T9kScheduler,
+)
+from t9k_operator.api.deepspeed import (
+    CRD,
+    DEBUG_COMMAND,
     MSG_POD_NAME_LENGTH,
     MSG_RESERVED_ARGS,
     MSG_RESERVED_MOUNTS,

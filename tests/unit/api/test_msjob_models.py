@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from t9k_operator.api.common import MSG_JOB_NAME
 from t9k_operator.api.msjob import (
     CRD,
     DEFAULT_PORT,
     MS_ROLES,
-    MSG_JOB_NAME,
     MSG_MINDSPORE_CONTAINER,
     MSG_ONE_SCHEDULER,
     MSG_POD_NAME_LENGTH,

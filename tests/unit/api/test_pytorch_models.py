@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from t9k_operator.api.common import RunPolicy, T9kScheduler
-from t9k_operator.api.pytorch import (
-    CRD,
-    MSG_DISTINCT_TYPES,
+from t9k_operator.api.common import (
     MSG_ELASTIC_BOUNDS_REQUIRED,
     MSG_ELASTIC_EXPECTED,
     MSG_ELASTIC_MIN_MAX,
+    RunPolicy,
+    T9kScheduler,
+)
+from t9k_operator.api.pytorch import (
+    CRD,
+    MSG_DISTINCT_TYPES,
     MSG_ELASTIC_NEEDS_TORCHRUN,
     MSG_ONE_MASTER,
     ElasticConfig,
