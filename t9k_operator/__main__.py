@@ -7,6 +7,7 @@ here. Flag names follow controller-runtime's.
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from types import FrameType
@@ -14,9 +15,17 @@ from types import FrameType
 import structlog
 
 from t9k_operator import __version__
+from t9k_operator.builders import gang
 from t9k_operator.kube import ApiError, ClientOptions, KubeClient
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import build_controllers
+from t9k_operator.reconcilers.gang import (
+    HOLD,
+    UNAVAILABLE_POLICIES,
+    WARN,
+    GangConfig,
+    not_served,
+)
 from t9k_operator.reconcilers.registry import KINDS
 from t9k_operator.runtime import logging as oplogging
 
@@ -99,6 +108,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="seconds to let running reconciles finish on SIGTERM (default 30)",
     )
+    p.add_argument(
+        "--gang-scheduler",
+        default="none",
+        choices=("none", *gang.BACKENDS),
+        help=(
+            "the cluster's gang scheduler: every job gets a PodGroup of it and its pods join "
+            "the group (default none; docs/scheduling.md)"
+        ),
+    )
+    p.add_argument(
+        "--gang-scheduler-name",
+        default=None,
+        help=(
+            "schedulerName of the gang scheduler's pods (default: volcano for volcano, "
+            "scheduler-plugins-scheduler for coscheduling)"
+        ),
+    )
+    p.add_argument(
+        "--gang-unavailable",
+        default=WARN,
+        choices=UNAVAILABLE_POLICIES,
+        help=(
+            "with --gang-scheduler=none, what happens to a job that asks for gang scheduling "
+            "(spec.scheduler.t9kScheduler, MSJob schedulingPolicy): warn (a Warning Event, "
+            "then run with the default scheduler; the default) or hold (Pending until the "
+            "operator runs with a gang scheduler)"
+        ),
+    )
     p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
     p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
     args = p.parse_args(argv)
@@ -113,7 +150,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("leader election needs retry-period < renew-deadline < lease-duration")
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
         p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
+    if args.gang_scheduler_name is not None and args.gang_scheduler == "none":
+        p.error("--gang-scheduler-name needs --gang-scheduler")
     return args
+
+
+def gang_config(args: argparse.Namespace) -> GangConfig:
+    backend = (
+        None
+        if args.gang_scheduler == "none"
+        else gang.backend(args.gang_scheduler, args.gang_scheduler_name)
+    )
+    return GangConfig(backend=backend, hold=args.gang_unavailable == HOLD)
 
 
 # A renewal is a GET and an UPDATE every retry period (2 s by default).
@@ -172,10 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         concurrent_reconciles=args.concurrent_reconciles,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
+    gang_setting = gang_config(args)
+    problem = not_served(client, gang_setting)
+    if problem:
+        log.error("cannot use the gang scheduler", error=problem)
+        return 2
     manager = Manager(
         client,
         options,
-        build_controllers,
+        functools.partial(build_controllers, gang=gang_setting),
         election_client=election_client,
         events_client=events_client,
     )

@@ -260,15 +260,34 @@ class RunPolicy(T9kModel):
     )
 
 
-class T9kScheduler(T9kModel):
-    """Settings of the T9k Scheduler."""
+MAX_PRIORITY = 100
+"""A T9k job's priority is 0..MAX_PRIORITY: each level is a PriorityClass
+``t9k-priority-<n>`` installed with the operator (docs/scheduling.md)."""
 
-    queue: str = Field(description="Name of the T9k Scheduler queue the replicas wait in.")
+
+class T9kScheduler(T9kModel):
+    """Gang scheduling in a queue, with a priority."""
+
+    queue: str = Field(
+        min_length=1,
+        max_length=253,
+        description=(
+            "The queue the job waits in, as a whole (all the pods it needs at once, or "
+            "none). With the operator's --gang-scheduler=volcano it is the Volcano Queue of "
+            "that name; coscheduling has no queues (the job gets a Warning Event); without a "
+            "gang scheduler the job gets a Warning Event and runs with the default "
+            "scheduler, or is held, as the operator's --gang-unavailable says."
+        ),
+    )
     priority: int | None = Field(
         default=None,
-        ge=-MAX_INT32 - 1,
-        le=MAX_INT32,
-        description="Priority of the job inside its queue.",
+        ge=0,
+        le=MAX_PRIORITY,
+        description=(
+            f"Priority of the job among the waiting jobs of its queue, 0 to {MAX_PRIORITY}, "
+            "higher first: the PriorityClass t9k-priority-<priority> of its PodGroup and pods "
+            "(these classes never preempt running pods). Unset: no priority class."
+        ),
     )
 
 
@@ -278,7 +297,10 @@ class SchedulerPolicy(T9kModel):
     t9k_scheduler: T9kScheduler | None = Field(
         default=None,
         alias="t9kScheduler",  # to_camel would spell it t9KScheduler
-        description="Use the T9k Scheduler, with this queue and priority.",
+        description=(
+            "Gang-schedule the job in this queue, with this priority (the seeds' T9k "
+            "Scheduler settings, served by the cluster's gang scheduler: docs/scheduling.md)."
+        ),
     )
 
 
@@ -609,6 +631,25 @@ class Aggregate(T9kModel):
     unknown: int = Field(default=0, description="Replicas whose phase is unknown.")
 
 
+class PodGroupStatus(T9kModel):
+    """The job's PodGroup, as the operator last saw it."""
+
+    name: str = Field(description="Name of the PodGroup (the job's name).")
+    scheduler: str = Field(description="The gang scheduler: volcano or coscheduling.")
+    min_member: int = Field(description="Pods the scheduler places together, or none.")
+    queue: str | None = Field(default=None, description="The queue the job waits in.")
+    phase: str | None = Field(
+        default=None,
+        description=(
+            "The PodGroup's phase as its scheduler reports it (Volcano: Pending, Inqueue, "
+            "Running; scheduler-plugins: Pending, Scheduling, Scheduled, Running)."
+        ),
+    )
+    message: str | None = Field(
+        default=None, description="Why the group waits, from its conditions."
+    )
+
+
 class JobStatus(T9kModel):
     """Observed state of a T9k job, written by the operator."""
 
@@ -666,6 +707,13 @@ class JobStatus(T9kModel):
         description=(
             "Label selector of the job's pods, for the scale subresource "
             "(kubectl autoscale, HorizontalPodAutoscaler)."
+        ),
+    )
+    pod_group: PodGroupStatus | None = Field(
+        default=None,
+        description=(
+            "The job's PodGroup, when the operator runs with a gang scheduler "
+            "(--gang-scheduler): its queue, phase and why it waits."
         ),
     )
 

@@ -92,6 +92,56 @@ def _cel_strings(values: tuple[str, ...]) -> str:
 # -- spec.runPolicy ---------------------------------------------------------------------
 
 
+class SchedulingPolicy(T9kModel):
+    """Kubeflow's scheduling policy: how the job's pods are gang-scheduled."""
+
+    min_available: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description=(
+            "How many pods must be placed together before any runs. Unset: every pod of "
+            "every role (Scheduler, PS and Workers)."
+        ),
+    )
+    queue: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description=(
+            "The Volcano Queue the job waits in (with --gang-scheduler=volcano; coscheduling "
+            "has no queues: the job gets a Warning Event)."
+        ),
+    )
+    min_resources: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "The resources the group needs in all before any of its pods runs (resource "
+            "name to quantity), given to the PodGroup. Unset: the gang scheduler counts "
+            "the pods' own requests."
+        ),
+    )
+    priority_class: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description=(
+            "The PriorityClass of the job's PodGroup and pods: of the waiting jobs of a "
+            "queue, the higher priority goes first."
+        ),
+    )
+    schedule_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_INT32,
+        description=(
+            "Fail the job (reason ScheduleTimeout) when its pods have not all been placed "
+            "this many seconds after it started. Unset: wait (activeDeadlineSeconds still "
+            "applies)."
+        ),
+    )
+
+
 class MSRunPolicy(T9kModel):
     """Kubeflow's run policy: clean-up, restart limit and deadline of the job."""
 
@@ -120,11 +170,12 @@ class MSRunPolicy(T9kModel):
         le=MAX_INT32,
         description="Kept for compatibility with Kubeflow's run policy; not used.",
     )
-    scheduling_policy: dict[str, Any] | None = Field(
+    scheduling_policy: SchedulingPolicy | None = Field(
         default=None,
         description=(
-            "Kept for compatibility with Kubeflow's run policy (gang scheduling settings); "
-            "stored as written, not used."
+            "Gang scheduling, as the MindSpore operator's --enable-gang-scheduling had it: "
+            "served by the cluster's gang scheduler when the operator runs with "
+            "--gang-scheduler (docs/scheduling.md)."
         ),
     )
 

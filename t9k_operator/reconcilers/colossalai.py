@@ -27,7 +27,7 @@ from t9k_operator.reconcilers.kind import (
     job_view,
 )
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_mode_view, succeeded_with
+from t9k_operator.reconcilers.t9k import gang_view, run_mode_view, succeeded_with
 
 WORKERS_ONLY = frozenset({"worker"})
 
@@ -42,7 +42,7 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
 
 
 class ColossalAIKind(KindBase[Job]):
-    not_acted_on: tuple[str, ...] = ("spec.scheduler", "spec.runPolicy.backoffLimit")
+    not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
     crd = CRD
     model = Job
     training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
@@ -59,6 +59,7 @@ class ColossalAIKind(KindBase[Job]):
             job.metadata,
             roles,
             spec_error(spec),
+            gang=gang_view(spec.scheduler, 1 + spec.worker.replicas),  # launcher and workers
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
             **run_mode_view(spec.run_mode),

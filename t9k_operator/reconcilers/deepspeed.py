@@ -24,7 +24,7 @@ from t9k_operator.reconcilers.kind import (
     job_view,
 )
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_policy_view, succeeded_with
+from t9k_operator.reconcilers.t9k import gang_view, run_policy_view, succeeded_with
 
 
 def spec_error(spec: DeepSpeedJobSpec) -> str | None:
@@ -37,8 +37,14 @@ def spec_error(spec: DeepSpeedJobSpec) -> str | None:
     return None
 
 
+def min_member(spec: DeepSpeedJobSpec) -> int:
+    """Workers the job needs at once: all of them; elastic.minReplicas when elastic."""
+    if spec.elastic_enabled and spec.elastic is not None and spec.elastic.min_replicas:
+        return spec.elastic.min_replicas
+    return effective_worker_count(spec)
+
+
 class DeepSpeedKind(KindBase[Job]):
-    not_acted_on: tuple[str, ...] = ("spec.scheduler",)
     crd = CRD
     model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
@@ -53,6 +59,7 @@ class DeepSpeedKind(KindBase[Job]):
             job.metadata,
             (role,),
             spec_error(spec),
+            gang=gang_view(spec.scheduler, min_member(spec)),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 

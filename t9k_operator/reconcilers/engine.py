@@ -68,6 +68,8 @@ class Reason(StrEnum):
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     UNSCHEDULABLE = "Unschedulable"
     FAILED_CREATE = "FailedCreate"
+    WAITING_FOR_GANG = "WaitingForGangScheduler"
+    SCHEDULE_TIMEOUT = "ScheduleTimeout"
     SUCCEEDED = "Succeeded"
     INVALID_SPEC = "InvalidSpec"
 
@@ -138,7 +140,7 @@ def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
 def plan(kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> Plan:
     """The rules of the module docstring, in order; the first that ends the pass wins."""
     p = _Pass(kind, job, pods, now)
-    if _finished(p) or _invalid(p) or _out_of_time(p) or _paused(p):
+    if _finished(p) or _invalid(p) or _out_of_time(p) or _never_placed(p) or _paused(p):
         return p.done()
     _resume(p)
     _scale_down(p)
@@ -201,6 +203,7 @@ class _Pass:
 
     def done(self) -> Plan:
         self.status["countedFailures"] = self.counted
+        _pod_group_status(self)
         _render_replicas(self)
         return self.out
 
@@ -239,6 +242,22 @@ def _out_of_time(p: _Pass) -> bool:
     return True
 
 
+def _never_placed(p: _Pass) -> bool:
+    """A job whose pods were not all placed within its schedule timeout (MSJob's
+    schedulingPolicy.scheduleTimeoutSeconds) after the start fails."""
+    seconds = p.job.gang.timeout_seconds
+    if not seconds or p.status["phase"] != "Pending" or p.job.paused:
+        return False
+    start = parse_time(p.status["startTime"]) or p.now
+    deadline = start + timedelta(seconds=seconds)
+    if p.now < deadline:
+        p.out.wake_in((deadline - p.now).total_seconds())
+        return False
+    message = f"The job's pods were not all placed within its scheduleTimeoutSeconds ({seconds}s)."
+    p.finish(Outcome("Failed", Reason.SCHEDULE_TIMEOUT, message))
+    return True
+
+
 def _paused(p: _Pass) -> bool:
     """3. A paused job has no pods."""
     if not p.job.paused:
@@ -273,7 +292,10 @@ def _scale_down(p: _Pass) -> None:
 
 
 def _create_missing(p: _Pass) -> None:
-    """Replicas without a pod, in index order, at most a batch of them."""
+    """Replicas without a pod, in index order, at most a batch of them; none while
+    the job waits (held without a gang scheduler, or a refusal being retried)."""
+    if p.job.waiting:
+        return
     for role in p.job.roles:
         for index in _missing(role, p.pods, CREATE_BATCH - len(p.out.create)):
             if p.kind.may_create(p.job, role.type, p.pods):
@@ -423,7 +445,7 @@ def _progress(p: _Pass) -> None:
             "Initialized", "True", Reason.NONE, "The job has been initialized successfully."
         )
     elif job.waiting:
-        p.condition("Initialized", "False", Reason.FAILED_CREATE, job.waiting)
+        p.condition("Initialized", "False", job.waiting_reason, job.waiting)
     failing = [s for s in present.values() if s.phase == "Failed"]
     if failing:
         message = "; ".join(s.describe_failure() for s in failing)
@@ -438,7 +460,11 @@ def _progress(p: _Pass) -> None:
         status["phase"] = "Resuming"
     elif status["phase"] != "Running":
         status["phase"] = "Pending"
-        _unschedulable(p, [s for _, s in sorted(present.items()) if s.unschedulable])
+        stuck = [s for _, s in sorted(present.items()) if s.unschedulable]
+        if job.group is not None and all_created:
+            _waiting_for_gang(p, stuck)
+        else:
+            _unschedulable(p, stuck)
     for type_ in ("Completed", "Failed"):
         if get_condition(status, type_) is None:
             p.condition(type_, "False", Reason.NONE, "The job has not finished.")
@@ -456,6 +482,49 @@ def _unschedulable(p: _Pass, stuck: list[ReplicaState]) -> None:
     if before.get("reason") != Reason.UNSCHEDULABLE:
         p.event("Warning", Reason.UNSCHEDULABLE, message)
     p.condition("Running", "False", Reason.UNSCHEDULABLE, message)
+
+
+def _waiting_for_gang(p: _Pass, stuck: list[ReplicaState]) -> None:
+    """A pending gang-scheduled job says which gang scheduler it waits for, in which
+    queue, and why (one Event when it starts to wait)."""
+    group, gang = p.job.group, p.job.gang
+    assert group is not None
+    where = f", queue {gang.queue}" if gang.queue else ""
+    message = (
+        f"Waiting for the gang scheduler ({group.backend}) to place all {gang.min_member} "
+        f"pods of PodGroup {group.name} at once{where}: PodGroup phase "
+        f"{group.phase or 'not reported yet'}"
+    )
+    why = group.message or (stuck[0].unschedulable if stuck else "")
+    if why:
+        message += f"; {why}"
+    before = get_condition(p.status, "Running") or {}
+    if before.get("reason") != Reason.WAITING_FOR_GANG:
+        where = f" in queue {gang.queue}" if gang.queue else ""
+        p.event(
+            "Normal",
+            Reason.WAITING_FOR_GANG,
+            f"Waiting for the gang scheduler ({group.backend}) to place PodGroup "
+            f"{group.name}{where}",
+        )
+    p.condition("Running", "False", Reason.WAITING_FOR_GANG, message)
+
+
+def _pod_group_status(p: _Pass) -> None:
+    """``status.podGroup``: the job's PodGroup as last seen, while the job has one."""
+    group, gang = p.job.group, p.job.gang
+    if group is None or p.status["phase"] in (*TERMINAL, "Paused"):
+        if p.prev.get("podGroup"):
+            p.status["podGroup"] = dict(p.prev["podGroup"])
+        return
+    seen: Obj = {"name": group.name, "scheduler": group.backend, "minMember": gang.min_member}
+    if gang.queue:
+        seen["queue"] = gang.queue
+    if group.phase:
+        seen["phase"] = group.phase
+    if group.message:
+        seen["message"] = group.message
+    p.status["podGroup"] = seen
 
 
 def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:

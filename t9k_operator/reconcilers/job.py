@@ -31,6 +31,7 @@ import structlog
 from cachetools import TTLCache
 
 from t9k_operator.api.common import CrdInfo
+from t9k_operator.builders import gang
 from t9k_operator.builders.common import (
     CHILD_SELECTOR,
     JOB_KIND,
@@ -52,6 +53,13 @@ from t9k_operator.kube import (
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
+from t9k_operator.reconcilers.gang import (
+    NO_GANG_SCHEDULER,
+    QUEUE_NOT_SUPPORTED,
+    UNAVAILABLE,
+    GangConfig,
+    group_state,
+)
 from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView, read
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.runtime import metrics
@@ -125,8 +133,11 @@ class _Attempt:
 
 
 class JobReconciler:
-    def __init__(self, kind: JobKind[Any], ctx: ControllerContext) -> None:
+    def __init__(
+        self, kind: JobKind[Any], ctx: ControllerContext, gang: GangConfig = NO_GANG_SCHEDULER
+    ) -> None:
         self.kind = kind
+        self.gang = gang
         self.resource = resource_of(kind.crd)
         self.ctx = ctx
         self.client = ctx.client
@@ -137,6 +148,9 @@ class JobReconciler:
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
         self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
+        self.podgroups = (
+            ctx.informers.informer(gang.resource, CHILD_SELECTOR) if gang.resource else None
+        )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
@@ -146,7 +160,8 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
-        for informer in (self.pods, self.services, self.configmaps, self.secrets):
+        children = [self.pods, self.services, self.configmaps, self.secrets]
+        for informer in children + ([self.podgroups] if self.podgroups else []):
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
                 on_update=lambda old, new: self._enqueue_owner(new),
@@ -176,7 +191,7 @@ class JobReconciler:
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
-        view = parsed.view
+        view = self._with_gang(parsed.view, namespace, name)
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
@@ -189,6 +204,7 @@ class JobReconciler:
             # Told once the first status is stored: a write that conflicts is
             # retried from a job still without status, and would tell it again.
             self._accepted(job)
+            self._gang_warnings(job, view)
         if current is not job:
             rlog.info(
                 "status", phase=plan.status.get("phase"), restarts=plan.status.get("restartCount")
@@ -209,8 +225,10 @@ class JobReconciler:
                 pass
         if parsed.job is None:
             return Result()  # a spec that does not parse has failed the job: nothing to build
-        if plan.status.get("phase") not in engine.TERMINAL and not view.paused:
-            problem = self._ensure_extras(parsed.job, rlog)
+        if plan.status.get("phase") in engine.TERMINAL or view.paused:
+            self._release_group(namespace, name, rlog)  # a finished or paused job holds no quota
+        else:
+            problem = self._ensure_extras(parsed.job, view, rlog)
             if problem is not None:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
@@ -218,6 +236,8 @@ class JobReconciler:
             replica = f"the pod of replica {type_}-{index}"
             try:
                 pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
+                if self.gang.backend is not None:
+                    gang.join(pod, self.gang.backend, gang.group_name(parsed.job), view.gang)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
@@ -240,6 +260,58 @@ class JobReconciler:
             except ApiError as exc:
                 return self._cannot_have(here, replica, f"Pod {name}", exc)
         return Result(requeue_after=plan.requeue_after)
+
+    def _with_gang(self, view: JobView, namespace: str, name: str) -> JobView:
+        """The view with its PodGroup as last seen (with a gang scheduler), or held
+        (without one, when the job asks for one and --gang-unavailable=hold)."""
+        be = self.gang.backend
+        if be is not None and self.podgroups is not None:
+            seen = self.podgroups.get(namespace, name)
+            return replace(view, group=group_state(be, name, seen))
+        if self.gang.hold and view.gang.asked_by:
+            message = (
+                f"{view.gang.asked_by} asks for gang scheduling, but the operator runs "
+                "without a gang scheduler (--gang-scheduler=none, --gang-unavailable=hold): "
+                "the job waits until it runs with one"
+            )
+            return replace(view, waiting=message, waiting_reason=UNAVAILABLE)
+        return view
+
+    def _gang_warnings(self, job: Obj, view: JobView) -> None:
+        """Never silently: a job whose gang request this operator cannot serve is told."""
+        asked, queue, be = view.gang.asked_by, view.gang.queue, self.gang.backend
+        if not asked:
+            return
+        if be is None:
+            then = (
+                "the job waits (Pending) until the operator runs with one"
+                if self.gang.hold
+                else "the job runs with the default scheduler, its pods placed one by one"
+            )
+            message = (
+                f"{asked} asks for gang scheduling (queue {queue}), but the operator runs "
+                f"without a gang scheduler (--gang-scheduler=none): {then}"
+            )
+            self.recorder.record(job, "Warning", UNAVAILABLE, message)
+        elif queue and not be.queues:
+            message = (
+                f"{asked} names queue {queue}, but the gang scheduler ({be.name}) has no "
+                "queues: the job is gang-scheduled without one"
+            )
+            self.recorder.record(job, "Warning", QUEUE_NOT_SUPPORTED, message)
+
+    def _release_group(self, namespace: str, name: str, rlog: Any) -> None:
+        if self.podgroups is None or self.gang.resource is None:
+            return
+        seen = self.podgroups.get(namespace, name)
+        if seen is None or seen["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            uid = seen["metadata"]["uid"]
+            self.client.delete(self.gang.resource, name, namespace, uid=uid)
+            rlog.info("deleted", child=f"PodGroup/{name}")
+        except NotFound:
+            pass
 
     def _accepted(self, job: Obj) -> None:
         """The Created Event and counter, and a Warning for fields stored but not acted on."""
@@ -301,12 +373,9 @@ class JobReconciler:
         """A message naming the other owner when a child of this name exists
         but is not this job's (two jobs of different kinds with one name)."""
         meta = child["metadata"]
-        informer = {
-            "Pod": self.pods,
-            "Service": self.services,
-            "ConfigMap": self.configmaps,
-            "Secret": self.secrets,
-        }[child["kind"]]
+        informer = {"Pod": self.pods, **{k: i for k, (_, i) in self._child_caches().items()}}[
+            child["kind"]
+        ]
         existing = informer.get(meta["namespace"], meta["name"])
         if existing is None:  # not in the cache yet (or not ours): ask the API server
             try:
@@ -322,6 +391,17 @@ class JobReconciler:
             f"{child['kind']} {meta['name']} already exists and belongs to {held}: two jobs "
             "whose children's names collide cannot share a namespace; rename this job"
         )
+
+    def _child_caches(self) -> dict[str, tuple[Resource, Any]]:
+        """The children besides pods, by kind: their resource and informer."""
+        caches: dict[str, tuple[Resource, Any]] = {
+            "Service": (SERVICES, self.services),
+            "ConfigMap": (CONFIGMAPS, self.configmaps),
+            "Secret": (SECRETS, self.secrets),
+        }
+        if self.gang.resource is not None and self.podgroups is not None:
+            caches["PodGroup"] = (self.gang.resource, self.podgroups)
+        return caches
 
     def _services(self, uid: str) -> dict[str, Obj]:
         return {s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)}
@@ -346,22 +426,23 @@ class JobReconciler:
                 return wanted
         return None
 
-    def _ensure_extras(self, job: Job, rlog: Any) -> tuple[str, str, ApiError | str] | None:
-        """Create missing Services, ConfigMaps and the ssh Secret, and keep
-        ConfigMaps equal to what is built. Returns (what, child, problem) for a
-        child that cannot be had: the API server's refusal, or a name clash."""
+    def _ensure_extras(
+        self, job: Job, view: JobView, rlog: Any
+    ) -> tuple[str, str, ApiError | str] | None:
+        """Create missing Services, ConfigMaps, the ssh Secret and the PodGroup, and
+        keep ConfigMaps and the PodGroup's spec equal to what is built. Returns
+        (what, child, problem) for a child that cannot be had: the API server's
+        refusal, or a name clash."""
         uid, namespace = job.uid, job.namespace
-        caches = {
-            "Service": (SERVICES, self.services),
-            "ConfigMap": (CONFIGMAPS, self.configmaps),
-            "Secret": (SECRETS, self.secrets),
-        }
+        caches = self._child_caches()
         have = {
             (kind, o["metadata"]["name"]): o
             for kind, (_, informer) in caches.items()
             for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
         }
         wanted = list(self.kind.extras(job))
+        if self.gang.backend is not None:
+            wanted.append(gang.pod_group(job, self.gang.backend, view.gang))
         if self.kind.uses_ssh and ("Secret", ssh_secret_name(job.name)) not in have:
             # A fresh key pair only when the Secret does not exist yet: never
             # shared between jobs, never rotated under running replicas.
@@ -388,6 +469,14 @@ class JobReconciler:
                 updated["data"] = child.get("data")
                 self.client.replace(resource, updated)
                 rlog.info("updated", child=f"ConfigMap/{child['metadata']['name']}")
+            elif child["kind"] == "PodGroup" and any(
+                existing["spec"].get(k) != v for k, v in child["spec"].items()
+            ):
+                # Elastic scaling moves minMember; the scheduler's own spec fields stay.
+                updated = copy.deepcopy(existing)
+                updated["spec"] = {**existing["spec"], **child["spec"]}
+                self.client.replace(resource, updated)
+                rlog.info("updated", child=f"PodGroup/{child['metadata']['name']}")
         return None
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from t9k_operator.api.common import CrdInfo, JobObject
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
+from t9k_operator.builders.gang import NO_GANG, GangRequest
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pods import ReplicaState
 
@@ -55,6 +56,16 @@ class Override:
 
 
 @dataclass(frozen=True)
+class GroupState:
+    """The job's PodGroup as the reconciler last saw it."""
+
+    backend: str  # the gang scheduler: volcano | coscheduling
+    name: str
+    phase: str = ""  # the PodGroup's status.phase ("" until the scheduler writes one)
+    message: str = ""  # why it waits, from its conditions
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the engine needs to know about a job, in kind-neutral terms."""
 
@@ -75,6 +86,9 @@ class JobView:
     spec_error: str | None = None  # an invalid spec the schema could not catch
     spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
     waiting: str | None = None  # why pods cannot be created yet (a refusal that may pass)
+    waiting_reason: str = "FailedCreate"  # the Initialized=False reason that ``waiting`` gives
+    gang: GangRequest = NO_GANG  # what the job asks of a gang scheduler
+    group: GroupState | None = None  # its PodGroup as last seen (None: no gang scheduler)
     extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER
+from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPolicy
 from t9k_operator.builders import msjob as build
+from t9k_operator.builders.gang import GangRequest
 from t9k_operator.builders.msjob import Job
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import (
@@ -34,14 +35,26 @@ from t9k_operator.reconcilers.kind import (
 )
 from t9k_operator.reconcilers.pods import ReplicaState
 
+
+def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:
+    """What an MSJob asks of a gang scheduler: its schedulingPolicy, else every pod."""
+    if policy is None:
+        return GangRequest(replicas)
+    return GangRequest(
+        policy.min_available or replicas,
+        queue=policy.queue,
+        priority_class=policy.priority_class,
+        timeout_seconds=policy.schedule_timeout_seconds,
+        min_resources=policy.min_resources,
+        asked_by="spec.runPolicy.schedulingPolicy",
+    )
+
+
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
 class MSJobKind(KindBase[Job]):
-    not_acted_on: tuple[str, ...] = (
-        "spec.runPolicy.schedulingPolicy",
-        "spec.runPolicy.ttlSecondsAfterFinished",
-    )
+    not_acted_on: tuple[str, ...] = ("spec.runPolicy.ttlSecondsAfterFinished",)
     crd = CRD
     model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
@@ -62,6 +75,7 @@ class MSJobKind(KindBase[Job]):
             backoff_limit=policy.backoff_limit,
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
+            gang=gang_view(policy.scheduling_policy, sum(r.replicas for r in roles)),
             extra={"all_workers": spec.success_policy == "AllWorkers"},
         )
 

@@ -23,7 +23,7 @@ from t9k_operator.reconcilers.kind import (
     job_view,
 )
 from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import run_policy_view, succeeded_with
+from t9k_operator.reconcilers.t9k import gang_view, run_policy_view, succeeded_with
 
 
 def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
@@ -39,9 +39,17 @@ def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
     return None
 
 
+def min_member(spec: PyTorchTrainingJobSpec) -> int:
+    """Pods the job needs at once: every replica; an elastic job, its masters and
+    elastic.minReplicas of the others (torchrun's lower --nnodes)."""
+    if spec.elastic_enabled and spec.elastic is not None:
+        masters = sum(rs.replicas for rs in spec.replica_specs if rs.type == "master")
+        return masters + (spec.elastic.min_replicas or 1)
+    return sum(spec.replica_count(rs) for rs in spec.replica_specs)
+
+
 class PyTorchKind(KindBase[Job]):
     not_acted_on: tuple[str, ...] = (
-        "spec.scheduler",
         "spec.tensorboardSpec",
         "spec.replicaSpecs[].scalingWeight",
     )
@@ -60,6 +68,7 @@ class PyTorchKind(KindBase[Job]):
             job.metadata,
             roles,
             spec_error(spec),
+            gang=gang_view(spec.scheduler, min_member(spec)),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from t9k_operator.api.common import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy
+from t9k_operator.api.common import (
+    ReplicaDebugSpec,
+    ResumeSpec,
+    RunMode,
+    RunPolicy,
+    SchedulerPolicy,
+)
+from t9k_operator.builders.gang import GangRequest, priority_class
 from t9k_operator.reconcilers.kind import Outcome, Override
 from t9k_operator.reconcilers.pods import ReplicaState
 
@@ -43,6 +50,20 @@ def run_policy_view(policy: RunPolicy, mode: RunMode | None) -> dict[str, Any]:
         "cleanup_policy": policy.clean_up_policy,
         **run_mode_view(mode),
     }
+
+
+def gang_view(scheduler: SchedulerPolicy | None, min_member: int) -> GangRequest:
+    """What a T9k job asks of a gang scheduler: ``min_member`` pods at once, in the
+    queue and with the priority of ``spec.scheduler.t9kScheduler``."""
+    t9k = scheduler.t9k_scheduler if scheduler is not None else None
+    if t9k is None:
+        return GangRequest(min_member)
+    return GangRequest(
+        min_member,
+        queue=t9k.queue,
+        priority_class=priority_class(t9k.priority) if t9k.priority is not None else None,
+        asked_by="spec.scheduler.t9kScheduler",
+    )
 
 
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:

@@ -212,6 +212,14 @@ INVALID: dict[str, tuple[str, list[str]]] = {
         _job({"elastic": {"enabled": True}, "torchrunConfig": {"enabled": True}}),
         ["spec.elastic", MSG_ELASTIC_BOUNDS_REQUIRED],
     ),
+    "priority-without-a-priority-class": (
+        _job({"scheduler": {"t9kScheduler": {"queue": "default", "priority": 101}}}),
+        ["spec.scheduler.t9kScheduler.priority", "less than or equal to 100"],
+    ),
+    "negative-priority": (
+        _job({"scheduler": {"t9kScheduler": {"queue": "default", "priority": -1}}}),
+        ["spec.scheduler.t9kScheduler.priority", "greater than or equal to 0"],
+    ),
     "bad-restart-policy": (
         _job({"replicaSpecs": [_worker(restartPolicy="Sometimes")]}),
         ["spec.replicaSpecs[0].restartPolicy", "Unsupported value"],

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from t9k_operator.__main__ import parse_args
+from t9k_operator.__main__ import gang_config, parse_args
+from t9k_operator.kube import NotFound
 from t9k_operator.manager import parse_bind_address
+from t9k_operator.reconcilers.gang import GangConfig, not_served
 
 
 def test_defaults_follow_controller_runtime() -> None:
@@ -29,6 +31,9 @@ def test_defaults_follow_controller_runtime() -> None:
         ["--kube-api-burst=0"],
         ["--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"],
         ["--log-level=loud"],
+        ["--gang-scheduler=kube-batch"],
+        ["--gang-scheduler-name=volcano"],  # a name without a gang scheduler
+        ["--gang-unavailable=ignore"],
     ],
 )
 def test_bad_flags_exit_2(argv: list[str]) -> None:
@@ -54,3 +59,37 @@ def test_bind_address(value: str, expected: tuple[str, int] | None) -> None:
 def test_bind_address_without_port_is_refused() -> None:
     with pytest.raises(ValueError):
         parse_bind_address("localhost")
+
+
+def test_gang_flags() -> None:
+    assert gang_config(parse_args([])) == GangConfig()
+    volcano = gang_config(parse_args(["--gang-scheduler=volcano"]))
+    assert volcano.backend is not None and volcano.backend.scheduler_name == "volcano"
+    assert volcano.resource is not None and volcano.resource.group == "scheduling.volcano.sh"
+    named = gang_config(
+        parse_args(
+            ["--gang-scheduler=coscheduling", "--gang-scheduler-name=co", "--gang-unavailable=hold"]
+        )
+    )
+    assert named.backend is not None and named.backend.scheduler_name == "co"
+    assert named.hold
+
+
+class _Discovery:
+    def __init__(self, answer: dict[str, object] | Exception) -> None:
+        self.answer = answer
+
+    def request(self, method: str, path: str) -> dict[str, object]:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def test_a_gang_scheduler_whose_api_is_not_served_is_refused_at_start() -> None:
+    volcano = gang_config(parse_args(["--gang-scheduler=volcano"]))
+    served = _Discovery({"resources": [{"name": "podgroups"}, {"name": "queues"}]})
+    assert not_served(served, volcano) is None  # type: ignore[arg-type]
+    missing = not_served(_Discovery(NotFound("404 page not found")), volcano)  # type: ignore[arg-type]
+    assert missing is not None
+    assert "/apis/scheduling.volcano.sh/v1beta1" in missing and "install" in missing
+    assert not_served(_Discovery({}), GangConfig()) is None  # type: ignore[arg-type]

@@ -55,6 +55,30 @@ def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
             assert (info.group, info.plural + suffix) in granted
 
 
+def test_the_committed_priority_classes_are_what_the_code_makes() -> None:
+    gen = _hack("gen_rbac")
+    text = gen.PRIORITY_CLASSES.read_text()
+    assert text == gen.render_priority_classes(), "stale: run `make manifests` and commit"
+    classes = list(yaml.safe_load_all(text))
+    assert [c["value"] for c in classes] == list(range(101))
+    assert {c["preemptionPolicy"] for c in classes} == {"Never"}
+    assert classes[50]["metadata"]["name"] == "t9k-priority-50"
+
+
+def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None:
+    role = yaml.safe_load(_hack("gen_rbac").TARGET.read_text())
+    granted = {
+        (group, res, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for group in ("scheduling.volcano.sh", "scheduling.x-k8s.io"):
+        for verb in ("list", "watch", "create", "update", "delete"):
+            assert (group, "podgroups", verb) in granted
+
+
 def test_a_new_kind_gets_its_rules() -> None:
     gen = _hack("gen_rbac")
     extra = replace(pytorch.CRD, plural="newjobs", kind="NewJob")

@@ -199,6 +199,14 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
         JOB,
         [_SPECS, MSG_UNKNOWN_ROLE],
     ),
+    "gang-of-no-pods": (
+        {
+            "runPolicy": {"schedulingPolicy": {"minAvailable": 0}},
+            "msReplicaSpecs": {"Worker": role()},
+        },
+        JOB,
+        ["spec.runPolicy.schedulingPolicy.minAvailable", "greater than or equal to 1"],
+    ),
     "lower-case-role": ({"msReplicaSpecs": {"worker": role()}}, JOB, [_SPECS, MSG_UNKNOWN_ROLE]),
     "two-schedulers": (
         {"msReplicaSpecs": {"Scheduler": role(2), "Worker": role(4)}},

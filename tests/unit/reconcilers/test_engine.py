@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.builders.gang import GangRequest
 from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
-from t9k_operator.reconcilers.kind import JobView, Outcome, Override, PodMode, Role
+from t9k_operator.reconcilers.kind import GroupState, JobView, Outcome, Override, PodMode, Role
 from t9k_operator.reconcilers.pods import ReplicaState
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -451,3 +452,96 @@ def test_the_plan_counts_its_restarts_and_reasons_are_typed() -> None:
     assert Reason.RESTARTING == "Restarting"  # the wire value users see is unchanged
     calm = step(j, running(j))
     assert calm.restarts == 0
+
+
+# -- gang scheduling -----------------------------------------------------------------------
+
+
+def gang_job(**kw: Any) -> JobView:
+    return job(
+        gang=GangRequest(3, queue="research", asked_by="spec.scheduler.t9kScheduler"),
+        group=GroupState("volcano", "j", "Pending", "3/3 tasks in gang unschedulable"),
+        **kw,
+    )
+
+
+def pending(j: JobView) -> Pods:
+    why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    return {
+        (r.type, i): pod(r.type, i, "Pending", unschedulable=why)
+        for r in j.roles
+        for i in range(r.replicas)
+    }
+
+
+def test_a_waiting_gang_is_pending_saying_for_what_and_in_which_queue() -> None:
+    j = gang_job()
+    first = step(j, {})
+    assert first.status["podGroup"] == {
+        "name": "j",
+        "scheduler": "volcano",
+        "minMember": 3,
+        "queue": "research",
+        "phase": "Pending",
+        "message": "3/3 tasks in gang unschedulable",
+    }
+    j = replace(j, status=first.status)
+    waiting = step(j, pending(j))
+    assert waiting.status["phase"] == "Pending"
+    running_cond = get_condition(waiting.status, "Running")
+    assert running_cond is not None and running_cond["reason"] == Reason.WAITING_FOR_GANG
+    assert "gang scheduler (volcano)" in running_cond["message"]
+    assert "queue research" in running_cond["message"]
+    assert "3/3 tasks in gang unschedulable" in running_cond["message"]
+    assert waiting.events == [
+        (
+            "Normal",
+            "WaitingForGangScheduler",
+            "Waiting for the gang scheduler (volcano) to place PodGroup j in queue research",
+        )
+    ]
+    j = replace(j, status=waiting.status)
+    assert step(j, pending(j)).events == [], "the Event is told once, not every pass"
+    placed = replace(j, group=GroupState("volcano", "j", "Running"))
+    done = step(placed, running(placed))
+    assert done.status["phase"] == "Running"
+    assert done.status["podGroup"]["phase"] == "Running"
+    assert "message" not in done.status["podGroup"]
+
+
+def test_without_a_gang_scheduler_the_status_has_no_pod_group() -> None:
+    j = job()
+    assert "podGroup" not in step(j, {}).status
+    assert get_condition(step(j, pending(j)).status, "Running")["reason"] == "Unschedulable"  # type: ignore[index]
+
+
+def test_a_finished_or_paused_job_keeps_its_last_seen_group_in_the_status() -> None:
+    j = gang_job()
+    j = replace(j, status=step(j, {}).status)
+    paused = step(replace(j, paused=True, group=GroupState("volcano", "j")), running(j))
+    assert paused.status["podGroup"]["phase"] == "Pending"
+
+
+def test_schedule_timeout_fails_a_job_whose_pods_were_never_all_placed() -> None:
+    j = job(gang=GangRequest(3, timeout_seconds=120))
+    first = step(j, {})
+    assert first.requeue_after == 120
+    j = replace(j, status=first.status)
+    mid = step(j, pending(j), T0 + timedelta(seconds=60))
+    assert mid.status["phase"] == "Pending" and mid.requeue_after == pytest.approx(60)
+    end = step(j, pending(j), T0 + timedelta(seconds=120))
+    assert end.status["phase"] == "Failed"
+    assert get_condition(end.status, "Failed")["reason"] == "ScheduleTimeout"  # type: ignore[index]
+    # A job that once ran is past scheduling: the timeout no longer applies.
+    ran = step(j, running(j), T0 + timedelta(seconds=60))
+    later = step(replace(j, status=ran.status), pending(j), T0 + timedelta(seconds=600))
+    assert later.status["phase"] == "Running"
+
+
+def test_a_held_job_creates_no_pods_and_says_why() -> None:
+    j = job(waiting="held: no gang scheduler", waiting_reason="GangSchedulerUnavailable")
+    held = step(j, {})
+    assert held.create == []
+    init = get_condition(held.status, "Initialized")
+    assert init is not None and init["reason"] == "GangSchedulerUnavailable"
+    assert held.status["phase"] == "Pending"

@@ -20,6 +20,7 @@ from t9k_operator.kube import Conflict, Invalid, ServerError
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
+from t9k_operator.reconcilers.gang import NO_GANG_SCHEDULER, GangConfig
 from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.kind import JobKind
 from t9k_operator.reconcilers.msjob import MSJobKind
@@ -99,7 +100,12 @@ KINDS = sorted(JOBS)
 
 
 class Harness:
-    def __init__(self, kind_name: str, job: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        kind_name: str,
+        job: dict[str, Any] | None = None,
+        gang: GangConfig = NO_GANG_SCHEDULER,
+    ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
         self.recorder = FakeRecorder()
@@ -110,7 +116,10 @@ class Harness:
             recorder=self.recorder,  # type: ignore[arg-type]
             workers=1,
         )
-        self.reconciler = JobReconciler(self.kind, ctx)
+        self.reconciler = JobReconciler(self.kind, ctx, gang)
+        self.children = [PODS, SERVICES, CONFIGMAPS, SECRETS]
+        if gang.resource is not None:
+            self.children.append(gang.resource)
         obj = copy.deepcopy(job if job is not None else base)
         obj["metadata"] = {"name": "j", "namespace": NS, "generation": 1}
         self.fake.put(self.reconciler.resource, obj)
@@ -121,7 +130,7 @@ class Harness:
         self.fake.sync(
             self.informers,
             (self.reconciler.resource, None),
-            *((r, CHILD_SELECTOR) for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)),
+            *((r, CHILD_SELECTOR) for r in self.children),
         )
 
     def reconcile(self) -> Result:

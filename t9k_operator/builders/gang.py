@@ -1,0 +1,171 @@
+"""Gang scheduling: the PodGroup a job gets from the cluster's gang scheduler,
+and what its pods carry to join it.
+
+Two backends, chosen by the operator's ``--gang-scheduler`` flag:
+
+* ``volcano``: a ``scheduling.volcano.sh/v1beta1`` PodGroup (``minMember``,
+  ``queue``, ``priorityClassName``); each pod names it in the annotation
+  ``scheduling.k8s.io/group-name`` and runs with ``schedulerName: volcano``.
+  Volcano admits a group into its queue only when ``minMember`` pods fit, and
+  orders the waiting groups of a queue by their priority class.
+* ``coscheduling``: a ``scheduling.x-k8s.io/v1alpha1`` PodGroup of
+  scheduler-plugins (``minMember``, ``scheduleTimeoutSeconds``); each pod
+  names it in the label ``scheduling.x-k8s.io/pod-group`` and runs with the
+  scheduler-plugins scheduler's name. It has no queues; waiting groups are
+  ordered by their pods' priority.
+
+The group is named after the job and owned by it. A T9k job's integer
+``priority`` becomes the PriorityClass ``t9k-priority-<n>`` (installed with
+the operator, one per level 0..100, ``preemptionPolicy: Never``: priority
+orders waiting jobs, it never evicts running ones).
+
+Pure functions, like every builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from t9k_operator.api.common import MAX_PRIORITY
+from t9k_operator.builders.common import Job, child_metadata, job_labels
+from t9k_operator.objects import Obj
+
+PRIORITY_CLASS_PREFIX = "t9k-priority-"
+
+
+def priority_class(priority: int) -> str:
+    """The PriorityClass that stands for a T9k priority level."""
+    return f"{PRIORITY_CLASS_PREFIX}{priority}"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One gang scheduler: its PodGroup API and how a pod joins a group."""
+
+    name: str
+    group: str
+    version: str
+    scheduler_name: str
+    queues: bool  # whether PodGroups name a queue
+    member_key: str  # the annotation (volcano) or label (coscheduling) naming the group
+    member_in_labels: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+VOLCANO = "volcano"
+COSCHEDULING = "coscheduling"
+BACKENDS = (VOLCANO, COSCHEDULING)
+DEFAULT_SCHEDULER_NAMES = {VOLCANO: "volcano", COSCHEDULING: "scheduler-plugins-scheduler"}
+
+
+def backend(name: str, scheduler_name: str | None = None) -> Backend:
+    """The backend called ``name`` (``volcano`` or ``coscheduling``), its pods
+    scheduled by ``scheduler_name`` (else the backend's usual name)."""
+    scheduler = scheduler_name or DEFAULT_SCHEDULER_NAMES[name]
+    if name == VOLCANO:
+        return Backend(
+            VOLCANO,
+            "scheduling.volcano.sh",
+            "v1beta1",
+            scheduler,
+            queues=True,
+            member_key="scheduling.k8s.io/group-name",
+            member_in_labels=False,
+        )
+    if name == COSCHEDULING:
+        return Backend(
+            COSCHEDULING,
+            "scheduling.x-k8s.io",
+            "v1alpha1",
+            scheduler,
+            queues=False,
+            member_key="scheduling.x-k8s.io/pod-group",
+            member_in_labels=True,
+        )
+    raise ValueError(f"unknown gang scheduler {name!r}: one of {', '.join(BACKENDS)}")
+
+
+@dataclass(frozen=True)
+class GangRequest:
+    """What a job asks of a gang scheduler."""
+
+    min_member: int
+    """Pods that must be placed together before any of them runs: what the job
+    needs to make progress."""
+    queue: str | None = None
+    priority_class: str | None = None
+    timeout_seconds: int | None = None
+    """How long the group may wait to be scheduled (MSJob's scheduleTimeoutSeconds)."""
+    min_resources: Mapping[str, Any] | None = None
+    asked_by: str | None = None
+    """The field by which the job asks for gang scheduling itself
+    (``spec.scheduler.t9kScheduler``, ``spec.runPolicy.schedulingPolicy``); None
+    when it does not (it is still gang-scheduled when the operator has a backend)."""
+
+
+NO_GANG = GangRequest(0)
+"""A job's request before its kind has read it (no pods needed)."""
+
+
+def group_name(job: Job) -> str:
+    return job.name
+
+
+def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
+    """The job's PodGroup for ``be``."""
+    spec: Obj = {"minMember": gang.min_member}
+    if be.queues and gang.queue:
+        spec["queue"] = gang.queue
+    if be.name == VOLCANO and gang.priority_class:
+        spec["priorityClassName"] = gang.priority_class
+    if gang.min_resources:
+        spec["minResources"] = dict(gang.min_resources)
+    if be.name == COSCHEDULING and gang.timeout_seconds:
+        spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
+    return {
+        "apiVersion": be.api_version,
+        "kind": "PodGroup",
+        "metadata": child_metadata(job, group_name(job), job_labels(job.kind, job.name)),
+        "spec": spec,
+    }
+
+
+def join(pod: Obj, be: Backend, group: str, gang: GangRequest) -> Obj:
+    """``pod`` made a member of ``group``: the backend's scheduler, its group
+    label or annotation, and the job's priority class (unless the template set one)."""
+    pod["spec"]["schedulerName"] = be.scheduler_name
+    meta = pod["metadata"]
+    if be.member_in_labels:
+        meta.setdefault("labels", {})[be.member_key] = group
+    else:
+        meta.setdefault("annotations", {})[be.member_key] = group
+    if gang.priority_class and not pod["spec"].get("priorityClassName"):
+        pod["spec"]["priorityClassName"] = gang.priority_class
+    return pod
+
+
+def priority_classes() -> list[Obj]:
+    """The PriorityClasses behind the T9k priority levels, installed with the operator."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {
+                "name": priority_class(level),
+                "labels": {"app.kubernetes.io/part-of": "t9k-operator"},
+            },
+            "value": level,
+            "preemptionPolicy": "Never",
+            "globalDefault": False,
+            "description": (
+                f"T9k job priority {level} (spec.scheduler.t9kScheduler.priority): orders "
+                "waiting jobs of a queue, higher first; never preempts running pods."
+            ),
+        }
+        for level in range(MAX_PRIORITY + 1)
+    ]
