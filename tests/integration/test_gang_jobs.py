@@ -1,0 +1,285 @@
+"""Gang scheduling of real jobs by the real schedulers (Volcano's and
+scheduler-plugins' Coscheduling, built from their Go modules and run beside
+the default kube-scheduler by hack/cluster.py), for every kind.
+
+The cluster has 4 KWOK nodes of 8 GPUs. Two jobs of 3 pods of 8 GPUs each
+deadlock under the default scheduler (tests/integration/test_gang_schedulers.py
+reproduces that with plain pods); with the operator running with
+``--gang-scheduler``, one job gets all its pods and the other none until the
+first ends, and both finish. Of two jobs waiting in one queue the higher
+priority goes first; an elastic job's group follows its minimum; a replica
+restarted inside a running gang rejoins its group.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
+from t9k_operator.builders import gang
+from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.reconcilers.job import resource_of
+from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.integration.jobs import Jobs
+from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.operator_process import OperatorProcess
+
+GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
+RESOURCES = {
+    "PyTorchTrainingJob": resource_of(pytorch.CRD),
+    "DeepSpeedJob": resource_of(deepspeed.CRD),
+    "ColossalAIJob": resource_of(colossalai.CRD),
+    "MSJob": resource_of(msjob.CRD),
+}
+KINDS = sorted(RESOURCES)
+BACKENDS = ["volcano", "coscheduling"]
+
+
+def _template(container: str, notes: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": dict(notes)},
+        "spec": {"containers": [{"name": container, "image": "img", "resources": GPUS}]},
+    }
+
+
+def gpu_job(
+    kind: str,
+    name: str,
+    *,
+    run: str = "5s",
+    queue: str | None = None,
+    priority: int | None = None,
+    manual: bool = False,
+) -> dict[str, Any]:
+    """A job of ``kind`` with 3 pods of 8 GPUs each, running ``run`` then succeeding."""
+    notes = dict(MANUAL) if manual else {"kwok.t9k.dev/run-duration": run}
+    ask = {"t9kScheduler": {"queue": queue or "default"}} if queue or priority is not None else {}
+    if priority is not None:
+        ask["t9kScheduler"]["priority"] = priority
+    meta = {"name": name}
+    if kind == "PyTorchTrainingJob":
+        spec: dict[str, Any] = {
+            "replicaSpecs": [
+                {"type": "worker", "replicas": 3, "template": _template("pytorch", notes)}
+            ]
+        }
+    elif kind == "DeepSpeedJob":
+        spec = {
+            "config": {"run": {"python": ["train.py"]}},
+            "worker": {"replicas": 3, "template": _template("worker", notes)},
+        }
+    elif kind == "ColossalAIJob":
+        spec = {
+            "launcher": {"image": "img", "resources": GPUS},
+            "worker": {
+                "replicas": 2,
+                "command": ["train.py"],
+                "template": _template("worker", notes),
+            },
+        }
+    else:
+        role = {"replicas": 1, "template": _template("mindspore", notes)}
+        spec = {"msReplicaSpecs": {"Scheduler": role, "Worker": {**role, "replicas": 2}}}
+        policy: dict[str, Any] = {}
+        if queue:
+            policy["queue"] = queue
+        if priority is not None:
+            policy["priorityClass"] = gang.priority_class(priority)
+        if policy:
+            spec["runPolicy"] = {"schedulingPolicy": policy}
+        return {
+            "apiVersion": "mindspore.gitee.com/v1",
+            "kind": kind,
+            "metadata": meta,
+            "spec": spec,
+        }
+    if ask:
+        spec["scheduler"] = ask
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": kind,
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def engine_condition(jobs: Jobs, name: str, type_: str) -> dict[str, Any] | None:
+    """A condition of the engine's (MSJob keeps them in t9kConditions beside Kubeflow's)."""
+    status = jobs.status(name)
+    conditions = status.get("t9kConditions") or status.get("conditions") or []
+    return next((dict(c) for c in conditions if c["type"] == type_), None)
+
+
+def bound(jobs: Jobs, name: str) -> int:
+    """How many of the job's pods a scheduler has bound to a node."""
+    return sum(1 for p in jobs.pods(name).values() if p["spec"].get("nodeName"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, gang_schedulers: Cluster) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def gang_operator(
+    backend: str, start_operator: Callable[..., OperatorProcess], priority_classes: None
+) -> OperatorProcess:
+    proc = start_operator(f"--gang-scheduler={backend}")
+    proc.wait_ready()
+    return proc
+
+
+@pytest.fixture
+def jobs_of(admin: KubeClient, namespace: str) -> Callable[[str], Jobs]:
+    return lambda kind: Jobs(admin, namespace, RESOURCES[kind])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("gang_operator")
+def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "job-a", run="6s"))
+    jobs.create(gpu_job(kind, "job-b", run="6s"))
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        a, b = bound(jobs, "job-a"), bound(jobs, "job-b")
+        seen.add((a, b))
+        phases = {jobs.status(n).get("phase") for n in ("job-a", "job-b")}
+        if phases == {"Succeeded"}:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"no progress: bound pods seen {sorted(seen)}")
+    # Never the deadlock's shape (both jobs partly bound), and each job once ran whole.
+    assert not any(0 < a < 3 and 0 < b < 3 for a, b in seen), sorted(seen)
+    assert (3, 0) in seen or (0, 3) in seen, sorted(seen)
+    for name in ("job-a", "job-b"):
+        status = jobs.status(name)
+        assert status["podGroup"]["scheduler"] == backend
+        assert status["podGroup"]["minMember"] == 3
+    groups = Resource(*_group_api(backend), "podgroups", "PodGroup")
+    left = jobs.client.list(groups, jobs.namespace)["items"]
+    assert left == [], "a finished job holds no PodGroup"
+
+
+def _group_api(backend: str) -> tuple[str, str]:
+    be = gang.backend(backend)
+    return be.group, be.version
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("gang_operator")
+def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    queue = "default" if backend == "volcano" else None
+    jobs.create(gpu_job(kind, "big", run="60s"))
+    wait_for(lambda: bound(jobs, "big") == 3, 60, "the first job bound")
+    jobs.create(gpu_job(kind, "waits", run="1s", queue=queue))
+    running = wait_for(
+        lambda: (
+            (c := jobs.condition("waits", "Running"))
+            and c.get("reason") == "WaitingForGangScheduler"
+            and c
+        ),
+        30,
+        "the second job waiting for the gang scheduler",
+    )
+    assert backend in running["message"]
+    if queue:
+        assert "queue default" in running["message"]
+    status = jobs.status("waits")
+    assert status["phase"] == "Pending" and bound(jobs, "waits") == 0
+    assert status["podGroup"]["name"] == "waits"
+    reasons = [reason for _, reason, _ in jobs.events("waits")]
+    assert "WaitingForGangScheduler" in reasons
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("gang_operator")
+def test_of_two_waiting_jobs_the_higher_priority_goes_first(
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    queue = "default" if backend == "volcano" else None
+    blocker = gpu_job(kind, "blocker", run="8s")
+    jobs.create(blocker)
+    wait_for(lambda: bound(jobs, "blocker") == 3, 60, "the blocker bound")
+    jobs.create(gpu_job(kind, "low", run="4s", queue=queue, priority=10))
+    time.sleep(1)  # low is the older of the two waiting jobs
+    jobs.create(gpu_job(kind, "high", run="4s", queue=queue, priority=90))
+    first = wait_for(
+        lambda: next((n for n in ("high", "low") if bound(jobs, n) == 3), None),
+        90,
+        "a waiting job placed",
+    )
+    assert first == "high"
+    assert bound(jobs, "low") == 0
+    jobs.wait_phase("low", "Succeeded", 90)
+
+
+@pytest.mark.usefixtures("gang_operator")
+def test_an_elastic_jobs_group_follows_its_minimum(jobs_of: Callable[[str], Jobs]) -> None:
+    jobs = jobs_of("PyTorchTrainingJob")
+    body = gpu_job("PyTorchTrainingJob", "elastic", run="120s")
+    body["spec"]["torchrunConfig"] = {"enabled": True}
+    body["spec"]["elastic"] = {
+        "enabled": True,
+        "minReplicas": 2,
+        "maxReplicas": 4,
+        "expectedReplicas": 3,
+    }
+    jobs.create(body)
+    wait_for(lambda: bound(jobs, "elastic") == 3, 60, "the elastic job bound")
+    assert jobs.status("elastic")["podGroup"]["minMember"] == 2
+    jobs.patch_spec("elastic", {"elastic": {"minReplicas": 3}})
+    wait_for(
+        lambda: jobs.status("elastic").get("podGroup", {}).get("minMember") == 3,
+        30,
+        "the group's minimum following the spec",
+    )
+
+
+@pytest.mark.usefixtures("gang_operator")
+def test_a_restarted_replica_rejoins_its_running_gang(
+    jobs_of: Callable[[str], Jobs], admin: KubeClient, namespace: str
+) -> None:
+    kubelet = Kubelet(admin)
+    jobs = jobs_of("PyTorchTrainingJob")
+    body = gpu_job("PyTorchTrainingJob", "restarts", manual=True)
+    body["spec"]["replicaSpecs"][0]["restartPolicy"] = "OnFailure"
+    jobs.create(body)
+    wait_for(lambda: bound(jobs, "restarts") == 3, 60, "the gang bound")
+    for name in jobs.pods("restarts"):
+        kubelet.run(namespace, name)
+    jobs.wait_phase("restarts", "Running", 30)
+    old = jobs.pods("restarts")["restarts-worker-1"]
+    kubelet.fail(namespace, "restarts-worker-1", exit_code=1)
+    new = jobs.wait_new_pod("restarts", "restarts-worker-1", old["metadata"]["uid"], 30)
+    be = gang.backend(_backend_of(new))
+    where = "labels" if be.member_in_labels else "annotations"
+    assert new["metadata"][where][be.member_key] == "restarts"
+    wait_for(
+        lambda: jobs.pods("restarts")["restarts-worker-1"]["spec"].get("nodeName"),
+        60,
+        "the new pod bound inside the running gang",
+    )
+    assert jobs.status("restarts")["restartCount"] == 1
+
+
+def _backend_of(pod: dict[str, Any]) -> str:
+    return "volcano" if pod["spec"]["schedulerName"] == "volcano" else "coscheduling"
+
+
+@pytest.fixture(scope="session")
+def priority_classes(cluster: Cluster) -> None:
+    """The PriorityClasses behind the T9k priorities, as the install applies them."""
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "scheduling"))
