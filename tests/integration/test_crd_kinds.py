@@ -147,15 +147,16 @@ def case(request: pytest.FixtureRequest, cluster: Cluster) -> Case:
     return installed(cluster, str(request.param))
 
 
-def _examples() -> list[Any]:
+def _each(field: str) -> list[Any]:
+    """(kind, name) of every entry of the cases' ``field`` (examples, invalid), all kinds."""
     return [
         pytest.param(kind, name, id=f"{kind}-{name}")
         for kind in KINDS
-        for name in CASES[kind]().examples
+        for name in getattr(CASES[kind](), field)
     ]
 
 
-@pytest.mark.parametrize(("kind", "name"), _examples())
+@pytest.mark.parametrize(("kind", "name"), _each("examples"))
 def test_every_example_applies_and_is_stored_unpruned(
     cluster: Cluster, namespace: str, kind: str, name: str
 ) -> None:
@@ -171,15 +172,7 @@ def test_every_example_applies_and_is_stored_unpruned(
     applied(cluster, namespace, text)  # ... and applying it again is a no-op, not a conflict
 
 
-def _invalid_cases() -> list[Any]:
-    return [
-        pytest.param(kind, name, id=f"{kind}-{name}")
-        for kind in KINDS
-        for name in CASES[kind]().invalid
-    ]
-
-
-@pytest.mark.parametrize(("kind", "name"), _invalid_cases())
+@pytest.mark.parametrize(("kind", "name"), _each("invalid"))
 def test_an_invalid_spec_is_refused_naming_the_field(
     cluster: Cluster, namespace: str, kind: str, name: str
 ) -> None:

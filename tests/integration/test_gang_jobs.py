@@ -169,6 +169,14 @@ def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
     assert left == [], "a finished job holds no PodGroup"
 
 
+def occupy(jobs: Jobs, kind: str, backend: str, run: str) -> str | None:
+    """Start a job that takes 24 of the cluster's 32 GPUs for ``run``; the queue
+    the next jobs name (Volcano's default; coscheduling has none)."""
+    jobs.create(gpu_job(kind, "blocker", run=run))
+    wait_for(lambda: bound(jobs, "blocker") == 3, 60, "the blocker bound")
+    return "default" if backend == "volcano" else None
+
+
 def _group_api(backend: str) -> tuple[str, str]:
     be = gang.backend(backend)
     return be.group, be.version
@@ -180,13 +188,11 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
 ) -> None:
     jobs = jobs_of(kind)
-    queue = "default" if backend == "volcano" else None
-    jobs.create(gpu_job(kind, "big", run="60s"))
-    wait_for(lambda: bound(jobs, "big") == 3, 60, "the first job bound")
+    queue = occupy(jobs, kind, backend, run="60s")
     jobs.create(gpu_job(kind, "waits", run="1s", queue=queue))
     running = wait_for(
         lambda: (
-            (c := jobs.condition("waits", "Running"))
+            (c := engine_condition(jobs, "waits", "Running"))
             and c.get("reason") == "WaitingForGangScheduler"
             and c
         ),
@@ -209,10 +215,7 @@ def test_of_two_waiting_jobs_the_higher_priority_goes_first(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
 ) -> None:
     jobs = jobs_of(kind)
-    queue = "default" if backend == "volcano" else None
-    blocker = gpu_job(kind, "blocker", run="8s")
-    jobs.create(blocker)
-    wait_for(lambda: bound(jobs, "blocker") == 3, 60, "the blocker bound")
+    queue = occupy(jobs, kind, backend, run="8s")
     jobs.create(gpu_job(kind, "low", run="4s", queue=queue, priority=10))
     time.sleep(1)  # low is the older of the two waiting jobs
     jobs.create(gpu_job(kind, "high", run="4s", queue=queue, priority=90))
