@@ -57,6 +57,9 @@ class Backend:
         return f"{self.group}/{self.version}"
 
 
+DEFAULT_QUEUE = "default"
+"""Volcano's queue for a group that names none (its admission webhook's default,
+set here so the scheduler alone needs no webhook)."""
 VOLCANO = "volcano"
 COSCHEDULING = "coscheduling"
 BACKENDS = (VOLCANO, COSCHEDULING)
@@ -119,8 +122,8 @@ def group_name(job: Job) -> str:
 def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
     """The job's PodGroup for ``be``."""
     spec: Obj = {"minMember": gang.min_member}
-    if be.queues and gang.queue:
-        spec["queue"] = gang.queue
+    if be.queues:
+        spec["queue"] = gang.queue or DEFAULT_QUEUE
     if be.name == VOLCANO and gang.priority_class:
         spec["priorityClassName"] = gang.priority_class
     if gang.min_resources:

@@ -489,7 +489,8 @@ def _waiting_for_gang(p: _Pass, stuck: list[ReplicaState]) -> None:
     queue, and why (one Event when it starts to wait)."""
     group, gang = p.job.group, p.job.gang
     assert group is not None
-    where = f", queue {gang.queue}" if gang.queue else ""
+    queue = group.queue or gang.queue
+    where = f", queue {queue}" if queue else ""
     message = (
         f"Waiting for the gang scheduler ({group.backend}) to place all {gang.min_member} "
         f"pods of PodGroup {group.name} at once{where}: PodGroup phase "
@@ -500,7 +501,7 @@ def _waiting_for_gang(p: _Pass, stuck: list[ReplicaState]) -> None:
         message += f"; {why}"
     before = get_condition(p.status, "Running") or {}
     if before.get("reason") != Reason.WAITING_FOR_GANG:
-        where = f" in queue {gang.queue}" if gang.queue else ""
+        where = f" in queue {queue}" if queue else ""
         p.event(
             "Normal",
             Reason.WAITING_FOR_GANG,
@@ -518,8 +519,8 @@ def _pod_group_status(p: _Pass) -> None:
             p.status["podGroup"] = dict(p.prev["podGroup"])
         return
     seen: Obj = {"name": group.name, "scheduler": group.backend, "minMember": gang.min_member}
-    if gang.queue:
-        seen["queue"] = gang.queue
+    if group.queue or gang.queue:
+        seen["queue"] = group.queue or gang.queue
     if group.phase:
         seen["phase"] = group.phase
     if group.message:

@@ -77,5 +77,6 @@ def group_state(backend: Backend, name: str, group: Mapping[str, Any] | None) ->
         backend=backend.name,
         name=name,
         phase=str(status.get("phase") or ""),
+        queue=str(((group or {}).get("spec") or {}).get("queue") or ""),
         message=waiting[-1] if waiting else "",
     )

@@ -63,6 +63,7 @@ class GroupState:
     name: str
     phase: str = ""  # the PodGroup's status.phase ("" until the scheduler writes one)
     message: str = ""  # why it waits, from its conditions
+    queue: str = ""  # the queue it waits in ("" for a scheduler without queues)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,9 @@ def bound(jobs: Jobs, name: str) -> int:
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, gang_schedulers: Cluster) -> str:
+def backend(request: pytest.FixtureRequest) -> str:
+    """A gang scheduler, running in the test cluster (its session fixture)."""
+    request.getfixturevalue(str(request.param))
     return str(request.param)
 
 

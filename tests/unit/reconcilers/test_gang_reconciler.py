@@ -78,7 +78,7 @@ def test_the_group_comes_before_the_pods_and_the_pods_join_it(
 def test_a_finished_job_holds_no_group(kind: str) -> None:
     h = Harness(kind, gang=VOLCANO)
     h.run()
-    assert h.fake.of_kind("PodGroup")
+    assert group_of(h)["spec"]["queue"] == "default", "Volcano's default queue, named"
     set_pods(h, "Succeeded")
     h.run()
     assert h.job()["status"]["phase"] == "Succeeded"
