@@ -1157,6 +1157,8 @@ def gang(name: str, gangs: Iterable[Gang]) -> None:
     Queue ``default`` created). Their pids join ``cluster.json``, so ``down``
     stops them; each logs to ``<tool>.log`` in the cluster's state folder."""
     gangs = list(gangs)
+    if not gangs:
+        return
     workdir = state_dir(name)
 
     def running(g: Gang, pids: dict[str, int]) -> bool:
