@@ -8,6 +8,8 @@ Used by the tests, the demo and the benchmarks alike::
     hack/cluster.py status [--name t9k]
     hack/cluster.py kubeconfig [--name t9k]   # print the admin kubeconfig path
     hack/cluster.py binaries             # obtain the binaries, print their folder
+    hack/cluster.py up --gang volcano,coscheduling   # ... with gang schedulers too
+    hack/cluster.py gang [--name t9k] volcano        # add one to a running cluster
 
 Parts (versions in hack/versions.env): etcd, kube-apiserver (TLS, RBAC,
 default admission plugins), kube-controller-manager (garbage collection,
@@ -25,6 +27,18 @@ official release downloads (skipped fast when offline); and last, a build with
 the local Go toolchain from the Go module proxy (hack/k8s and hack/etcd are
 small wrapper modules; KWOK installs as it is). Only the standard library is
 used here, so this runs before the project's virtualenv exists.
+
+Gang schedulers (versions in hack/versions.env too) run beside kube-scheduler
+on request, each for the pods naming its ``schedulerName``: the Volcano
+scheduler (``volcano``) and scheduler-plugins' kube-scheduler with the
+Coscheduling plugin (``scheduler-plugins-scheduler``, with the
+scheduler-plugins controller filling in PodGroup status). Their binaries are
+built from the Go module proxy through the wrapper modules hack/volcano and
+hack/scheduler-plugins, each into its own cache folder
+``~/.cache/t9k-operator/bin/<wrapper>-<version>-<digest>/`` with its CRDs in
+``crds/``; ``binaries`` builds them too (``--gang none`` skips them).
+Starting one installs its CRDs and waits for its health check; ``down``
+stops it with the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -44,7 +59,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HACK = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("T9K_CACHE_DIR", Path.home() / ".cache" / "t9k-operator"))
@@ -79,14 +97,8 @@ def versions() -> dict[str, str]:
 # --------------------------------------------------------------------------- binaries
 
 
+# A folder is used only when its build finished: the mark is written last.
 COMPLETE_MARK = ".complete"
-
-
-def _complete(folder: Path) -> bool:
-    """A folder is used only when its build finished: the mark is written last."""
-    return (folder / COMPLETE_MARK).exists() and all(
-        os.access(folder / tool, os.X_OK) for tool in ALL_TOOLS
-    )
 
 
 def _go_env() -> dict[str, str]:
@@ -228,7 +240,7 @@ def _build(dest: Path, v: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):  # type: ignore[no-untyped-def]
+def _locked(path: Path, what: str = "obtaining the binaries"):  # type: ignore[no-untyped-def]
     """An exclusive lock on ``path`` (released when the process dies), so that
     two runs (a demo and the tests, say) never build into the same folder."""
     import fcntl
@@ -238,20 +250,80 @@ def _locked(path: Path):  # type: ignore[no-untyped-def]
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"another run is obtaining the binaries; waiting for it ({path})")
+            log(f"another run is {what}; waiting for it ({path})")
             fcntl.flock(f, fcntl.LOCK_EX)
         yield
 
 
-def ensure_binaries() -> Path:
-    """The folder of complete binaries, obtaining them first when needed.
+def _missing(folder: Path, tools: Iterable[str], files: Iterable[str] = ()) -> list[str]:
+    return [t for t in tools if not os.access(folder / t, os.X_OK)] + [
+        f for f in files if not (folder / f).is_file()
+    ]
 
-    Binaries are built (or downloaded) into a fresh temporary folder beside the
-    final one, marked complete, and only then renamed into place, all under a
-    lock: a folder is never used half-built, and a build that was interrupted
-    leaves only a temporary folder, removed by the next run. Set
-    ``T9K_NO_BUILD=1`` to fail at once instead of building (the test suite
-    does: binaries are a make prerequisite, never built under a test timeout).
+
+def _obtain(
+    tag: str,
+    what: str,
+    tools: Iterable[str],
+    files: Iterable[str],
+    produce: Callable[[Path], None],
+) -> Path:
+    """``CACHE/bin/<tag>``, made by ``produce`` first when it is not complete.
+
+    ``produce`` fills a fresh temporary folder beside the final one, which is
+    marked complete and only then renamed into place, all under a lock: a
+    folder is never used half-built, and a build that was interrupted leaves
+    only a temporary folder, removed by the next run. ``T9K_NO_BUILD=1`` fails
+    at once instead of building.
+    """
+    tools, files = tuple(tools), tuple(files)
+    folder = CACHE / "bin" / tag
+
+    def complete(path: Path) -> bool:
+        return (path / COMPLETE_MARK).exists() and not _missing(path, tools, files)
+
+    if complete(folder):
+        return folder
+    if os.environ.get("T9K_NO_BUILD") == "1":
+        raise MissingBinaries(
+            f"cluster: {what} not in {folder} and T9K_NO_BUILD=1: "
+            "run `make binaries` (or `python3 hack/cluster.py binaries`) first"
+        )
+    with _locked(CACHE / "bin" / f".{tag}.lock"):
+        if complete(folder):  # another run finished them while we waited
+            return folder
+        for stale in (CACHE / "bin").glob(f".{tag}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        if folder.exists():
+            log(f"{folder} is incomplete (an interrupted build?): building it again")
+            shutil.rmtree(folder)
+        tmp = CACHE / "bin" / f".{tag}.tmp-{os.getpid()}"
+        tmp.mkdir(parents=True)
+        try:
+            produce(tmp)
+            missing = _missing(tmp, tools, files)
+            if missing:
+                raise BuildError(f"cluster: after the build, {', '.join(missing)} missing")
+            (tmp / COMPLETE_MARK).write_text(tag + "\n")
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+class MissingBinaries(SystemExit):
+    """Binaries absent with ``T9K_NO_BUILD=1``: ``main`` exits with
+    ``EXIT_MISSING_BINARIES`` so that callers can tell it from a failure."""
+
+
+EXIT_MISSING_BINARIES = 3
+
+
+def ensure_binaries() -> Path:
+    """The folder of complete binaries, obtaining them first when needed
+    (see ``_obtain``). Set ``T9K_NO_BUILD=1`` to fail at once instead of
+    building (the test suite does: binaries are a make prerequisite, never
+    built under a test timeout).
     """
     override = os.environ.get("T9K_CLUSTER_BIN_DIR")
     if override:
@@ -262,35 +334,183 @@ def ensure_binaries() -> Path:
         return folder
     v = versions()
     tag = f"k8s-{v['KUBERNETES_VERSION']}_etcd-{v['ETCD_VERSION']}_kwok-{v['KWOK_VERSION']}"
-    folder = CACHE / "bin" / tag
-    if _complete(folder):
-        return folder
-    if os.environ.get("T9K_NO_BUILD") == "1":
+
+    def produce(tmp: Path) -> None:
+        if not _download(tmp, v):
+            _build(tmp, v)
+
+    return _obtain(tag, "the binaries are", ALL_TOOLS, (), produce)
+
+
+# ------------------------------------------------------------------ gang schedulers: binaries
+
+
+@dataclass(frozen=True)
+class Gang:
+    """A gang scheduler the cluster can run beside kube-scheduler: it schedules
+    the pods whose ``spec.schedulerName`` is ``scheduler_name``, binding a
+    group's pods all together or not at all."""
+
+    name: str  # as given to `up --gang` and `gang`
+    title: str
+    version_key: str  # in hack/versions.env
+    module: str  # the Go module built, at that version
+    wrapper: str  # its wrapper module: hack/<wrapper>
+    binaries: tuple[tuple[str, str], ...]  # (binary, Go package), started in this order
+    crds: tuple[tuple[str, str], ...]  # (file in the module's source, name in crds/)
+    scheduler_name: str
+    ldflags: str = "-s -w"
+
+    @property
+    def version(self) -> str:
+        return versions()[self.version_key]
+
+    @property
+    def tag(self) -> str:
+        """The cache folder's name: the version, and a digest of the wrapper
+        module and build flags, so a changed replace line means a new build."""
+        digest = hashlib.sha256(self.ldflags.encode())
+        for name in ("go.mod", "go.sum"):
+            digest.update((HACK / self.wrapper / name).read_bytes())
+        return f"{self.wrapper}-{self.version}-{digest.hexdigest()[:10]}"
+
+
+_VOLCANO_CRDS = "installer/helm/chart/volcano/crd/bases"
+_SP_CRDS = "config/crd/bases"  # the same CRDs as manifests/{coscheduling,capacityscheduling}
+GANGS = {
+    "volcano": Gang(
+        name="volcano",
+        title="the Volcano scheduler",
+        version_key="VOLCANO_VERSION",
+        module="volcano.sh/volcano",
+        wrapper="volcano",
+        binaries=(("volcano-scheduler", "volcano.sh/volcano/cmd/scheduler"),),
+        # PodGroups and Queues, and NUMA topologies: the scheduler watches them
+        # (its ResourceTopology feature gate is on by default).
+        crds=tuple(
+            (f"{_VOLCANO_CRDS}/{f}", f)
+            for f in (
+                "scheduling.volcano.sh_podgroups.yaml",
+                "scheduling.volcano.sh_queues.yaml",
+                "nodeinfo.volcano.sh_numatopologies.yaml",
+            )
+        ),
+        scheduler_name="volcano",
+        ldflags="-s -w -X volcano.sh/volcano/pkg/version.Version={version}",
+    ),
+    "coscheduling": Gang(
+        name="coscheduling",
+        title="scheduler-plugins (Coscheduling)",
+        version_key="SCHEDULER_PLUGINS_VERSION",
+        module="sigs.k8s.io/scheduler-plugins",
+        wrapper="scheduler-plugins",
+        # The scheduler alone binds all or nothing; the controller fills in
+        # the PodGroups' status (phase, running/succeeded/failed counts).
+        binaries=(
+            ("scheduler-plugins-scheduler", "sigs.k8s.io/scheduler-plugins/cmd/scheduler"),
+            ("scheduler-plugins-controller", "sigs.k8s.io/scheduler-plugins/cmd/controller"),
+        ),
+        crds=tuple(
+            (f"{_SP_CRDS}/{f}", f)
+            for f in (
+                "scheduling.x-k8s.io_podgroups.yaml",
+                "scheduling.x-k8s.io_elasticquotas.yaml",
+            )
+        ),
+        scheduler_name="scheduler-plugins-scheduler",
+    ),
+}
+
+
+def parse_gangs(spec: str | Iterable[str]) -> list[Gang]:
+    """``volcano,coscheduling`` (or a list of such), ``all`` or ``none``."""
+    words = [spec] if isinstance(spec, str) else list(spec)
+    names = [n.strip() for w in words for n in w.split(",") if n.strip()]
+    if names == ["none"]:
+        return []
+    if names == ["all"]:
+        return list(GANGS.values())
+    unknown = [n for n in names if n not in GANGS]
+    if unknown:
         raise SystemExit(
-            f"cluster: the binaries are not in {folder} and T9K_NO_BUILD=1: "
-            "run `make binaries` (or `python3 hack/cluster.py binaries`) first"
+            f"cluster: unknown gang scheduler {', '.join(map(repr, unknown))}: "
+            f"choose from {', '.join(GANGS)} (or all)"
         )
-    with _locked(CACHE / "bin" / f".{tag}.lock"):
-        if _complete(folder):  # another run finished them while we waited
-            return folder
-        for stale in (CACHE / "bin").glob(f".{tag}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        if folder.exists():
-            log(f"{folder} is incomplete (an interrupted build?): building it again")
-            shutil.rmtree(folder)
-        tmp = CACHE / "bin" / f".{tag}.tmp-{os.getpid()}"
-        tmp.mkdir(parents=True)
-        try:
-            if not _download(tmp, v):
-                _build(tmp, v)
-            if not all(os.access(tmp / t, os.X_OK) for t in ALL_TOOLS):
-                missing = [t for t in ALL_TOOLS if not os.access(tmp / t, os.X_OK)]
-                raise BuildError(f"cluster: after the build, {', '.join(missing)} missing")
-            (tmp / COMPLETE_MARK).write_text(tag + "\n")
-            tmp.rename(folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    return [GANGS[n] for n in dict.fromkeys(names)]
+
+
+def _build_gang(dest: Path, g: Gang) -> None:
+    if not shutil.which("go"):
+        raise BuildError(
+            f"cluster: no Go toolchain on PATH to build {g.title}: install Go, or "
+            "do without gang schedulers (`python3 hack/cluster.py binaries --gang none`)"
+        )
+    version, wrapper = g.version, HACK / g.wrapper
+    if f"{g.module} {version}" not in (wrapper / "go.mod").read_text():
+        raise BuildError(
+            f"cluster: hack/{g.wrapper}/go.mod does not require {g.module} {version} "
+            f"({g.version_key} in hack/versions.env): update the wrapper module"
+        )
+    env = _go_env()
+    logfile = dest.parent / f"{g.tag}.build.log"
+    logfile.unlink(missing_ok=True)
+    started = time.monotonic()
+    log(
+        f"building {g.title} {version} from Go modules (hack/{g.wrapper}): "
+        f"a few minutes cold on 2 cores; output in {logfile}"
+    )
+    for binary, package in g.binaries:
+        _go(
+            f"{binary} {version} (hack/{g.wrapper}: {package})",
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags",
+                g.ldflags.format(version=version),
+                "-o",
+                str(dest / binary),
+                package,
+            ],
+            wrapper,
+            env,
+            logfile,
+        )
+    # The CRDs come from the same module's source, copied beside the binaries:
+    # starting the scheduler later needs neither Go nor the module cache.
+    with open(logfile, "ab") as out:
+        proc = subprocess.run(
+            ["go", "mod", "download", "-json", f"{g.module}@{version}"],
+            cwd=wrapper,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=out,
+        )
+    try:
+        source = Path(json.loads(proc.stdout)["Dir"])
+    except (ValueError, KeyError) as exc:
+        raise BuildError(
+            f"cluster: `go mod download {g.module}@{version}` gave no source folder "
+            f"(exit {proc.returncode}, {exc.__class__.__name__}); see {logfile}"
+        ) from None
+    (dest / "crds").mkdir()
+    for path, name in g.crds:
+        if not (source / path).is_file():
+            raise BuildError(f"cluster: {g.module}@{version} has no {path}")
+        shutil.copyfile(source / path, dest / "crds" / name)
+    log(f"{g.title} built in {time.monotonic() - started:.0f}s")
+
+
+def ensure_gang_binaries(g: Gang) -> Path:
+    """``CACHE/bin/<g.tag>``: the gang scheduler's binaries and, in ``crds/``,
+    its CRDs; built first when needed, the same way as ``ensure_binaries``."""
+    return _obtain(
+        g.tag,
+        f"the binaries of {g.title} are",
+        [b for b, _ in g.binaries],
+        [f"crds/{name}" for _, name in g.crds],
+        lambda tmp: _build_gang(tmp, g),
+    )
 
 
 # --------------------------------------------------------------------------- PKI
@@ -331,42 +551,47 @@ def make_pki(pki: Path) -> None:
         "kwok": ("/O=system:masters/CN=kwok-controller", None),
     }
     for name, (subject, ext) in certs.items():
-        _openssl(
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            subject,
-            cwd=pki,
-        )
-        extra = []
-        if ext:
-            (pki / f"{name}.ext").write_text(ext + "\n")
-            extra = ["-extfile", f"{name}.ext"]
-        _openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            f"{name}.crt",
-            "-days",
-            "3650",
-            *extra,
-            cwd=pki,
-        )
+        issue_cert(pki, name, subject, ext)
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+def issue_cert(pki: Path, name: str, subject: str, ext: str | None = None) -> None:
+    """``<name>.crt`` and ``.key`` in ``pki``, signed by the cluster's CA."""
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        subject,
+        cwd=pki,
+    )
+    extra = []
+    if ext:
+        (pki / f"{name}.ext").write_text(ext + "\n")
+        extra = ["-extfile", f"{name}.ext"]
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        f"{name}.crt",
+        "-days",
+        "3650",
+        *extra,
+        cwd=pki,
+    )
 
 
 def write_kubeconfig(path: Path, server: str, pki: Path, user: str) -> None:
@@ -412,7 +637,9 @@ def state_dir(name: str) -> Path:
     return CACHE / "clusters" / name
 
 
-def _start(bin_dir: Path, tool: str, args: list[str], workdir: Path) -> int:
+def _start(
+    bin_dir: Path, tool: str, args: list[str], workdir: Path, env: dict[str, str] | None = None
+) -> int:
     logf = open(workdir / f"{tool}.log", "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
         [str(bin_dir / tool), *args],
@@ -420,6 +647,7 @@ def _start(bin_dir: Path, tool: str, args: list[str], workdir: Path) -> int:
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         cwd=workdir,
+        env=env,
         start_new_session=True,
     )
     logf.close()
@@ -460,6 +688,7 @@ def _https_get(url: str, pki: Path, timeout: float = 2.0) -> tuple[int, bytes]:
 
 def _wait(what: str, check, timeout: float, procs: dict[str, int], workdir: Path) -> None:
     deadline = time.monotonic() + timeout
+    last = ""
     while time.monotonic() < deadline:
         for tool, pid in procs.items():
             if not _alive(pid):
@@ -468,11 +697,11 @@ def _wait(what: str, check, timeout: float, procs: dict[str, int], workdir: Path
         try:
             if check():
                 return
-        except (OSError, urllib.error.URLError, ValueError):
-            pass
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            last = f"; the last attempt: {str(exc).strip()[:500]}"
         time.sleep(0.2)
     raise SystemExit(
-        f"cluster: timed out after {timeout:.0f}s waiting for {what} (logs in {workdir})"
+        f"cluster: timed out after {timeout:.0f}s waiting for {what} (logs in {workdir}){last}"
     )
 
 
@@ -488,16 +717,23 @@ def kubectl(
     )
 
 
-def up(name: str) -> Path:
+def up(name: str, gangs: Iterable[Gang] = ()) -> Path:
+    """Start the cluster ``name`` (when it is not running) and the gang
+    schedulers ``gangs`` in it (those not running yet)."""
+    gangs = list(gangs)
     workdir = state_dir(name)
     if (workdir / "cluster.json").exists():
         state = json.loads((workdir / "cluster.json").read_text())
-        if all(_alive(p) and _ours(p, workdir) for p in state["pids"].values()):
+        pids = state["pids"]
+        if all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t in CORE_PROCS):
             log(f"cluster {name!r} already running")
+            gang(name, gangs)
             return workdir / "kubeconfig"
         log(f"cluster {name!r} is partly down; recreating it")
         down(name)
     bin_dir = ensure_binaries()
+    for g in gangs:  # missing or failing binaries before the cluster starts
+        ensure_gang_binaries(g)
     started = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
     pki = workdir / "pki"
@@ -688,28 +924,203 @@ def up(name: str) -> Path:
             procs,
             workdir,
         )
+        log(
+            f"cluster {name!r} ready in {time.monotonic() - started:.1f}s: "
+            f"{server}, kubeconfig {kubeconfig}"
+        )
+        gang(name, gangs)
     except BaseException:
+        with contextlib.suppress(OSError, ValueError):  # keep what gang() recorded
+            recorded = json.loads((workdir / "cluster.json").read_text())["pids"]
+            for tool, pid in recorded.items():
+                procs.setdefault(tool, pid)
         save()
         down(name, quiet=True)
         raise
-    log(
-        f"cluster {name!r} ready in {time.monotonic() - started:.1f}s: "
-        f"{server}, kubeconfig {kubeconfig}"
-    )
     return kubeconfig
 
 
-def down(name: str, quiet: bool = False) -> None:
-    workdir = state_dir(name)
-    state_file = workdir / "cluster.json"
-    if not state_file.exists():
-        if not quiet:
-            log(f"cluster {name!r} is not running")
-        shutil.rmtree(workdir, ignore_errors=True)
-        return
-    pids = json.loads(state_file.read_text()).get("pids", {})
-    # Reverse start order: kwok and the controllers first, etcd last.
-    order = [p for p in reversed(list(pids.values())) if _alive(p) and _ours(p, workdir)]
+# ----------------------------------------------------------------- gang schedulers: processes
+
+
+# The control plane's processes; gang schedulers come and go beside them.
+CORE_PROCS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+VOLCANO_CONF = """\
+# The local cluster's Volcano scheduler (written by hack/cluster.py).
+# enqueue admits a PodGroup (phase Pending -> Inqueue), allocate places its
+# pods and binds them only once minMember of them fit, backfill places pods
+# that request no resources. No preemption or reclaim: tests stay predictable.
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority     # groups, then pods, in the order of their PriorityClass
+  - name: gang         # minMember pods of a group bound together, or none
+  - name: conformance  # critical system pods are never evicted
+- plugins:
+  - name: drf          # dominant-resource fairness between groups
+  - name: predicates   # kube-scheduler's node filters: resources, affinity, taints
+  - name: proportion   # the queues' shares, by weight
+  - name: nodeorder    # kube-scheduler's node scores
+"""
+
+
+@dataclass
+class _Launch:
+    tool: str
+    args: list[str]
+    health: str  # an http(s) URL answering 200 once the process serves
+
+
+def _gang_launches(g: Gang, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
+    """The processes of ``g``, their configuration files written in ``workdir``,
+    each with its own client certificate (``system:masters``, as KWOK's)."""
+    pki = workdir / "pki"
+    kubeconfigs = {}
+    for tool, _ in g.binaries:
+        if not (pki / f"{tool}.crt").exists():
+            issue_cert(pki, tool, f"/O=system:masters/CN={tool}")
+        kubeconfigs[tool] = workdir / f"{tool}.kubeconfig"
+        write_kubeconfig(kubeconfigs[tool], state["server"], pki, tool)
+    ports = state["ports"]
+    if g.name == "volcano":
+        ports["volcano-healthz"], ports["volcano-metrics"] = free_port(), free_port()
+        # A folder of its own: Volcano reloads the file on any change in its
+        # folder, and the state folder's logs change all the time.
+        conf = workdir / "volcano" / "scheduler.conf"
+        conf.parent.mkdir(exist_ok=True)
+        conf.write_text(VOLCANO_CONF)
+        return [
+            _Launch(
+                "volcano-scheduler",
+                [
+                    f"--kubeconfig={kubeconfigs['volcano-scheduler']}",
+                    f"--scheduler-conf={conf}",
+                    f"--scheduler-name={g.scheduler_name}",
+                    "--leader-elect=false",
+                    "--enable-healthz=true",
+                    f"--healthz-address=127.0.0.1:{ports['volcano-healthz']}",
+                    f"--listen-address=127.0.0.1:{ports['volcano-metrics']}",
+                    f"--cache-dump-dir={conf.parent}",
+                    "--v=2",
+                ],
+                f"http://127.0.0.1:{ports['volcano-healthz']}/healthz",
+            )
+        ]
+    if g.name == "coscheduling":
+        ports["scheduler-plugins"] = free_port()
+        ports["scheduler-plugins-controller-probe"] = free_port()
+        ports["scheduler-plugins-controller-metrics"] = free_port()
+        if not (pki / "scheduler-plugins-serving.crt").exists():
+            issue_cert(
+                pki,
+                "scheduler-plugins-serving",
+                "/CN=scheduler-plugins-scheduler",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            )
+        kubeconfig = str(kubeconfigs["scheduler-plugins-scheduler"])
+        config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "clientConnection": {"kubeconfig": kubeconfig},
+            "profiles": [
+                {
+                    "schedulerName": g.scheduler_name,
+                    "plugins": {
+                        # Coscheduling at every extension point it implements
+                        # (PreFilter, PostFilter, Permit, Reserve, ...), and
+                        # as the queue's sort, which keeps a group's pods together.
+                        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                        "queueSort": {
+                            "enabled": [{"name": "Coscheduling"}],
+                            "disabled": [{"name": "*"}],
+                        },
+                    },
+                    # A group's pods wait at Permit at most this long for the rest.
+                    "pluginConfig": [
+                        {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
+                    ],
+                }
+            ],
+        }
+        conf = workdir / "scheduler-plugins-scheduler.yaml"
+        conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
+        return [
+            _Launch(
+                "scheduler-plugins-scheduler",
+                [
+                    f"--config={conf}",
+                    f"--authentication-kubeconfig={kubeconfig}",
+                    f"--authorization-kubeconfig={kubeconfig}",
+                    # The API server has no front proxy: no request-header CA to look up.
+                    "--authentication-skip-lookup=true",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={ports['scheduler-plugins']}",
+                    f"--tls-cert-file={pki / 'scheduler-plugins-serving.crt'}",
+                    f"--tls-private-key-file={pki / 'scheduler-plugins-serving.key'}",
+                    "--v=2",
+                ],
+                # readyz: served once the informers have synced.
+                f"https://127.0.0.1:{ports['scheduler-plugins']}/readyz",
+            ),
+            _Launch(
+                "scheduler-plugins-controller",
+                [
+                    f"--probeAddr=127.0.0.1:{ports['scheduler-plugins-controller-probe']}",
+                    f"--metricsAddr=127.0.0.1:{ports['scheduler-plugins-controller-metrics']}",
+                    "--qps=50",
+                    "--burst=100",
+                ],
+                f"http://127.0.0.1:{ports['scheduler-plugins-controller-probe']}/healthz",
+            ),
+        ]
+    raise AssertionError(g.name)
+
+
+def _healthy(url: str, pki: Path) -> bool:
+    if url.startswith("https:"):
+        return _https_get(url, pki)[0] == 200
+    with urllib.request.urlopen(url, timeout=2) as resp:
+        return bool(resp.status == 200)
+
+
+def _install_crds(g: Gang, folder: Path, bin_dir: Path, kubeconfig: Path) -> None:
+    crds = str(folder / "crds")
+    kubectl(bin_dir, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", crds)
+    proc = kubectl(
+        bin_dir,
+        kubeconfig,
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "-f",
+        crds,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"cluster: the CRDs of {g.title} are not Established:\n{proc.stderr}")
+
+
+def _default_queue(bin_dir: Path, kubeconfig: Path) -> bool:
+    """Volcano's Queue ``default``, where PodGroups naming no queue go. The
+    scheduler would create it too, on its first start; this way it is there
+    before any pod is."""
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"weight": 1, "reclaimable": True},
+    }
+    proc = kubectl(bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(queue), check=False)
+    if proc.returncode == 0 or "AlreadyExists" in proc.stderr:
+        return True
+    raise ValueError(proc.stderr)  # retried by _wait: discovery may lag the CRD
+
+
+def _stop(pids: Iterable[int], workdir: Path) -> None:
+    """SIGTERM each process group (of ours), SIGKILL what is left after 10 s."""
+    order = [p for p in pids if _alive(p) and _ours(p, workdir)]
     for pid in order:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
@@ -722,6 +1133,108 @@ def down(name: str, quiet: bool = False) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
     _reap()
+
+
+def _running_state(name: str) -> dict[str, Any]:
+    workdir = state_dir(name)
+    state_file = workdir / "cluster.json"
+    state: dict[str, Any] = (
+        json.loads(state_file.read_text()) if state_file.exists() else {"pids": {}}
+    )
+    pids = state["pids"]
+    if not all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t in CORE_PROCS):
+        raise SystemExit(
+            f"cluster: cluster {name!r} is not running: "
+            f"`python3 hack/cluster.py up --name {name}` first"
+        )
+    return state
+
+
+def gang(name: str, gangs: Iterable[Gang]) -> None:
+    """Start gang schedulers in the running cluster ``name``, beside its
+    kube-scheduler; those already running are left alone. Returns once each
+    serves its health check, with its CRDs Established (and, for Volcano, the
+    Queue ``default`` created). Their pids join ``cluster.json``, so ``down``
+    stops them; each logs to ``<tool>.log`` in the cluster's state folder."""
+    gangs = list(gangs)
+    if not gangs:
+        return
+    workdir = state_dir(name)
+
+    def running(g: Gang, pids: dict[str, int]) -> bool:
+        return all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t, _ in g.binaries)
+
+    pids = _running_state(name)["pids"]
+    # The binaries of every one to start, before starting any.
+    folders = {g.name: ensure_gang_binaries(g) for g in gangs if not running(g, pids)}
+    with _locked(workdir / ".gang.lock", "starting gang schedulers"):
+        state = _running_state(name)
+        pids: dict[str, int] = state["pids"]
+        bin_dir, kubeconfig = Path(state["bin_dir"]), workdir / "kubeconfig"
+
+        def save() -> None:
+            (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
+
+        for g in gangs:
+            tools = [tool for tool, _ in g.binaries]
+            if running(g, pids):
+                log(f"{g.title} already running in cluster {name!r}")
+                continue
+            _stop([pids.pop(t) for t in tools if t in pids], workdir)  # what is left of a crash
+            started = time.monotonic()
+            folder = folders.get(g.name) or ensure_gang_binaries(g)  # or it died meanwhile
+            _install_crds(g, folder, bin_dir, kubeconfig)
+            if g.name == "volcano":
+                _wait(
+                    "Volcano's Queue default",
+                    lambda: _default_queue(bin_dir, kubeconfig),
+                    30,
+                    {},
+                    workdir,
+                )
+            state.setdefault("gang", {})[g.name] = {
+                "schedulerName": g.scheduler_name,
+                "version": g.version,
+                "bin_dir": str(folder),
+                "tools": tools,
+            }
+            try:
+                for launch in _gang_launches(g, workdir, state):
+                    # $KUBECONFIG too: the scheduler-plugins controller reads only
+                    # that, and a plugin of Volcano's builds a client from it (else
+                    # from ~/.kube/config, which may name some other cluster).
+                    env = {**os.environ, "KUBECONFIG": str(workdir / f"{launch.tool}.kubeconfig")}
+                    pids[launch.tool] = _start(folder, launch.tool, launch.args, workdir, env=env)
+                    save()
+                    _wait(
+                        f"{launch.tool} to serve {launch.health}",
+                        lambda url=launch.health: _healthy(url, workdir / "pki"),
+                        60,
+                        {launch.tool: pids[launch.tool]},
+                        workdir,
+                    )
+            except BaseException:
+                _stop([pids.pop(t) for t in tools if t in pids], workdir)
+                state["gang"].pop(g.name, None)
+                save()
+                raise
+            log(
+                f"{g.title} {g.version} ready in {time.monotonic() - started:.1f}s "
+                f"(schedulerName {g.scheduler_name}; logs {workdir}/{tools[0]}.log)"
+            )
+
+
+def down(name: str, quiet: bool = False) -> None:
+    workdir = state_dir(name)
+    state_file = workdir / "cluster.json"
+    if not state_file.exists():
+        if not quiet:
+            log(f"cluster {name!r} is not running")
+        shutil.rmtree(workdir, ignore_errors=True)
+        return
+    pids = json.loads(state_file.read_text()).get("pids", {})
+    # Reverse start order: gang schedulers, kwok and the controllers first, etcd last.
+    _stop(reversed(list(pids.values())), workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     if not quiet:
         log(f"cluster {name!r} stopped")
@@ -746,26 +1259,53 @@ def status(name: str) -> int:
     for tool, pid in state["pids"].items():
         alive = _alive(pid) and _ours(pid, workdir)
         ok &= alive
-        print(f"{tool:26} pid {pid:>7}  {'running' if alive else 'DOWN'}")
+        print(f"{tool:28} pid {pid:>7}  {'running' if alive else 'DOWN'}")
     print(f"server      {state['server']}\nkubeconfig  {workdir / 'kubeconfig'}")
+    for g, info in state.get("gang", {}).items():
+        print(
+            f"gang        {g} {info['version']}: schedulerName {info['schedulerName']}, "
+            f"logs {', '.join(t + '.log' for t in info['tools'])}"
+        )
     return 0 if ok else 1
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["up", "down", "status", "kubeconfig", "binaries"])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="gang schedulers: " + ", ".join(f"{g.name} ({g.title})" for g in GANGS.values()),
+    )
+    parser.add_argument(
+        "command", choices=["up", "down", "status", "kubeconfig", "binaries", "gang"]
+    )
+    parser.add_argument("schedulers", nargs="*", help="gang: the gang schedulers to start (or all)")
     parser.add_argument("--name", default=os.environ.get("T9K_CLUSTER_NAME", "t9k"))
-    args = parser.parse_args()
-    if args.command == "up":
-        print(up(args.name))
-    elif args.command == "down":
-        down(args.name)
-    elif args.command == "status":
-        return status(args.name)
-    elif args.command == "kubeconfig":
-        print(state_dir(args.name) / "kubeconfig")
-    elif args.command == "binaries":
-        print(ensure_binaries())
+    parser.add_argument(
+        "--gang",
+        help="up: gang schedulers to start as well, comma-separated (default none); "
+        "binaries: those to build as well (default all)",
+    )
+    args = parser.parse_intermixed_args()
+    if args.schedulers and args.command != "gang":
+        parser.error(f"{args.command} takes no schedulers (did you mean --gang?)")
+    try:
+        if args.command == "up":
+            print(up(args.name, parse_gangs(args.gang or "none")))
+        elif args.command == "gang":
+            gang(args.name, parse_gangs(args.schedulers or "all"))
+        elif args.command == "down":
+            down(args.name)
+        elif args.command == "status":
+            return status(args.name)
+        elif args.command == "kubeconfig":
+            print(state_dir(args.name) / "kubeconfig")
+        elif args.command == "binaries":
+            # stdout is the control plane's folder alone: `$(... binaries)/kubectl`.
+            print(ensure_binaries(), flush=True)
+            for g in parse_gangs(args.gang or "all"):
+                log(f"{g.title}: {ensure_gang_binaries(g)}")
+    except MissingBinaries as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_MISSING_BINARIES
     return 0
 
 

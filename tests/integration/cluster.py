@@ -18,6 +18,22 @@ from t9k_operator.kube.resources import NAMESPACES, SERVICEACCOUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "hack" / "cluster.py"
+EXIT_MISSING_BINARIES = 3  # hack/cluster.py's exit code: binaries not built, T9K_NO_BUILD=1
+
+
+class MissingBinaries(RuntimeError):
+    """Binaries were never built (`make binaries` was not run)."""
+
+
+@dataclass(frozen=True)
+class GangScheduler:
+    """A gang scheduler running in the test cluster (hack/cluster.py gang):
+    it schedules the pods whose ``spec.schedulerName`` is ``scheduler_name``."""
+
+    name: str  # volcano | coscheduling
+    scheduler_name: str
+    version: str
+    logs: tuple[Path, ...]
 
 
 @dataclass
@@ -53,6 +69,35 @@ class Cluster:
             server=state["server"],
             ca_file=kubeconfig.parent / "pki" / "ca.crt",
         )
+
+    def start_gang(self, *names: str) -> dict[str, GangScheduler]:
+        """Ensure the gang schedulers ``names`` run in this cluster (started
+        once; later calls find them running). Raises ``MissingBinaries`` when
+        they were never built: like the cluster's, never built here."""
+        proc = subprocess.run(
+            [sys.executable, str(CLUSTER_SCRIPT), "gang", "--name", self.name, *names],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "T9K_NO_BUILD": "1"},
+        )
+        if proc.returncode == EXIT_MISSING_BINARIES:
+            raise MissingBinaries(proc.stderr.strip())
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"hack/cluster.py gang {' '.join(names)} failed ({proc.returncode}):\n"
+                f"{proc.stderr[-4000:]}"
+            )
+        state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
+        return {
+            name: GangScheduler(
+                name=name,
+                scheduler_name=info["schedulerName"],
+                version=info["version"],
+                logs=tuple(self.kubeconfig.parent / f"{tool}.log" for tool in info["tools"]),
+            )
+            for name, info in state["gang"].items()
+            if name in names
+        }
 
     def stop(self) -> None:
         subprocess.run(

@@ -5,6 +5,11 @@ One cluster per test session (name ``$T9K_TEST_CLUSTER``, default
 ``T9K_KEEP_CLUSTER=1``; each test gets its own namespace. A cluster that
 cannot be started fails the session: these tests never skip.
 
+Gang schedulers (fixtures ``volcano``, ``coscheduling``, ``gang_schedulers``)
+are added to that cluster on first use and run until it stops. Their binaries
+come from `make binaries` too; when they were never built, their tests skip
+with that remedy, except under ``CI=true``, where that fails.
+
 The operator under test authenticates as its own ServiceAccount, bound by
 the RBAC in manifests/rbac/, never as cluster-admin.
 """
@@ -23,6 +28,8 @@ from t9k_operator.kube.resources import NAMESPACES
 from tests.integration.cluster import (
     ROOT,
     Cluster,
+    GangScheduler,
+    MissingBinaries,
     create_namespace,
     delete_quietly,
     env_flag,
@@ -55,6 +62,49 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def admin(cluster: Cluster) -> KubeClient:
     return cluster.admin()
+
+
+def _gang(cluster: Cluster, *names: str) -> dict[str, GangScheduler]:
+    missing = failure = ""
+    try:
+        return cluster.start_gang(*names)
+    except MissingBinaries as exc:
+        missing = str(exc)
+    except RuntimeError as exc:
+        failure = str(exc)
+    # Outside the except blocks: the report shows the message, not a traceback chain.
+    if failure:
+        pytest.fail(f"gang schedulers could not be started: {failure}", pytrace=False)
+    if env_flag("CI"):
+        pytest.fail(f"gang scheduler binaries missing under CI: {missing}", pytrace=False)
+    pytest.skip(f"gang scheduler binaries not built: {missing}")
+
+
+@pytest.fixture(scope="session")
+def volcano(cluster: Cluster) -> GangScheduler:
+    """The Volcano scheduler, running in the test cluster: pods with
+    ``schedulerName: volcano`` and the annotation
+    ``scheduling.k8s.io/group-name: <PodGroup>`` (scheduling.volcano.sh/v1beta1)
+    are bound a whole group at a time. Queue ``default`` exists."""
+    return _gang(cluster, "volcano")["volcano"]
+
+
+@pytest.fixture(scope="session")
+def coscheduling(cluster: Cluster) -> GangScheduler:
+    """scheduler-plugins' kube-scheduler with Coscheduling (and its PodGroup
+    controller), running in the test cluster: pods with ``schedulerName:
+    scheduler-plugins-scheduler`` and the label
+    ``scheduling.x-k8s.io/pod-group: <PodGroup>`` (scheduling.x-k8s.io/v1alpha1)
+    are bound a whole group at a time."""
+    return _gang(cluster, "coscheduling")["coscheduling"]
+
+
+@pytest.fixture(scope="session")
+def gang_schedulers(
+    volcano: GangScheduler, coscheduling: GangScheduler
+) -> dict[str, GangScheduler]:
+    """Both gang schedulers, by name (``volcano``, ``coscheduling``)."""
+    return {"volcano": volcano, "coscheduling": coscheduling}
 
 
 @pytest.fixture

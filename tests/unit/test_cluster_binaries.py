@@ -1,11 +1,13 @@
 """How hack/cluster.py obtains the local cluster's binaries: into a temporary
 folder renamed into place only when complete, under a lock, with a build
 failure that names the binary. A stand-in ``go`` on PATH plays the toolchain
-(it writes small executables where ``go build -o``/``go install`` would), so
-these run in seconds with no network."""
+(it writes small executables where ``go build -o``/``go install`` would, and
+answers ``go mod download -json`` with a folder of stand-in module sources),
+so these run in seconds with no network."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -22,6 +24,10 @@ FAKE_GO = """#!/bin/bash
 # Stand-in for the Go toolchain: record the call, maybe wait or fail, then
 # write an executable where go would put the binary.
 echo "$PWD $*" >> "$FAKE_GO_LOG"
+if [ "$1 $2 $3" = "mod download -json" ]; then
+  printf '{"Path": "%s", "Dir": "%s/%s"}\\n' "${4%@*}" "$FAKE_GO_SRC" "$4"
+  exit 0
+fi
 sleep "${FAKE_GO_SLEEP:-0}"
 if [ -n "${FAKE_GO_FAIL:-}" ] && [ "$(basename "$PWD")" = "$FAKE_GO_FAIL" ]; then
   echo "main.go:1: boom in $FAKE_GO_FAIL" >&2
@@ -36,6 +42,18 @@ chmod +x "$out"
 """
 
 
+def _cluster_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("hack_cluster", CLUSTER)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+GANGS = _cluster_module().GANGS
+
+
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "fakebin"
@@ -43,18 +61,28 @@ def env(tmp_path: Path) -> dict[str, str]:
     go = bin_dir / "go"
     go.write_text(FAKE_GO)
     go.chmod(0o755)
+    src = tmp_path / "modsrc"  # what the module cache would hold: the gang CRDs
+    for g in GANGS.values():
+        for path, _ in g.crds:
+            crd = src / f"{g.module}@{g.version}" / path
+            crd.parent.mkdir(parents=True, exist_ok=True)
+            crd.write_text(f"# {g.name} {path}\n")
     return {
         **{k: v for k, v in os.environ.items() if k not in ("T9K_CLUSTER_BIN_DIR", "T9K_NO_BUILD")},
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "T9K_CACHE_DIR": str(tmp_path / "cache"),
         "T9K_NO_DOWNLOAD": "1",
         "FAKE_GO_LOG": str(tmp_path / "go.log"),
+        "FAKE_GO_SRC": str(src),
     }
 
 
-def binaries(env: dict[str, str], **extra: str) -> subprocess.CompletedProcess[str]:
+def binaries(
+    env: dict[str, str], *args: str, gang: str = "none", **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``."""
     return subprocess.run(
-        [sys.executable, str(CLUSTER), "binaries"],
+        [sys.executable, str(CLUSTER), "binaries", "--gang", gang, *args],
         env={**env, **extra},
         capture_output=True,
         text=True,
@@ -106,7 +134,7 @@ def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
 
 def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(CLUSTER), "binaries"],
+        [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
         env={**env, "FAKE_GO_SLEEP": "30"},
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -126,7 +154,7 @@ def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -
 def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CLUSTER), "binaries"],
+            [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
             env={**env, "FAKE_GO_SLEEP": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -146,6 +174,80 @@ def test_no_build_fails_at_once_with_the_remedy(env: dict[str, str]) -> None:
     assert result.returncode != 0
     assert "run `make binaries`" in result.stderr
     assert go_calls(env) == []
+
+
+def test_gang_schedulers_build_into_their_own_folders_with_their_crds(
+    env: dict[str, str],
+) -> None:
+    result = binaries(env, gang="all")  # what `make binaries` runs
+    assert result.returncode == 0, result.stderr
+    core = Path(result.stdout.strip())  # stdout stays the control plane's folder alone
+    assert all(os.access(core / t, os.X_OK) for t in TOOLS)
+    cache_bin = core.parent
+    for g in GANGS.values():
+        folder = cache_bin / g.tag
+        assert folder.name.startswith(f"{g.wrapper}-{g.version}-")
+        assert str(folder) in result.stderr
+        assert (folder / ".complete").exists()
+        assert all(os.access(folder / b, os.X_OK) for b, _ in g.binaries)
+        for path, name in g.crds:
+            assert (folder / "crds" / name).read_text() == f"# {g.name} {path}\n"
+    assert not [p for p in cache_bin.iterdir() if ".tmp-" in p.name]
+    calls = go_calls(env)
+    builds = [c for c in calls if " build " in c]
+    assert len(builds) == 2 + 1 + 2  # k8s, etcd; volcano; scheduler-plugins' two
+    assert any(c.startswith(str(ROOT / "hack" / "volcano") + " ") for c in builds)
+    again = binaries(env, gang="all")
+    assert again.returncode == 0 and len(go_calls(env)) == len(calls)  # cached
+
+
+def test_missing_gang_binaries_with_no_build_exit_3_with_the_remedy(
+    env: dict[str, str],
+) -> None:
+    assert binaries(env).returncode == 0  # the control plane's alone
+    calls = len(go_calls(env))
+    result = binaries(env, gang="volcano", T9K_NO_BUILD="1")
+    assert result.returncode == 3, result.stderr
+    assert "the binaries of the Volcano scheduler are not in" in result.stderr
+    assert "run `make binaries`" in result.stderr
+    assert len(go_calls(env)) == calls
+
+
+def test_a_gang_build_failure_names_the_binary_and_leaves_no_folder(
+    env: dict[str, str],
+) -> None:
+    result = binaries(env, gang="coscheduling", FAKE_GO_FAIL="scheduler-plugins")
+    assert result.returncode != 0
+    assert (
+        "building scheduler-plugins-scheduler v0.34.7 (hack/scheduler-plugins: "
+        "sigs.k8s.io/scheduler-plugins/cmd/scheduler) failed (go exited 1)"
+    ) in result.stderr
+    assert "main.go:1: boom in scheduler-plugins" in result.stderr
+    cache_bin = Path(env["T9K_CACHE_DIR"]) / "bin"
+    assert not [
+        p
+        for p in cache_bin.iterdir()
+        if p.name.startswith(("scheduler-plugins", "."))
+        and not p.name.endswith((".lock", ".build.log"))
+    ]
+
+
+def test_unknown_gang_scheduler_is_named() -> None:
+    result = subprocess.run(
+        [sys.executable, str(CLUSTER), "gang", "--name", "no-such", "slurm"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "unknown gang scheduler 'slurm': choose from volcano, coscheduling" in result.stderr
+
+
+def test_wrapper_modules_require_the_pinned_versions() -> None:
+    for g in GANGS.values():
+        go_mod = (ROOT / "hack" / g.wrapper / "go.mod").read_text()
+        assert f"{g.module} {g.version}" in go_mod, g.wrapper
+        assert (ROOT / "hack" / g.wrapper / "go.sum").exists()
 
 
 def test_make_obtains_binaries_before_pytest_starts() -> None:
