@@ -19,9 +19,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from t9k_operator.api.common import CrdInfo
 import yaml
 
+from t9k_operator.api.common import CrdInfo
 from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.reconcilers.registry import crds
 
