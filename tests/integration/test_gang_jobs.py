@@ -27,6 +27,7 @@ from tests.integration.cluster import ROOT, Cluster, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
+from tests.integration.test_gang_schedulers import gpus_in_use
 
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 RESOURCES = {
@@ -130,8 +131,13 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def gang_operator(
-    backend: str, start_operator: Callable[..., OperatorProcess], priority_classes: None
+    backend: str,
+    start_operator: Callable[..., OperatorProcess],
+    priority_classes: None,
+    admin: KubeClient,
 ) -> OperatorProcess:
+    # Every test counts on the cluster's 32 GPUs: wait until an earlier test's pods are gone.
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
     proc = start_operator(f"--gang-scheduler={backend}")
     proc.wait_ready()
     return proc
@@ -244,17 +250,19 @@ def test_of_two_waiting_jobs_the_higher_priority_goes_first(
     jobs.wait_phase(second, "Succeeded", 90)
 
 
+ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}
+
+
+@pytest.mark.parametrize("kind", ["PyTorchTrainingJob", "DeepSpeedJob"])  # the elastic kinds
 @pytest.mark.usefixtures("gang_operator")
-def test_an_elastic_jobs_group_follows_its_minimum(jobs_of: Callable[[str], Jobs]) -> None:
-    jobs = jobs_of("PyTorchTrainingJob")
-    body = gpu_job("PyTorchTrainingJob", "elastic", run="120s")
-    body["spec"]["torchrunConfig"] = {"enabled": True}
-    body["spec"]["elastic"] = {
-        "enabled": True,
-        "minReplicas": 2,
-        "maxReplicas": 4,
-        "expectedReplicas": 3,
-    }
+def test_an_elastic_jobs_group_follows_its_minimum(
+    kind: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    body = gpu_job(kind, "elastic", run="120s")
+    body["spec"]["elastic"] = dict(ELASTIC)
+    if kind == "PyTorchTrainingJob":
+        body["spec"]["torchrunConfig"] = {"enabled": True}
     jobs.create(body)
     wait_for(lambda: bound(jobs, "elastic") == 3, 60, "the elastic job bound")
     assert jobs.status("elastic")["podGroup"]["minMember"] == 2
@@ -266,27 +274,40 @@ def test_an_elastic_jobs_group_follows_its_minimum(jobs_of: Callable[[str], Jobs
     )
 
 
+RESTARTING = {
+    # kind -> where its restart policy goes, the replica that fails
+    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1"),
+    "DeepSpeedJob": (("worker",), "restarts-worker-1"),
+    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1"),
+}  # ColossalAI never restarts a pod (docs/kinds.md)
+
+
+@pytest.mark.parametrize("kind", sorted(RESTARTING))
 @pytest.mark.usefixtures("gang_operator")
 def test_a_restarted_replica_rejoins_its_running_gang(
-    jobs_of: Callable[[str], Jobs], admin: KubeClient, namespace: str
+    kind: str, jobs_of: Callable[[str], Jobs], admin: KubeClient, namespace: str
 ) -> None:
     kubelet = Kubelet(admin)
-    jobs = jobs_of("PyTorchTrainingJob")
-    body = gpu_job("PyTorchTrainingJob", "restarts", manual=True)
-    body["spec"]["replicaSpecs"][0]["restartPolicy"] = "OnFailure"
+    jobs = jobs_of(kind)
+    body = gpu_job(kind, "restarts", manual=True)
+    where, failing = RESTARTING[kind]
+    node: Any = body["spec"]
+    for key in where:
+        node = node[key]
+    node["restartPolicy"] = "OnFailure"
     jobs.create(body)
     wait_for(lambda: bound(jobs, "restarts") == 3, 60, "the gang bound")
     for name in jobs.pods("restarts"):
         kubelet.run(namespace, name)
-    jobs.wait_phase("restarts", "Running", 30)
-    old = jobs.pods("restarts")["restarts-worker-1"]
-    kubelet.fail(namespace, "restarts-worker-1", exit_code=1)
-    new = jobs.wait_new_pod("restarts", "restarts-worker-1", old["metadata"]["uid"], 30)
+    wait_for(lambda: jobs.status("restarts").get("phase") == "Running", 30, "the job running")
+    old = jobs.pods("restarts")[failing]
+    kubelet.fail(namespace, failing, exit_code=1)
+    new = jobs.wait_new_pod("restarts", failing, old["metadata"]["uid"], 30)
     be = gang.backend(_backend_of(new))
-    where = "labels" if be.member_in_labels else "annotations"
-    assert new["metadata"][where][be.member_key] == "restarts"
+    place = "labels" if be.member_in_labels else "annotations"
+    assert new["metadata"][place][be.member_key] == "restarts"
     wait_for(
-        lambda: jobs.pods("restarts")["restarts-worker-1"]["spec"].get("nodeName"),
+        lambda: jobs.pods("restarts")[failing]["spec"].get("nodeName"),
         60,
         "the new pod bound inside the running gang",
     )
