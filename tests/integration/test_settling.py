@@ -187,13 +187,34 @@ def test_a_name_clash_between_kinds_fails_the_second_job_naming_the_first(
 
 def test_a_field_stored_but_not_acted_on_is_said_in_a_warning(jobs: Jobs) -> None:
     job = pytorch_job(
+        "tb",
+        [("worker", 1, "Never")],
+        tensorboardSpec={"image": "tensorflow/tensorflow:2.14.0"},
+    )
+    jobs.create(job)
+    event = jobs.wait_event("tb", "FieldNotActedOn")
+    assert event[0] == "Warning" and event[2].startswith("spec.tensorboardSpec: stored as")
+
+
+def test_gang_scheduling_asked_of_an_operator_without_it_is_said_in_a_warning(
+    jobs: Jobs,
+) -> None:
+    """The operator runs with --gang-scheduler=none (the default): the job runs
+    with the default scheduler, and is told so (docs/scheduling.md)."""
+    job = pytorch_job(
         "sched",
         [("worker", 1, "Never")],
         scheduler={"t9kScheduler": {"queue": "default", "priority": 50}},
     )
     jobs.create(job)
-    event = jobs.wait_event("sched", "FieldNotActedOn")
-    assert event[0] == "Warning" and event[2].startswith("spec.scheduler: stored as written")
+    event = jobs.wait_event("sched", "GangSchedulerUnavailable")
+    assert event[0] == "Warning"
+    assert event[2].startswith("spec.scheduler.t9kScheduler asks for gang scheduling")
+    assert "runs with the default scheduler" in event[2]
+    pods = jobs.wait_pods("sched", ["sched-worker-0"])
+    assert "schedulerName" not in pods["sched-worker-0"]["spec"] or (
+        pods["sched-worker-0"]["spec"]["schedulerName"] == "default-scheduler"
+    )
 
 
 def test_a_typo_in_a_template_is_refused_not_dropped(
