@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.api.common import MAX_PRIORITY
-from t9k_operator.builders.common import Job, child_metadata, job_labels
+from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.objects import Obj
 
 PRIORITY_CLASS_PREFIX = "t9k-priority-"
@@ -160,7 +160,7 @@ def priority_classes() -> list[Obj]:
             "kind": "PriorityClass",
             "metadata": {
                 "name": priority_class(level),
-                "labels": {"app.kubernetes.io/part-of": "t9k-operator"},
+                "labels": {"app.kubernetes.io/part-of": OPERATOR},
             },
             "value": level,
             "preemptionPolicy": "Never",

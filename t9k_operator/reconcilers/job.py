@@ -137,7 +137,7 @@ class JobReconciler:
         self, kind: JobKind[Any], ctx: ControllerContext, gang: GangConfig = NO_GANG_SCHEDULER
     ) -> None:
         self.kind = kind
-        self.gang = gang
+        self.gang_config = gang
         self.resource = resource_of(kind.crd)
         self.ctx = ctx
         self.client = ctx.client
@@ -148,9 +148,16 @@ class JobReconciler:
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
         self.secrets = ctx.informers.informer(SECRETS, CHILD_SELECTOR)
-        self.podgroups = (
-            ctx.informers.informer(gang.resource, CHILD_SELECTOR) if gang.resource else None
-        )
+        # The children besides pods, by kind: their resource and informer.
+        self.children: dict[str, tuple[Resource, Any]] = {
+            "Service": (SERVICES, self.services),
+            "ConfigMap": (CONFIGMAPS, self.configmaps),
+            "Secret": (SECRETS, self.secrets),
+        }
+        self.podgroups = None
+        if gang.resource is not None:
+            self.podgroups = ctx.informers.informer(gang.resource, CHILD_SELECTOR)
+            self.children["PodGroup"] = (gang.resource, self.podgroups)
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
@@ -160,8 +167,7 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
-        children = [self.pods, self.services, self.configmaps, self.secrets]
-        for informer in children + ([self.podgroups] if self.podgroups else []):
+        for informer in [self.pods, *(i for _, i in self.children.values())]:
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
                 on_update=lambda old, new: self._enqueue_owner(new),
@@ -236,8 +242,9 @@ class JobReconciler:
             replica = f"the pod of replica {type_}-{index}"
             try:
                 pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
-                if self.gang.backend is not None:
-                    gang.join(pod, self.gang.backend, gang.group_name(parsed.job), view.gang)
+                if self.gang_config.backend is not None:
+                    be = self.gang_config.backend
+                    gang.join(pod, be, gang.group_name(parsed.job), view.gang)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
@@ -264,11 +271,11 @@ class JobReconciler:
     def _with_gang(self, view: JobView, namespace: str, name: str) -> JobView:
         """The view with its PodGroup as last seen (with a gang scheduler), or held
         (without one, when the job asks for one and --gang-unavailable=hold)."""
-        be = self.gang.backend
+        be = self.gang_config.backend
         if be is not None and self.podgroups is not None:
             seen = self.podgroups.get(namespace, name)
             return replace(view, group=group_state(be, name, seen))
-        if self.gang.hold and view.gang.asked_by:
+        if self.gang_config.hold and view.gang.asked_by:
             message = (
                 f"{view.gang.asked_by} asks for gang scheduling, but the operator runs "
                 "without a gang scheduler (--gang-scheduler=none, --gang-unavailable=hold): "
@@ -279,13 +286,13 @@ class JobReconciler:
 
     def _gang_warnings(self, job: Obj, view: JobView) -> None:
         """Never silently: a job whose gang request this operator cannot serve is told."""
-        asked, queue, be = view.gang.asked_by, view.gang.queue, self.gang.backend
+        asked, queue, be = view.gang.asked_by, view.gang.queue, self.gang_config.backend
         if not asked:
             return
         if be is None:
             then = (
                 "the job waits (Pending) until the operator runs with one"
-                if self.gang.hold
+                if self.gang_config.hold
                 else "the job runs with the default scheduler, its pods placed one by one"
             )
             message = (
@@ -301,14 +308,15 @@ class JobReconciler:
             self.recorder.record(job, "Warning", QUEUE_NOT_SUPPORTED, message)
 
     def _release_group(self, namespace: str, name: str, rlog: Any) -> None:
-        if self.podgroups is None or self.gang.resource is None:
+        if "PodGroup" not in self.children:
             return
-        seen = self.podgroups.get(namespace, name)
+        resource, podgroups = self.children["PodGroup"]
+        seen = podgroups.get(namespace, name)
         if seen is None or seen["metadata"].get("deletionTimestamp"):
             return
         try:
             uid = seen["metadata"]["uid"]
-            self.client.delete(self.gang.resource, name, namespace, uid=uid)
+            self.client.delete(resource, name, namespace, uid=uid)
             rlog.info("deleted", child=f"PodGroup/{name}")
         except NotFound:
             pass
@@ -373,9 +381,7 @@ class JobReconciler:
         """A message naming the other owner when a child of this name exists
         but is not this job's (two jobs of different kinds with one name)."""
         meta = child["metadata"]
-        informer = {"Pod": self.pods, **{k: i for k, (_, i) in self._child_caches().items()}}[
-            child["kind"]
-        ]
+        informer = self.pods if child["kind"] == "Pod" else self.children[child["kind"]][1]
         existing = informer.get(meta["namespace"], meta["name"])
         if existing is None:  # not in the cache yet (or not ours): ask the API server
             try:
@@ -391,17 +397,6 @@ class JobReconciler:
             f"{child['kind']} {meta['name']} already exists and belongs to {held}: two jobs "
             "whose children's names collide cannot share a namespace; rename this job"
         )
-
-    def _child_caches(self) -> dict[str, tuple[Resource, Any]]:
-        """The children besides pods, by kind: their resource and informer."""
-        caches: dict[str, tuple[Resource, Any]] = {
-            "Service": (SERVICES, self.services),
-            "ConfigMap": (CONFIGMAPS, self.configmaps),
-            "Secret": (SECRETS, self.secrets),
-        }
-        if self.gang.resource is not None and self.podgroups is not None:
-            caches["PodGroup"] = (self.gang.resource, self.podgroups)
-        return caches
 
     def _services(self, uid: str) -> dict[str, Obj]:
         return {s["metadata"]["name"]: s for s in self.services.by_index(CONTROLLER_UID_INDEX, uid)}
@@ -434,15 +429,15 @@ class JobReconciler:
         (what, child, problem) for a child that cannot be had: the API server's
         refusal, or a name clash."""
         uid, namespace = job.uid, job.namespace
-        caches = self._child_caches()
+        caches = self.children
         have = {
             (kind, o["metadata"]["name"]): o
             for kind, (_, informer) in caches.items()
             for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
         }
         wanted = list(self.kind.extras(job))
-        if self.gang.backend is not None:
-            wanted.append(gang.pod_group(job, self.gang.backend, view.gang))
+        if self.gang_config.backend is not None:
+            wanted.append(gang.pod_group(job, self.gang_config.backend, view.gang))
         if self.kind.uses_ssh and ("Secret", ssh_secret_name(job.name)) not in have:
             # A fresh key pair only when the Secret does not exist yet: never
             # shared between jobs, never rotated under running replicas.
