@@ -115,8 +115,21 @@ NO_GANG = GangRequest(0)
 """A job's request before its kind has read it (no pods needed)."""
 
 
-def group_name(job: Job) -> str:
-    return job.name
+GROUP_NAME_MAX = 63
+"""Coscheduling carries the group's name in a label value."""
+UID_PART = 8
+
+
+def group_name(name: str, uid: str) -> str:
+    """The PodGroup of the job ``name`` with ``uid``: its name and the start of
+    its uid, as Volcano names the groups of its own jobs. The uid keeps groups
+    of same-named jobs apart: scheduler-plugins' PodGroup controller (v0.34.7)
+    counts a group's pods by their group label in every namespace, so a
+    group named ``train`` would count the finished pods of another namespace's
+    ``train`` and be marked Finished before it ran; and a job recreated under
+    its old name never adopts the group of its predecessor while that is
+    still being deleted."""
+    return f"{name[: GROUP_NAME_MAX - UID_PART - 1]}-{uid[:UID_PART]}"
 
 
 def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
@@ -133,7 +146,9 @@ def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
     return {
         "apiVersion": be.api_version,
         "kind": "PodGroup",
-        "metadata": child_metadata(job, group_name(job), job_labels(job.kind, job.name)),
+        "metadata": child_metadata(
+            job, group_name(job.name, job.uid), job_labels(job.kind, job.name)
+        ),
         "spec": spec,
     }
 

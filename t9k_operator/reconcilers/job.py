@@ -197,7 +197,8 @@ class JobReconciler:
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
-        view = self._with_gang(parsed.view, namespace, name)
+        group = gang.group_name(name, uid)
+        view = self._with_gang(parsed.view, namespace, group)
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
@@ -232,7 +233,7 @@ class JobReconciler:
         if parsed.job is None:
             return Result()  # a spec that does not parse has failed the job: nothing to build
         if plan.status.get("phase") in engine.TERMINAL or view.paused:
-            self._release_group(namespace, name, rlog)  # a finished or paused job holds no quota
+            self._release_group(namespace, group, rlog)  # a finished or paused job holds no quota
         else:
             problem = self._ensure_extras(parsed.job, view, rlog)
             if problem is not None:
@@ -244,7 +245,7 @@ class JobReconciler:
                 pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
                 if self.gang_config.backend is not None:
                     be = self.gang_config.backend
-                    gang.join(pod, be, gang.group_name(parsed.job), view.gang)
+                    gang.join(pod, be, group, view.gang)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
@@ -268,13 +269,13 @@ class JobReconciler:
                 return self._cannot_have(here, replica, f"Pod {name}", exc)
         return Result(requeue_after=plan.requeue_after)
 
-    def _with_gang(self, view: JobView, namespace: str, name: str) -> JobView:
-        """The view with its PodGroup as last seen (with a gang scheduler), or held
-        (without one, when the job asks for one and --gang-unavailable=hold)."""
+    def _with_gang(self, view: JobView, namespace: str, group: str) -> JobView:
+        """The view with its PodGroup ``group`` as last seen (with a gang scheduler),
+        or held (without one, when the job asks for one and --gang-unavailable=hold)."""
         be = self.gang_config.backend
         if be is not None and self.podgroups is not None:
-            seen = self.podgroups.get(namespace, name)
-            return replace(view, group=group_state(be, name, seen))
+            seen = self.podgroups.get(namespace, group)
+            return replace(view, group=group_state(be, group, seen))
         if self.gang_config.hold and view.gang.asked_by:
             message = (
                 f"{view.gang.asked_by} asks for gang scheduling, but the operator runs "
@@ -307,17 +308,17 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", QUEUE_NOT_SUPPORTED, message)
 
-    def _release_group(self, namespace: str, name: str, rlog: Any) -> None:
+    def _release_group(self, namespace: str, group: str, rlog: Any) -> None:
         if "PodGroup" not in self.children:
             return
         resource, podgroups = self.children["PodGroup"]
-        seen = podgroups.get(namespace, name)
+        seen = podgroups.get(namespace, group)
         if seen is None or seen["metadata"].get("deletionTimestamp"):
             return
         try:
             uid = seen["metadata"]["uid"]
-            self.client.delete(resource, name, namespace, uid=uid)
-            rlog.info("deleted", child=f"PodGroup/{name}")
+            self.client.delete(resource, group, namespace, uid=uid)
+            rlog.info("deleted", child=f"PodGroup/{group}")
         except NotFound:
             pass
 

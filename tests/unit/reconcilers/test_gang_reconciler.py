@@ -17,6 +17,8 @@ from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 MIN_MEMBER = {"PyTorchTrainingJob": 2, "DeepSpeedJob": 2, "ColossalAIJob": 3, "MSJob": 3}
 VOLCANO = GangConfig(backend=gang.backend("volcano"))
 COSCHEDULING = GangConfig(backend=gang.backend("coscheduling", "my-coscheduler"))
+GROUP = "j-uid-1"
+"""The PodGroup of job ``j`` (uid ``uid-1``): its name and the start of its uid."""
 
 
 def asking(kind: str, queue: str = "research", priority: int = 50) -> dict[str, Any]:
@@ -53,7 +55,7 @@ def test_the_group_comes_before_the_pods_and_the_pods_join_it(
     be = config.backend
     assert be is not None
     group = group_of(h)
-    assert group["apiVersion"] == be.api_version and group["metadata"]["name"] == "j"
+    assert group["apiVersion"] == be.api_version and group["metadata"]["name"] == GROUP
     assert group["spec"]["minMember"] == MIN_MEMBER[kind]
     assert group["metadata"]["ownerReferences"][0]["kind"] == kind
     if be.queues:
@@ -62,13 +64,13 @@ def test_the_group_comes_before_the_pods_and_the_pods_join_it(
     else:
         assert "queue" not in group["spec"]
     creates = [(k, n) for verb, k, n in h.fake.writes if verb == "create"]
-    assert creates.index(("PodGroup", "j")) < min(
+    assert creates.index(("PodGroup", GROUP)) < min(
         i for i, (k, _) in enumerate(creates) if k == "Pod"
     )
     for pod in h.fake.of_kind("Pod"):
         assert pod["spec"]["schedulerName"] == be.scheduler_name
         where = "labels" if be.member_in_labels else "annotations"
-        assert pod["metadata"][where][be.member_key] == "j"
+        assert pod["metadata"][where][be.member_key] == GROUP
         assert pod["spec"]["priorityClassName"] == "t9k-priority-50"
     warned = "QueueNotSupported" in h.recorder.reasons()
     assert warned == (not be.queues), "coscheduling has no queues: the job is told"
@@ -83,7 +85,7 @@ def test_a_finished_job_holds_no_group(kind: str) -> None:
     h.run()
     assert h.job()["status"]["phase"] == "Succeeded"
     assert h.fake.of_kind("PodGroup") == []
-    assert h.job()["status"]["podGroup"]["name"] == "j"
+    assert h.job()["status"]["podGroup"]["name"] == GROUP
 
 
 def test_pause_deletes_the_group_and_resume_makes_it_again() -> None:
@@ -129,7 +131,7 @@ def test_the_group_follows_the_elastic_minimum() -> None:
 def test_a_waiting_group_shows_in_the_job_status() -> None:
     h = Harness("DeepSpeedJob", asking("DeepSpeedJob"), gang=VOLCANO)
     h.run()
-    group = h.fake.objects[("PodGroup", "ns", "j")]
+    group = h.fake.objects[("PodGroup", "ns", GROUP)]
     group["status"] = {
         "phase": "Pending",
         "conditions": [
@@ -204,3 +206,15 @@ def test_msjob_scheduling_policy_sets_the_group() -> None:
         "research",
         "t9k-priority-50",
     )
+
+
+def test_a_group_is_named_after_its_job_and_uid_within_a_label_value() -> None:
+    """Same-named jobs (two namespaces, or one recreated) never share a group
+    name: Coscheduling's controller counts a group's pods by label in every
+    namespace. The name is a label value, so at most 63 characters."""
+    uid_a, uid_b = "0f1e2d3c-aaaa-bbbb-cccc-000000000001", "9a8b7c6d-aaaa-bbbb-cccc-000000000001"
+    assert gang.group_name("train", uid_a) == "train-0f1e2d3c"
+    assert gang.group_name("train", uid_a) != gang.group_name("train", uid_b)
+    long = "a" * 63
+    assert len(gang.group_name(long, uid_a)) == 63
+    assert gang.group_name(long, uid_a).endswith("-0f1e2d3c")
