@@ -22,8 +22,9 @@ import pytest
 from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
 from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.kube.resources import NAMESPACES
 from t9k_operator.reconcilers.job import resource_of
-from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.integration.cluster import ROOT, Cluster, create_namespace, delete_quietly, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -156,20 +157,24 @@ def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
     jobs = jobs_of(kind)
     jobs.create(gpu_job(kind, "job-a", run="6s"))
     jobs.create(gpu_job(kind, "job-b", run="6s"))
-    seen: set[tuple[int, int]] = set()
+    seen: list[tuple[int, int]] = []  # bound pods of (job-a, job-b), in order
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         a, b = bound(jobs, "job-a"), bound(jobs, "job-b")
-        seen.add((a, b))
+        if not seen or seen[-1] != (a, b):
+            seen.append((a, b))
         phases = {jobs.status(n).get("phase") for n in ("job-a", "job-b")}
         if phases == {"Succeeded"}:
             break
         time.sleep(0.2)
     else:
-        raise AssertionError(f"no progress: bound pods seen {sorted(seen)}")
-    # Never the deadlock's shape (both jobs partly bound), and each job once ran whole.
-    assert not any(0 < a < 3 and 0 < b < 3 for a, b in seen), sorted(seen)
-    assert (3, 0) in seen or (0, 3) in seen, sorted(seen)
+        raise AssertionError(f"no progress: bound pods seen {seen}")
+    # Until one job is whole, the other has none bound: never the deadlock's shape
+    # (both partly bound). After that the first job's pods end one by one while the
+    # scheduler binds the second's, so both may show some then.
+    whole = next(i for i, (a, b) in enumerate(seen) if 3 in (a, b))
+    assert all(0 in pair for pair in seen[: whole + 1]), seen
+    assert any(a == 3 for a, _ in seen) and any(b == 3 for _, b in seen), seen
     for name in ("job-a", "job-b"):
         status = jobs.status(name)
         assert status["podGroup"]["scheduler"] == backend
@@ -177,6 +182,37 @@ def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
     groups = Resource(*_group_api(backend), "podgroups", "PodGroup")
     left = jobs.client.list(groups, jobs.namespace)["items"]
     assert left == [], "a finished job holds no PodGroup"
+
+
+@pytest.mark.usefixtures("gang_operator")
+def test_same_named_jobs_in_two_namespaces_keep_their_groups_apart(
+    backend: str, jobs_of: Callable[[str], Jobs], admin: KubeClient
+) -> None:
+    """Two teams each run ``train``. scheduler-plugins' PodGroup controller
+    counts a group's pods by their group label in every namespace: had the
+    groups the job's name, the second would count the first's finished pods and
+    be marked Finished before it ran (and never updated again)."""
+    kind = "PyTorchTrainingJob"
+    first = jobs_of(kind)
+    first.create(gpu_job(kind, "train", run="1s"))
+    first.wait_phase("train", "Succeeded", 60)
+    kept = first.pods("train")  # cleanUpPolicy None: the finished pods stay
+    assert {p["status"]["phase"] for p in kept.values()} == {"Succeeded"}
+    other = create_namespace(admin, "t-same-named-jobs")
+    try:
+        second = Jobs(admin, other, RESOURCES[kind])
+        second.create(gpu_job(kind, "train", run="60s"))
+        second.wait_phase("train", "Running", 60)
+        group = wait_for(
+            lambda: (
+                (g := second.status("train").get("podGroup", {})).get("phase") == "Running" and g
+            ),
+            30,
+            "the second job's group Running",
+        )
+        assert group["name"] != first.status("train")["podGroup"]["name"]
+    finally:
+        delete_quietly(admin, NAMESPACES, other, None)
 
 
 def occupy(jobs: Jobs, kind: str, backend: str, run: str) -> str | None:
@@ -215,7 +251,9 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
         assert "queue default" in running["message"]
     status = jobs.status("waits")
     assert status["phase"] == "Pending" and bound(jobs, "waits") == 0
-    assert status["podGroup"]["name"] == "waits"
+    assert status["podGroup"]["name"] == gang.group_name(
+        "waits", jobs.get("waits")["metadata"]["uid"]
+    )
     reasons = [reason for _, reason, _ in jobs.events("waits")]
     assert "WaitingForGangScheduler" in reasons
 
@@ -305,7 +343,7 @@ def test_a_restarted_replica_rejoins_its_running_gang(
     new = jobs.wait_new_pod("restarts", failing, old["metadata"]["uid"], 30)
     be = gang.backend(_backend_of(new))
     place = "labels" if be.member_in_labels else "annotations"
-    assert new["metadata"][place][be.member_key] == "restarts"
+    assert new["metadata"][place][be.member_key] == jobs.status("restarts")["podGroup"]["name"]
     wait_for(
         lambda: jobs.pods("restarts")[failing]["spec"].get("nodeName"),
         60,
