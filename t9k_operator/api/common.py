@@ -219,13 +219,15 @@ def deadline_field() -> Any:
 
 
 def scheduler_field() -> Any:
-    """``spec.scheduler`` of a T9k kind: stored, not acted on yet."""
+    """``spec.scheduler`` of a T9k kind: gang scheduling, in a queue, with a priority."""
     return Field(
         default=None,
         description=(
-            "T9k Scheduler settings (queue, priority). Stored as written but not acted on "
-            "yet: the pods use the cluster's default scheduler, and a job that sets it gets "
-            "a Warning Event FieldNotActedOn."
+            "Gang scheduling of the job's pods (queue, priority), by the gang scheduler the "
+            "operator runs with (--gang-scheduler). Without one the job gets a Warning "
+            "Event GangSchedulerUnavailable and its pods are placed one by one by the "
+            "default scheduler, or it waits if the operator runs with "
+            "--gang-unavailable=hold."
         ),
     )
 
