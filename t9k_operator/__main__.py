@@ -26,6 +26,8 @@ from t9k_operator.reconcilers.gang import (
     GangConfig,
     not_served,
 )
+from t9k_operator.reconcilers.kueue import KueueConfig
+from t9k_operator.reconcilers.kueue import not_served as kueue_not_served
 from t9k_operator.reconcilers.registry import KINDS
 from t9k_operator.runtime import logging as oplogging
 
@@ -123,6 +125,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=(
             "schedulerName of the gang scheduler's pods (default: volcano for volcano, "
             "scheduler-plugins-scheduler for coscheduling)"
+        ),
+    )
+    p.add_argument(
+        "--kueue",
+        action="store_true",
+        help=(
+            "queue jobs with Kueue: a job that names a queue (the label "
+            "kueue.x-k8s.io/queue-name, spec.scheduler.t9kScheduler.queue, MSJob's "
+            "schedulingPolicy.queue) gets a Workload in that LocalQueue and starts only "
+            "when Kueue admits it"
         ),
     )
     p.add_argument(
@@ -225,10 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         log.error("cannot use the gang scheduler", error=problem)
         return 2
+    kueue_setting = KueueConfig(enabled=args.kueue)
+    problem = kueue_not_served(client, kueue_setting)
+    if problem:
+        log.error("cannot use Kueue", error=problem)
+        return 2
     manager = Manager(
         client,
         options,
-        functools.partial(build_controllers, gang=gang_setting),
+        functools.partial(build_controllers, gang=gang_setting, kueue=kueue_setting),
         election_client=election_client,
         events_client=events_client,
     )

@@ -633,10 +633,26 @@ class Aggregate(T9kModel):
     unknown: int = Field(default=0, description="Replicas whose phase is unknown.")
 
 
+class WorkloadStatus(T9kModel):
+    """The job's Kueue Workload, as the operator last saw it."""
+
+    name: str = Field(description="Name of the Workload (as the job's PodGroup's).")
+    queue: str = Field(description="The LocalQueue the job waits in.")
+    admitted: bool = Field(description="Whether Kueue has admitted the Workload.")
+    cluster_queue: str | None = Field(
+        default=None, description="The ClusterQueue that admitted it."
+    )
+    message: str | None = Field(
+        default=None, description="Why Kueue does not admit it (Kueue's own words)."
+    )
+
+
 class PodGroupStatus(T9kModel):
     """The job's PodGroup, as the operator last saw it."""
 
-    name: str = Field(description="Name of the PodGroup (the job's name).")
+    name: str = Field(
+        description="Name of the PodGroup: the job's name and the first 8 characters of its uid."
+    )
     scheduler: str = Field(description="The gang scheduler: volcano or coscheduling.")
     min_member: int = Field(description="Pods the scheduler places together, or none.")
     queue: str | None = Field(default=None, description="The queue the job waits in.")
@@ -716,6 +732,13 @@ class JobStatus(T9kModel):
         description=(
             "The job's PodGroup, when the operator runs with a gang scheduler "
             "(--gang-scheduler): its queue, phase and why it waits."
+        ),
+    )
+    workload: WorkloadStatus | None = Field(
+        default=None,
+        description=(
+            "The job's Kueue Workload, when the operator runs with --kueue and the job "
+            "names a queue: its LocalQueue, whether Kueue admitted it, and why not."
         ),
     )
 

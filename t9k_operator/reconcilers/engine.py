@@ -28,6 +28,13 @@ Rules, in order of precedence:
 6. **Outcome**: the kind decides success and failure from the replicas'
    states (PyTorch: the master's exit; DeepSpeed: worker-0; ...). A replica
    failed for good fails the job at once, with the reason.
+
+A job queued by Kueue (``job.admission``) has no pods until its Workload is
+admitted: it is Pending, says what Kueue says, and has no start time (its
+deadline counts from the admission, as for a Kubernetes Job Kueue
+suspends). A Workload Kueue evicts (preempted by a higher priority, say)
+stops the job the way pause does, without counting a restart, and it waits
+for readmission.
 """
 
 from __future__ import annotations
@@ -72,6 +79,8 @@ class Reason(StrEnum):
     SCHEDULE_TIMEOUT = "ScheduleTimeout"
     SUCCEEDED = "Succeeded"
     INVALID_SPEC = "InvalidSpec"
+    WAITING_FOR_ADMISSION = "WaitingForAdmission"
+    EVICTED = "EvictedByKueue"
 
 
 @dataclass
@@ -140,7 +149,14 @@ def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
 def plan(kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> Plan:
     """The rules of the module docstring, in order; the first that ends the pass wins."""
     p = _Pass(kind, job, pods, now)
-    if _finished(p) or _invalid(p) or _out_of_time(p) or _never_placed(p) or _paused(p):
+    if (
+        _finished(p)
+        or _invalid(p)
+        or _out_of_time(p)
+        or _never_placed(p)
+        or _paused(p)
+        or _not_admitted(p)
+    ):
         return p.done()
     _resume(p)
     _scale_down(p)
@@ -204,6 +220,7 @@ class _Pass:
     def done(self) -> Plan:
         self.status["countedFailures"] = self.counted
         _pod_group_status(self)
+        _workload_status(self)
         _render_replicas(self)
         return self.out
 
@@ -269,6 +286,41 @@ def _paused(p: _Pass) -> bool:
     message = "The job is paused: all replicas are deleted or being deleted."
     p.condition("Paused", "True", Reason.PAUSED, message)
     p.condition("Running", "False", Reason.PAUSED, "The job is paused.")
+    return True
+
+
+def _not_admitted(p: _Pass) -> bool:
+    """A job queued by Kueue runs only while its Workload is admitted; evicted,
+    it stops the way pause does (no restart counted) and waits again."""
+    admission = p.job.admission
+    if admission is None or admission.admitted:
+        return False
+    p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
+    p.status.pop("startTime", None)
+    p.status["phase"] = "Pending"
+    why = admission.message or "not evaluated yet"
+    if admission.evicted:
+        reason = Reason.EVICTED
+        message = (
+            f"Kueue evicted Workload {admission.workload} ({admission.evicted}: {why}): "
+            f"the job's pods are deleted; it waits to be admitted again in LocalQueue "
+            f"{admission.queue}"
+        )
+    else:
+        reason = Reason.WAITING_FOR_ADMISSION
+        message = (
+            f"Waiting for Kueue to admit Workload {admission.workload} in LocalQueue "
+            f"{admission.queue}: {why}"
+        )
+    before = get_condition(p.status, "Running") or {}
+    if before.get("reason") != reason:
+        p.event("Warning" if admission.evicted else "Normal", reason, message)
+    p.condition("Running", "False", reason, message)
+    if p.job.waiting:  # its Workload cannot be created yet: that is what it waits for first
+        p.condition("Initialized", "False", p.job.waiting_reason, p.job.waiting)
+    else:
+        p.condition("Initialized", "False", reason, message)
+    _not_finished_yet(p)
     return True
 
 
@@ -465,8 +517,12 @@ def _progress(p: _Pass) -> None:
             _waiting_for_gang(p, stuck)
         else:
             _unschedulable(p, stuck)
+    _not_finished_yet(p)
+
+
+def _not_finished_yet(p: _Pass) -> None:
     for type_ in ("Completed", "Failed"):
-        if get_condition(status, type_) is None:
+        if get_condition(p.status, type_) is None:
             p.condition(type_, "False", Reason.NONE, "The job has not finished.")
 
 
@@ -526,6 +582,25 @@ def _pod_group_status(p: _Pass) -> None:
     if group.message:
         seen["message"] = group.message
     p.status["podGroup"] = seen
+
+
+def _workload_status(p: _Pass) -> None:
+    """``status.workload``: the job's Kueue Workload as last seen, while it has one."""
+    admission = p.job.admission
+    if admission is None or p.status["phase"] in (*TERMINAL, "Paused"):
+        if p.prev.get("workload"):
+            p.status["workload"] = dict(p.prev["workload"])
+        return
+    seen: Obj = {
+        "name": admission.workload,
+        "queue": admission.queue,
+        "admitted": admission.admitted,
+    }
+    if admission.cluster_queue:
+        seen["clusterQueue"] = admission.cluster_queue
+    if admission.message and not admission.admitted:
+        seen["message"] = admission.message
+    p.status["workload"] = seen
 
 
 def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,7 +32,7 @@ import structlog
 from cachetools import TTLCache
 
 from t9k_operator.api.common import CrdInfo
-from t9k_operator.builders import gang
+from t9k_operator.builders import gang, kueue
 from t9k_operator.builders.common import (
     CHILD_SELECTOR,
     JOB_KIND,
@@ -45,6 +46,7 @@ from t9k_operator.kube import (
     AlreadyExists,
     ApiError,
     BadRequest,
+    Conflict,
     Forbidden,
     Invalid,
     NotFound,
@@ -60,7 +62,23 @@ from t9k_operator.reconcilers.gang import (
     GangConfig,
     group_state,
 )
-from t9k_operator.reconcilers.kind import ChildNotReady, JobKind, JobView, read
+from t9k_operator.reconcilers.kind import (
+    AdmissionState,
+    ChildNotReady,
+    JobKind,
+    JobView,
+    PodMode,
+    read,
+)
+from t9k_operator.reconcilers.kueue import (
+    NO_KUEUE,
+    WORKLOADS,
+    KueueConfig,
+    admission_state,
+    holds_quota,
+    queue_of,
+)
+from t9k_operator.reconcilers.kueue import priority as workload_priority
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.runtime import metrics
 from t9k_operator.runtime.controller import (
@@ -134,10 +152,15 @@ class _Attempt:
 
 class JobReconciler:
     def __init__(
-        self, kind: JobKind[Any], ctx: ControllerContext, gang: GangConfig = NO_GANG_SCHEDULER
+        self,
+        kind: JobKind[Any],
+        ctx: ControllerContext,
+        gang: GangConfig = NO_GANG_SCHEDULER,
+        kueue: KueueConfig = NO_KUEUE,
     ) -> None:
         self.kind = kind
         self.gang_config = gang
+        self.kueue_config = kueue
         self.resource = resource_of(kind.crd)
         self.ctx = ctx
         self.client = ctx.client
@@ -158,6 +181,11 @@ class JobReconciler:
         if gang.resource is not None:
             self.podgroups = ctx.informers.informer(gang.resource, CHILD_SELECTOR)
             self.children["PodGroup"] = (gang.resource, self.podgroups)
+        if kueue.enabled:
+            self.children["Workload"] = (
+                WORKLOADS,
+                ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
+            )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
@@ -197,8 +225,8 @@ class JobReconciler:
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
-        group = gang.group_name(name, uid)
-        view = self._with_gang(parsed.view, namespace, group)
+        group = gang.group_name(name, uid)  # also the Workload's name
+        view = self._with_gang(self._with_admission(job, parsed.view, group), namespace, group)
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
@@ -233,9 +261,13 @@ class JobReconciler:
         if parsed.job is None:
             return Result()  # a spec that does not parse has failed the job: nothing to build
         if plan.status.get("phase") in engine.TERMINAL or view.paused:
-            self._release_group(namespace, group, rlog)  # a finished or paused job holds no quota
+            # A finished or paused job holds no quota.
+            for child in ("PodGroup", "Workload"):
+                self._release(child, namespace, group, rlog)
         else:
             problem = self._ensure_extras(parsed.job, view, rlog)
+            if problem is None and view.admission is not None:
+                problem = self._ensure_workload(parsed.job, view, states, rlog)
             if problem is not None:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
@@ -308,19 +340,109 @@ class JobReconciler:
             )
             self.recorder.record(job, "Warning", QUEUE_NOT_SUPPORTED, message)
 
-    def _release_group(self, namespace: str, group: str, rlog: Any) -> None:
-        if "PodGroup" not in self.children:
+    def _release(self, kind: str, namespace: str, name: str, rlog: Any) -> None:
+        """Delete the job's PodGroup or Workload ``name``, if it has one."""
+        if kind not in self.children:
             return
-        resource, podgroups = self.children["PodGroup"]
-        seen = podgroups.get(namespace, group)
+        resource, informer = self.children[kind]
+        seen = informer.get(namespace, name)
         if seen is None or seen["metadata"].get("deletionTimestamp"):
             return
         try:
-            uid = seen["metadata"]["uid"]
-            self.client.delete(resource, group, namespace, uid=uid)
-            rlog.info("deleted", child=f"PodGroup/{group}")
+            self.client.delete(resource, name, namespace, uid=seen["metadata"]["uid"])
+            rlog.info("deleted", child=f"{kind}/{name}")
         except NotFound:
             pass
+
+    def _with_admission(self, job: Obj, view: JobView, name: str) -> JobView:
+        """The view with its Kueue Workload as last seen, when the operator runs
+        with Kueue and the job names a queue. Kueue then takes the queue: a gang
+        scheduler places the admitted pods without one of its own."""
+        if not self.kueue_config.enabled:
+            return view
+        queue = queue_of(job, view.gang.queue)
+        if not queue:
+            return view
+        seen = self.children["Workload"][1].get(view.namespace, name)
+        if seen is not None and seen["metadata"].get("deletionTimestamp"):
+            seen = None  # on its way out: the next one waits afresh
+        return replace(
+            view,
+            admission=admission_state(name, queue, seen),
+            gang=replace(view.gang, queue=None),
+        )
+
+    def _ensure_workload(
+        self, job: Job, view: JobView, states: Mapping[tuple[str, int], ReplicaState], rlog: Any
+    ) -> tuple[str, str, ApiError | str] | None:
+        """Create the job's Workload when it has none; when the job's size no
+        longer matches it, delete it (the job queues again at its new size); once
+        an evicted job's pods are gone, give its quota reservation back so Kueue
+        queues it again."""
+        admission = view.admission
+        assert admission is not None
+        resource, informer = self.children["Workload"]
+        name, label = admission.workload, f"Workload {admission.workload}"
+        seen = informer.get(job.namespace, name)
+        roles = [r for r in view.roles if r.replicas]
+        if seen is not None:
+            if seen["metadata"].get("deletionTimestamp"):
+                return None
+            if kueue.counts(seen) != {kueue.pod_set_name(r.type): r.replicas for r in roles}:
+                self._release("Workload", job.namespace, name, rlog)
+            elif admission.evicted and not states and holds_quota(seen):
+                self._give_back(seen, admission, rlog)
+            return None
+        try:
+            named = view.gang.priority_class
+            priority = workload_priority(self.client, named) if named else None
+            services = self._services(job.uid)
+            sets = [
+                kueue.PodSet(
+                    kueue.pod_set_name(r.type),
+                    r.replicas,
+                    self.kind.build_pod(job, r.type, 0, PodMode(), services),
+                )
+                for r in roles
+            ]
+            body = kueue.workload(job, name, admission.queue, sets, priority)
+            self.client.create(resource, body, job.namespace)
+            rlog.info("created", child=f"Workload/{name}", queue=admission.queue)
+        except ChildNotReady:
+            return None  # the Services first; the reconcile comes back for it
+        except AlreadyExists:
+            clash = self._foreign_owner(resource, body, job.uid)
+            if clash:
+                return ("the job's Workload", label, clash)
+        except ApiError as exc:
+            return ("the job's Workload", label, exc)
+        return None
+
+    def _give_back(self, workload: Obj, admission: AdmissionState, rlog: Any) -> None:
+        """An evicted Workload whose job has stopped gives its quota reservation back."""
+        updated = copy.deepcopy(workload)
+        status = updated.setdefault("status", {})
+        status.pop("admission", None)
+        now = engine.fmt_time(self.clock.now())
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "QuotaReserved"]
+        conditions.append(
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "Pending",
+                "message": admission.message or "evicted",
+                "lastTransitionTime": now,
+            }
+        )
+        for c in conditions:
+            if c.get("type") == "Admitted" and c.get("status") == "True":
+                c.update(status="False", reason="NoReservation", lastTransitionTime=now)
+        status["conditions"] = conditions
+        try:
+            self.client.replace_status(WORKLOADS, updated)
+            rlog.info("gave back the quota of", child=f"Workload/{workload['metadata']['name']}")
+        except (NotFound, Conflict):
+            pass  # gone, or changed meanwhile: the next reconcile looks again
 
     def _accepted(self, job: Obj) -> None:
         """The Created Event and counter, and a Warning for fields stored but not acted on."""

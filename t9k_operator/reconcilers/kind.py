@@ -67,6 +67,18 @@ class GroupState:
 
 
 @dataclass(frozen=True)
+class AdmissionState:
+    """The job's Kueue Workload as the reconciler last saw it."""
+
+    workload: str
+    queue: str  # the LocalQueue it waits in
+    admitted: bool = False
+    evicted: str = ""  # Kueue took the admission back: its reason (Preempted, ...)
+    message: str = ""  # Kueue's word on why it is not admitted (or was evicted)
+    cluster_queue: str = ""  # where it was admitted
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the engine needs to know about a job, in kind-neutral terms."""
 
@@ -90,6 +102,7 @@ class JobView:
     waiting_reason: str = "FailedCreate"  # the Initialized=False reason that ``waiting`` gives
     gang: GangRequest = NO_GANG  # what the job asks of a gang scheduler
     group: GroupState | None = None  # its PodGroup as last seen (None: no gang scheduler)
+    admission: AdmissionState | None = None  # its Kueue Workload (None: not queued by Kueue)
     extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
 
 

@@ -23,6 +23,7 @@ from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.gang import NO_GANG_SCHEDULER, GangConfig
 from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.kind import JobKind
+from t9k_operator.reconcilers.kueue import NO_KUEUE, WORKLOADS, KueueConfig
 from t9k_operator.reconcilers.msjob import MSJobKind
 from t9k_operator.reconcilers.pytorch import PyTorchKind
 from t9k_operator.runtime import metrics
@@ -105,6 +106,7 @@ class Harness:
         kind_name: str,
         job: dict[str, Any] | None = None,
         gang: GangConfig = NO_GANG_SCHEDULER,
+        kueue: KueueConfig = NO_KUEUE,
     ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
@@ -116,12 +118,17 @@ class Harness:
             recorder=self.recorder,  # type: ignore[arg-type]
             workers=1,
         )
-        self.reconciler = JobReconciler(self.kind, ctx, gang)
+        self.reconciler = JobReconciler(self.kind, ctx, gang, kueue)
         self.children = [PODS, SERVICES, CONFIGMAPS, SECRETS]
         if gang.resource is not None:
             self.children.append(gang.resource)
+        if kueue.enabled:
+            self.children.append(WORKLOADS)
         obj = copy.deepcopy(job if job is not None else base)
+        labels = (obj.get("metadata") or {}).get("labels")
         obj["metadata"] = {"name": "j", "namespace": NS, "generation": 1}
+        if labels:
+            obj["metadata"]["labels"] = labels
         self.fake.put(self.reconciler.resource, obj)
         self.sync()
 

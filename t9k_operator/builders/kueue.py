@@ -1,0 +1,128 @@
+"""Queueing and quota with Kueue: the Workload a job waits in.
+
+With ``--kueue``, a job that names a queue (``spec.scheduler.t9kScheduler.queue``,
+MSJob's ``runPolicy.schedulingPolicy.queue``, or the label
+``kueue.x-k8s.io/queue-name``) gets a ``kueue.x-k8s.io/v1beta1`` Workload in
+that LocalQueue, owned by the job: one pod set per replica type, with the
+count and the pod template (containers' requests, node selector,
+tolerations, affinity) Kueue charges against the ClusterQueue's quota. The
+operator creates no pod until Kueue admits the Workload, and deletes the
+Workload (giving the quota back at once) when the job ends or is paused.
+
+The job's priority becomes the Workload's: a T9k ``priority`` n names the
+WorkloadPriorityClass ``t9k-priority-<n>`` (value n, installed with
+manifests/kueue), MSJob's ``priorityClass`` names one itself. The reconciler
+reads its value; where no WorkloadPriorityClass has the name, it takes the
+PriorityClass of that name (source ``scheduling.k8s.io/priorityclass``), as
+Kueue does for a pod's priority class.
+
+Pure functions, like every builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from t9k_operator.api.common import MAX_PRIORITY
+from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
+from t9k_operator.builders.gang import priority_class
+from t9k_operator.objects import Obj
+
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The standard label by which a job names its LocalQueue."""
+WORKLOAD_PRIORITY_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_SOURCE = "scheduling.k8s.io/priorityclass"
+MAX_POD_SETS = 8
+"""Kueue's limit on a Workload's pod sets."""
+POD_SET_FIELDS = ("nodeSelector", "tolerations", "affinity", "overhead", "runtimeClassName")
+"""What of a pod's spec, beside its containers, decides where it may run and
+what it costs: Kueue matches flavors and charges quota by these."""
+CONTAINER_FIELDS = ("name", "image", "resources")
+
+
+@dataclass(frozen=True)
+class WorkloadPriority:
+    """The priority class a Workload names: a WorkloadPriorityClass, or a
+    PriorityClass when no WorkloadPriorityClass has that name (Kueue's own order)."""
+
+    name: str
+    value: int
+    source: str = WORKLOAD_PRIORITY_SOURCE
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """One replica type of a job as Kueue counts it: how many pods of which shape."""
+
+    name: str
+    count: int
+    pod: Obj  # a pod of the type, as built
+
+
+def pod_set_name(replica_type: str) -> str:
+    """A replica type as a pod set name (a DNS label: MSJob's ``Worker`` is ``worker``)."""
+    return replica_type.lower()
+
+
+def _container(container: Obj) -> Obj:
+    return {k: container[k] for k in CONTAINER_FIELDS if k in container}
+
+
+def pod_set(ps: PodSet) -> Obj:
+    """A Workload pod set: the count and the parts of the pod that cost quota."""
+    spec = ps.pod["spec"]
+    template: Obj = {"containers": [_container(c) for c in spec["containers"]]}
+    if spec.get("initContainers"):
+        template["initContainers"] = [_container(c) for c in spec["initContainers"]]
+    template.update({k: spec[k] for k in POD_SET_FIELDS if spec.get(k)})
+    return {"name": ps.name, "count": ps.count, "template": {"spec": template}}
+
+
+def workload(
+    job: Job,
+    name: str,
+    queue: str,
+    pod_sets: Sequence[PodSet],
+    priority: WorkloadPriority | None = None,
+) -> Obj:
+    """The job's Workload ``name`` in LocalQueue ``queue``."""
+    spec: Obj = {"queueName": queue, "podSets": [pod_set(ps) for ps in pod_sets if ps.count]}
+    if priority is not None:
+        spec["priorityClassSource"] = priority.source
+        spec["priorityClassName"] = priority.name
+        spec["priority"] = priority.value
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": child_metadata(job, name, job_labels(job.kind, job.name)),
+        "spec": spec,
+    }
+
+
+def counts(workload: Obj) -> dict[str, int]:
+    """A Workload's pods by pod set: what it asked quota for."""
+    return {ps["name"]: int(ps.get("count", 0)) for ps in workload["spec"].get("podSets") or []}
+
+
+def workload_priority_classes() -> list[Obj]:
+    """The WorkloadPriorityClasses behind the T9k priority levels (value n for
+    ``t9k-priority-<n>``), installed with manifests/kueue."""
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "WorkloadPriorityClass",
+            "metadata": {
+                "name": priority_class(level),
+                "labels": {"app.kubernetes.io/part-of": OPERATOR},
+            },
+            "value": level,
+            "description": (
+                f"T9k job priority {level} (spec.scheduler.t9kScheduler.priority): Kueue "
+                "admits the higher first, and may preempt lower ones if the ClusterQueue says so."
+            ),
+        }
+        for level in range(MAX_PRIORITY + 1)
+    ]
