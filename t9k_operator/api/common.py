@@ -826,8 +826,21 @@ class ScaleSubresource:
     label_selector_path: str | None = None
 
 
+REASON_DESCRIPTION = (
+    "Why the job runs or not: WaitingForAdmission (Kueue), WaitingForGangScheduler, "
+    "Unschedulable, Paused, EvictedByKueue, or how it ended."
+)
+
+
+def reason_column(conditions: str) -> PrinterColumn:
+    """The reason of the engine's Running condition, kept in ``.status.<conditions>``."""
+    path = f'.status.{conditions}[?(@.type=="Running")].reason'
+    return PrinterColumn("Reason", "string", path, REASON_DESCRIPTION)
+
+
 STANDARD_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
     PrinterColumn("Phase", "string", ".status.phase", "Phase of the job."),
+    reason_column("conditions"),
     PrinterColumn("Ready", "integer", ".status.readyReplicas", "Replicas running and ready."),
     PrinterColumn("Replicas", "integer", ".status.replicas", "Replicas that currently exist."),
     PrinterColumn("Restarts", "integer", ".status.restartCount", "Replica restarts so far."),

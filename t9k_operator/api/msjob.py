@@ -42,6 +42,7 @@ from t9k_operator.api.common import (
     T9kModel,
     deadline_field,
     pod_template_schema,
+    reason_column,
 )
 
 GROUP = "mindspore.gitee.com"
@@ -477,6 +478,7 @@ CRD = CrdInfo(
     ),
     printer_columns=(
         PrinterColumn("State", "string", ".status.phase", "Phase of the job."),
+        reason_column("t9kConditions"),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),

@@ -87,6 +87,7 @@ def test_names_and_subresources(crd: dict[str, Any]) -> None:
     columns = {c["name"]: (c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]}
     assert columns == {
         "Phase": ("string", ".status.phase"),
+        "Reason": ("string", '.status.conditions[?(@.type=="Running")].reason'),
         "Ready": ("integer", ".status.readyReplicas"),
         "Replicas": ("integer", ".status.replicas"),
         "Restarts": ("integer", ".status.restartCount"),

@@ -442,4 +442,4 @@ def test_crd_descriptor() -> None:
     assert CRD.name == "msjobs.mindspore.gitee.com"
     assert CRD.api_version == "mindspore.gitee.com/v1"
     assert "t9k" not in CRD.categories
-    assert [c.name for c in CRD.printer_columns] == ["State", "Age"]
+    assert [c.name for c in CRD.printer_columns] == ["State", "Reason", "Age"]

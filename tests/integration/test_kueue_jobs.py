@@ -1,0 +1,267 @@
+"""Queueing and quota with the real Kueue manager (built from the Go module
+proxy and run beside the control plane by hack/cluster.py), for every kind.
+
+Each test gets its own ClusterQueue of 24 GPUs (the cluster has 32), a
+LocalQueue ``team`` in its namespace, and an operator running with
+``--kueue``. A job of 3 pods of 8 GPUs fills the quota, so two such jobs
+exceed it: one runs, the other waits for admission without pods.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from t9k_operator.builders import gang
+from t9k_operator.kube import KubeClient, NotFound, Resource
+from t9k_operator.reconcilers.kueue import WORKLOADS
+from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
+from tests.integration.jobs import Jobs
+from tests.integration.operator_process import OperatorProcess
+from tests.integration.test_gang_jobs import KINDS, RESOURCES, bound, engine_condition, gpu_job
+from tests.integration.test_gang_schedulers import gpus_in_use
+
+KUEUE = "kueue.x-k8s.io"
+FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", namespaced=False)
+CLUSTER_QUEUES = Resource(KUEUE, "v1beta1", "clusterqueues", "ClusterQueue", namespaced=False)
+LOCAL_QUEUES = Resource(KUEUE, "v1beta1", "localqueues", "LocalQueue")
+QUOTA_GPUS = 24
+
+
+@pytest.fixture(scope="session")
+def kueue_ready(kueue: Any, cluster: Cluster, admin: KubeClient) -> None:
+    """Kueue running, its flavor and the T9k WorkloadPriorityClasses installed."""
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "kueue"))
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "scheduling"))
+    try:
+        admin.get(FLAVORS, "default-flavor")
+    except NotFound:
+        admin.create(
+            FLAVORS,
+            {
+                "apiVersion": f"{KUEUE}/v1beta1",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "default-flavor"},
+            },
+        )
+
+
+def cluster_queue_body(name: str, preemption: str) -> dict[str, Any]:
+    quota = [
+        {"name": "cpu", "nominalQuota": "1000"},
+        {"name": "memory", "nominalQuota": "10000Gi"},
+        {"name": "nvidia.com/gpu", "nominalQuota": str(QUOTA_GPUS)},
+    ]
+    return {
+        "apiVersion": f"{KUEUE}/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "StrictFIFO",
+            "preemption": {"withinClusterQueue": preemption},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [{"name": "default-flavor", "resources": quota}],
+                }
+            ],
+        },
+    }
+
+
+def make_queue(admin: KubeClient, namespace: str, preemption: str = "Never") -> Iterator[str]:
+    """A ClusterQueue of its own for the test and the LocalQueue ``team`` in it."""
+    name = f"cq-{namespace}"[:63]
+    admin.create(CLUSTER_QUEUES, cluster_queue_body(name, preemption))
+    admin.create(
+        LOCAL_QUEUES,
+        {
+            "apiVersion": f"{KUEUE}/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team"},
+            "spec": {"clusterQueue": name},
+        },
+        namespace,
+    )
+    yield "team"
+    delete_quietly(admin, LOCAL_QUEUES, "team", namespace)
+    delete_quietly(admin, CLUSTER_QUEUES, name, None)
+
+
+@pytest.fixture
+def queue(kueue_ready: None, admin: KubeClient, namespace: str) -> Iterator[str]:
+    yield from make_queue(admin, namespace)
+
+
+@pytest.fixture
+def preempting_queue(kueue_ready: None, admin: KubeClient, namespace: str) -> Iterator[str]:
+    yield from make_queue(admin, namespace, preemption="LowerPriority")
+
+
+@pytest.fixture
+def kueue_operator(
+    kueue_ready: None, start_operator: Callable[..., OperatorProcess], admin: KubeClient
+) -> OperatorProcess:
+    # Every test counts on the cluster's 32 GPUs: wait until an earlier test's pods are gone.
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
+    proc = start_operator("--kueue")
+    proc.wait_ready()
+    return proc
+
+
+@pytest.fixture
+def jobs_of(admin: KubeClient, namespace: str) -> Callable[[str], Jobs]:
+    return lambda kind: Jobs(admin, namespace, RESOURCES[kind])
+
+
+def pods_of(jobs: Jobs, name: str) -> int:
+    return len(jobs.pods(name))
+
+
+def waiting_for_admission(jobs: Jobs, name: str) -> dict[str, Any] | None:
+    c = engine_condition(jobs, name, "Running")
+    return c if c and c.get("reason") == "WaitingForAdmission" else None
+
+
+def workloads(jobs: Jobs) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = jobs.client.list(WORKLOADS, jobs.namespace)["items"]
+    return items
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("kueue_operator")
+def test_two_jobs_over_the_quota_run_one_after_the_other(
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "job-a", run="5s", queue=queue))
+    wait_for(lambda: bound(jobs, "job-a") == 3, 60, "job-a admitted and bound")
+    jobs.create(gpu_job(kind, "job-b", run="5s", queue=queue))
+    waiting = wait_for(lambda: waiting_for_admission(jobs, "job-b"), 30, "job-b waiting")
+    assert "insufficient unused quota" in waiting["message"], waiting
+    status = jobs.status("job-b")
+    assert status["phase"] == "Pending" and pods_of(jobs, "job-b") == 0
+    assert status["workload"]["queue"] == queue and status["workload"]["admitted"] is False
+    assert "WaitingForAdmission" in [reason for _, reason, _ in jobs.events("job-b")]
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        seen.add((bound(jobs, "job-a"), bound(jobs, "job-b")))
+        if jobs.status("job-b").get("phase") == "Succeeded":
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"job-b never finished; seen {sorted(seen)}")
+    assert jobs.status("job-a")["phase"] == "Succeeded"
+    # job-b's pods came only once job-a's Workload was gone (its quota returned).
+    assert jobs.status("job-b")["workload"]["admitted"] is True
+    wait_for(lambda: workloads(jobs) == [], 30, "the finished jobs' Workloads deleted")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("kueue_operator")
+def test_the_higher_priority_is_admitted_first(
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "blocker", run="6s", queue=queue))
+    wait_for(lambda: bound(jobs, "blocker") == 3, 60, "the blocker admitted")
+    jobs.create(gpu_job(kind, "low", run="3s", queue=queue, priority=10))
+    wait_for(lambda: waiting_for_admission(jobs, "low"), 30, "low waiting")
+    jobs.create(gpu_job(kind, "high", run="3s", queue=queue, priority=90))
+    wait_for(lambda: waiting_for_admission(jobs, "high"), 30, "high waiting")
+    by_name = {w["metadata"]["ownerReferences"][0]["name"]: w for w in workloads(jobs)}
+    assert by_name["high"]["spec"]["priority"] == 90
+    assert by_name["high"]["spec"]["priorityClassName"] == gang.priority_class(90)
+    first = wait_for(
+        lambda: next((n for n in ("high", "low") if pods_of(jobs, n)), None),
+        60,
+        "a waiting job admitted",
+    )
+    assert first == "high" and pods_of(jobs, "low") == 0
+    jobs.wait_phase("low", "Succeeded", 90)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("kueue_operator")
+def test_pausing_and_deleting_a_job_give_its_quota_back(
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "first", run="600s", queue=queue))
+    wait_for(lambda: bound(jobs, "first") == 3, 60, "first admitted")
+    jobs.create(gpu_job(kind, "second", run="600s", queue=queue))
+    wait_for(lambda: waiting_for_admission(jobs, "second"), 30, "second waiting")
+    if kind == "MSJob":  # Kubeflow's MSJob API has no pause: deletion only
+        jobs.client.delete(jobs.resource, "first", jobs.namespace)
+        wait_for(lambda: bound(jobs, "second") == 3, 60, "second admitted once first deleted")
+        return
+    jobs.patch_spec("first", {"runMode": {"pause": {"enabled": True}}})
+    wait_for(lambda: bound(jobs, "second") == 3, 60, "second admitted once first paused")
+    assert jobs.status("first")["phase"] == "Paused"
+    jobs.patch_spec("first", {"runMode": {"pause": {"enabled": False}}})
+    wait_for(lambda: waiting_for_admission(jobs, "first"), 30, "first waiting again")
+    jobs.client.delete(jobs.resource, "second", jobs.namespace)
+    wait_for(lambda: bound(jobs, "first") == 3, 60, "first admitted once second deleted")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.usefixtures("kueue_operator")
+def test_a_preempted_job_stops_resumes_and_finishes(
+    kind: str, preempting_queue: str, jobs_of: Callable[[str], Jobs]
+) -> None:
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "low", run="15s", queue=preempting_queue, priority=10))
+    wait_for(lambda: bound(jobs, "low") == 3, 60, "low admitted")
+    wait_for(lambda: jobs.status("low").get("phase") == "Running", 30, "low running")
+    jobs.create(gpu_job(kind, "high", run="4s", queue=preempting_queue, priority=90))
+    evicted = wait_for(
+        lambda: (
+            (c := engine_condition(jobs, "low", "Running"))
+            and c.get("reason") == "EvictedByKueue"
+            and c
+        ),
+        60,
+        "low evicted by Kueue",
+    )
+    assert "Preempted" in evicted["message"]
+    wait_for(lambda: bound(jobs, "high") == 3, 60, "high admitted and bound")
+    status = jobs.status("low")
+    assert status["phase"] == "Pending" and status["restartCount"] == 0
+    assert pods_of(jobs, "low") == 0 or all(
+        p["metadata"].get("deletionTimestamp") for p in jobs.pods("low").values()
+    )
+    jobs.wait_phase("high", "Succeeded", 60)
+    jobs.wait_phase("low", "Succeeded", 90)
+    assert jobs.status("low")["restartCount"] == 0, "an eviction is not a failure"
+
+
+@pytest.mark.usefixtures("volcano")
+def test_kueue_admits_and_volcano_places_the_whole_gang(
+    queue: str,
+    jobs_of: Callable[[str], Jobs],
+    kueue_ready: None,
+    start_operator: Callable[..., OperatorProcess],
+    admin: KubeClient,
+) -> None:
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
+    start_operator("--kueue", "--gang-scheduler=volcano").wait_ready()
+    kind = "PyTorchTrainingJob"
+    jobs = jobs_of(kind)
+    jobs.create(gpu_job(kind, "job-a", run="5s", queue=queue))
+    jobs.create(gpu_job(kind, "job-b", run="5s", queue=queue))
+    wait_for(
+        lambda: {bound(jobs, "job-a"), bound(jobs, "job-b")} == {0, 3},
+        60,
+        "one job admitted and placed whole",
+    )
+    for name in ("job-a", "job-b"):
+        pods = jobs.pods(name)
+        assert all(p["spec"]["schedulerName"] == "volcano" for p in pods.values())
+    for name in ("job-a", "job-b"):
+        jobs.wait_phase(name, "Succeeded", 90)
+        assert jobs.status(name)["podGroup"]["queue"] == gang.DEFAULT_QUEUE
