@@ -117,7 +117,8 @@ def kueue_rules() -> str:
         "# deleted when it finishes, pauses or changes size; its status written only\n"
         "# to give an evicted job's quota reservation back once its pods are gone.\n"
         "# The WorkloadPriorityClass a job's priority names is read for its value\n"
-        "# (else the PriorityClass of that name, as Kueue does).\n"
+        "# (else the PriorityClass of that name, as Kueue does), and the\n"
+        "# ResourceFlavors an admission assigns for their node labels and tolerations.\n"
         f"- apiGroups: {_list([KUEUE_GROUP])}\n"
         '  resources: ["workloads"]\n'
         '  verbs: ["get", "list", "watch", "create", "delete"]\n'
@@ -125,7 +126,7 @@ def kueue_rules() -> str:
         '  resources: ["workloads/status"]\n'
         '  verbs: ["update"]\n'
         f"- apiGroups: {_list([KUEUE_GROUP])}\n"
-        '  resources: ["workloadpriorityclasses"]\n'
+        '  resources: ["workloadpriorityclasses", "resourceflavors"]\n'
         '  verbs: ["get"]\n'
         '- apiGroups: ["scheduling.k8s.io"]\n'
         '  resources: ["priorityclasses"]\n'

@@ -21,7 +21,7 @@ Pure functions, like every builder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from t9k_operator.api.common import MAX_PRIORITY
@@ -99,6 +99,37 @@ def workload(
         "kind": "Workload",
         "metadata": child_metadata(job, name, job_labels(job.kind, job.name)),
         "spec": spec,
+    }
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where Kueue's admission puts a pod set: the node labels and tolerations
+    of the ResourceFlavors it was assigned."""
+
+    node_labels: Mapping[str, str]
+    tolerations: Sequence[Obj] = ()
+
+
+def place(pod: Obj, placement: Placement) -> Obj:
+    """``pod`` steered to its admitted flavors' nodes, as Kueue's job integrations
+    do: their node labels join its node selector (the flavor's win), their
+    tolerations join its tolerations."""
+    spec = pod["spec"]
+    if placement.node_labels:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **placement.node_labels}
+    extra = [t for t in placement.tolerations if t not in (spec.get("tolerations") or [])]
+    if extra:
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *extra]
+    return pod
+
+
+def assigned_flavors(workload: Obj) -> dict[str, set[str]]:
+    """The flavors an admitted Workload was assigned, by pod set."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return {
+        str(a.get("name")): {str(f) for f in (a.get("flavors") or {}).values()}
+        for a in admission.get("podSetAssignments") or []
     }
 
 

@@ -72,6 +72,7 @@ from t9k_operator.reconcilers.kind import (
 )
 from t9k_operator.reconcilers.kueue import (
     NO_KUEUE,
+    RESOURCE_FLAVORS,
     WORKLOADS,
     KueueConfig,
     admission_state,
@@ -271,6 +272,7 @@ class JobReconciler:
             if problem is not None:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
+        placements = self._placements(namespace, view) if plan.create else {}
         for type_, index, mode in plan.create:
             replica = f"the pod of replica {type_}-{index}"
             try:
@@ -278,6 +280,9 @@ class JobReconciler:
                 if self.gang_config.backend is not None:
                     be = self.gang_config.backend
                     gang.join(pod, be, group, view.gang)
+                placement = placements.get(kueue.pod_set_name(type_))
+                if placement is not None:
+                    kueue.place(pod, placement)
             except ChildNotReady as exc:
                 rlog.info("waiting", why=str(exc))
                 return Result(requeue_after=CHILD_WAIT)
@@ -417,6 +422,28 @@ class JobReconciler:
         except ApiError as exc:
             return ("the job's Workload", label, exc)
         return None
+
+    def _placements(self, namespace: str, view: JobView) -> dict[str, kueue.Placement]:
+        """Where the admitted Workload's flavors put each pod set (none without Kueue)."""
+        if view.admission is None or not view.admission.admitted:
+            return {}
+        seen = self.children["Workload"][1].get(namespace, view.admission.workload)
+        if seen is None:
+            return {}
+        out: dict[str, kueue.Placement] = {}
+        for pod_set, names in kueue.assigned_flavors(seen).items():
+            labels: dict[str, str] = {}
+            tolerations: list[Obj] = []
+            for name in sorted(names):
+                try:
+                    flavor = self.client.get(RESOURCE_FLAVORS, name)
+                except NotFound:
+                    continue  # deleted since the admission: Kueue will evict it
+                spec = flavor.get("spec") or {}
+                labels.update(spec.get("nodeLabels") or {})
+                tolerations.extend(spec.get("tolerations") or [])
+            out[pod_set] = kueue.Placement(labels, tuple(tolerations))
+        return out
 
     def _give_back(self, workload: Obj, admission: AdmissionState, rlog: Any) -> None:
         """An evicted Workload whose job has stopped gives its quota reservation back."""

@@ -36,6 +36,9 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
     "WorkloadPriorityClass",
     namespaced=False,
 )
+RESOURCE_FLAVORS = Resource(
+    kueue.GROUP, kueue.VERSION, "resourceflavors", "ResourceFlavor", namespaced=False
+)
 POD_PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )

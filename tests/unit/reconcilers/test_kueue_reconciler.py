@@ -16,6 +16,7 @@ from t9k_operator.builders import gang
 from t9k_operator.reconcilers.gang import GangConfig
 from t9k_operator.reconcilers.kueue import (
     POD_PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
     KueueConfig,
 )
@@ -292,3 +293,32 @@ def test_with_a_gang_scheduler_kueue_takes_the_queue_and_the_group_places_the_po
     for pod in h.fake.of_kind("Pod"):
         assert pod["spec"]["schedulerName"] == "volcano"
         assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == WORKLOAD
+
+
+def test_admitted_pods_go_to_their_flavors_nodes() -> None:
+    h = Harness("MSJob", queued("MSJob"), kueue=KUEUE)
+    h.fake.put(
+        RESOURCE_FLAVORS,
+        {
+            "metadata": {"name": "a100"},
+            "spec": {
+                "nodeLabels": {"gpu.model": "a100"},
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        },
+    )
+    h.run()
+    admitted = copy.deepcopy(ADMITTED)
+    admitted["admission"]["podSetAssignments"] = [
+        {"name": "worker", "flavors": {"nvidia.com/gpu": "a100"}, "count": 2},
+        {"name": "scheduler", "flavors": {}, "count": 1},
+    ]
+    kueue_sets(h, admitted)
+    h.run()
+    pods = {p["metadata"]["name"]: p["spec"] for p in h.fake.of_kind("Pod")}
+    for name in ("j-worker-0", "j-worker-1"):
+        assert pods[name]["nodeSelector"]["gpu.model"] == "a100"
+        assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in pods[name][
+            "tolerations"
+        ]
+    assert "gpu.model" not in (pods["j-scheduler-0"].get("nodeSelector") or {})
