@@ -361,8 +361,9 @@ class JobReconciler:
 
     def _with_admission(self, job: Obj, view: JobView, name: str) -> JobView:
         """The view with its Kueue Workload as last seen, when the operator runs
-        with Kueue and the job names a queue. Kueue then takes the queue: a gang
-        scheduler places the admitted pods without one of its own."""
+        with Kueue and the job names a queue. Kueue then serves the job's queue:
+        a gang scheduler places the admitted pods without one of its own, and
+        without a gang scheduler the job is neither warned nor held for one."""
         if not self.kueue_config.enabled:
             return view
         queue = queue_of(job, view.gang.queue)
@@ -374,7 +375,7 @@ class JobReconciler:
         return replace(
             view,
             admission=admission_state(name, queue, seen),
-            gang=replace(view.gang, queue=None),
+            gang=replace(view.gang, queue=None, asked_by=None),
         )
 
     def _ensure_workload(

@@ -322,3 +322,13 @@ def test_admitted_pods_go_to_their_flavors_nodes() -> None:
             "tolerations"
         ]
     assert "gpu.model" not in (pods["j-scheduler-0"].get("nodeSelector") or {})
+
+
+def test_without_a_gang_scheduler_kueue_serves_the_queue_and_nothing_holds_the_job() -> None:
+    hold = GangConfig(hold=True)
+    h = Harness("PyTorchTrainingJob", queued("PyTorchTrainingJob"), gang=hold, kueue=KUEUE)
+    h.run()
+    kueue_sets(h, ADMITTED)
+    h.run()
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+    assert "GangSchedulerUnavailable" not in h.recorder.reasons()
