@@ -36,7 +36,7 @@ test: lint test-deps binaries ## lint, unit tests, then integration tests on a l
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests)
 	bash hack/ensure-test-deps.sh
 
-binaries: ## the local cluster's binaries and gang schedulers: cached, else built from Go modules (about 10 min cold)
+binaries: ## the local cluster's binaries, gang schedulers and Kueue: cached, else built from Go modules (about 15 min cold)
 	$(PYTHON) hack/cluster.py binaries
 
 unit: $(STAMP) ## unit tests only (no cluster)
@@ -45,8 +45,8 @@ unit: $(STAMP) ## unit tests only (no cluster)
 integration: $(STAMP) test-deps binaries ## integration tests only
 	$(VENV)/bin/pytest tests/integration
 
-cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers)
-	$(PYTHON) hack/cluster.py up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))
+cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
+	$(PYTHON) hack/cluster.py up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)
 
 cluster-down: ## stop the local cluster and remove its state
 	$(PYTHON) hack/cluster.py down --name $(CLUSTER)

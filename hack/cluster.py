@@ -10,6 +10,8 @@ Used by the tests, the demo and the benchmarks alike::
     hack/cluster.py binaries             # obtain the binaries, print their folder
     hack/cluster.py up --gang volcano,coscheduling   # ... with gang schedulers too
     hack/cluster.py gang [--name t9k] volcano        # add one to a running cluster
+    hack/cluster.py up --kueue                       # ... with Kueue too
+    hack/cluster.py kueue [--name t9k]               # add Kueue to a running cluster
 
 Parts (versions in hack/versions.env): etcd, kube-apiserver (TLS, RBAC,
 default admission plugins), kube-controller-manager (garbage collection,
@@ -39,6 +41,15 @@ hack/scheduler-plugins, each into its own cache folder
 ``crds/``; ``binaries`` builds them too (``--gang none`` skips them).
 Starting one installs its CRDs and waits for its health check; ``down``
 stops it with the rest.
+
+Kueue (``KUEUE_VERSION``) is added the same way: its manager
+(``sigs.k8s.io/kueue/cmd/kueue``, built through hack/kueue as
+``kueue-manager``) and all its CRDs, cached in
+``~/.cache/t9k-operator/bin/kueue-<version>-<digest>/``; ``binaries`` builds
+it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
+namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
+registered with the API server: Workloads are created directly, and its
+controllers and scheduler admit them. No job integration is enabled.
 """
 
 from __future__ import annotations
@@ -342,23 +353,22 @@ def ensure_binaries() -> Path:
     return _obtain(tag, "the binaries are", ALL_TOOLS, (), produce)
 
 
-# ------------------------------------------------------------------ gang schedulers: binaries
+# ----------------------------------------------------------------------- add-ons: binaries
 
 
-@dataclass(frozen=True)
-class Gang:
-    """A gang scheduler the cluster can run beside kube-scheduler: it schedules
-    the pods whose ``spec.schedulerName`` is ``scheduler_name``, binding a
-    group's pods all together or not at all."""
+@dataclass(frozen=True, kw_only=True)
+class Addon:
+    """A program the cluster runs beside its control plane on request (a gang
+    scheduler, or Kueue), built from a Go module through a wrapper module, its
+    CRDs copied from the same module's source."""
 
-    name: str  # as given to `up --gang` and `gang`
+    name: str  # as given on the command line
     title: str
     version_key: str  # in hack/versions.env
     module: str  # the Go module built, at that version
     wrapper: str  # its wrapper module: hack/<wrapper>
     binaries: tuple[tuple[str, str], ...]  # (binary, Go package), started in this order
     crds: tuple[tuple[str, str], ...]  # (file in the module's source, name in crds/)
-    scheduler_name: str
     ldflags: str = "-s -w"
 
     @property
@@ -373,6 +383,24 @@ class Gang:
         for name in ("go.mod", "go.sum"):
             digest.update((HACK / self.wrapper / name).read_bytes())
         return f"{self.wrapper}-{self.version}-{digest.hexdigest()[:10]}"
+
+    @property
+    def skip(self) -> str:
+        """The ``binaries`` option that does without it."""
+        return f"--no-{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gang(Addon):
+    """A gang scheduler the cluster can run beside kube-scheduler: it schedules
+    the pods whose ``spec.schedulerName`` is ``scheduler_name``, binding a
+    group's pods all together or not at all."""
+
+    scheduler_name: str
+
+    @property
+    def skip(self) -> str:
+        return "--gang none"
 
 
 _VOLCANO_CRDS = "installer/helm/chart/volcano/crd/bases"
@@ -421,6 +449,38 @@ GANGS = {
     ),
 }
 
+_KUEUE_CRDS = "config/components/crd/bases"
+KUEUE = Addon(
+    name="kueue",
+    title="the Kueue manager",
+    version_key="KUEUE_VERSION",
+    module="sigs.k8s.io/kueue",
+    wrapper="kueue",
+    binaries=(("kueue-manager", "sigs.k8s.io/kueue/cmd/kueue"),),
+    # All of them: its controllers watch every kind here (MultiKueue and
+    # topology-aware scheduling are on by default), not only the queues and
+    # Workloads the operator uses.
+    crds=tuple(
+        (f"{_KUEUE_CRDS}/kueue.x-k8s.io_{kind}.yaml", f"kueue.x-k8s.io_{kind}.yaml")
+        for kind in (
+            "admissionchecks",
+            "clusterqueues",
+            "cohorts",
+            "localqueues",
+            "multikueueclusters",
+            "multikueueconfigs",
+            "provisioningrequestconfigs",
+            "resourceflavors",
+            "topologies",
+            "workloadpriorityclasses",
+            "workloads",
+        )
+    ),
+    ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion={version}",
+)
+# Every add-on, by name: what `binaries` builds unless told otherwise.
+ADDONS: dict[str, Addon] = {**GANGS, KUEUE.name: KUEUE}
+
 
 def parse_gangs(spec: str | Iterable[str]) -> list[Gang]:
     """``volcano,coscheduling`` (or a list of such), ``all`` or ``none``."""
@@ -439,11 +499,11 @@ def parse_gangs(spec: str | Iterable[str]) -> list[Gang]:
     return [GANGS[n] for n in dict.fromkeys(names)]
 
 
-def _build_gang(dest: Path, g: Gang) -> None:
+def _build_addon(dest: Path, g: Addon) -> None:
     if not shutil.which("go"):
         raise BuildError(
             f"cluster: no Go toolchain on PATH to build {g.title}: install Go, or "
-            "do without gang schedulers (`python3 hack/cluster.py binaries --gang none`)"
+            f"do without it (`python3 hack/cluster.py binaries {g.skip}`)"
         )
     version, wrapper = g.version, HACK / g.wrapper
     if f"{g.module} {version}" not in (wrapper / "go.mod").read_text():
@@ -501,15 +561,15 @@ def _build_gang(dest: Path, g: Gang) -> None:
     log(f"{g.title} built in {time.monotonic() - started:.0f}s")
 
 
-def ensure_gang_binaries(g: Gang) -> Path:
-    """``CACHE/bin/<g.tag>``: the gang scheduler's binaries and, in ``crds/``,
-    its CRDs; built first when needed, the same way as ``ensure_binaries``."""
+def ensure_addon_binaries(g: Addon) -> Path:
+    """``CACHE/bin/<g.tag>``: the add-on's binaries and, in ``crds/``, its
+    CRDs; built first when needed, the same way as ``ensure_binaries``."""
     return _obtain(
         g.tag,
         f"the binaries of {g.title} are",
         [b for b, _ in g.binaries],
         [f"crds/{name}" for _, name in g.crds],
-        lambda tmp: _build_gang(tmp, g),
+        lambda tmp: _build_addon(tmp, g),
     )
 
 
@@ -717,23 +777,24 @@ def kubectl(
     )
 
 
-def up(name: str, gangs: Iterable[Gang] = ()) -> Path:
+def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
     """Start the cluster ``name`` (when it is not running) and the gang
-    schedulers ``gangs`` in it (those not running yet)."""
-    gangs = list(gangs)
+    schedulers ``gangs`` in it, and Kueue when ``with_kueue`` (those not
+    running yet)."""
+    addons: list[Addon] = [*gangs, *([KUEUE] if with_kueue else [])]
     workdir = state_dir(name)
     if (workdir / "cluster.json").exists():
         state = json.loads((workdir / "cluster.json").read_text())
         pids = state["pids"]
         if all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t in CORE_PROCS):
             log(f"cluster {name!r} already running")
-            gang(name, gangs)
+            start_addons(name, addons)
             return workdir / "kubeconfig"
         log(f"cluster {name!r} is partly down; recreating it")
         down(name)
     bin_dir = ensure_binaries()
-    for g in gangs:  # missing or failing binaries before the cluster starts
-        ensure_gang_binaries(g)
+    for g in addons:  # missing or failing binaries before the cluster starts
+        ensure_addon_binaries(g)
     started = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
     pki = workdir / "pki"
@@ -928,9 +989,9 @@ def up(name: str, gangs: Iterable[Gang] = ()) -> Path:
             f"cluster {name!r} ready in {time.monotonic() - started:.1f}s: "
             f"{server}, kubeconfig {kubeconfig}"
         )
-        gang(name, gangs)
+        start_addons(name, addons)
     except BaseException:
-        with contextlib.suppress(OSError, ValueError):  # keep what gang() recorded
+        with contextlib.suppress(OSError, ValueError):  # keep what start_addons recorded
             recorded = json.loads((workdir / "cluster.json").read_text())["pids"]
             for tool, pid in recorded.items():
                 procs.setdefault(tool, pid)
@@ -940,10 +1001,10 @@ def up(name: str, gangs: Iterable[Gang] = ()) -> Path:
     return kubeconfig
 
 
-# ----------------------------------------------------------------- gang schedulers: processes
+# ----------------------------------------------------------------------- add-ons: processes
 
 
-# The control plane's processes; gang schedulers come and go beside them.
+# The control plane's processes; add-ons come and go beside them.
 CORE_PROCS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 VOLCANO_CONF = """\
@@ -972,7 +1033,56 @@ class _Launch:
     health: str  # an http(s) URL answering 200 once the process serves
 
 
-def _gang_launches(g: Gang, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_CERT_SECRET = "kueue-webhook-server-cert"  # Kueue's default name for it
+
+
+def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path) -> Path:
+    """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta1),
+    and the serving certificate its webhook server needs to start.
+
+    Kueue's webhooks are not registered with the API server: whoever uses it
+    here creates Workloads itself, so its controllers and scheduler are what
+    matter. Its internal certificate management stays on, only because with
+    it off the manager insists on a metrics certificate under
+    /etc/kueue/metrics/certs: it then fills in the Secret ``_prepare``
+    creates, and finds no webhook configuration to inject the CA into (an
+    error in its log, and no harm). The certificate it writes in that Secret
+    would reach the manager only as a mounted volume, so the files it waits
+    for in ``certDir`` are ours, signed by the cluster's CA. No job
+    integrations (``frameworks: []``): it manages no batch Jobs or pods of its
+    own accord, and needs no other operator's CRDs.
+    """
+    certs = workdir / "kueue" / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    if not (pki / "kueue-webhook.crt").exists():
+        issue_cert(
+            pki, "kueue-webhook", "/CN=kueue-webhook", "subjectAltName=IP:127.0.0.1,DNS:localhost"
+        )
+    shutil.copyfile(pki / "kueue-webhook.crt", certs / "tls.crt")
+    shutil.copyfile(pki / "kueue-webhook.key", certs / "tls.key")
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "kind": "Configuration",
+        "namespace": KUEUE_NAMESPACE,
+        "leaderElection": {"leaderElect": False},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue-health']}"},
+        "metrics": {"bindAddress": "0"},  # off
+        "webhook": {"host": "127.0.0.1", "port": ports["kueue-webhook"], "certDir": str(certs)},
+        "internalCertManagement": {"enable": True},
+        "clientConnection": {"qps": 50, "burst": 100},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": []},
+        # The on-demand visibility API is an aggregated API server of its own:
+        # it would need registering with the API server, and listens on :8082.
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+    conf = workdir / "kueue" / "config.yaml"
+    conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
+    return conf
+
+
+def _launches(g: Addon, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
     """The processes of ``g``, their configuration files written in ``workdir``,
     each with its own client certificate (``system:masters``, as KWOK's)."""
     pki = workdir / "pki"
@@ -1075,6 +1185,22 @@ def _gang_launches(g: Gang, workdir: Path, state: dict[str, Any]) -> list[_Launc
                 f"http://127.0.0.1:{ports['scheduler-plugins-controller-probe']}/healthz",
             ),
         ]
+    if g.name == "kueue":
+        ports["kueue-health"], ports["kueue-webhook"] = free_port(), free_port()
+        conf = _kueue_config(workdir, ports, pki)
+        return [
+            _Launch(
+                "kueue-manager",
+                [
+                    f"--config={conf}",
+                    f"--kubeconfig={kubeconfigs['kueue-manager']}",
+                    "--zap-log-level=2",  # each Workload's reconciles and status changes
+                ],
+                # readyz: its certificates are in place and its webhook server
+                # serves; the controllers start right then.
+                f"http://127.0.0.1:{ports['kueue-health']}/readyz",
+            )
+        ]
     raise AssertionError(g.name)
 
 
@@ -1085,7 +1211,7 @@ def _healthy(url: str, pki: Path) -> bool:
         return bool(resp.status == 200)
 
 
-def _install_crds(g: Gang, folder: Path, bin_dir: Path, kubeconfig: Path) -> None:
+def _install_crds(g: Addon, folder: Path, bin_dir: Path, kubeconfig: Path) -> None:
     crds = str(folder / "crds")
     kubectl(bin_dir, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", crds)
     proc = kubectl(
@@ -1152,22 +1278,71 @@ def _running_state(name: str) -> dict[str, Any]:
 
 def gang(name: str, gangs: Iterable[Gang]) -> None:
     """Start gang schedulers in the running cluster ``name``, beside its
-    kube-scheduler; those already running are left alone. Returns once each
-    serves its health check, with its CRDs Established (and, for Volcano, the
-    Queue ``default`` created). Their pids join ``cluster.json``, so ``down``
-    stops them; each logs to ``<tool>.log`` in the cluster's state folder."""
-    gangs = list(gangs)
-    if not gangs:
+    kube-scheduler (see ``start_addons``); for Volcano, the Queue ``default``
+    is created too. Each is recorded under ``gang`` in ``cluster.json``."""
+    start_addons(name, gangs)
+
+
+def kueue(name: str) -> None:
+    """Start the Kueue manager in the running cluster ``name`` (see
+    ``start_addons``), in its namespace ``kueue-system``, created first.
+    It is recorded under ``kueue`` in ``cluster.json``."""
+    start_addons(name, [KUEUE])
+
+
+def _record(state: dict[str, Any], g: Addon) -> tuple[dict[str, Any], str]:
+    """Where ``cluster.json`` records ``g``: gang schedulers under ``gang``."""
+    if isinstance(g, Gang):
+        return state.setdefault("gang", {}), g.name
+    return state, g.name
+
+
+def _prepare(g: Addon, bin_dir: Path, kubeconfig: Path, workdir: Path) -> None:
+    """What must exist in the cluster before ``g`` starts, beside its CRDs."""
+    if g.name == "volcano":
+        _wait(
+            "Volcano's Queue default",
+            lambda: _default_queue(bin_dir, kubeconfig),
+            30,
+            {},
+            workdir,
+        )
+    if g.name == "kueue":
+        # Its namespace, and there the (empty) Secret its certificate
+        # management fills in: it never creates that Secret itself.
+        objects = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": KUEUE_CERT_SECRET, "namespace": KUEUE_NAMESPACE},
+            },
+        ]
+        for obj in objects:  # the namespace first: a List is not applied in order
+            proc = kubectl(
+                bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(obj), check=False
+            )
+            if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
+                raise SystemExit(f"cluster: creating {obj['kind']} for Kueue:\n{proc.stderr}")
+
+
+def start_addons(name: str, addons: Iterable[Addon]) -> None:
+    """Start ``addons`` in the running cluster ``name``; those already running
+    are left alone. Returns once each serves its health check, with its CRDs
+    Established. Their pids join ``cluster.json``, so ``down`` stops them;
+    each logs to ``<tool>.log`` in the cluster's state folder."""
+    addons = list(addons)
+    if not addons:
         return
     workdir = state_dir(name)
 
-    def running(g: Gang, pids: dict[str, int]) -> bool:
+    def running(g: Addon, pids: dict[str, int]) -> bool:
         return all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t, _ in g.binaries)
 
     pids = _running_state(name)["pids"]
     # The binaries of every one to start, before starting any.
-    folders = {g.name: ensure_gang_binaries(g) for g in gangs if not running(g, pids)}
-    with _locked(workdir / ".gang.lock", "starting gang schedulers"):
+    folders = {g.name: ensure_addon_binaries(g) for g in addons if not running(g, pids)}
+    with _locked(workdir / ".addons.lock", "starting add-ons"):
         state = _running_state(name)
         pids: dict[str, int] = state["pids"]
         bin_dir, kubeconfig = Path(state["bin_dir"]), workdir / "kubeconfig"
@@ -1175,31 +1350,27 @@ def gang(name: str, gangs: Iterable[Gang]) -> None:
         def save() -> None:
             (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
 
-        for g in gangs:
+        for g in addons:
             tools = [tool for tool, _ in g.binaries]
             if running(g, pids):
                 log(f"{g.title} already running in cluster {name!r}")
                 continue
             _stop([pids.pop(t) for t in tools if t in pids], workdir)  # what is left of a crash
             started = time.monotonic()
-            folder = folders.get(g.name) or ensure_gang_binaries(g)  # or it died meanwhile
+            folder = folders.get(g.name) or ensure_addon_binaries(g)  # or it died meanwhile
             _install_crds(g, folder, bin_dir, kubeconfig)
-            if g.name == "volcano":
-                _wait(
-                    "Volcano's Queue default",
-                    lambda: _default_queue(bin_dir, kubeconfig),
-                    30,
-                    {},
-                    workdir,
-                )
-            state.setdefault("gang", {})[g.name] = {
-                "schedulerName": g.scheduler_name,
-                "version": g.version,
-                "bin_dir": str(folder),
-                "tools": tools,
-            }
+            _prepare(g, bin_dir, kubeconfig, workdir)
+            holder, key = _record(state, g)
+            info: dict[str, Any] = {"version": g.version, "bin_dir": str(folder), "tools": tools}
+            if isinstance(g, Gang):
+                info["schedulerName"] = g.scheduler_name
+                what = f"schedulerName {g.scheduler_name}"
+            else:
+                info["namespace"] = KUEUE_NAMESPACE
+                what = f"namespace {KUEUE_NAMESPACE}"
+            holder[key] = info
             try:
-                for launch in _gang_launches(g, workdir, state):
+                for launch in _launches(g, workdir, state):
                     # $KUBECONFIG too: the scheduler-plugins controller reads only
                     # that, and a plugin of Volcano's builds a client from it (else
                     # from ~/.kube/config, which may name some other cluster).
@@ -1215,12 +1386,12 @@ def gang(name: str, gangs: Iterable[Gang]) -> None:
                     )
             except BaseException:
                 _stop([pids.pop(t) for t in tools if t in pids], workdir)
-                state["gang"].pop(g.name, None)
+                holder.pop(key, None)
                 save()
                 raise
             log(
                 f"{g.title} {g.version} ready in {time.monotonic() - started:.1f}s "
-                f"(schedulerName {g.scheduler_name}; logs {workdir}/{tools[0]}.log)"
+                f"({what}; logs {workdir}/{tools[0]}.log)"
             )
 
 
@@ -1233,7 +1404,7 @@ def down(name: str, quiet: bool = False) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
         return
     pids = json.loads(state_file.read_text()).get("pids", {})
-    # Reverse start order: gang schedulers, kwok and the controllers first, etcd last.
+    # Reverse start order: add-ons, kwok and the controllers first, etcd last.
     _stop(reversed(list(pids.values())), workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     if not quiet:
@@ -1266,16 +1437,24 @@ def status(name: str) -> int:
             f"gang        {g} {info['version']}: schedulerName {info['schedulerName']}, "
             f"logs {', '.join(t + '.log' for t in info['tools'])}"
         )
+    if "kueue" in state:
+        info = state["kueue"]
+        print(
+            f"kueue       {info['version']}: namespace {info['namespace']}, "
+            f"logs {', '.join(t + '.log' for t in info['tools'])}"
+        )
     return 0 if ok else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="gang schedulers: " + ", ".join(f"{g.name} ({g.title})" for g in GANGS.values()),
+        epilog="gang schedulers: "
+        + ", ".join(f"{g.name} ({g.title})" for g in GANGS.values())
+        + f"; and Kueue ({KUEUE.module} {KUEUE.version}, `kueue`, `up --kueue`)",
     )
     parser.add_argument(
-        "command", choices=["up", "down", "status", "kubeconfig", "binaries", "gang"]
+        "command", choices=["up", "down", "status", "kubeconfig", "binaries", "gang", "kueue"]
     )
     parser.add_argument("schedulers", nargs="*", help="gang: the gang schedulers to start (or all)")
     parser.add_argument("--name", default=os.environ.get("T9K_CLUSTER_NAME", "t9k"))
@@ -1284,14 +1463,22 @@ def main() -> int:
         help="up: gang schedulers to start as well, comma-separated (default none); "
         "binaries: those to build as well (default all)",
     )
+    parser.add_argument(
+        "--kueue",
+        action=argparse.BooleanOptionalAction,
+        help="up: start the Kueue manager as well (default no); "
+        "binaries: build it as well (default yes)",
+    )
     args = parser.parse_intermixed_args()
     if args.schedulers and args.command != "gang":
         parser.error(f"{args.command} takes no schedulers (did you mean --gang?)")
     try:
         if args.command == "up":
-            print(up(args.name, parse_gangs(args.gang or "none")))
+            print(up(args.name, parse_gangs(args.gang or "none"), with_kueue=bool(args.kueue)))
         elif args.command == "gang":
             gang(args.name, parse_gangs(args.schedulers or "all"))
+        elif args.command == "kueue":
+            kueue(args.name)
         elif args.command == "down":
             down(args.name)
         elif args.command == "status":
@@ -1301,8 +1488,11 @@ def main() -> int:
         elif args.command == "binaries":
             # stdout is the control plane's folder alone: `$(... binaries)/kubectl`.
             print(ensure_binaries(), flush=True)
-            for g in parse_gangs(args.gang or "all"):
-                log(f"{g.title}: {ensure_gang_binaries(g)}")
+            addons: list[Addon] = [*parse_gangs(args.gang or "all")]
+            if args.kueue is not False:
+                addons.append(KUEUE)
+            for g in addons:
+                log(f"{g.title}: {ensure_addon_binaries(g)}")
     except MissingBinaries as exc:
         print(exc, file=sys.stderr)
         return EXIT_MISSING_BINARIES

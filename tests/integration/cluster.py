@@ -36,6 +36,18 @@ class GangScheduler:
     logs: tuple[Path, ...]
 
 
+@dataclass(frozen=True)
+class Kueue:
+    """The Kueue manager running in the test cluster (hack/cluster.py kueue):
+    its controllers and scheduler admit Workloads (kueue.x-k8s.io/v1beta1)
+    within their ClusterQueues' quota. Its webhooks are not registered, so
+    nothing defaults or validates a Workload beyond its CRD's schema."""
+
+    version: str
+    namespace: str
+    log: Path
+
+
 @dataclass
 class Cluster:
     name: str
@@ -70,12 +82,12 @@ class Cluster:
             ca_file=kubeconfig.parent / "pki" / "ca.crt",
         )
 
-    def start_gang(self, *names: str) -> dict[str, GangScheduler]:
-        """Ensure the gang schedulers ``names`` run in this cluster (started
-        once; later calls find them running). Raises ``MissingBinaries`` when
-        they were never built: like the cluster's, never built here."""
+    def _add(self, command: str, *names: str) -> dict[str, Any]:
+        """``hack/cluster.py <command>`` on this cluster (never building:
+        ``MissingBinaries`` when the binaries were never built); the state
+        it leaves in ``cluster.json``."""
         proc = subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), "gang", "--name", self.name, *names],
+            [sys.executable, str(CLUSTER_SCRIPT), command, "--name", self.name, *names],
             capture_output=True,
             text=True,
             env={**os.environ, "T9K_NO_BUILD": "1"},
@@ -84,10 +96,17 @@ class Cluster:
             raise MissingBinaries(proc.stderr.strip())
         if proc.returncode != 0:
             raise RuntimeError(
-                f"hack/cluster.py gang {' '.join(names)} failed ({proc.returncode}):\n"
+                f"hack/cluster.py {command} {' '.join(names)} failed ({proc.returncode}):\n"
                 f"{proc.stderr[-4000:]}"
             )
-        state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
+        state: dict[str, Any] = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
+        return state
+
+    def start_gang(self, *names: str) -> dict[str, GangScheduler]:
+        """Ensure the gang schedulers ``names`` run in this cluster (started
+        once; later calls find them running). Raises ``MissingBinaries`` when
+        they were never built: like the cluster's, never built here."""
+        state = self._add("gang", *names)
         return {
             name: GangScheduler(
                 name=name,
@@ -98,6 +117,15 @@ class Cluster:
             for name, info in state["gang"].items()
             if name in names
         }
+
+    def start_kueue(self) -> Kueue:
+        """Ensure the Kueue manager runs in this cluster, as ``start_gang``."""
+        info = self._add("kueue")["kueue"]
+        return Kueue(
+            version=info["version"],
+            namespace=info["namespace"],
+            log=self.kubeconfig.parent / f"{info['tools'][0]}.log",
+        )
 
     def stop(self) -> None:
         subprocess.run(

@@ -6,9 +6,10 @@ One cluster per test session (name ``$T9K_TEST_CLUSTER``, default
 cannot be started fails the session: these tests never skip.
 
 Gang schedulers (fixtures ``volcano``, ``coscheduling``, ``gang_schedulers``)
-are added to that cluster on first use and run until it stops. Their binaries
-come from `make binaries` too; when they were never built, their tests fail
-with that remedy (never skip), like the cluster's own.
+and Kueue (fixture ``kueue``) are added to that cluster on first use and run
+until it stops. Their binaries come from `make binaries` too; when they were
+never built, their tests fail with that remedy (never skip), like the
+cluster's own.
 
 The operator under test authenticates as its own ServiceAccount, bound by
 the RBAC in manifests/rbac/, never as cluster-admin.
@@ -20,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -29,6 +31,7 @@ from tests.integration.cluster import (
     ROOT,
     Cluster,
     GangScheduler,
+    Kueue,
     MissingBinaries,
     create_namespace,
     delete_quietly,
@@ -39,6 +42,8 @@ from tests.integration.operator_process import OperatorProcess
 
 OPERATOR_NAMESPACE = "t9k-system"
 OPERATOR_SA = "t9k-operator"
+
+T = TypeVar("T")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -64,20 +69,24 @@ def admin(cluster: Cluster) -> KubeClient:
     return cluster.admin()
 
 
-def _gang(cluster: Cluster, *names: str) -> dict[str, GangScheduler]:
+def _add(what: str, start: Callable[[], T]) -> T:
+    """``start()`` (an add-on started in the test cluster), or the test fails
+    with why: never a skip."""
     missing = failure = ""
     try:
-        return cluster.start_gang(*names)
+        return start()
     except MissingBinaries as exc:
         missing = str(exc)
     except RuntimeError as exc:
         failure = str(exc)
     # Outside the except blocks: the report shows the message, not a traceback chain.
     if failure:
-        pytest.fail(f"gang schedulers could not be started: {failure}", pytrace=False)
-    pytest.fail(
-        f"gang scheduler binaries not built (run `make binaries`): {missing}", pytrace=False
-    )
+        pytest.fail(f"{what} could not be started: {failure}", pytrace=False)
+    pytest.fail(f"{what} binaries not built (run `make binaries`): {missing}", pytrace=False)
+
+
+def _gang(cluster: Cluster, *names: str) -> dict[str, GangScheduler]:
+    return _add("gang schedulers", lambda: cluster.start_gang(*names))
 
 
 @pytest.fixture(scope="session")
@@ -105,6 +114,15 @@ def gang_schedulers(
 ) -> dict[str, GangScheduler]:
     """Both gang schedulers, by name (``volcano``, ``coscheduling``)."""
     return {"volcano": volcano, "coscheduling": coscheduling}
+
+
+@pytest.fixture(scope="session")
+def kueue(cluster: Cluster) -> Kueue:
+    """The Kueue manager (its controllers and scheduler), running in the test
+    cluster with all of Kueue's CRDs: Workloads naming a LocalQueue are
+    admitted within their ClusterQueue's quota. Its webhooks are not
+    registered; no job integration is on (it only admits Workloads)."""
+    return _add("Kueue", cluster.start_kueue)
 
 
 @pytest.fixture

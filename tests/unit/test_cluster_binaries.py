@@ -51,7 +51,9 @@ def _cluster_module():  # type: ignore[no-untyped-def]
     return module
 
 
-GANGS = _cluster_module().GANGS
+_CLUSTER = _cluster_module()
+GANGS = _CLUSTER.GANGS
+ADDONS = _CLUSTER.ADDONS  # the gang schedulers and Kueue
 
 
 @pytest.fixture
@@ -61,8 +63,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     go = bin_dir / "go"
     go.write_text(FAKE_GO)
     go.chmod(0o755)
-    src = tmp_path / "modsrc"  # what the module cache would hold: the gang CRDs
-    for g in GANGS.values():
+    src = tmp_path / "modsrc"  # what the module cache would hold: the add-ons' CRDs
+    for g in ADDONS.values():
         for path, _ in g.crds:
             crd = src / f"{g.module}@{g.version}" / path
             crd.parent.mkdir(parents=True, exist_ok=True)
@@ -78,11 +80,20 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def binaries(
-    env: dict[str, str], *args: str, gang: str = "none", **extra: str
+    env: dict[str, str], *args: str, gang: str = "none", kueue: bool = False, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``."""
+    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``
+    or ``kueue``."""
     return subprocess.run(
-        [sys.executable, str(CLUSTER), "binaries", "--gang", gang, *args],
+        [
+            sys.executable,
+            str(CLUSTER),
+            "binaries",
+            "--gang",
+            gang,
+            "--kueue" if kueue else "--no-kueue",
+            *args,
+        ],
         env={**env, **extra},
         capture_output=True,
         text=True,
@@ -134,7 +145,7 @@ def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
 
 def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
+        [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-kueue"],
         env={**env, "FAKE_GO_SLEEP": "30"},
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -154,7 +165,7 @@ def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -
 def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
+            [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-kueue"],
             env={**env, "FAKE_GO_SLEEP": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -243,8 +254,59 @@ def test_unknown_gang_scheduler_is_named() -> None:
     assert "unknown gang scheduler 'slurm': choose from volcano, coscheduling" in result.stderr
 
 
+def test_kueue_builds_into_its_own_folder_with_all_its_crds_by_default(
+    env: dict[str, str],
+) -> None:
+    result = subprocess.run(  # no --kueue: what `make binaries` runs
+        [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    kueue = ADDONS["kueue"]
+    folder = Path(result.stdout.strip()).parent / kueue.tag
+    assert folder.name.startswith(f"kueue-{kueue.version}-")
+    assert str(folder) in result.stderr
+    assert (folder / ".complete").exists() and os.access(folder / "kueue-manager", os.X_OK)
+    assert sorted(p.name for p in (folder / "crds").iterdir()) == [
+        f"kueue.x-k8s.io_{kind}.yaml"
+        for kind in (
+            "admissionchecks",
+            "clusterqueues",
+            "cohorts",
+            "localqueues",
+            "multikueueclusters",
+            "multikueueconfigs",
+            "provisioningrequestconfigs",
+            "resourceflavors",
+            "topologies",
+            "workloadpriorityclasses",
+            "workloads",
+        )
+    ]
+    builds = [c for c in go_calls(env) if " build " in c]
+    assert len(builds) == 2 + 1  # k8s, etcd; kueue (kwok is `go install`)
+    assert builds[-1].startswith(str(ROOT / "hack" / "kueue") + " ")
+    assert f"sigs.k8s.io/kueue/pkg/version.GitVersion={kueue.version}" in builds[-1]
+    assert binaries(env, T9K_NO_BUILD="1").returncode == 0  # --no-kueue: not looked at
+    calls = len(go_calls(env))
+    assert binaries(env, kueue=True, T9K_NO_BUILD="1").returncode == 0  # cached
+    assert len(go_calls(env)) == calls
+
+
+def test_missing_kueue_binaries_with_no_build_exit_3_with_the_remedy(
+    env: dict[str, str],
+) -> None:
+    assert binaries(env).returncode == 0
+    result = binaries(env, kueue=True, T9K_NO_BUILD="1")
+    assert result.returncode == 3, result.stderr
+    assert "the binaries of the Kueue manager are not in" in result.stderr
+
+
 def test_wrapper_modules_require_the_pinned_versions() -> None:
-    for g in GANGS.values():
+    for g in ADDONS.values():
         go_mod = (ROOT / "hack" / g.wrapper / "go.mod").read_text()
         assert f"{g.module} {g.version}" in go_mod, g.wrapper
         assert (ROOT / "hack" / g.wrapper / "go.sum").exists()
