@@ -83,7 +83,7 @@ CASES: dict[str, Callable[[], Case]] = {
         invalid=pytorch.INVALID,
         columns=T9K_COLUMNS,
         status=_status(pytorch_models.STATUS_EXAMPLES, restartCount=2, readyReplicas=3, replicas=4),
-        row=[pytorch.JOB, "Succeeded", "3", "4", "2"],
+        row=[pytorch.JOB, "Succeeded", "Succeeded", "3", "4", "2"],
         paused=pytorch_models.SPEC_EXAMPLES["pause-1"],
     ),
     "DeepSpeedJob": lambda: Case(
@@ -96,7 +96,7 @@ CASES: dict[str, Callable[[], Case]] = {
         status=_status(
             deepspeed_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=4
         ),
-        row=[deepspeed.JOB, "Failed", "2", "4", "1"],
+        row=[deepspeed.JOB, "Failed", "-", "2", "4", "1"],
         paused=deepspeed_models.SPEC_EXAMPLES["pause-1"],
     ),
     "ColossalAIJob": lambda: Case(
@@ -109,7 +109,7 @@ CASES: dict[str, Callable[[], Case]] = {
         status=_status(
             colossalai_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3
         ),
-        row=[colossalai.JOB, "Failed", "3", "3", "0"],
+        row=[colossalai.JOB, "Failed", "-", "3", "3", "0"],
         paused=colossalai_models.SPEC_EXAMPLES["pause-1"],
     ),
     "MSJob": lambda: Case(
@@ -120,7 +120,7 @@ CASES: dict[str, Callable[[], Case]] = {
         invalid=_msjob_invalid(),
         columns=["NAME", "STATE", "REASON", "AGE"],
         status=_status(msjob_models.STATUS_EXAMPLES),
-        row=[msjob.JOB, "Running"],
+        row=[msjob.JOB, "Running"],  # no t9kConditions here: REASON is empty
     ),
 }
 KINDS = [info.kind for info in crds()]

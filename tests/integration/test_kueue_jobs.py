@@ -141,8 +141,16 @@ def test_two_jobs_over_the_quota_run_one_after_the_other(
     jobs.create(gpu_job(kind, "job-a", run="5s", queue=queue))
     wait_for(lambda: bound(jobs, "job-a") == 3, 60, "job-a admitted and bound")
     jobs.create(gpu_job(kind, "job-b", run="5s", queue=queue))
-    waiting = wait_for(lambda: waiting_for_admission(jobs, "job-b"), 30, "job-b waiting")
-    assert "insufficient unused quota" in waiting["message"], waiting
+    waiting = wait_for(
+        lambda: (
+            (c := waiting_for_admission(jobs, "job-b"))
+            and "insufficient unused quota" in c["message"]
+            and c
+        ),
+        30,
+        "job-b waiting, with Kueue's reason",
+    )
+    assert "job-b" in waiting["message"] and queue in waiting["message"]
     status = jobs.status("job-b")
     assert status["phase"] == "Pending" and pods_of(jobs, "job-b") == 0
     assert status["workload"]["queue"] == queue and status["workload"]["admitted"] is False
@@ -174,7 +182,15 @@ def test_the_higher_priority_is_admitted_first(
     wait_for(lambda: waiting_for_admission(jobs, "low"), 30, "low waiting")
     jobs.create(gpu_job(kind, "high", run="3s", queue=queue, priority=90))
     wait_for(lambda: waiting_for_admission(jobs, "high"), 30, "high waiting")
-    by_name = {w["metadata"]["ownerReferences"][0]["name"]: w for w in workloads(jobs)}
+    by_name = wait_for(
+        lambda: (
+            (w := {w["metadata"]["ownerReferences"][0]["name"]: w for w in workloads(jobs)})
+            and "high" in w
+            and w
+        ),
+        30,
+        "high's Workload",
+    )
     assert by_name["high"]["spec"]["priority"] == 90
     assert by_name["high"]["spec"]["priorityClassName"] == gang.priority_class(90)
     first = wait_for(
