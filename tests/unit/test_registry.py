@@ -10,8 +10,8 @@ from types import ModuleType
 
 import yaml
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
-from t9k_operator.reconcilers.registry import KINDS, by_kind, crds
+from t9k_operator.api import colossalai, deepspeed, msjob, pytorch, tensorboard
+from t9k_operator.reconcilers.registry import KINDS, by_kind, crds, served_crds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,14 +30,19 @@ def test_each_kind_declares_its_identity_in_its_api_module() -> None:
     assert by_kind("MSJob").crd is msjob.CRD
 
 
-def test_the_crd_generator_makes_one_crd_per_registered_kind() -> None:
+def test_the_crd_generator_makes_one_crd_per_served_kind() -> None:
     gen = _hack("gen_crds")
-    assert crds() == gen.KINDS
+    assert served_crds() == gen.KINDS == [*crds(), tensorboard.CRD]
     names = {
         yaml.safe_load(p.read_text())["spec"]["names"]["kind"]
         for p in (ROOT / "manifests" / "crds").glob("*.yaml")
     }
-    assert names == {info.kind for info in crds()}
+    assert names == {info.kind for info in served_crds()}
+
+
+def test_the_tensorboard_is_served_but_is_not_a_job_kind() -> None:
+    assert tensorboard.CRD not in crds()
+    assert tensorboard.CRD.kind not in {kind.crd.kind for kind in KINDS}
 
 
 def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
