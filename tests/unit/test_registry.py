@@ -84,6 +84,25 @@ def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None
             assert (group, "podgroups", verb) in granted
 
 
+def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
+    role = yaml.safe_load(_hack("gen_rbac").TARGET.read_text())
+    granted = {
+        (group, res, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for verb in ("get", "list", "watch", "create", "update", "delete"):
+        assert ("tensorstack.dev", "tensorboards", verb) in granted
+    for sub in ("tensorboards/status", "tensorboards/finalizers"):
+        assert ("tensorstack.dev", sub, "update") in granted
+    # Its pod and Service: the children's rules (a pod, not a Deployment).
+    for res, verbs in (("pods", ("create", "delete", "watch")), ("services", ("create", "get"))):
+        assert all(("", res, verb) in granted for verb in verbs)
+    assert not any(res == "deployments" for _, res, _ in granted)
+
+
 def test_a_new_kind_gets_its_rules() -> None:
     gen = _hack("gen_rbac")
     extra = replace(pytorch.CRD, plural="newjobs", kind="NewJob")
