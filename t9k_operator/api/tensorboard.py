@@ -61,7 +61,7 @@ _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 CLAIM_PATTERN = f"{_LABEL}([.]{_LABEL})*"
 """A PersistentVolumeClaim name: a lower-case DNS subdomain."""
 FILESET_PATTERN = f"^t9k://pvc/{CLAIM_PATTERN}(/.*)?$"
-_CLAIM_LENGTH_PATTERN = f"^t9k://pvc/[^/]{{1,{MAX_CLAIM_LENGTH}}}(/|$)"
+_CLAIM_LENGTH_PATTERN = f"^t9k://pvc/[^/]{{0,{MAX_CLAIM_LENGTH}}}(/|$)"
 _PARENT_PATTERN = "(^|/)[.][.](/|$)"
 
 MSG_FILESET_FORM = (
@@ -115,7 +115,11 @@ def _check_fileset(url: str) -> str:
 
 _FILESET_RULES: list[dict[str, Any]] = [
     {"rule": f"self.matches('{FILESET_PATTERN}')", "message": MSG_FILESET_FORM},
-    {"rule": f"self.matches('{_CLAIM_LENGTH_PATTERN}')", "message": MSG_CLAIM_TOO_LONG},
+    {
+        # Only for the served form: any other already has its message.
+        "rule": f"!self.startsWith('{FILESET_SCHEME}') || self.matches('{_CLAIM_LENGTH_PATTERN}')",
+        "message": MSG_CLAIM_TOO_LONG,
+    },
     {"rule": "!self.contains(',')", "message": MSG_FILESET_COMMA},
     {"rule": f"!self.matches('{_PARENT_PATTERN}')", "message": MSG_FILESET_PARENT},
 ]
