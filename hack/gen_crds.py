@@ -26,7 +26,9 @@ Output is deterministic (sorted keys), so ``--check`` (and the unit test
 tests/unit/api/test_crds_fresh.py) can tell when the YAML is stale.
 
 A kind's CRD is the ``CRD = CrdInfo(...)`` of its api module; the kinds are
-those of ``t9k_operator.reconcilers.registry.KINDS``.
+those the operator serves: the job kinds of
+``t9k_operator.reconcilers.registry.KINDS`` and the TensorBoard
+(``registry.served_crds``).
 
 Usage: ``python hack/gen_crds.py [--out-dir DIR] [--check]`` (``make manifests``).
 """
@@ -44,7 +46,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.common import KUBERNETES_SCHEMA, CrdInfo
-from t9k_operator.reconcilers.registry import crds
+from t9k_operator.reconcilers.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"
@@ -55,8 +57,8 @@ HEADER = (
     "# change the models and run `make manifests`.\n"
 )
 
-KINDS: list[CrdInfo] = crds()
-"""Every kind's CRD (from the one registry of kinds)."""
+KINDS: list[CrdInfo] = served_crds()
+"""Every served kind's CRD (from the one registry of kinds)."""
 
 Schema = dict[str, Any]
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from t9k_operator.api import tensorboard
 from t9k_operator.api.common import CrdInfo
 from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.builders.kueue import GROUP as KUEUE_GROUP
@@ -66,7 +67,7 @@ CHILDREN = """\
 - apiGroups: [""]
   resources: ["services", "secrets"]
   verbs: ["get", "list", "watch", "create"]
-# Events on the jobs (core/v1, aggregated with patch).
+# Events on the jobs and TensorBoards (core/v1, aggregated with patch).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -95,6 +96,24 @@ def job_rules(kinds: Sequence[CrdInfo]) -> str:
                 f"  verbs: {_list(verbs)}\n"
             )
     return "".join(out)
+
+
+def tensorboard_rules() -> str:
+    """The rules on the TensorBoards: a job's own, and those users create."""
+    group, plural = tensorboard.CRD.group, tensorboard.CRD.plural
+    return (
+        "# TensorBoards: created, updated (to follow the job's tensorboardSpec) and\n"
+        "# deleted (when the field goes) as a T9k job's; watched, and served (their\n"
+        "# status written, their pod and Service owned) whoever created them. get:\n"
+        "# whose is one of the job's name. Their pod and Service are under the\n"
+        "# children's rules above (a pod, not a Deployment: docs/tensorboard.md).\n"
+        f"- apiGroups: {_list([group])}\n"
+        f"  resources: {_list([plural])}\n"
+        '  verbs: ["get", "list", "watch", "create", "update", "delete"]\n'
+        f"- apiGroups: {_list([group])}\n"
+        f"  resources: {_list([plural + '/status', plural + '/finalizers'])}\n"
+        '  verbs: ["update"]\n'
+    )
 
 
 def gang_rules() -> str:
@@ -139,6 +158,7 @@ def render(kinds: Sequence[CrdInfo] | None = None) -> str:
         HEAD
         + job_rules(crds() if kinds is None else kinds)
         + CHILDREN
+        + tensorboard_rules()
         + gang_rules()
         + kueue_rules()
     )

@@ -18,7 +18,7 @@ from t9k_operator import __version__
 from t9k_operator.builders import gang
 from t9k_operator.kube import ApiError, ClientOptions, KubeClient
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
-from t9k_operator.reconcilers import build_controllers
+from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.gang import (
     HOLD,
     UNAVAILABLE_POLICIES,
@@ -28,7 +28,6 @@ from t9k_operator.reconcilers.gang import (
 )
 from t9k_operator.reconcilers.kueue import KueueConfig
 from t9k_operator.reconcilers.kueue import not_served as kueue_not_served
-from t9k_operator.reconcilers.registry import KINDS
 from t9k_operator.runtime import logging as oplogging
 
 
@@ -186,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     oplogging.configure(args.log_level)
     log = structlog.get_logger("t9k_operator")
-    # One pool connection per worker of every kind and per watch, plus a few
-    # for events and leader election.
-    pool_size = len(KINDS) * args.concurrent_reconciles + 16
+    # One pool connection per worker of every controller and per watch, plus a
+    # few for events and leader election.
+    pool_size = CONTROLLERS * args.concurrent_reconciles + 16
     try:
         client = KubeClient.from_config(
             args.kubeconfig,

@@ -65,6 +65,13 @@ from t9k_operator.api.common import (
     preserved_object_schema,
     scheduler_field,
 )
+from t9k_operator.api.tensorboard import (
+    TENSORBOARD_NAME_RULE,
+    TensorBoardDependentStatus,
+    TensorBoardSpec,
+    tensorboard_spec_field,
+    tensorboard_status_field,
+)
 
 KIND = "ColossalAIJob"
 PLURAL = "colossalaijobs"
@@ -424,6 +431,7 @@ class ColossalAIJobSpec(T9kModel):
             "is `sleep inf`."
         ),
     )
+    tensorboard_spec: TensorBoardSpec | None = tensorboard_spec_field()
 
     @model_validator(mode="after")
     def _check_command(self) -> ColossalAIJobSpec:
@@ -448,6 +456,8 @@ def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
 
 class ColossalAIJobStatus(JobStatus):
     """Observed state of a ColossalAIJob, written by the operator (tasks launcher and worker)."""
+
+    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
 
 
 class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
@@ -480,5 +490,5 @@ CRD = job_crd(
         "launcher pod running colossalai run, which starts the training on every worker "
         "over ssh."
     ),
-    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE, TENSORBOARD_NAME_RULE),
 )

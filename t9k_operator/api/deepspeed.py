@@ -64,6 +64,13 @@ from t9k_operator.api.common import (
     run_policy_field,
     scheduler_field,
 )
+from t9k_operator.api.tensorboard import (
+    TENSORBOARD_NAME_RULE,
+    TensorBoardDependentStatus,
+    TensorBoardSpec,
+    tensorboard_spec_field,
+    tensorboard_status_field,
+)
 
 KIND = "DeepSpeedJob"
 PLURAL = "deepspeedjobs"
@@ -534,6 +541,7 @@ class DeepSpeedJobSpec(T9kModel):
             "is `/usr/sbin/sshd -D`."
         ),
     )
+    tensorboard_spec: TensorBoardSpec | None = tensorboard_spec_field()
 
     @model_validator(mode="after")
     def _check_run(self) -> DeepSpeedJobSpec:
@@ -597,6 +605,8 @@ def pod_name_fits(job_name: str, spec: DeepSpeedJobSpec) -> bool:
 class DeepSpeedJobStatus(JobStatus):
     """Observed state of a DeepSpeedJob, written by the operator."""
 
+    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
+
 
 class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
     """A DeepSpeedJob as stored by the API server."""
@@ -626,5 +636,5 @@ CRD = job_crd(
         "deepspeed launcher on worker-0 reaching them over ssh through the job's hostfile."
     ),
     scale=ELASTIC_SCALE,
-    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE, TENSORBOARD_NAME_RULE),
 )

@@ -47,6 +47,13 @@ from t9k_operator.api.common import (
     run_policy_field,
     scheduler_field,
 )
+from t9k_operator.api.tensorboard import (
+    TENSORBOARD_NAME_RULE,
+    TensorBoardDependentStatus,
+    TensorBoardSpec,
+    tensorboard_spec_field,
+    tensorboard_status_field,
+)
 
 KIND = "PyTorchTrainingJob"
 PLURAL = "pytorchtrainingjobs"
@@ -150,16 +157,6 @@ class TorchrunConfig(T9kModel):
     )
 
 
-class TensorBoardSpec(T9kModel):
-    """A TensorBoard for the job's training logs (stored; not acted on by this operator)."""
-
-    image: str = Field(description="Image of the TensorBoard.")
-    training_log_filesets: list[str] = Field(
-        default=[],
-        description="Where the training logs are, as fileset URLs.",
-    )
-
-
 class PyTorchTrainingJobSpec(T9kModel):
     """Desired state of a PyTorchTrainingJob."""
 
@@ -222,13 +219,7 @@ class PyTorchTrainingJobSpec(T9kModel):
         default=None,
         description="Debug or pause mode. Unset: train normally.",
     )
-    tensorboard_spec: TensorBoardSpec | None = Field(
-        default=None,
-        description=(
-            "A TensorBoard for the training logs. Stored as written but not acted on yet; a "
-            "job that sets it gets a Warning Event FieldNotActedOn."
-        ),
-    )
+    tensorboard_spec: TensorBoardSpec | None = tensorboard_spec_field()
 
     @model_validator(mode="after")
     def _check_invariants(self) -> PyTorchTrainingJobSpec:
@@ -263,36 +254,10 @@ class PyTorchTrainingJobSpec(T9kModel):
         return self.elastic.clamp(replica.replicas)
 
 
-class TensorBoardDependent(T9kModel):
-    """Reference to the TensorBoard object created for the job."""
-
-    api_version: str | None = Field(default=None, description="API version of the TensorBoard.")
-    kind: str | None = Field(default=None, description="Kind of the object (TensorBoard).")
-    name: str | None = Field(default=None, description="Name of the TensorBoard.")
-    namespace: str | None = Field(default=None, description="Namespace of the TensorBoard.")
-    uid: str | None = Field(default=None, description="UID of the TensorBoard.")
-
-
-class TensorBoardStatus(T9kModel):
-    """State of the job's TensorBoard."""
-
-    action: str | None = Field(default=None, description="Last action taken on it (e.g. NOP).")
-    dependent: TensorBoardDependent | None = Field(
-        default=None, description="The TensorBoard object."
-    )
-    note: str | None = Field(default=None, description="Human-readable state.")
-    ready: bool | None = Field(default=None, description="Whether the TensorBoard is ready.")
-    reason: str | None = Field(default=None, description="Machine-readable state.")
-    type: str | None = Field(default=None, description="Normal or Warning.")
-
-
 class PyTorchTrainingJobStatus(JobStatus):
     """Observed state of a PyTorchTrainingJob, written by the operator."""
 
-    tensorboard: TensorBoardStatus | None = Field(
-        default=None,
-        description="State of the job's TensorBoard, if it has one.",
-    )
+    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
 
 
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
@@ -330,5 +295,5 @@ CRD = job_crd(
         "types, launched plainly or with torchrun, supervised and restarted by the operator."
     ),
     scale=ELASTIC_SCALE,
-    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE, TENSORBOARD_NAME_RULE),
 )

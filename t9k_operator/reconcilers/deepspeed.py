@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from t9k_operator.api.deepspeed import CRD, DeepSpeedJobSpec, effective_worker_count
 from t9k_operator.builders import deepspeed as build
+from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import (
@@ -76,3 +77,6 @@ class DeepSpeedKind(KindBase[Job]):
 
     def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return build.ssh_secret(job, private_key, public_key)
+
+    def tensorboard(self, job: Job) -> Obj | None:
+        return tensorboard.for_job(job, job.spec.tensorboard_spec)

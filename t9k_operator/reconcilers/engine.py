@@ -45,6 +45,9 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from t9k_operator.api.tensorboard import API_VERSION as TB_API_VERSION
+from t9k_operator.api.tensorboard import KIND as TB_KIND
+from t9k_operator.api.tensorboard import PROGRESS_REASONS as TB_PROGRESS
 from t9k_operator.builders.common import job_selector
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import JobKind, JobView, Outcome, PodMode, Role
@@ -81,6 +84,13 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     WAITING_FOR_ADMISSION = "WaitingForAdmission"
     EVICTED = "EvictedByKueue"
+    # status.tensorboard's reasons (the T9k product's), and the Events about it
+    DEPENDENT_READY = "DependentReady"
+    DEPENDENT_CREATING = "DependentCreating"
+    DEPENDENT_NOT_READY = "DependentNotReady"
+    DEPENDENT_FAILED = "DependentFailed"
+    TENSORBOARD_READY = "TensorBoardReady"
+    TENSORBOARD_NOT_READY = "TensorBoardNotReady"
 
 
 @dataclass
@@ -221,6 +231,7 @@ class _Pass:
         self.status["countedFailures"] = self.counted
         _pod_group_status(self)
         _workload_status(self)
+        _tensorboard_status(self)
         _render_replicas(self)
         return self.out
 
@@ -601,6 +612,45 @@ def _workload_status(p: _Pass) -> None:
     if admission.message and not admission.admitted:
         seen["message"] = admission.message
     p.status["workload"] = seen
+
+
+def _tensorboard_status(p: _Pass) -> None:
+    """``status.tensorboard``: the job's TensorBoard as last seen, in every phase (it
+    is kept while the job is paused and after it has finished); absent without one.
+    Its trouble is told once in a Warning Event, and never touches the job's phase."""
+    state = p.job.tensorboard
+    if state is None:
+        return
+    dependent: Obj = {"apiVersion": TB_API_VERSION, "kind": TB_KIND, "name": state.name}
+    dependent["namespace"] = state.namespace
+    if state.uid:
+        dependent["uid"] = state.uid
+    label = f"TensorBoard [{state.name}]"
+    exists_in_trouble = state.uid and not state.ready and state.reason not in TB_PROGRESS
+    warning = state.failed or bool(exists_in_trouble)
+    if state.failed:
+        reason, note = Reason.DEPENDENT_FAILED, f"{label} cannot be had: {state.message}"
+    elif not state.uid:
+        reason, note = Reason.DEPENDENT_CREATING, f"{label} is being created"
+    elif state.ready:
+        reason, note = Reason.DEPENDENT_READY, f"{label} is ready"
+    else:
+        why = f"{state.reason}: {state.message}" if state.message else state.reason
+        reason, note = Reason.DEPENDENT_NOT_READY, f"{label} is not ready: {why}"
+    seen: Obj = {
+        "action": state.action,
+        "dependent": dependent,
+        "note": note,
+        "ready": state.ready,
+        "reason": str(reason),
+        "type": "Warning" if warning else "Normal",
+    }
+    before = p.prev.get("tensorboard") or {}
+    if warning and (before.get("type") != "Warning" or before.get("reason") != reason):
+        p.event("Warning", Reason.TENSORBOARD_NOT_READY, note)
+    elif state.ready and not before.get("ready"):
+        p.event("Normal", Reason.TENSORBOARD_READY, note)
+    p.status["tensorboard"] = seen
 
 
 def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:

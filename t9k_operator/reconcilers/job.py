@@ -30,8 +30,11 @@ from typing import Any
 
 import structlog
 from cachetools import TTLCache
+from pydantic import ValidationError
 
+from t9k_operator.api import tensorboard as tensorboard_api
 from t9k_operator.api.common import CrdInfo
+from t9k_operator.api.tensorboard import TensorBoardSpec
 from t9k_operator.builders import gang, kueue
 from t9k_operator.builders.common import (
     CHILD_SELECTOR,
@@ -81,6 +84,7 @@ from t9k_operator.reconcilers.kueue import (
 )
 from t9k_operator.reconcilers.kueue import priority as workload_priority
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
+from t9k_operator.reconcilers.tensorboard_status import dependent_state
 from t9k_operator.runtime import metrics
 from t9k_operator.runtime.controller import (
     Controller,
@@ -137,6 +141,26 @@ class Written:
 def resource_of(crd: CrdInfo) -> Resource:
     """The API resource of a kind, from the identity its API module declares."""
     return Resource(crd.group, crd.version, crd.plural, crd.kind)
+
+
+TENSORBOARDS = resource_of(tensorboard_api.CRD)
+"""Every TensorBoard: a job's own (``spec.tensorboardSpec``) and those users create."""
+
+
+def controller_uid(obj: Obj) -> str | None:
+    """The uid of the object's controller owner, if it has one."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+def _same_spec(a: Any, b: Any) -> bool:
+    """Whether two TensorBoard specs mean the same (as the model reads them)."""
+    try:
+        return TensorBoardSpec.model_validate(a) == TensorBoardSpec.model_validate(b)
+    except ValidationError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -202,6 +226,16 @@ class JobReconciler:
                 on_update=lambda old, new: self._enqueue_owner(new),
                 on_delete=self._enqueue_owner,
             )
+        # Every TensorBoard (shared with their controller): a job's carries the job's
+        # name, so a change to it, or the deletion of another holding that name, is
+        # the business of the job of that name.
+        self.tensorboards = ctx.informers.informer(TENSORBOARDS)
+        self.tensorboards.add_event_handler(
+            on_add=self._enqueue_job,
+            on_update=lambda old, new: self._enqueue_job(new),
+            on_delete=self._enqueue_job,
+        )
+        self.children["TensorBoard"] = (TENSORBOARDS, self.tensorboards)
 
     # -- handlers (enqueue keys only) ---------------------------------------------------
 
@@ -225,13 +259,16 @@ class JobReconciler:
         if written is not None and not written.seen_in(job):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
+        rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
         group = gang.group_name(name, uid)  # also the Workload's name
         view = self._with_gang(self._with_admission(job, parsed.view, group), namespace, group)
+        # The TensorBoard before the plan, so that the status written says what
+        # became of it (it holds no restart count: the status-first order is for those).
+        view, tensorboard_retry = self._with_tensorboard(parsed.job, view, rlog)
         states = self._replicas(uid)
         now: datetime = self.clock.now()
         plan = engine.plan(self.kind, view, states, now)
-        rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
 
         new_status = self.kind.render_status(job, plan.status)
         current = self._write_status(job, new_status, key)  # further writes start here
@@ -304,7 +341,57 @@ class JobReconciler:
                     return self._fail(here, "NameConflict", clash)
             except ApiError as exc:
                 return self._cannot_have(here, replica, f"Pod {name}", exc)
+        if tensorboard_retry and plan.requeue_after is None:
+            return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
+
+    def _with_tensorboard(self, job: Job | None, view: JobView, rlog: Any) -> tuple[JobView, bool]:
+        """Make the job's TensorBoard match ``spec.tensorboardSpec`` in every phase of
+        the job (paused and finished too: it reads logs already written and holds no
+        GPU): create it, keep its spec equal, delete it when the field goes. The view
+        gets it as seen; a TensorBoard that cannot be had is reported there, never
+        failing the job. Returns the view and whether retrying may cure a refusal."""
+        if job is None:
+            return view, False  # a spec that does not parse: nothing is built from it
+        want = self.kind.tensorboard(job)
+        if want is None:
+            for owned in self.tensorboards.by_index(CONTROLLER_UID_INDEX, job.uid):
+                meta = owned["metadata"]
+                if meta.get("deletionTimestamp"):
+                    continue
+                try:
+                    self.client.delete(TENSORBOARDS, meta["name"], job.namespace, uid=meta["uid"])
+                    rlog.info("deleted", child=f"TensorBoard/{meta['name']}")
+                except NotFound:
+                    pass
+            return view, False
+        name = want["metadata"]["name"]
+        seen = self.tensorboards.get(job.namespace, name)
+        action, refused, retry = "NOP", "", False
+        try:
+            if seen is None:
+                action = "Create"
+                try:
+                    self.client.create(TENSORBOARDS, want, job.namespace)
+                    rlog.info("created", child=f"TensorBoard/{name}")
+                except AlreadyExists:
+                    refused = self._foreign_owner(TENSORBOARDS, want, job.uid) or ""
+            elif controller_uid(seen) != job.uid:
+                refused = self._foreign_owner(TENSORBOARDS, want, job.uid) or ""
+            elif not _same_spec(seen.get("spec"), want["spec"]):
+                action = "Update"
+                updated = copy.deepcopy(seen)
+                updated["spec"] = want["spec"]
+                self.client.replace(TENSORBOARDS, updated)
+                rlog.info("updated", child=f"TensorBoard/{name}")
+        except Conflict:
+            retry = True  # changed meanwhile: the next pass looks again
+        except ApiError as exc:
+            retry = not refusal_is_permanent(exc)
+            then = "retrying" if retry else "fix spec.tensorboardSpec"
+            refused = f"the API server refused TensorBoard {name} ({exc.message}); {then}"
+        state = dependent_state(name, job.namespace, seen, action, refused)
+        return replace(view, tensorboard=state), retry
 
     def _with_gang(self, view: JobView, namespace: str, group: str) -> JobView:
         """The view with its PodGroup ``group`` as last seen (with a gang scheduler),

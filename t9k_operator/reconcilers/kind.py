@@ -79,6 +79,20 @@ class AdmissionState:
 
 
 @dataclass(frozen=True)
+class TensorBoardState:
+    """The job's TensorBoard (``spec.tensorboardSpec``) as the reconciler last saw it."""
+
+    name: str
+    namespace: str
+    uid: str = ""  # "" while it does not exist
+    action: str = "NOP"  # what this reconcile does to it: Create | Update | NOP
+    ready: bool = False
+    reason: str = ""  # its Ready condition's reason
+    message: str = ""  # its Ready condition's message, or why it cannot be had
+    failed: bool = False  # it cannot be had: the API server refused it, or its name is taken
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the engine needs to know about a job, in kind-neutral terms."""
 
@@ -103,6 +117,7 @@ class JobView:
     gang: GangRequest = NO_GANG  # what the job asks of a gang scheduler
     group: GroupState | None = None  # its PodGroup as last seen (None: no gang scheduler)
     admission: AdmissionState | None = None  # its Kueue Workload (None: not queued by Kueue)
+    tensorboard: TensorBoardState | None = None  # its TensorBoard (None: it asks for none)
     extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
 
 
@@ -187,6 +202,11 @@ class JobKind(Protocol[J]):
         """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
         ...
 
+    def tensorboard(self, job: J) -> Obj | None:
+        """The job's TensorBoard (``spec.tensorboardSpec``), or None. Unlike the
+        extras it is kept in every phase of the job, paused and finished too."""
+        ...
+
     # -- the status shape ----------------------------------------------------------------
 
     def engine_status(self, job: Stored) -> Obj:
@@ -242,6 +262,9 @@ class KindBase(Generic[J]):
         return engine_status
 
     def ssh_secret(self, job: J, private_key: str, public_key: str) -> Obj | None:
+        return None
+
+    def tensorboard(self, job: J) -> Obj | None:
         return None
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
+from t9k_operator.builders import tensorboard
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kind import (
@@ -49,10 +50,7 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
 
 
 class PyTorchKind(KindBase[Job]):
-    not_acted_on: tuple[str, ...] = (
-        "spec.tensorboardSpec",
-        "spec.replicaSpecs[].scalingWeight",
-    )
+    not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
     crd = CRD
     model = Job
     training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
@@ -84,3 +82,6 @@ class PyTorchKind(KindBase[Job]):
 
     def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job)]
+
+    def tensorboard(self, job: Job) -> Obj | None:
+        return tensorboard.for_job(job, job.spec.tensorboard_spec)

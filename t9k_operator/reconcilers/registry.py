@@ -1,14 +1,20 @@
-"""Every job kind the operator runs, listed once.
+"""Every job kind the operator runs, listed once; and the other kinds it serves.
 
 The controllers (one per kind), the CRD and RBAC generators (``hack/``), the
 thread pool's size and the tests' list of kinds all derive from :data:`KINDS`.
 To add a kind, see docs/adding-a-kind.md.
+
+:data:`OTHER_CRDS` are the kinds that are not jobs (the TensorBoard a job may
+own, which users may also create on their own): each has a controller of its
+own, not the job engine's; the CRD generator makes their CRDs with the jobs'
+(:func:`served_crds`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from t9k_operator.api import tensorboard
 from t9k_operator.api.common import CrdInfo
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
@@ -22,6 +28,15 @@ KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKin
 def crds() -> list[CrdInfo]:
     """The CRD of every kind, in :data:`KINDS` order."""
     return [kind.crd for kind in KINDS]
+
+
+OTHER_CRDS: tuple[CrdInfo, ...] = (tensorboard.CRD,)
+"""The kinds the operator serves that are not jobs."""
+
+
+def served_crds() -> list[CrdInfo]:
+    """Every CRD the operator serves: the job kinds', then :data:`OTHER_CRDS`."""
+    return [*crds(), *OTHER_CRDS]
 
 
 def by_kind(name: str) -> JobKind[Any]:

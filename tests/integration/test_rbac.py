@@ -18,6 +18,7 @@ from t9k_operator.kube.resources import (
     SERVICES,
     Resource,
 )
+from t9k_operator.reconcilers.job import TENSORBOARDS
 from tests.integration.jobs import PYTORCH
 
 CLUSTER_ROLE_BINDINGS = Resource(
@@ -65,6 +66,26 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
     )
     c.patch(EVENTS, ev["metadata"]["name"], {"count": 2}, namespace)
     c.create(LEASES, {"metadata": {"name": f"rbac-{namespace}"}, "spec": {}}, "t9k-system")
+
+
+@pytest.mark.usefixtures("crds_installed")
+def test_operator_can_serve_tensorboards(operator_client: KubeClient, namespace: str) -> None:
+    c = operator_client
+    c.list_all(TENSORBOARDS)
+    c.watch(TENSORBOARDS, resource_version=None, timeout_seconds=1).close()
+    body = {
+        "apiVersion": "tensorstack.dev/v1beta1",
+        "kind": "TensorBoard",
+        "metadata": {"name": "tb"},
+        "spec": {"image": "tb", "trainingLogFilesets": ["t9k://pvc/logs"]},
+    }
+    created = c.create(TENSORBOARDS, body, namespace)
+    created["spec"]["image"] = "tb:2"
+    updated = c.replace(TENSORBOARDS, created)  # it follows the job's tensorboardSpec
+    updated["status"] = {"conditions": [{"type": "Ready", "status": "False"}]}
+    c.replace_status(TENSORBOARDS, updated)
+    c.get(TENSORBOARDS, "tb", namespace)  # whose is one of the job's name
+    c.delete(TENSORBOARDS, "tb", namespace)  # the job's tensorboardSpec removed
 
 
 @pytest.mark.parametrize(
@@ -116,6 +137,10 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
             id="patch-jobs",
         ),
         pytest.param(lambda c, ns: c.get(PYTORCH, "any", ns), id="get-jobs"),
+        pytest.param(
+            lambda c, ns: c.patch(TENSORBOARDS, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
+            id="patch-tensorboards",
+        ),
     ],
 )
 def test_operator_is_refused_cluster_admin_actions(

@@ -186,14 +186,12 @@ def test_a_name_clash_between_kinds_fails_the_second_job_naming_the_first(
 
 
 def test_a_field_stored_but_not_acted_on_is_said_in_a_warning(jobs: Jobs) -> None:
-    job = pytorch_job(
-        "tb",
-        [("worker", 1, "Never")],
-        tensorboardSpec={"image": "tensorflow/tensorflow:2.14.0"},
-    )
+    job = pytorch_job("weighted", [("worker", 1, "Never")])
+    job["spec"]["replicaSpecs"][0]["scalingWeight"] = 2
     jobs.create(job)
-    event = jobs.wait_event("tb", "FieldNotActedOn")
-    assert event[0] == "Warning" and event[2].startswith("spec.tensorboardSpec: stored as")
+    event = jobs.wait_event("weighted", "FieldNotActedOn")
+    assert event[0] == "Warning"
+    assert event[2].startswith("spec.replicaSpecs[].scalingWeight: stored as")
 
 
 def test_gang_scheduling_asked_of_an_operator_without_it_is_said_in_a_warning(

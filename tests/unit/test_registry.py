@@ -10,8 +10,8 @@ from types import ModuleType
 
 import yaml
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
-from t9k_operator.reconcilers.registry import KINDS, by_kind, crds
+from t9k_operator.api import colossalai, deepspeed, msjob, pytorch, tensorboard
+from t9k_operator.reconcilers.registry import KINDS, by_kind, crds, served_crds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,14 +30,19 @@ def test_each_kind_declares_its_identity_in_its_api_module() -> None:
     assert by_kind("MSJob").crd is msjob.CRD
 
 
-def test_the_crd_generator_makes_one_crd_per_registered_kind() -> None:
+def test_the_crd_generator_makes_one_crd_per_served_kind() -> None:
     gen = _hack("gen_crds")
-    assert crds() == gen.KINDS
+    assert served_crds() == gen.KINDS == [*crds(), tensorboard.CRD]
     names = {
         yaml.safe_load(p.read_text())["spec"]["names"]["kind"]
         for p in (ROOT / "manifests" / "crds").glob("*.yaml")
     }
-    assert names == {info.kind for info in crds()}
+    assert names == {info.kind for info in served_crds()}
+
+
+def test_the_tensorboard_is_served_but_is_not_a_job_kind() -> None:
+    assert tensorboard.CRD not in crds()
+    assert tensorboard.CRD.kind not in {kind.crd.kind for kind in KINDS}
 
 
 def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
@@ -77,6 +82,25 @@ def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None
     for group in ("scheduling.volcano.sh", "scheduling.x-k8s.io"):
         for verb in ("list", "watch", "create", "update", "delete"):
             assert (group, "podgroups", verb) in granted
+
+
+def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
+    role = yaml.safe_load(_hack("gen_rbac").TARGET.read_text())
+    granted = {
+        (group, res, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for verb in ("get", "list", "watch", "create", "update", "delete"):
+        assert ("tensorstack.dev", "tensorboards", verb) in granted
+    for sub in ("tensorboards/status", "tensorboards/finalizers"):
+        assert ("tensorstack.dev", sub, "update") in granted
+    # Its pod and Service: the children's rules (a pod, not a Deployment).
+    for res, verbs in (("pods", ("create", "delete", "watch")), ("services", ("create", "get"))):
+        assert all(("", res, verb) in granted for verb in verbs)
+    assert not any(res == "deployments" for _, res, _ in granted)
 
 
 def test_a_new_kind_gets_its_rules() -> None:

@@ -12,7 +12,9 @@ What is reproduced, and from where:
   files with their ``defaultMode``/``items[].mode``, a ``..data`` symlink to
   it, and each visible name a symlink into ``..data``. A ``subPath`` mount
   binds the file the path resolves to (so it does not follow later updates),
-  and ``readOnly`` mounts are read-only binds.
+  and ``readOnly`` mounts are read-only binds. A PersistentVolumeClaim is a
+  directory of this machine standing for its bound volume (``Node.add_claim``),
+  bound in, read-only when the volume says ``readOnly``.
 * **Containers** each get a root file system of their own: an overlay whose
   lower layers are an :class:`Image` (whiteouts and added files) over this
   machine's root, and a private upper layer, as containerd's snapshots are.

@@ -178,6 +178,7 @@ class Node:
         self.root = root
         self.namespace = namespace
         self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.claims: dict[str, Path] = {}
         for obj in objects:
             self.add(obj)
         self.tag = f"t9k{os.getpid()}n{next(_counter)}"
@@ -194,6 +195,11 @@ class Node:
 
     def add(self, obj: Mapping[str, Any]) -> None:
         self.objects[(obj["kind"], obj["metadata"]["name"])] = obj
+
+    def add_claim(self, name: str, contents: Path) -> None:
+        """A PersistentVolumeClaim ``name``, bound: ``contents`` stands for its
+        volume, as kubelet has it mounted on the node for a pod that uses it."""
+        self.claims[name] = contents
 
     def run_pod(
         self,
@@ -345,6 +351,20 @@ class PodRun:
             elif "emptyDir" in vol:
                 if (vol["emptyDir"] or {}).get("medium") == "Memory":
                     self._tmpfs(target)
+            elif "persistentVolumeClaim" in vol:
+                # kubelet mounts the claim's volume for the pod; the volume's
+                # readOnly makes that mount read-only, whatever the containers ask.
+                src = vol["persistentVolumeClaim"]
+                contents = self.node.claims.get(src["claimName"])
+                if contents is None:
+                    raise PodFailed(
+                        f"{self.name}: claim {src['claimName']} does not exist "
+                        "(the scheduler leaves such a pod Pending)"
+                    )
+                _run("mount", "--bind", str(contents), str(target))
+                self.mounts.append(target)
+                if src.get("readOnly"):
+                    _run("mount", "-o", "remount,bind,ro", str(target))
             elif "projected" in vol:  # the ServiceAccount token volume, for one
                 self._tmpfs(target)
                 atomic_write(target, self._projected(vol["projected"]))

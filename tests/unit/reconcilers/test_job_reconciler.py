@@ -21,7 +21,7 @@ from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.reconcilers.colossalai import ColossalAIKind
 from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.gang import NO_GANG_SCHEDULER, GangConfig
-from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
+from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, TENSORBOARDS, JobReconciler
 from t9k_operator.reconcilers.kind import JobKind
 from t9k_operator.reconcilers.kueue import NO_KUEUE, WORKLOADS, KueueConfig
 from t9k_operator.reconcilers.msjob import MSJobKind
@@ -137,6 +137,7 @@ class Harness:
         self.fake.sync(
             self.informers,
             (self.reconciler.resource, None),
+            (TENSORBOARDS, None),
             *((r, CHILD_SELECTOR) for r in self.children),
         )
 

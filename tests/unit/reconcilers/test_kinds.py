@@ -11,7 +11,7 @@ the operator does not act on is reported.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -33,7 +33,8 @@ class Case:
     decides: tuple[str, int]  # the replica whose success is the job's
     bad: tuple[tuple[str | int, ...], Any, str]  # where in spec, what, the path named
     defaults: dict[str, Any]  # JobView fields of the plain job, as the model's defaults
-    not_acted_on: dict[str, Any] = field(default_factory=dict)  # spec field -> a value
+    # where in spec a field stored but not acted on is, and a value for it
+    not_acted_on: tuple[tuple[str | int, ...], Any] | None = None
     run_mode: bool = True  # the kind has spec.runMode
 
 
@@ -56,7 +57,7 @@ CASES: dict[str, Case] = {
             "backoff_limit": pytorch.RunPolicy().backoff_limit,
             "cleanup_policy": pytorch.RunPolicy().clean_up_policy,
         },
-        not_acted_on={"tensorboardSpec": {"image": "tb"}},
+        not_acted_on=(("replicaSpecs", 1, "scalingWeight"), 2),
     ),
     "DeepSpeedJob": Case(
         spec={
@@ -77,7 +78,7 @@ CASES: dict[str, Case] = {
         decides=("launcher", 0),
         bad=(("worker", "procPerWorker"), 0, "spec.worker.procPerWorker"),
         defaults={"cleanup_policy": "None"},
-        not_acted_on={"runPolicy": {"backoffLimit": 2}},
+        not_acted_on=(("runPolicy", "backoffLimit"), 2),
     ),
     "MSJob": Case(
         spec={
@@ -97,7 +98,7 @@ CASES: dict[str, Case] = {
             "backoff_limit": msjob.MSRunPolicy().backoff_limit,
             "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
         },
-        not_acted_on={"runPolicy": {"ttlSecondsAfterFinished": 60}},
+        not_acted_on=(("runPolicy", "ttlSecondsAfterFinished"), 60),
         run_mode=False,
     ),
 }
@@ -184,16 +185,41 @@ def test_a_bad_spec_names_the_users_field(name: str, kind: JobKind[Any]) -> None
     assert "constrained" not in view.spec_error and view.roles == ()
 
 
+def _set(spec: dict[str, Any], where: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(spec)
+    node: Any = spec
+    for part in where[:-1]:
+        node = node.setdefault(part, {}) if isinstance(part, str) else node[part]
+    node[where[-1]] = value
+    return spec
+
+
 def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind[Any]) -> None:
     assert kind.fields_not_acted_on(job_of(name)) == []
-    spec = {**copy.deepcopy(CASES[name].spec)}
-    for key, value in CASES[name].not_acted_on.items():
-        spec[key] = {**spec.get(key, {}), **value}
-    reported = kind.fields_not_acted_on(job_of(name, spec))
-    if CASES[name].not_acted_on:
-        assert reported, "a field the CRD says is not acted on must be reported"
-    else:
+    case = CASES[name].not_acted_on
+    if case is None:
         assert not getattr(kind, "not_acted_on", ()), "give the case a field not acted on"
+        return
+    where, value = case
+    reported = kind.fields_not_acted_on(job_of(name, _set(CASES[name].spec, where, value)))
+    assert reported, "a field the CRD says is not acted on must be reported"
+
+
+TENSORBOARD_SPEC = {"image": "tb", "trainingLogFilesets": ["t9k://pvc/logs/train"]}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "MSJob"])
+def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
+    kind = by_kind(name)
+    stored = job_of(name, {**CASES[name].spec, "tensorboardSpec": TENSORBOARD_SPEC})
+    assert kind.fields_not_acted_on(stored) == []
+    parsed = read(kind, stored).job
+    assert parsed is not None
+    tb = kind.tensorboard(parsed)
+    assert tb is not None and tb["kind"] == "TensorBoard" and tb["spec"] == TENSORBOARD_SPEC
+    assert tb["metadata"]["ownerReferences"][0]["kind"] == name
+    plain = read(kind, job_of(name)).job
+    assert plain is not None and kind.tensorboard(plain) is None
 
 
 def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind[Any]) -> None:
