@@ -34,14 +34,16 @@ def test_hpa_on_an_elastic_job_finds_its_selector(
 ) -> None:
     jobs.create(elastic_job("hpa"))
     jobs.wait_pods("hpa", ["hpa-node-0", "hpa-node-1"])
-    scale = json.loads(
-        cluster.kubectl(
-            "get",
-            "--raw",
-            f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/pytorchtrainingjobs/hpa/scale",
-        ).stdout
+    path = (
+        f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{namespace}/pytorchtrainingjobs/hpa/scale"
     )
-    assert scale["status"]["replicas"] == 2
+
+    def scaled() -> dict[str, Any] | None:
+        # The status counts the pods a moment after they exist: read /scale once it does.
+        found: dict[str, Any] = json.loads(cluster.kubectl("get", "--raw", path).stdout)
+        return found if found["status"].get("replicas") == 2 else None
+
+    scale = wait_for(scaled, 20, "/scale counting the 2 pods")
     assert "t9k.dev/job-name=hpa" in scale["status"]["selector"]
     cluster.kubectl(
         "autoscale",
