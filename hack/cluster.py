@@ -403,6 +403,9 @@ class Gang(Addon):
         return "--gang none"
 
 
+COSCHEDULING_REQUEUE = "15s"
+"""How long a pod the Coscheduling scheduler rejected stays out of its queue at
+most (kube-scheduler's --pod-max-in-unschedulable-pods-duration, default 5m)."""
 _VOLCANO_CRDS = "installer/helm/chart/volcano/crd/bases"
 _SP_CRDS = "config/crd/bases"  # the same CRDs as manifests/{coscheduling,capacityscheduling}
 GANGS = {
@@ -1169,6 +1172,16 @@ def _launches(g: Addon, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
                     f"--secure-port={ports['scheduler-plugins']}",
                     f"--tls-cert-file={pki / 'scheduler-plugins-serving.crt'}",
                     f"--tls-private-key-file={pki / 'scheduler-plugins-serving.key'}",
+                    # Coscheduling rejects a whole group in PostFilter when one of
+                    # its pods does not fit ("optimistic rejection"), and the
+                    # rejected pods then wait for a Pod add or a PodGroup event
+                    # only: a node freed by another job's ending does not requeue
+                    # them (Coscheduling registers no such event). Without this
+                    # they wait for the queue's flush of unschedulable pods, 5
+                    # minutes by default, after the cluster has room (seen in CI:
+                    # a waiting job not started 90 s after the GPUs were free).
+                    # docs/scheduling.md recommends the same to platform teams.
+                    f"--pod-max-in-unschedulable-pods-duration={COSCHEDULING_REQUEUE}",
                     "--v=2",
                 ],
                 # readyz: served once the informers have synced.
