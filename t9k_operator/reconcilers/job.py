@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -86,6 +87,7 @@ from t9k_operator.reconcilers.kueue import priority as workload_priority
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.reconcilers.tensorboard_status import dependent_state
 from t9k_operator.runtime import metrics
+from t9k_operator.runtime.batch import slow_start
 from t9k_operator.runtime.controller import (
     Controller,
     ControllerContext,
@@ -101,6 +103,9 @@ log = structlog.get_logger(__name__)
 CACHE_CATCH_UP = 0.2
 # How long to wait for a child whose value a pod needs (a Service's ClusterIP).
 CHILD_WAIT = 0.5
+# At most this many pod creates of one job kind in flight at once (the
+# slow-start batches of all its workers share one pool of threads).
+CREATE_PARALLEL = 16
 
 
 # What a builder raises when a spec has a shape it cannot use (the models and
@@ -212,6 +217,10 @@ class JobReconciler:
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        # Threads start on first use: a kind with no jobs costs none.
+        self._create_pool = ThreadPoolExecutor(
+            CREATE_PARALLEL, thread_name_prefix=f"{self.resource.kind.lower()}-create"
+        )
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
@@ -310,8 +319,8 @@ class JobReconciler:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
         placements = self._placements(namespace, view) if plan.create else {}
+        pods: list[Obj] = []
         for type_, index, mode in plan.create:
-            replica = f"the pod of replica {type_}-{index}"
             try:
                 pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
                 if self.gang_config.backend is not None:
@@ -325,25 +334,54 @@ class JobReconciler:
                 return Result(requeue_after=CHILD_WAIT)
             except BUILD_ERRORS as exc:
                 message = (
-                    f"the operator cannot build {replica} from this spec "
-                    f"({type(exc).__name__}: {exc}); fix the spec and resubmit"
+                    f"the operator cannot build the pod of replica {type_}-{index} from this "
+                    f"spec ({type(exc).__name__}: {exc}); fix the spec and resubmit"
                 )
                 return self._fail(here, "InvalidSpec", message)
-            name = pod["metadata"]["name"]
+            pods.append(pod)
+        problem = self._create_pods(pods, namespace, uid, rlog)
+        if problem is not None:
+            return self._cannot_have(here, *problem)
+        if tensorboard_retry and plan.requeue_after is None:
+            return Result(requeue=True)
+        return Result(requeue_after=plan.requeue_after)
+
+    def _create_pods(
+        self, pods: list[Obj], namespace: str, uid: str, rlog: Any
+    ) -> tuple[str, str, ApiError | str] | None:
+        """Create ``pods`` (exactly those: the plan's missing replicas) in
+        slow-start batches of 1, 2, 4, ... in parallel, as the Kubernetes Job
+        controller does; the first refusal ends the run, so a namespace out of
+        quota costs a request or two, not one per replica. AlreadyExists is
+        success unless another owner holds the name. Returns (what, child,
+        problem) for a pod that cannot be had."""
+
+        def create(pod: Obj) -> bool:
             try:
                 # Strict: a field of the template the Pod API does not know (a
                 # typo such as `comand`) is refused, never dropped in silence.
                 self.client.create(PODS, pod, namespace, field_validation="Strict")
-                rlog.info("created pod", pod=name)
             except AlreadyExists:
+                return False
+            return True
+
+        outcome = slow_start(pods, create, self._create_pool, max_parallel=CREATE_PARALLEL)
+        created = [p["metadata"]["name"] for p, new in outcome.done if new]
+        if created:
+            rlog.info("created pods", pods=created)
+        for pod, new in outcome.done:
+            if not new:
                 clash = self._foreign_owner(PODS, pod, uid)
                 if clash:
-                    return self._fail(here, "NameConflict", clash)
-            except ApiError as exc:
-                return self._cannot_have(here, replica, f"Pod {name}", exc)
-        if tensorboard_retry and plan.requeue_after is None:
-            return Result(requeue=True)
-        return Result(requeue_after=plan.requeue_after)
+                    return ("a pod of the job", f"Pod {pod['metadata']['name']}", clash)
+        if outcome.failed is not None:
+            pod, error = outcome.failed
+            if not isinstance(error, ApiError):
+                raise error
+            labels = pod["metadata"].get("labels") or {}
+            replica = f"the pod of replica {labels.get(REPLICA_TYPE)}-{labels.get(REPLICA_INDEX)}"
+            return (replica, f"Pod {pod['metadata']['name']}", error)
+        return None
 
     def _with_tensorboard(self, job: Job | None, view: JobView, rlog: Any) -> tuple[JobView, bool]:
         """Make the job's TensorBoard match ``spec.tensorboardSpec`` in every phase of

@@ -10,6 +10,8 @@ keeps it Pending; a reconcile that runs ahead of the cache writes nothing.
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -279,3 +281,62 @@ def test_a_refusal_retrying_may_cure_keeps_the_job_pending() -> None:
     h.sync()
     h.run()
     assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+
+
+def _wide_job(replicas: int) -> dict[str, Any]:
+    job = copy.deepcopy(JOBS["PyTorchTrainingJob"][1])
+    job["spec"]["replicaSpecs"][0]["replicas"] = replicas
+    return job
+
+
+def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
+    from t9k_operator.reconcilers.job import CREATE_PARALLEL
+
+    h = Harness("PyTorchTrainingJob", _wide_job(40))
+    lock = threading.Lock()
+    active = peak = 0
+    real_create = h.fake.create
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.005)
+        try:
+            with lock:  # the fake's store is not thread-safe; the sleep above overlaps
+                return real_create(*args, **kwargs)
+        finally:
+            with lock:
+                active -= 1
+
+    h.fake.create = create  # type: ignore[method-assign]
+    h.reconcile()
+    names = h.pod_names()
+    assert names == sorted(f"j-worker-{i}" for i in range(40))  # every one, once
+    assert len([w for w in h.fake.writes if w[0] == "create" and w[1] == "Pod"]) == 40
+    assert 1 < peak <= CREATE_PARALLEL
+
+
+def test_a_refused_pod_stops_the_batches_early() -> None:
+    h = Harness("PyTorchTrainingJob", _wide_job(64))
+    # Batches of 1 (worker-0), then 2 (worker-1, worker-2): worker-2 is refused,
+    # and no third batch starts.
+    real_create = h.fake.create
+    calls = 0
+    lock = threading.Lock()
+
+    def create(resource: Any, body: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        with lock:
+            calls += 1
+            if body["kind"] == "Pod" and body["metadata"]["name"] == "j-worker-2":
+                raise ServerError("exceeded quota")
+            return real_create(resource, body, *args, **kwargs)
+
+    h.fake.create = create  # type: ignore[method-assign]
+    assert h.reconcile() == Result(requeue=True)
+    assert h.pod_names() == ["j-worker-0", "j-worker-1"]
+    assert calls == 1 + 1 + 2  # the Service, then three pods
+    assert "FailedCreate" in h.recorder.reasons()
+    assert h.job()["status"]["phase"] == "Pending"
