@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -103,6 +104,9 @@ log = structlog.get_logger(__name__)
 CACHE_CATCH_UP = 0.2
 # How long to wait for a child whose value a pod needs (a Service's ClusterIP).
 CHILD_WAIT = 0.5
+# How long a reconcile waits for the cache to show the pods it created before
+# it plans again; a pod deleted before the cache showed it ends the wait early.
+CREATED_TTL = 10.0
 # At most this many pod creates of one job kind in flight at once (the
 # slow-start batches of all its workers share one pool of threads).
 CREATE_PARALLEL = 16
@@ -217,6 +221,9 @@ class JobReconciler:
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        # The pods created per job whose creation the cache has not shown yet.
+        self._created: TTLCache[str, set[str]] = TTLCache(maxsize=65536, ttl=CREATED_TTL)
+        self._created_lock = threading.Lock()
         # Threads start on first use: a kind with no jobs costs none.
         self._create_pool = ThreadPoolExecutor(
             CREATE_PARALLEL, thread_name_prefix=f"{self.resource.kind.lower()}-create"
@@ -229,6 +236,7 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
+        self.pods.add_event_handler(on_delete=self._pod_gone)
         for informer in [self.pods, *(i for _, i in self.children.values())]:
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
@@ -251,6 +259,30 @@ class JobReconciler:
     def _enqueue_job(self, obj: Obj) -> None:
         self.controller.enqueue(object_key(obj))
 
+    def _pod_gone(self, obj: Obj) -> None:
+        """A pod deleted before the cache showed its creation: stop waiting for it."""
+        key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
+        if key is None:
+            return
+        with self._created_lock:
+            names = self._created.get(key)
+            if names:
+                names.discard(obj["metadata"]["name"])
+
+    def _awaiting_pods(self, key: str, namespace: str) -> bool:
+        """Whether pods this process created for the job are still missing from
+        the cache: a plan made now would list them again (their creates would
+        only meet AlreadyExists) and write a status that forgets them."""
+        with self._created_lock:
+            names = self._created.get(key)
+            if not names:
+                return False
+            names.difference_update([n for n in names if self.pods.get(namespace, n) is not None])
+            if names:
+                return True
+            self._created.pop(key, None)
+            return False
+
     def _enqueue_owner(self, obj: Obj) -> None:
         key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
         if key is not None:
@@ -263,9 +295,13 @@ class JobReconciler:
         job = self.jobs.get(namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._written.pop(key, None)
+            with self._created_lock:
+                self._created.pop(key, None)
             return Result()  # children go with it through their ownerReferences
         written = self._written.get(key)
         if written is not None and not written.seen_in(job):
+            return Result(requeue_after=CACHE_CATCH_UP)
+        if self._awaiting_pods(key, namespace):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
@@ -339,7 +375,7 @@ class JobReconciler:
                 )
                 return self._fail(here, "InvalidSpec", message)
             pods.append(pod)
-        problem = self._create_pods(pods, namespace, uid, rlog)
+        problem = self._create_pods(pods, key, uid, rlog)
         if problem is not None:
             return self._cannot_have(here, *problem)
         if tensorboard_retry and plan.requeue_after is None:
@@ -347,14 +383,16 @@ class JobReconciler:
         return Result(requeue_after=plan.requeue_after)
 
     def _create_pods(
-        self, pods: list[Obj], namespace: str, uid: str, rlog: Any
+        self, pods: list[Obj], key: str, uid: str, rlog: Any
     ) -> tuple[str, str, ApiError | str] | None:
         """Create ``pods`` (exactly those: the plan's missing replicas) in
         slow-start batches of 1, 2, 4, ... in parallel, as the Kubernetes Job
         controller does; the first refusal ends the run, so a namespace out of
         quota costs a request or two, not one per replica. AlreadyExists is
-        success unless another owner holds the name. Returns (what, child,
-        problem) for a pod that cannot be had."""
+        success unless another owner holds the name. The pods created are
+        awaited in the cache before the job is planned again. Returns (what,
+        child, problem) for a pod that cannot be had."""
+        namespace = key.partition("/")[0]
 
         def create(pod: Obj) -> bool:
             try:
@@ -369,6 +407,8 @@ class JobReconciler:
         created = [p["metadata"]["name"] for p, new in outcome.done if new]
         if created:
             rlog.info("created pods", pods=created)
+            with self._created_lock:
+                self._created[key] = set(created)
         for pod, new in outcome.done:
             if not new:
                 clash = self._foreign_owner(PODS, pod, uid)

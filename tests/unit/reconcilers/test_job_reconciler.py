@@ -340,3 +340,30 @@ def test_a_refused_pod_stops_the_batches_early() -> None:
     assert calls == 1 + 1 + 2  # the Service, then three pods
     assert "FailedCreate" in h.recorder.reasons()
     assert h.job()["status"]["phase"] == "Pending"
+
+
+def test_a_reconcile_before_the_cache_shows_the_pods_created_waits() -> None:
+    """Without the wait, the plan would list the pods again (each create meeting
+    AlreadyExists) and write a status that calls them Creating."""
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()  # status, Service, both pods
+    # The job's cache catches up (our status write shows), the pods' does not.
+    h.fake.sync(h.informers, (h.reconciler.resource, None), (SERVICES, CHILD_SELECTOR))
+    writes = list(h.fake.writes)
+    assert h.reconcile() == Result(requeue_after=CACHE_CATCH_UP)
+    assert h.fake.writes == writes
+    h.sync()
+    h.reconcile()  # the pods show: planning resumes
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+    assert len([w for w in h.fake.writes if w[:2] == ("create", "Pod")]) == 2
+
+
+def test_a_created_pod_deleted_before_the_cache_saw_it_ends_the_wait() -> None:
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()
+    h.fake.sync(h.informers, (h.reconciler.resource, None), (SERVICES, CHILD_SELECTOR))
+    # One pod shows; the other was deleted before its creation was seen.
+    pods = h.fake.of_kind("Pod")
+    h.reconciler._pod_gone(pods[1])
+    h.informers.informer(PODS, CHILD_SELECTOR).store.replace([pods[0]], "999")
+    assert h.reconcile() != Result(requeue_after=CACHE_CATCH_UP)
