@@ -104,6 +104,9 @@ log = structlog.get_logger(__name__)
 CACHE_CATCH_UP = 0.2
 # How long to wait for a child whose value a pod needs (a Service's ClusterIP).
 CHILD_WAIT = 0.5
+# How long a pod's event waits before its job is reconciled: the events of the
+# job's other pods arriving meanwhile are handled by the same reconcile.
+POD_BATCH_PERIOD = 0.5
 # How long a reconcile waits for the cache to show the pods it created before
 # it plans again; a pod deleted before the cache showed it ends the wait early.
 CREATED_TTL = 10.0
@@ -236,8 +239,16 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
-        self.pods.add_event_handler(on_delete=self._pod_gone)
-        for informer in [self.pods, *(i for _, i in self.children.values())]:
+        # A job's pods change together (created in a batch, then started by
+        # their kubelets within moments): their events reach the job after a
+        # short batch period, as in the Kubernetes Job controller, so that one
+        # reconcile and one status write see them all.
+        self.pods.add_event_handler(
+            on_add=self._enqueue_owner_soon,
+            on_update=lambda old, new: self._enqueue_owner_soon(new),
+            on_delete=lambda obj: (self._pod_gone(obj), self._enqueue_owner_soon(obj)),
+        )
+        for informer in (i for _, i in self.children.values()):
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
                 on_update=lambda old, new: self._enqueue_owner(new),
@@ -282,6 +293,11 @@ class JobReconciler:
                 return True
             self._created.pop(key, None)
             return False
+
+    def _enqueue_owner_soon(self, obj: Obj) -> None:
+        key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
+        if key is not None:
+            self.controller.enqueue_after(key, POD_BATCH_PERIOD)
 
     def _enqueue_owner(self, obj: Obj) -> None:
         key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)

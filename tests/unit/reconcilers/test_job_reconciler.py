@@ -367,3 +367,28 @@ def test_a_created_pod_deleted_before_the_cache_saw_it_ends_the_wait() -> None:
     h.reconciler._pod_gone(pods[1])
     h.informers.informer(PODS, CHILD_SELECTOR).store.replace([pods[0]], "999")
     assert h.reconcile() != Result(requeue_after=CACHE_CATCH_UP)
+
+
+def test_pod_events_reach_the_job_after_a_batch_period_job_events_at_once() -> None:
+    """A job's pods change together: one reconcile (and one status write) for
+    the batch, as the Kubernetes Job controller's sync batch period gives."""
+    from t9k_operator.reconcilers.job import POD_BATCH_PERIOD
+
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()
+    queue = h.reconciler.controller.queue
+    pods = h.fake.of_kind("Pod")
+    informer = h.informers.informer(PODS, CHILD_SELECTOR)
+    started = time.monotonic()
+    for pod in pods:
+        informer.on_add(pod)
+    assert queue.len() == 0, "a pod's event does not reach the job at once"
+    while queue.len() == 0 and time.monotonic() - started < 5:
+        queue.move_ready_items()
+        time.sleep(0.01)
+    assert time.monotonic() - started >= POD_BATCH_PERIOD
+    assert queue.len() == 1, "the pods' events make one reconcile"
+    key, _ = queue.get()
+    queue.done(key)
+    h.informers.informer(h.reconciler.resource, None).on_update(h.job())
+    assert queue.len() == 1, "a job's own event is handled at once"
