@@ -246,7 +246,7 @@ class JobReconciler:
         self.pods.add_event_handler(
             on_add=self._enqueue_owner_soon,
             on_update=lambda old, new: self._enqueue_owner_soon(new),
-            on_delete=lambda obj: (self._pod_gone(obj), self._enqueue_owner_soon(obj)),
+            on_delete=self._pod_deleted,
         )
         for informer in (i for _, i in self.children.values()):
             informer.add_event_handler(
@@ -293,6 +293,10 @@ class JobReconciler:
                 return True
             self._created.pop(key, None)
             return False
+
+    def _pod_deleted(self, obj: Obj) -> None:
+        self._pod_gone(obj)
+        self._enqueue_owner_soon(obj)
 
     def _enqueue_owner_soon(self, obj: Obj) -> None:
         key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
