@@ -201,6 +201,7 @@ class StandIn:
         self.jobs_done = threading.Event()
         self.all_marked = threading.Event()
         self._marked = 0
+        self.errors = 0
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="kubelet")
         self._streams: list[Any] = []
@@ -245,6 +246,14 @@ class StandIn:
         meta = pod["metadata"]
         self.client.patch(PODS, meta["name"], {"status": status}, NAMESPACE, subresource="status")
 
+    def _run_logged(self, pod: dict[str, Any]) -> None:
+        try:
+            self._run(pod)
+        except Exception as exc:
+            self.errors += 1
+            if self.errors == 1:
+                log(f"stand-in kubelet: {pod['metadata']['name']}: {exc}")
+
     def _watch_pods(self) -> None:
         stream = self.client.watch(PODS, NAMESPACE, resource_version=None, timeout_seconds=3600)
         self._streams.append(stream)
@@ -256,7 +265,7 @@ class StandIn:
                     continue
                 self.pod_seen[name] = time.monotonic()
                 if (pod.get("status") or {}).get("phase") != "Running":
-                    self._pool.submit(self._run, pod)
+                    self._pool.submit(self._run_logged, pod)
                 if len(self.pod_seen) >= self.expect_pods:
                     self.pods_done.set()
 
