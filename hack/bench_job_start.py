@@ -175,17 +175,24 @@ class Cluster:
             text=True,
         ).stdout
 
-    def writes(self) -> Counter[tuple[str, str, str]]:
-        """apiserver_request_total of the write verbs, by (verb, resource, subresource)."""
+    def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[str, float]]:
+        """apiserver_request_total of the write verbs, by (verb, resource,
+        subresource); and the server's time on pod creates (seconds, count)."""
         out: Counter[tuple[str, str, str]] = Counter()
+        latency = {"s": 0.0, "n": 0.0}
         for line in self.kubectl("get", "--raw", "/metrics").splitlines():
+            for suffix, k in (("_sum{", "s"), ("_count{", "n")):
+                name = "apiserver_request_duration_seconds" + suffix
+                pod_create = 'resource="pods"' in line and 'verb="POST"' in line
+                if line.startswith(name) and pod_create and 'subresource=""' in line:
+                    latency[k] += float(line.rpartition(" ")[2])
             if not line.startswith("apiserver_request_total{"):
                 continue
             labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
             if labels.get("verb") in WRITE_VERBS:
                 key = (labels["verb"], labels.get("resource", ""), labels.get("subresource", ""))
                 out[key] += int(float(line.rpartition(" ")[2]))
-        return out
+        return out, latency
 
 
 class StandIn:
@@ -298,6 +305,7 @@ def proc_kib(pid: int, key: str) -> int:
 class Operator:
     def __init__(self, source: Path, kubeconfig: Path, log_path: Path, *flags: str) -> None:
         self.health = free_port()
+        self.metrics = free_port()
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env["PYTHONPATH"] = str(source)
@@ -309,7 +317,7 @@ class Operator:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--metrics-bind-address",
-                f"127.0.0.1:{free_port()}",
+                f"127.0.0.1:{self.metrics}",
                 "--health-probe-bind-address",
                 f"127.0.0.1:{self.health}",
                 *flags,
@@ -332,6 +340,23 @@ class Operator:
                         return
             time.sleep(0.2)
         raise RuntimeError("operator not ready in time")
+
+    def sums(self) -> dict[str, float]:
+        """The job controller's reconciles and their time, and its queue wait."""
+        wanted = {
+            "controller_runtime_reconcile_total": "reconciles",
+            "controller_runtime_reconcile_time_seconds_sum": "reconcile_s",
+            "workqueue_queue_duration_seconds_sum": "queue_wait_s",
+            "workqueue_queue_duration_seconds_count": "queue_gets",
+        }
+        out = dict.fromkeys(wanted.values(), 0.0)
+        url = f"http://127.0.0.1:{self.metrics}/metrics"
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as resp:
+            for line in resp.read().decode().splitlines():
+                name = line.partition("{")[0]
+                if name in wanted and "pytorchtrainingjob" in line:
+                    out[wanted[name]] += float(line.rpartition(" ")[2])
+        return out
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -359,6 +384,8 @@ class Run:
     jobs: int = 0
     pods: int = 0
     note: str = ""
+    pod_create_ms: float | None = None  # the API server's mean time on a pod create
+    operator: dict[str, float] = field(default_factory=dict)
 
 
 def run_one(
@@ -395,7 +422,7 @@ def run_one(
             run.rss_ready_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
         standin.start()
         time.sleep(1.0)  # the watches are open
-        before = cluster.writes()
+        before, lat0 = cluster.writes()
         cpu0 = proc_cpu(operator.proc.pid) if operator else 0.0
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
@@ -419,7 +446,12 @@ def run_one(
         if operator is not None:
             run.cpu_s = proc_cpu(operator.proc.pid) - cpu0
             run.rss_peak_mib = proc_kib(operator.proc.pid, "VmHWM") / 1024
-        after = cluster.writes()
+        after, lat1 = cluster.writes()
+        creates = lat1["n"] - lat0["n"]
+        if creates:
+            run.pod_create_ms = 1000 * (lat1["s"] - lat0["s"]) / creates
+        if operator is not None:
+            run.operator = operator.sums()
         diff = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
         run.writes = {" ".join(x for x in k if x): v for k, v in sorted(diff.items())}
         run.budget_writes = sum(v for k, v in diff.items() if k in BUDGET)
@@ -457,6 +489,24 @@ def table(runs: list[Run]) -> str:
             f"| {r.scenario}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
             f"{fmt(r.running_s)} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | {rss} | "
             f"{r.budget_writes} ({per_job:.2f}) | {r.events} | {writes} |"
+        )
+    return "\n".join(rows)
+
+
+def where(runs: list[Run]) -> str:
+    rows = [
+        "| size | scenario | server time per pod create (ms) | reconciles (per job) | "
+        "reconcile time, worker-s | mean queue wait (ms) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        o = r.operator
+        per = o.get("reconciles", 0) / r.jobs if o else None
+        wait = 1000 * o["queue_wait_s"] / o["queue_gets"] if o.get("queue_gets") else None
+        rows.append(
+            f"| {r.size} | {r.scenario} | {fmt(r.pod_create_ms)} | "
+            f"{fmt(o.get('reconciles'), '.0f') if o else '-'} ({fmt(per, '.1f')}) | "
+            f"{fmt(o.get('reconcile_s'), '.2f') if o else '-'} | {fmt(wait)} |"
         )
     return "\n".join(rows)
 
@@ -574,6 +624,8 @@ def main() -> int:
     for size in sizes:
         print(f"\n### {size}\n")
         print(table([r for r in runs if r.size == size]))
+    print("\n### Where the time goes\n")
+    print(where(runs))
     print("\n### Targets\n")
     for line in targets({(r.size, r.scenario): r for r in runs}):
         print(f"- {line}")
