@@ -222,6 +222,24 @@ class StandIn:
     def start(self) -> None:
         for t in self._threads:
             t.start()
+        deadline = time.monotonic() + 60
+        while len(self._streams) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if len(self._streams) < 2:
+            raise RuntimeError("the bench's watches did not open")
+
+    def _open(self, resource: Resource) -> Any:
+        """A watch, retried while the API server's storage for a new CRD initializes."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self.client.watch(
+                    resource, NAMESPACE, resource_version=None, timeout_seconds=3600
+                )
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def stop(self) -> None:
         for s in self._streams:
@@ -264,7 +282,7 @@ class StandIn:
                 log(f"stand-in kubelet: {pod['metadata']['name']}: {exc}")
 
     def _watch_pods(self) -> None:
-        stream = self.client.watch(PODS, NAMESPACE, resource_version=None, timeout_seconds=3600)
+        stream = self._open(PODS)
         self._streams.append(stream)
         with contextlib.suppress(Exception):
             for event in stream:
@@ -279,7 +297,7 @@ class StandIn:
                     self.pods_done.set()
 
     def _watch_jobs(self) -> None:
-        stream = self.client.watch(JOBS, NAMESPACE, resource_version=None, timeout_seconds=3600)
+        stream = self._open(JOBS)
         self._streams.append(stream)
         with contextlib.suppress(Exception):
             for event in stream:
