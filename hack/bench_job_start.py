@@ -272,6 +272,10 @@ class StandIn:
         }
         meta = pod["metadata"]
         self.client.patch(PODS, meta["name"], {"status": status}, NAMESPACE, subresource="status")
+        with self._lock:
+            self._marked += 1
+            if self._marked >= self.expect_pods:
+                self.all_marked.set()
 
     def _run_logged(self, pod: dict[str, Any]) -> None:
         try:
@@ -284,30 +288,32 @@ class StandIn:
     def _watch_pods(self) -> None:
         stream = self._open(PODS)
         self._streams.append(stream)
-        with contextlib.suppress(Exception):
-            for event in stream:
-                pod = event["object"]
-                name = pod["metadata"]["name"]
-                if event["type"] != "ADDED" or name in self.pod_seen:
-                    continue
+        for event in stream:
+            if event["type"] != "ADDED":
+                continue
+            pod = event["object"]
+            name = pod["metadata"]["name"]
+            if name not in self.pod_seen:
                 self.pod_seen[name] = time.monotonic()
                 if (pod.get("status") or {}).get("phase") != "Running":
-                    self._pool.submit(self._run_logged, pod)
+                    with contextlib.suppress(RuntimeError):  # stopping
+                        self._pool.submit(self._run_logged, pod)
                 if len(self.pod_seen) >= self.expect_pods:
                     self.pods_done.set()
 
     def _watch_jobs(self) -> None:
         stream = self._open(JOBS)
         self._streams.append(stream)
-        with contextlib.suppress(Exception):
-            for event in stream:
-                job = event["object"]
-                name = job["metadata"]["name"]
-                phase = (job.get("status") or {}).get("phase")
-                if phase == "Running" and name not in self.job_running:
-                    self.job_running[name] = time.monotonic()
-                    if len(self.job_running) >= self.expect_jobs:
-                        self.jobs_done.set()
+        for event in stream:
+            if event["type"] not in ("ADDED", "MODIFIED"):
+                continue  # bookmarks carry no object worth reading
+            job = event["object"]
+            name = job["metadata"]["name"]
+            phase = (job.get("status") or {}).get("phase")
+            if phase == "Running" and name not in self.job_running:
+                self.job_running[name] = time.monotonic()
+                if len(self.job_running) >= self.expect_jobs:
+                    self.jobs_done.set()
 
 
 def proc_cpu(pid: int) -> float:
