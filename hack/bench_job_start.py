@@ -609,6 +609,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
 
+    # SIGTERM unwinds like Ctrl-C: the operator, the cluster and the worktree go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     chosen = None if args.scenarios is None else [s.strip() for s in args.scenarios.split(",")]
     for s in chosen or []:
