@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests bench clean
+.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,7 +62,10 @@ manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regene
 	$(PY) hack/gen_crds.py
 	$(PY) hack/gen_rbac.py
 
-bench: $(STAMP) ## benchmarks (print figures; see docs/benchmarks.md)
+bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_ARGS="--sizes 200x4" to choose (docs/benchmarks.md)
+	$(PY) hack/bench_job_start.py $(BENCH_ARGS)
+
+bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py
 
 clean: ## remove the virtualenv and caches in the work tree

@@ -11,7 +11,7 @@ and measures with tracemalloc what each retains:
 * ``typed``: the ``kubernetes`` package's generated ``V1Pod`` models, for
   comparison with a cache built the usual Python way
 
-Prints bytes per pod and the ratios. Run: ``make bench`` (or
+Prints bytes per pod and the ratios. Run: ``make bench-memory`` (or
 ``.venv/bin/python hack/bench_store_memory.py --pods 5000``). Uses its own
 cluster (name ``bench``) and tears it down at the end unless ``--keep``.
 """

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -86,6 +88,7 @@ from t9k_operator.reconcilers.kueue import priority as workload_priority
 from t9k_operator.reconcilers.pods import ReplicaState, replica_state
 from t9k_operator.reconcilers.tensorboard_status import dependent_state
 from t9k_operator.runtime import metrics
+from t9k_operator.runtime.batch import slow_start
 from t9k_operator.runtime.controller import (
     Controller,
     ControllerContext,
@@ -101,6 +104,15 @@ log = structlog.get_logger(__name__)
 CACHE_CATCH_UP = 0.2
 # How long to wait for a child whose value a pod needs (a Service's ClusterIP).
 CHILD_WAIT = 0.5
+# How long a pod's event waits before its job is reconciled: the events of the
+# job's other pods arriving meanwhile are handled by the same reconcile.
+POD_BATCH_PERIOD = 0.5
+# How long a reconcile waits for the cache to show the pods it created before
+# it plans again; a pod deleted before the cache showed it ends the wait early.
+CREATED_TTL = 10.0
+# At most this many pod creates of one job kind in flight at once (the
+# slow-start batches of all its workers share one pool of threads).
+CREATE_PARALLEL = 16
 
 
 # What a builder raises when a spec has a shape it cannot use (the models and
@@ -212,6 +224,13 @@ class JobReconciler:
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        # The pods created per job whose creation the cache has not shown yet.
+        self._created: TTLCache[str, set[str]] = TTLCache(maxsize=65536, ttl=CREATED_TTL)
+        self._created_lock = threading.Lock()
+        # Threads start on first use: a kind with no jobs costs none.
+        self._create_pool = ThreadPoolExecutor(
+            CREATE_PARALLEL, thread_name_prefix=f"{self.resource.kind.lower()}-create"
+        )
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
@@ -220,7 +239,16 @@ class JobReconciler:
             on_update=lambda old, new: self._enqueue_job(new),
             on_delete=self._enqueue_job,
         )
-        for informer in [self.pods, *(i for _, i in self.children.values())]:
+        # A job's pods change together (created in a batch, then started by
+        # their kubelets within moments): their events reach the job after a
+        # short batch period, as in the Kubernetes Job controller, so that one
+        # reconcile and one status write see them all.
+        self.pods.add_event_handler(
+            on_add=self._enqueue_owner_soon,
+            on_update=lambda old, new: self._enqueue_owner_soon(new),
+            on_delete=self._pod_deleted,
+        )
+        for informer in (i for _, i in self.children.values()):
             informer.add_event_handler(
                 on_add=self._enqueue_owner,
                 on_update=lambda old, new: self._enqueue_owner(new),
@@ -242,6 +270,39 @@ class JobReconciler:
     def _enqueue_job(self, obj: Obj) -> None:
         self.controller.enqueue(object_key(obj))
 
+    def _pod_gone(self, obj: Obj) -> None:
+        """A pod deleted before the cache showed its creation: stop waiting for it."""
+        key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
+        if key is None:
+            return
+        with self._created_lock:
+            names = self._created.get(key)
+            if names:
+                names.discard(obj["metadata"]["name"])
+
+    def _awaiting_pods(self, key: str, namespace: str) -> bool:
+        """Whether pods this process created for the job are still missing from
+        the cache: a plan made now would list them again (their creates would
+        only meet AlreadyExists) and write a status that forgets them."""
+        with self._created_lock:
+            names = self._created.get(key)
+            if not names:
+                return False
+            names.difference_update([n for n in names if self.pods.get(namespace, n) is not None])
+            if names:
+                return True
+            self._created.pop(key, None)
+            return False
+
+    def _pod_deleted(self, obj: Obj) -> None:
+        self._pod_gone(obj)
+        self._enqueue_owner_soon(obj)
+
+    def _enqueue_owner_soon(self, obj: Obj) -> None:
+        key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
+        if key is not None:
+            self.controller.enqueue_after(key, POD_BATCH_PERIOD)
+
     def _enqueue_owner(self, obj: Obj) -> None:
         key = controller_owner_key(obj, api_group=self.resource.group, kind=self.resource.kind)
         if key is not None:
@@ -254,9 +315,13 @@ class JobReconciler:
         job = self.jobs.get(namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._written.pop(key, None)
+            with self._created_lock:
+                self._created.pop(key, None)
             return Result()  # children go with it through their ownerReferences
         written = self._written.get(key)
         if written is not None and not written.seen_in(job):
+            return Result(requeue_after=CACHE_CATCH_UP)
+        if self._awaiting_pods(key, namespace):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
@@ -310,8 +375,8 @@ class JobReconciler:
                 return self._cannot_have(here, *problem)
         services = self._services(uid) if plan.create else {}
         placements = self._placements(namespace, view) if plan.create else {}
+        pods: list[Obj] = []
         for type_, index, mode in plan.create:
-            replica = f"the pod of replica {type_}-{index}"
             try:
                 pod = self.kind.build_pod(parsed.job, type_, index, mode, services)
                 if self.gang_config.backend is not None:
@@ -325,25 +390,58 @@ class JobReconciler:
                 return Result(requeue_after=CHILD_WAIT)
             except BUILD_ERRORS as exc:
                 message = (
-                    f"the operator cannot build {replica} from this spec "
-                    f"({type(exc).__name__}: {exc}); fix the spec and resubmit"
+                    f"the operator cannot build the pod of replica {type_}-{index} from this "
+                    f"spec ({type(exc).__name__}: {exc}); fix the spec and resubmit"
                 )
                 return self._fail(here, "InvalidSpec", message)
-            name = pod["metadata"]["name"]
+            pods.append(pod)
+        problem = self._create_pods(pods, key, uid, rlog)
+        if problem is not None:
+            return self._cannot_have(here, *problem)
+        if tensorboard_retry and plan.requeue_after is None:
+            return Result(requeue=True)
+        return Result(requeue_after=plan.requeue_after)
+
+    def _create_pods(
+        self, pods: list[Obj], key: str, uid: str, rlog: Any
+    ) -> tuple[str, str, ApiError | str] | None:
+        """Create ``pods`` (exactly those: the plan's missing replicas) in
+        slow-start batches of 1, 2, 4, ... in parallel, as the Kubernetes Job
+        controller does; the first refusal ends the run, so a namespace out of
+        quota costs a request or two, not one per replica. AlreadyExists is
+        success unless another owner holds the name. The pods created are
+        awaited in the cache before the job is planned again. Returns (what,
+        child, problem) for a pod that cannot be had."""
+        namespace = key.partition("/")[0]
+
+        def create(pod: Obj) -> bool:
             try:
                 # Strict: a field of the template the Pod API does not know (a
                 # typo such as `comand`) is refused, never dropped in silence.
                 self.client.create(PODS, pod, namespace, field_validation="Strict")
-                rlog.info("created pod", pod=name)
             except AlreadyExists:
+                return False
+            return True
+
+        outcome = slow_start(pods, create, self._create_pool, max_parallel=CREATE_PARALLEL)
+        created = [p["metadata"]["name"] for p, new in outcome.done if new]
+        if created:
+            rlog.info("created pods", pods=created)
+            with self._created_lock:
+                self._created[key] = set(created)
+        for pod, new in outcome.done:
+            if not new:
                 clash = self._foreign_owner(PODS, pod, uid)
                 if clash:
-                    return self._fail(here, "NameConflict", clash)
-            except ApiError as exc:
-                return self._cannot_have(here, replica, f"Pod {name}", exc)
-        if tensorboard_retry and plan.requeue_after is None:
-            return Result(requeue=True)
-        return Result(requeue_after=plan.requeue_after)
+                    return ("a pod of the job", f"Pod {pod['metadata']['name']}", clash)
+        if outcome.failed is not None:
+            pod, error = outcome.failed
+            if not isinstance(error, ApiError):
+                raise error
+            labels = pod["metadata"].get("labels") or {}
+            replica = f"the pod of replica {labels.get(REPLICA_TYPE)}-{labels.get(REPLICA_INDEX)}"
+            return (replica, f"Pod {pod['metadata']['name']}", error)
+        return None
 
     def _with_tensorboard(self, job: Job | None, view: JobView, rlog: Any) -> tuple[JobView, bool]:
         """Make the job's TensorBoard match ``spec.tensorboardSpec`` in every phase of

@@ -16,6 +16,13 @@ def test_defaults_follow_controller_runtime() -> None:
     assert args.health_probe_bind_address == ":8081"
     assert args.leader_elect is False
     assert args.concurrent_reconciles == 4
+
+
+def test_default_client_limit_is_chosen_for_job_starts() -> None:
+    """50/100, not controller-runtime's 20/30: a job start is 7 limited writes,
+    and the API server's priority and fairness protects it (README, the flag)."""
+    args = parse_args([])
+    assert (args.kube_api_qps, args.kube_api_burst) == (50.0, 100)
     assert (
         args.leader_elect_lease_duration,
         args.leader_elect_renew_deadline,

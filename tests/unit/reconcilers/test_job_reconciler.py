@@ -10,6 +10,8 @@ keeps it Pending; a reconcile that runs ahead of the cache writes nothing.
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -279,3 +281,114 @@ def test_a_refusal_retrying_may_cure_keeps_the_job_pending() -> None:
     h.sync()
     h.run()
     assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+
+
+def _wide_job(replicas: int) -> dict[str, Any]:
+    job = copy.deepcopy(JOBS["PyTorchTrainingJob"][1])
+    job["spec"]["replicaSpecs"][0]["replicas"] = replicas
+    return job
+
+
+def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
+    from t9k_operator.reconcilers.job import CREATE_PARALLEL
+
+    h = Harness("PyTorchTrainingJob", _wide_job(40))
+    lock = threading.Lock()
+    active = peak = 0
+    real_create = h.fake.create
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.005)
+        try:
+            with lock:  # the fake's store is not thread-safe; the sleep above overlaps
+                return real_create(*args, **kwargs)
+        finally:
+            with lock:
+                active -= 1
+
+    h.fake.create = create  # type: ignore[method-assign]
+    h.reconcile()
+    names = h.pod_names()
+    assert names == sorted(f"j-worker-{i}" for i in range(40))  # every one, once
+    assert len([w for w in h.fake.writes if w[0] == "create" and w[1] == "Pod"]) == 40
+    assert 1 < peak <= CREATE_PARALLEL
+
+
+def test_a_refused_pod_stops_the_batches_early() -> None:
+    h = Harness("PyTorchTrainingJob", _wide_job(64))
+    # Batches of 1 (worker-0), then 2 (worker-1, worker-2): worker-2 is refused,
+    # and no third batch starts.
+    real_create = h.fake.create
+    calls = 0
+    lock = threading.Lock()
+
+    def create(resource: Any, body: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        with lock:
+            calls += 1
+            if body["kind"] == "Pod" and body["metadata"]["name"] == "j-worker-2":
+                raise ServerError("exceeded quota")
+            return real_create(resource, body, *args, **kwargs)
+
+    h.fake.create = create  # type: ignore[method-assign]
+    assert h.reconcile() == Result(requeue=True)
+    assert h.pod_names() == ["j-worker-0", "j-worker-1"]
+    assert calls == 1 + 1 + 2  # the Service, then three pods
+    assert "FailedCreate" in h.recorder.reasons()
+    assert h.job()["status"]["phase"] == "Pending"
+
+
+def test_a_reconcile_before_the_cache_shows_the_pods_created_waits() -> None:
+    """Without the wait, the plan would list the pods again (each create meeting
+    AlreadyExists) and write a status that calls them Creating."""
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()  # status, Service, both pods
+    # The job's cache catches up (our status write shows), the pods' does not.
+    h.fake.sync(h.informers, (h.reconciler.resource, None), (SERVICES, CHILD_SELECTOR))
+    writes = list(h.fake.writes)
+    assert h.reconcile() == Result(requeue_after=CACHE_CATCH_UP)
+    assert h.fake.writes == writes
+    h.sync()
+    h.reconcile()  # the pods show: planning resumes
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+    assert len([w for w in h.fake.writes if w[:2] == ("create", "Pod")]) == 2
+
+
+def test_a_created_pod_deleted_before_the_cache_saw_it_ends_the_wait() -> None:
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()
+    h.fake.sync(h.informers, (h.reconciler.resource, None), (SERVICES, CHILD_SELECTOR))
+    # One pod shows; the other was deleted before its creation was seen.
+    pods = h.fake.of_kind("Pod")
+    h.reconciler._pod_gone(pods[1])
+    h.informers.informer(PODS, CHILD_SELECTOR).store.replace([pods[0]], "999")
+    assert h.reconcile() != Result(requeue_after=CACHE_CATCH_UP)
+
+
+def test_pod_events_reach_the_job_after_a_batch_period_job_events_at_once() -> None:
+    """A job's pods change together: one reconcile (and one status write) for
+    the batch, as the Kubernetes Job controller's sync batch period gives."""
+    from t9k_operator.reconcilers.job import POD_BATCH_PERIOD
+
+    h = Harness("PyTorchTrainingJob")
+    h.reconcile()
+    queue = h.reconciler.controller.queue
+    pods = h.fake.of_kind("Pod")
+    informer = h.informers.informer(PODS, CHILD_SELECTOR)
+    started = time.monotonic()
+    for pod in pods:
+        informer.on_add(pod)
+    assert queue.len() == 0, "a pod's event does not reach the job at once"
+    while queue.len() == 0 and time.monotonic() - started < 5:
+        queue.move_ready_items()
+        time.sleep(0.01)
+    assert time.monotonic() - started >= POD_BATCH_PERIOD
+    assert queue.len() == 1, "the pods' events make one reconcile"
+    key, _ = queue.get()
+    queue.done(key)
+    h.informers.informer(h.reconciler.resource, None).on_update(h.job())
+    assert queue.len() == 1, "a job's own event is handled at once"

@@ -1,0 +1,672 @@
+#!/usr/bin/env python3
+"""Benchmark: how fast the operator starts jobs, beside the API server's own speed.
+
+For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
+1000x4 by default) and each scenario, on a fresh local control plane
+(``hack/cluster.py up --name t9k-bench``, taken down after the run):
+
+* ``ceiling``: no operator; the bench creates the same pods itself (built by
+  the operator's own builder, owner references dropped) with
+  ``--concurrency`` threads, the operator's limit on pod creates in flight;
+* ``defaults``: this tree's operator at its default flags;
+* ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
+* ``baseline``: the operator at ``--baseline`` (default a08a3ab, the code
+  issue 17 measured), checked out into a temporary git worktree, at its defaults.
+
+A stand-in kubelet in the bench marks every pod Running at once (one status
+patch, as a kubelet does). The pods carry ``schedulerName:
+t9k-bench-unscheduled`` and the annotation ``kwok.t9k.dev/manual: "true"``, so
+neither kube-scheduler (whose client limit of 50 QPS would dominate the
+figures) nor KWOK's stages touch them.
+
+Measured from the moment the bench starts submitting: the time until every
+pod exists (the bench's watch saw it) and until every job's status says
+Running; the operator's CPU seconds (``/proc/<pid>/stat``, from just before
+the submission to the end) and its peak RSS (``VmHWM``) and RSS at ready; the
+API server's writes during the run, by verb and resource (the difference of
+``apiserver_request_total`` before and after; it has no user-agent label, so
+writes are told apart by resource: the bench's are the jobs' creates and the
+pod status patches of the stand-in kubelet).
+
+Prints one table per size, then the ratios issue 17 sets as targets. Run:
+``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
+``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
+from t9k_operator.kube.resources import NAMESPACES, PODS, Resource  # noqa: E402
+from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
+from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
+from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
+
+NAMESPACE = "bench"
+JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+SCHEDULER = "t9k-bench-unscheduled"
+SCENARIOS = ("ceiling", "defaults", "tuned", "baseline")
+TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
+# Sizes and the scenarios each gets by default (1x512: one job of 512
+# replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
+# 50 QPS: 140 s; a08a3ab at 20 QPS: 400 s),
+# so 1000x4 compares the tuned operator with the ceiling only
+# (``--sizes 1000x4 --scenarios defaults`` runs the rest).
+DEFAULT_PLAN = {
+    "200x4": SCENARIOS,
+    "1x512": SCENARIOS,
+    "1000x4": ("ceiling", "tuned"),
+}
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
+# Resources only the operator writes in a run (the bench writes the jobs
+# themselves and, as the stand-in kubelet, pods/status).
+BUDGET = {
+    ("POST", "pods", ""),
+    ("DELETE", "pods", ""),
+    ("POST", "services", ""),
+    ("PUT", "pytorchtrainingjobs", "status"),
+    ("PATCH", "pytorchtrainingjobs", "status"),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def job_body(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "replicaSpecs": [
+                {
+                    "type": "worker",
+                    "replicas": replicas,
+                    "restartPolicy": "OnFailure",
+                    "template": {
+                        "metadata": {"annotations": {"kwok.t9k.dev/manual": "true"}},
+                        "spec": {
+                            "schedulerName": SCHEDULER,
+                            "containers": [
+                                {
+                                    "name": "pytorch",
+                                    "image": "pytorch/pytorch:2.0.0-cuda11.7-cudnn8-devel",
+                                    "command": ["python", "dist_mnist.py"],
+                                }
+                            ],
+                        },
+                    },
+                }
+            ]
+        },
+    }
+
+
+def ceiling_pods(jobs: int, replicas: int) -> list[dict[str, Any]]:
+    """The pods the operator would create, built by its own builder, without
+    owner references (the garbage collector would delete them)."""
+    kind = PyTorchKind()
+    out = []
+    for j in range(jobs):
+        stored = job_body(f"job-{j}", replicas)
+        stored["metadata"].update(uid=f"00000000-0000-0000-0000-{j:012d}", generation=1)
+        parsed = read(kind, stored)
+        assert parsed.job is not None, parsed.view.spec_error
+        for i in range(replicas):
+            pod = kind.build_pod(parsed.job, "worker", i, PodMode(), {})
+            pod["metadata"].pop("ownerReferences", None)
+            out.append(pod)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kubeconfig = Path()
+        self.bin_dir = Path()
+
+    def cluster(self, *args: str) -> str:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "hack" / "cluster.py"), *args, "--name", self.name],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        ).stdout
+
+    def up(self) -> None:
+        self.cluster("down")
+        self.kubeconfig = Path(self.cluster("up").strip().splitlines()[-1])
+        state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
+        self.bin_dir = Path(state["bin_dir"])
+
+    def down(self) -> None:
+        self.cluster("down")
+
+    def kubectl(self, *args: str) -> str:
+        return subprocess.run(
+            [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[str, float]]:
+        """apiserver_request_total of the write verbs, by (verb, resource,
+        subresource); and the server's time on pod creates (seconds, count)."""
+        out: Counter[tuple[str, str, str]] = Counter()
+        latency = {"s": 0.0, "n": 0.0}
+        for line in self.kubectl("get", "--raw", "/metrics").splitlines():
+            for suffix, k in (("_sum{", "s"), ("_count{", "n")):
+                name = "apiserver_request_duration_seconds" + suffix
+                pod_create = 'resource="pods"' in line and 'verb="POST"' in line
+                if line.startswith(name) and pod_create and 'subresource=""' in line:
+                    latency[k] += float(line.rpartition(" ")[2])
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
+            if labels.get("verb") in WRITE_VERBS:
+                key = (labels["verb"], labels.get("resource", ""), labels.get("subresource", ""))
+                out[key] += int(float(line.rpartition(" ")[2]))
+        return out, latency
+
+
+class StandIn:
+    """A stand-in kubelet: watches the bench's pods, marks each Running at once
+    with one status patch, and notes when it first saw each pod and job."""
+
+    def __init__(self, client: KubeClient, expect_pods: int, expect_jobs: int) -> None:
+        self.client = client
+        self.expect_pods, self.expect_jobs = expect_pods, expect_jobs
+        self.pod_seen: dict[str, float] = {}
+        self.job_running: dict[str, float] = {}
+        self.pods_done = threading.Event()
+        self.jobs_done = threading.Event()
+        self.all_marked = threading.Event()
+        self._marked = 0
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="kubelet")
+        self._streams: list[Any] = []
+        self._threads = [
+            threading.Thread(target=self._watch_pods, daemon=True),
+            threading.Thread(target=self._watch_jobs, daemon=True),
+        ]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while len(self._streams) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if len(self._streams) < 2:
+            raise RuntimeError("the bench's watches did not open")
+
+    def _open(self, resource: Resource) -> Any:
+        """A watch, retried while the API server's storage for a new CRD initializes."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self.client.watch(
+                    resource, NAMESPACE, resource_version=None, timeout_seconds=3600
+                )
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        for s in self._streams:
+            s.close()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, pod: dict[str, Any]) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        containers = pod["spec"]["containers"]
+        status = {
+            "phase": "Running",
+            "startTime": now,
+            "podIP": "10.244.0.99",
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": now}
+                for t in ("Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                }
+                for c in containers
+            ],
+        }
+        meta = pod["metadata"]
+        self.client.patch(PODS, meta["name"], {"status": status}, NAMESPACE, subresource="status")
+        with self._lock:
+            self._marked += 1
+            if self._marked >= self.expect_pods:
+                self.all_marked.set()
+
+    def _run_logged(self, pod: dict[str, Any]) -> None:
+        try:
+            self._run(pod)
+        except Exception as exc:
+            self.errors += 1
+            if self.errors == 1:
+                log(f"stand-in kubelet: {pod['metadata']['name']}: {exc}")
+
+    def _watch_pods(self) -> None:
+        stream = self._open(PODS)
+        self._streams.append(stream)
+        for event in stream:
+            if event["type"] != "ADDED":
+                continue
+            pod = event["object"]
+            name = pod["metadata"]["name"]
+            if name not in self.pod_seen:
+                self.pod_seen[name] = time.monotonic()
+                if (pod.get("status") or {}).get("phase") != "Running":
+                    with contextlib.suppress(RuntimeError):  # stopping
+                        self._pool.submit(self._run_logged, pod)
+                if len(self.pod_seen) >= self.expect_pods:
+                    self.pods_done.set()
+
+    def _watch_jobs(self) -> None:
+        stream = self._open(JOBS)
+        self._streams.append(stream)
+        for event in stream:
+            if event["type"] not in ("ADDED", "MODIFIED"):
+                continue  # bookmarks carry no object worth reading
+            job = event["object"]
+            name = job["metadata"]["name"]
+            phase = (job.get("status") or {}).get("phase")
+            if phase == "Running" and name not in self.job_running:
+                self.job_running[name] = time.monotonic()
+                if len(self.job_running) >= self.expect_jobs:
+                    self.jobs_done.set()
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_kib(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+class Operator:
+    def __init__(self, source: Path, kubeconfig: Path, log_path: Path, *flags: str) -> None:
+        self.health = free_port()
+        self.metrics = free_port()
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        env["PYTHONPATH"] = str(source)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "t9k_operator",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-bind-address",
+                f"127.0.0.1:{self.metrics}",
+                "--health-probe-bind-address",
+                f"127.0.0.1:{self.health}",
+                *flags,
+            ],
+            cwd=source,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"operator exited with {self.proc.returncode}")
+            with contextlib.suppress(OSError):
+                url = f"http://127.0.0.1:{self.health}/readyz"
+                with urllib.request.urlopen(url, timeout=1) as resp:
+                    if resp.status == 200:
+                        return
+            time.sleep(0.2)
+        raise RuntimeError("operator not ready in time")
+
+    def sums(self) -> dict[str, float]:
+        """The job controller's reconciles and their time, and its queue wait."""
+        wanted = {
+            "controller_runtime_reconcile_total": "reconciles",
+            "controller_runtime_reconcile_time_seconds_sum": "reconcile_s",
+            "workqueue_queue_duration_seconds_sum": "queue_wait_s",
+            "workqueue_queue_duration_seconds_count": "queue_gets",
+        }
+        out = dict.fromkeys(wanted.values(), 0.0)
+        url = f"http://127.0.0.1:{self.metrics}/metrics"
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as resp:
+            for line in resp.read().decode().splitlines():
+                name = line.partition("{")[0]
+                if name in wanted and "pytorchtrainingjob" in line:
+                    out[wanted[name]] += float(line.rpartition(" ")[2])
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+@dataclass
+class Run:
+    size: str
+    scenario: str
+    pods_s: float | None = None
+    running_s: float | None = None
+    cpu_s: float | None = None
+    rss_ready_mib: float | None = None
+    rss_peak_mib: float | None = None
+    writes: dict[str, int] = field(default_factory=dict)
+    budget_writes: int = 0
+    events: int = 0
+    jobs: int = 0
+    pods: int = 0
+    note: str = ""
+    pod_create_ms: float | None = None  # the API server's mean time on a pod create
+    operator: dict[str, float] = field(default_factory=dict)
+
+
+def run_one(
+    cluster: Cluster,
+    size: str,
+    scenario: str,
+    sources: dict[str, Path],
+    concurrency: int,
+    timeout: float,
+    logs: Path,
+    extra_flags: tuple[str, ...] = (),
+) -> Run:
+    jobs, replicas = (int(x) for x in size.split("x"))
+    run = Run(size, scenario, jobs=jobs, pods=jobs * replicas)
+    cluster.up()
+    operator: Operator | None = None
+    client = KubeClient.from_config(
+        str(cluster.kubeconfig),
+        options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-bench"),
+    )
+    standin = StandIn(client, jobs * replicas, jobs)
+    try:
+        source = sources["baseline" if scenario == "baseline" else "tree"]
+        cluster.kubectl(
+            "apply", "--server-side", "--force-conflicts", "-f", str(source / "manifests" / "crds")
+        )
+        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        with contextlib.suppress(AlreadyExists):
+            client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+        pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
+        if scenario != "ceiling":
+            flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
+            operator = Operator(source, cluster.kubeconfig, logs / f"{size}-{scenario}.log", *flags)
+            operator.wait_ready()
+            run.rss_ready_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
+        standin.start()
+        time.sleep(1.0)  # the watches are open
+        before, lat0 = cluster.writes()
+        cpu0 = proc_cpu(operator.proc.pid) if operator else 0.0
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(concurrency) as pool:
+            if scenario == "ceiling":
+                list(pool.map(lambda p: client.create(PODS, p, NAMESPACE), pods))
+            else:
+                list(
+                    pool.map(
+                        lambda j: client.create(JOBS, job_body(f"job-{j}", replicas), NAMESPACE),
+                        range(jobs),
+                    )
+                )
+        if standin.pods_done.wait(timeout):
+            run.pods_s = max(standin.pod_seen.values()) - t0
+        if scenario != "ceiling" and standin.jobs_done.wait(timeout):
+            run.running_s = max(standin.job_running.values()) - t0
+        if scenario == "ceiling":
+            # Every pod marked Running: the stand-in's share of the server's work is done.
+            standin.all_marked.wait(timeout)
+        time.sleep(2.0)  # late writes (a last status, Events) land in the counts
+        if operator is not None:
+            run.cpu_s = proc_cpu(operator.proc.pid) - cpu0
+            run.rss_peak_mib = proc_kib(operator.proc.pid, "VmHWM") / 1024
+        after, lat1 = cluster.writes()
+        creates = lat1["n"] - lat0["n"]
+        if creates:
+            run.pod_create_ms = 1000 * (lat1["s"] - lat0["s"]) / creates
+        if operator is not None:
+            run.operator = operator.sums()
+        diff = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
+        run.writes = {" ".join(x for x in k if x): v for k, v in sorted(diff.items())}
+        run.budget_writes = sum(v for k, v in diff.items() if k in BUDGET)
+        run.events = sum(v for k, v in diff.items() if k[1] == "events")
+        if run.pods_s is None or (scenario != "ceiling" and run.running_s is None):
+            run.note = (
+                f"timed out: {len(standin.pod_seen)} pods, {len(standin.job_running)} jobs Running"
+            )
+    finally:
+        standin.stop()
+        if operator is not None:
+            operator.stop()
+        client.close()
+        cluster.down()
+    return run
+
+
+def fmt(v: float | None, spec: str = ".1f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(runs: list[Run]) -> str:
+    rows = [
+        "| scenario | all pods exist (s) | all jobs Running (s) | operator CPU (s) | "
+        "CPU per job (ms) | RSS at ready / peak (MiB) | writes on the reconcile budget "
+        "(per job) | Events | API writes by verb and resource |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        per_job = r.budget_writes / r.jobs if r.jobs else 0
+        cpu_job = None if r.cpu_s is None else 1000 * r.cpu_s / r.jobs
+        rss = "-" if r.rss_peak_mib is None else f"{fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)}"
+        writes = ", ".join(f"{k} {v}" for k, v in r.writes.items())
+        rows.append(
+            f"| {r.scenario}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
+            f"{fmt(r.running_s)} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | {rss} | "
+            f"{r.budget_writes} ({per_job:.2f}) | {r.events} | {writes} |"
+        )
+    return "\n".join(rows)
+
+
+def where(runs: list[Run]) -> str:
+    rows = [
+        "| size | scenario | server time per pod create (ms) | reconciles (per job) | "
+        "reconcile time, worker-s | mean queue wait (ms) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        o = r.operator
+        per = o.get("reconciles", 0) / r.jobs if o else None
+        wait = 1000 * o["queue_wait_s"] / o["queue_gets"] if o.get("queue_gets") else None
+        rows.append(
+            f"| {r.size} | {r.scenario} | {fmt(r.pod_create_ms)} | "
+            f"{fmt(o.get('reconciles'), '.0f') if o else '-'} ({fmt(per, '.1f')}) | "
+            f"{fmt(o.get('reconcile_s'), '.2f') if o else '-'} | {fmt(wait)} |"
+        )
+    return "\n".join(rows)
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def targets(by: dict[tuple[str, str], Run]) -> list[str]:
+    out = []
+
+    def get(size: str, scenario: str) -> Run | None:
+        return by.get((size, scenario))
+
+    d, b = get("200x4", "defaults"), get("200x4", "baseline")
+    if d and b:
+        out.append(
+            f"200x4 all Running, baseline / defaults: {ratio(b.running_s, d.running_s)}x "
+            "faster (target >= 1.5)"
+        )
+    for size in ("200x4", "1000x4"):
+        t, c = get(size, "tuned"), get(size, "ceiling")
+        if t and c:
+            out.append(
+                f"{size} tuned pods / ceiling pods: {ratio(t.pods_s, c.pods_s)} (target <= 1.25); "
+                f"all Running / ceiling pods: {ratio(t.running_s, c.pods_s)} (target <= 1.5)"
+            )
+    c = get("1x512", "ceiling")
+    for scenario in ("tuned", "defaults", "baseline"):
+        r = get("1x512", scenario)
+        if r and c:
+            out.append(
+                f"1x512 {scenario} pods / ceiling pods: {ratio(r.pods_s, c.pods_s)} "
+                "(target <= 1.5 when tuned)"
+            )
+    for (size, scenario), r in sorted(by.items()):
+        if scenario in ("defaults", "tuned") and r.jobs and size.endswith("x4"):
+            cpu_ms = None if r.cpu_s is None else 1000 * r.cpu_s / r.jobs
+            out.append(
+                f"{size} {scenario}: {r.budget_writes / r.jobs:.2f} reconcile-budget writes "
+                f"per job (target <= 7), CPU {fmt(cpu_ms)} ms per job (target <= 20)"
+            )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", default=",".join(DEFAULT_PLAN), help="JOBSxREPLICAS, comma-separated"
+    )
+    parser.add_argument(
+        "--scenarios",
+        default=None,
+        help=f"of {', '.join(SCENARIOS)}, for every size (default: all for 200x4 and "
+        "1x512, ceiling and tuned for 1000x4)",
+    )
+    parser.add_argument("--baseline", default="a08a3ab", help="the commit of the baseline")
+    parser.add_argument("--cluster", default="t9k-bench")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=CREATE_PARALLEL,
+        help=f"the bench's threads for its creates (default {CREATE_PARALLEL}: the "
+        "operator's limit on pod creates in flight)",
+    )
+    parser.add_argument(
+        "--operator-flags",
+        default="",
+        help="more flags for this tree's operator (defaults and tuned), for experiments",
+    )
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
+    parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
+    args = parser.parse_args()
+
+    # SIGTERM unwinds like Ctrl-C: the operator, the cluster and the worktree go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    chosen = None if args.scenarios is None else [s.strip() for s in args.scenarios.split(",")]
+    for s in chosen or []:
+        if s not in SCENARIOS:
+            parser.error(f"unknown scenario {s!r}")
+    logs = Path(tempfile.mkdtemp(prefix="t9k-bench-"))
+    sources = {"tree": ROOT}
+    worktree = logs / "baseline"
+    needs_baseline = any(
+        "baseline" in (chosen or DEFAULT_PLAN.get(size, SCENARIOS)) for size in sizes
+    )
+    if needs_baseline:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), args.baseline],
+            check=True,
+            capture_output=True,
+        )
+        sources["baseline"] = worktree
+    cluster = Cluster(args.cluster)
+    log(f"logs in {logs}")
+    runs: list[Run] = []
+    try:
+        for size in sizes:
+            for scenario in chosen or DEFAULT_PLAN.get(size, SCENARIOS):
+                log(f"{size} {scenario}")
+                started = time.monotonic()
+                extra = tuple(args.operator_flags.split()) if scenario != "baseline" else ()
+                run = run_one(
+                    cluster, size, scenario, sources, args.concurrency, args.timeout, logs, extra
+                )
+                runs.append(run)
+                log(
+                    f"{size} {scenario}: pods {fmt(run.pods_s)} s, Running "
+                    f"{fmt(run.running_s)} s, CPU {fmt(run.cpu_s, '.2f')} s "
+                    f"(run {time.monotonic() - started:.0f} s) {run.note}"
+                )
+    finally:
+        if needs_baseline:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
+                check=False,
+                capture_output=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
+    print(f"ceiling concurrency: {args.concurrency} threads; baseline: {args.baseline}")
+    for size in sizes:
+        print(f"\n### {size}\n")
+        print(table([r for r in runs if r.size == size]))
+    print("\n### Where the time goes\n")
+    print(where(runs))
+    print("\n### Targets\n")
+    for line in targets({(r.size, r.scenario): r for r in runs}):
+        print(f"- {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
