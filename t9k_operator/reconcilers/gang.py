@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.builders.gang import Backend
-from t9k_operator.kube import ApiError, KubeClient, Resource
+from t9k_operator.kube import KubeClient, Resource
+from t9k_operator.kube.discovery import not_served as api_not_served
 from t9k_operator.reconcilers.kind import GroupState
 
 WARN, HOLD = "warn", "hold"
@@ -48,19 +49,13 @@ def not_served(client: KubeClient, config: GangConfig) -> str | None:
     resource = config.resource
     if resource is None:
         return None
-    path = f"/apis/{resource.group}/{resource.version}"
-    try:
-        listed = client.request("GET", path)
-    except ApiError as exc:
-        listed, error = {}, f" ({exc})"
-    else:
-        error = ""
-    if any(r.get("name") == "podgroups" for r in listed.get("resources") or []):
+    missing = api_not_served(client, resource)
+    if missing is None:
         return None
     assert config.backend is not None
     return (
-        f"--gang-scheduler={config.backend.name} needs the PodGroup API {path}, which this "
-        f"cluster does not serve{error}: install the gang scheduler (docs/scheduling.md) "
+        f"--gang-scheduler={config.backend.name} needs the PodGroup API {missing}, which "
+        "this cluster does not serve: install the gang scheduler (docs/scheduling.md) "
         "or run the operator with --gang-scheduler=none"
     )
 

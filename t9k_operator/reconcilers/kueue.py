@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.builders import kueue
-from t9k_operator.kube import ApiError, KubeClient, NotFound, Resource
+from t9k_operator.kube import KubeClient, NotFound, Resource
+from t9k_operator.kube.discovery import not_served as api_not_served
 from t9k_operator.reconcilers.kind import AdmissionState
 
 WORKLOADS = Resource(kueue.GROUP, kueue.VERSION, "workloads", "Workload")
@@ -56,17 +57,11 @@ def not_served(client: KubeClient, config: KueueConfig) -> str | None:
     """Why Kueue cannot be used (its Workload API is not served), or None."""
     if not config.enabled:
         return None
-    path = f"/apis/{kueue.GROUP}/{kueue.VERSION}"
-    try:
-        listed = client.request("GET", path)
-    except ApiError as exc:
-        listed, error = {}, f" ({exc})"
-    else:
-        error = ""
-    if any(r.get("name") == "workloads" for r in listed.get("resources") or []):
+    missing = api_not_served(client, WORKLOADS)
+    if missing is None:
         return None
     return (
-        f"--kueue needs the Workload API {path}, which this cluster does not serve{error}: "
+        f"--kueue needs the Workload API {missing}, which this cluster does not serve: "
         "install Kueue (docs/scheduling.md) or run the operator without --kueue"
     )
 

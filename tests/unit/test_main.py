@@ -8,6 +8,8 @@ from t9k_operator.__main__ import gang_config, parse_args
 from t9k_operator.kube import NotFound
 from t9k_operator.manager import parse_bind_address
 from t9k_operator.reconcilers.gang import GangConfig, not_served
+from t9k_operator.reconcilers.kueue import KueueConfig
+from t9k_operator.reconcilers.kueue import not_served as kueue_not_served
 
 
 def test_defaults_follow_controller_runtime() -> None:
@@ -100,3 +102,14 @@ def test_a_gang_scheduler_whose_api_is_not_served_is_refused_at_start() -> None:
     assert missing is not None
     assert "/apis/scheduling.volcano.sh/v1beta1" in missing and "install" in missing
     assert not_served(_Discovery({}), GangConfig()) is None  # type: ignore[arg-type]
+
+
+def test_kueue_whose_workload_api_is_not_served_is_refused_at_start() -> None:
+    kueue = KueueConfig(enabled=True)
+    served = _Discovery({"resources": [{"name": "workloads"}, {"name": "localqueues"}]})
+    assert kueue_not_served(served, kueue) is None  # type: ignore[arg-type]
+    for answer in ({"resources": [{"name": "localqueues"}]}, NotFound("404 page not found")):
+        missing = kueue_not_served(_Discovery(answer), kueue)  # type: ignore[arg-type]
+        assert missing is not None
+        assert "/apis/kueue.x-k8s.io/v1beta1" in missing and "install Kueue" in missing
+    assert kueue_not_served(_Discovery({}), KueueConfig()) is None  # type: ignore[arg-type]
