@@ -204,6 +204,7 @@ class JobReconciler:
         self.recorder = ctx.recorder
         self.clock = ctx.clock
         self.jobs = ctx.informers.informer(self.resource)
+        metrics.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
         self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
@@ -811,12 +812,21 @@ class JobReconciler:
         return None
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
+        """Count a job that has just finished, and log it (a failure with its reason)."""
         assert plan.finished is not None
         kind, ns = self.resource.kind, job["metadata"]["namespace"]
+        flog = log.bind(kind=kind, namespace=ns, name=job["metadata"]["name"])
         if plan.finished.phase == "Succeeded":
             metrics.JOBS_SUCCEEDED.labels(kind, ns).inc()
+            flog.info("job succeeded", phase="Succeeded")
         else:
             metrics.JOBS_FAILED.labels(kind, ns, plan.finished.reason).inc()
+            flog.warning(
+                "job failed",
+                phase=plan.finished.phase,
+                reason=str(plan.finished.reason),
+                message=plan.finished.message,
+            )
         start = engine.parse_time(plan.status.get("startTime"))
         end = engine.parse_time(plan.status.get("completionTime"))
         if start and end:
