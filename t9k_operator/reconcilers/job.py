@@ -225,6 +225,7 @@ class JobReconciler:
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        self._namespaces_seen: set[str] = set()  # whose lifecycle series exist (at 0 or more)
         # The pods created per job whose creation the cache has not shown yet.
         self._created: TTLCache[str, set[str]] = TTLCache(maxsize=65536, ttl=CREATED_TTL)
         self._created_lock = threading.Lock()
@@ -325,6 +326,7 @@ class JobReconciler:
         if self._awaiting_pods(key, namespace):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
+        self._series_at_zero(namespace)
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
         group = gang.group_name(name, uid)  # also the Workload's name
@@ -810,6 +812,21 @@ class JobReconciler:
                 self.client.replace(resource, updated)
                 rlog.info("updated", child=f"PodGroup/{child['metadata']['name']}")
         return None
+
+    def _series_at_zero(self, namespace: str) -> None:
+        """Export this kind's lifecycle series of ``namespace`` at 0 once a job of
+        it is seen, so that a job's success, restart or duration is an increase
+        rate() and increase() see, not the birth of a series they cannot.
+        (Failures carry a reason, which is not known beforehand: rules.yaml
+        counts the birth of such a series as its whole value.)"""
+        if namespace in self._namespaces_seen:
+            return
+        kind = self.resource.kind
+        metrics.JOBS_SUCCEEDED.labels(kind, namespace)
+        metrics.JOBS_RESTARTED.labels(kind, namespace)
+        for phase in engine.TERMINAL:
+            metrics.JOB_DURATION.labels(kind, namespace, phase)
+        self._namespaces_seen.add(namespace)
 
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
         """Count a job that has just finished, and log it (a failure with its reason)."""

@@ -298,3 +298,20 @@ def test_a_failed_job_is_logged_with_its_reason(captured: list[dict[str, Any]]) 
 def test_jobs_collector_is_registered_once() -> None:
     names = [c for c in REGISTRY._collector_to_names if isinstance(c, JobsCollector)]
     assert names == [metrics.JOBS]
+
+
+def test_a_kinds_lifecycle_series_exist_at_zero_once_a_job_of_a_namespace_is_seen() -> None:
+    """A job's success, restart and duration are increases rate() can see:
+    their series exist at 0 from the first reconcile of a job in the namespace."""
+    from t9k_operator.reconcilers.job import JobReconciler
+
+    reconciler = JobReconciler.__new__(JobReconciler)
+    reconciler.resource = Resource("batch.tensorstack.dev", "v1beta1", "x", "ZeroJob")
+    reconciler._namespaces_seen = set()
+    reconciler._series_at_zero("zero-ns")
+    series = labels(kind="ZeroJob", namespace="zero-ns")
+    assert samples("t9k_jobs_succeeded_total")[series] == 0.0
+    assert samples("t9k_jobs_restarted_total")[series] == 0.0
+    for phase in ("Succeeded", "Failed"):
+        counts = samples("t9k_job_duration_seconds_count")
+        assert counts[labels(kind="ZeroJob", namespace="zero-ns", phase=phase)] == 0.0
