@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -219,7 +219,7 @@ def test_the_registered_collector_exports_while_the_manager_leads() -> None:
 
 
 @pytest.fixture
-def captured() -> Iterator[list[dict[str, Any]]]:
+def captured() -> Iterator[list[MutableMapping[str, Any]]]:
     with structlog.testing.capture_logs(
         processors=[structlog.contextvars.merge_contextvars]
     ) as logs:
@@ -233,7 +233,7 @@ def make(reconcile: Any, name: str = "unit-obs") -> Controller:
 
 
 def test_every_log_line_of_a_reconcile_carries_its_reconcile_id(
-    captured: list[dict[str, Any]],
+    captured: list[MutableMapping[str, Any]],
 ) -> None:
     reconcile_log = structlog.get_logger("unit")
 
@@ -276,7 +276,7 @@ def test_reconcile_series_exist_at_zero_once_a_controller_starts() -> None:
         controller.stop()
 
 
-def test_a_failed_job_is_logged_with_its_reason(captured: list[dict[str, Any]]) -> None:
+def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[str, Any]]) -> None:
     from t9k_operator.reconcilers import engine
     from t9k_operator.reconcilers.job import JobReconciler
     from t9k_operator.reconcilers.kind import Outcome
