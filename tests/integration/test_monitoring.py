@@ -76,6 +76,22 @@ def test_promtool_checks_the_rules() -> None:
     assert "SUCCESS" in proc.stdout
 
 
+def test_rule_thresholds() -> None:
+    """Each alert's threshold and `for`, on made-up series (tests/integration/rules_test.yaml):
+    what a run of seconds cannot reach."""
+    proc = subprocess.run(
+        [tool("promtool"), "test", "rules", "rules_test.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
+    cases = yaml.safe_load((Path(__file__).parent / "rules_test.yaml").read_text())
+    tested = {a["alertname"] for t in cases["tests"] for a in t.get("alert_rule_test", [])}
+    assert tested == set(rules()), "every alert has its threshold tested"
+
+
 def rules() -> dict[str, dict[str, Any]]:
     doc = yaml.safe_load(RULES.read_text())
     return {r["alert"]: r for g in doc["groups"] for r in g["rules"] if "alert" in r}
