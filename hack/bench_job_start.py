@@ -8,6 +8,10 @@ For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
   the operator's own builder, owner references dropped) with
   ``--concurrency`` threads, the operator's limit on pod creates in flight;
+* ``writes``: no operator; the bench makes the writes a job's start needs
+  itself (job, first status, Service, pods, Running status; the operator's
+  own objects), one job's writes in order on each of ``--concurrency``
+  threads: the floor under any controller making those writes;
 * ``defaults``: this tree's operator at its default flags;
 * ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
 * ``baseline``: the operator at ``--baseline`` (default a08a3ab, the code
@@ -51,8 +55,10 @@ import time
 import tracemalloc
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
+from t9k_operator.builders.pytorch import build_service as build_pytorch_service  # noqa: E402
 from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.kube.resources import (  # noqa: E402
@@ -70,6 +77,7 @@ from t9k_operator.kube.resources import (  # noqa: E402
     SERVICES,
     Resource,
 )
+from t9k_operator.reconcilers import engine  # noqa: E402
 from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
@@ -77,7 +85,7 @@ from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 SCHEDULER = "t9k-bench-unscheduled"
-SCENARIOS = ("ceiling", "defaults", "tuned", "baseline")
+SCENARIOS = ("ceiling", "writes", "defaults", "tuned", "baseline")
 TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
@@ -86,8 +94,8 @@ TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # (``--sizes 1000x4 --scenarios defaults`` runs the rest).
 DEFAULT_PLAN = {
     "200x4": SCENARIOS,
-    "1x512": SCENARIOS,
-    "1000x4": ("ceiling", "tuned"),
+    "1x512": ("ceiling", "defaults", "tuned", "baseline"),
+    "1000x4": ("ceiling", "writes", "tuned"),
 }
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # Resources only the operator writes in a run (the bench writes the jobs
@@ -152,6 +160,53 @@ def ceiling_pods(jobs: int, replicas: int) -> list[dict[str, Any]]:
     return out
 
 
+class JobWrites:
+    """The ``writes`` scenario: no operator; the bench itself makes the writes
+    a job's start needs, the operator's own objects built by its own code: the
+    job, its first status (the engine's plan for a job with no pods), its
+    Service, its pods (owned by the job), and, once the stand-in kubelet has
+    marked all of a job's pods Running, its Running status. One job's writes
+    run one after another on one of ``concurrency`` threads, so at most that
+    many writes are in flight: the floor under any controller that makes the
+    same writes with the same client concurrency."""
+
+    def __init__(self, client: KubeClient, replicas: int) -> None:
+        self.client, self.replicas = client, replicas
+        self.kind = PyTorchKind()
+        self._lock = threading.Lock()
+        self._status: dict[str, dict[str, Any]] = {}  # job name -> last stored job
+        self._marked: Counter[str] = Counter()
+
+    def start_job(self, j: int) -> None:
+        job = self.client.create(JOBS, job_body(f"job-{j}", self.replicas), NAMESPACE)
+        parsed = read(self.kind, job)
+        assert parsed.job is not None, parsed.view.spec_error
+        now = datetime.now(UTC)
+        plan = engine.plan(self.kind, parsed.view, {}, now)
+        job["status"] = self.kind.render_status(job, plan.status)
+        stored = self.client.replace_status(JOBS, job)
+        with self._lock:
+            self._status[job["metadata"]["name"]] = stored
+        self.client.create(SERVICES, build_pytorch_service(parsed.job), NAMESPACE)
+        for i in range(self.replicas):
+            self.client.create(
+                PODS, self.kind.build_pod(parsed.job, "worker", i, PodMode(), {}), NAMESPACE
+            )
+
+    def pod_marked(self, pod: dict[str, Any]) -> None:
+        owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("name")
+        if not owner:
+            return
+        with self._lock:
+            self._marked[owner] += 1
+            if self._marked[owner] < self.replicas:
+                return
+            stored = self._status[owner]
+        status = dict(stored["status"])
+        status["phase"] = "Running"
+        self.client.replace_status(JOBS, {**stored, "status": status})
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -189,32 +244,42 @@ class Cluster:
             text=True,
         ).stdout
 
-    def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[str, float]]:
+    def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], float]]:
         """apiserver_request_total of the write verbs, by (verb, resource,
-        subresource); and the server's time on pod creates (seconds, count)."""
+        subresource); and the server's seconds spent on them (the sum of
+        apiserver_request_duration_seconds), by the same key."""
         out: Counter[tuple[str, str, str]] = Counter()
-        latency = {"s": 0.0, "n": 0.0}
+        seconds: dict[tuple[str, str, str], float] = {}
         for line in self.kubectl("get", "--raw", "/metrics").splitlines():
-            for suffix, k in (("_sum{", "s"), ("_count{", "n")):
-                name = "apiserver_request_duration_seconds" + suffix
-                pod_create = 'resource="pods"' in line and 'verb="POST"' in line
-                if line.startswith(name) and pod_create and 'subresource=""' in line:
-                    latency[k] += float(line.rpartition(" ")[2])
-            if not line.startswith("apiserver_request_total{"):
+            total = line.startswith("apiserver_request_total{")
+            spent = line.startswith("apiserver_request_duration_seconds_sum{")
+            if not (total or spent):
                 continue
             labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
-            if labels.get("verb") in WRITE_VERBS:
-                key = (labels["verb"], labels.get("resource", ""), labels.get("subresource", ""))
-                out[key] += int(float(line.rpartition(" ")[2]))
-        return out, latency
+            if labels.get("verb") not in WRITE_VERBS:
+                continue
+            key = (labels["verb"], labels.get("resource", ""), labels.get("subresource", ""))
+            value = float(line.rpartition(" ")[2])
+            if total:
+                out[key] += int(value)
+            else:
+                seconds[key] = seconds.get(key, 0.0) + value
+        return out, seconds
 
 
 class StandIn:
     """A stand-in kubelet: watches the bench's pods, marks each Running at once
     with one status patch, and notes when it first saw each pod and job."""
 
-    def __init__(self, client: KubeClient, expect_pods: int, expect_jobs: int) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        expect_pods: int,
+        expect_jobs: int,
+        on_marked: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.client = client
+        self.on_marked = on_marked
         self.expect_pods, self.expect_jobs = expect_pods, expect_jobs
         self.pod_seen: dict[str, float] = {}
         self.job_running: dict[str, float] = {}
@@ -288,6 +353,8 @@ class StandIn:
             self._marked += 1
             if self._marked >= self.expect_pods:
                 self.all_marked.set()
+        if self.on_marked is not None:
+            self.on_marked(pod)
 
     def _run_logged(self, pod: dict[str, Any]) -> None:
         try:
@@ -423,6 +490,7 @@ class Run:
     pods: int = 0
     note: str = ""
     pod_create_ms: float | None = None  # the API server's mean time on a pod create
+    server_s: dict[str, float] = field(default_factory=dict)  # its seconds per kind of write
     cache_mib: float | None = None  # what the operator's informer stores hold at the end
     rss_end_mib: float | None = None
     operator: dict[str, float] = field(default_factory=dict)
@@ -446,7 +514,10 @@ def run_one(
         str(cluster.kubeconfig),
         options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-bench"),
     )
-    standin = StandIn(client, jobs * replicas, jobs)
+    writer = JobWrites(client, replicas) if scenario == "writes" else None
+    standin = StandIn(
+        client, jobs * replicas, jobs, on_marked=writer.pod_marked if writer else None
+    )
     try:
         source = sources["baseline" if scenario == "baseline" else "tree"]
         cluster.kubectl(
@@ -456,7 +527,7 @@ def run_one(
         with contextlib.suppress(AlreadyExists):
             client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
-        if scenario != "ceiling":
+        if scenario not in ("ceiling", "writes"):
             flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
             operator = Operator(source, cluster.kubeconfig, logs / f"{size}-{scenario}.log", *flags)
             operator.wait_ready()
@@ -469,6 +540,8 @@ def run_one(
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
                 list(pool.map(lambda p: client.create(PODS, p, NAMESPACE), pods))
+            elif writer is not None:
+                list(pool.map(writer.start_job, range(jobs)))
             else:
                 list(
                     pool.map(
@@ -490,9 +563,15 @@ def run_one(
             run.rss_end_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
             run.cache_mib = cache_bytes(client) / 2**20
         after, lat1 = cluster.writes()
-        creates = lat1["n"] - lat0["n"]
+        run.server_s = {
+            " ".join(x for x in k if x): v - lat0.get(k, 0.0)
+            for k, v in sorted(lat1.items())
+            if v - lat0.get(k, 0.0) > 0
+        }
+        pod_key = ("POST", "pods", "")
+        creates = after[pod_key] - before.get(pod_key, 0)
         if creates:
-            run.pod_create_ms = 1000 * (lat1["s"] - lat0["s"]) / creates
+            run.pod_create_ms = 1000 * (lat1.get(pod_key, 0.0) - lat0.get(pod_key, 0.0)) / creates
         if operator is not None:
             run.operator = operator.sums()
         diff = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
@@ -586,6 +665,23 @@ def where(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def server(runs: list[Run]) -> str:
+    """The API server's time on the writes of each run: what each kind of write
+    cost it in all (request seconds, summed over requests in flight)."""
+    rows = [
+        "| size | scenario | server request-seconds on writes | the largest shares |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        total = sum(r.server_s.values())
+        top = sorted(r.server_s.items(), key=lambda kv: -kv[1])[:6]
+        shares = ", ".join(
+            f"{k} {v:.1f} s ({1000 * v / max(1, r.writes.get(k, 1)):.0f} ms each)" for k, v in top
+        )
+        rows.append(f"| {r.size} | {r.scenario} | {total:.1f} | {shares} |")
+    return "\n".join(rows)
+
+
 def memory(runs: list[Run]) -> str:
     rows = [
         "| size | scenario | RSS at ready / peak / end (MiB) | peak growth (MiB) | "
@@ -626,6 +722,13 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
             out.append(
                 f"{size} tuned pods / ceiling pods: {ratio(t.pods_s, c.pods_s)} (target <= 1.25); "
                 f"all Running / ceiling pods: {ratio(t.running_s, c.pods_s)} (target <= 1.5)"
+            )
+        w = get(size, "writes")
+        if t and w:
+            out.append(
+                f"{size} tuned / writes (the same writes made by the bench): pods "
+                f"{ratio(t.pods_s, w.pods_s)}, all Running {ratio(t.running_s, w.running_s)}; "
+                f"writes / ceiling: pods {ratio(w.pods_s, c.pods_s if c else None)}"
             )
     c = get("1x512", "ceiling")
     for scenario in ("tuned", "defaults", "baseline"):
@@ -738,6 +841,8 @@ def main() -> int:
         print(table([r for r in runs if r.size == size]))
     print("\n### Where the time goes\n")
     print(where(runs))
+    print("\n### The API server's time on writes\n")
+    print(server(runs))
     print("\n### Memory\n")
     print(memory(runs))
     print("\n### Targets\n")
