@@ -67,10 +67,10 @@ IMG ?= ghcr.io/t9k-operator/t9k-operator:0.1.0
 OVERLAY ?= deploy/cluster-wide
 
 deploy: ## install into the current kubeconfig's cluster with image IMG (kustomize OVERLAY, server-side apply)
-	$(PYTHON) hack/deploy.py apply --image $(IMG) --overlay $(OVERLAY)
+	$(PYTHON) hack/deploy.py apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
-	$(PYTHON) hack/deploy.py delete --overlay $(OVERLAY)
+	$(PYTHON) hack/deploy.py delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_ARGS="--sizes 200x4" to choose (docs/benchmarks.md)
 	$(PY) hack/bench_job_start.py $(BENCH_ARGS)

@@ -101,7 +101,18 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return cluster.EXIT_MISSING_BINARIES
     if args.command == "apply":
-        cmd = [kubectl, "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-"]
+        # --force-conflicts: these are the operator's own objects, and this is
+        # how they are meant to be; fields an earlier install (install.yaml,
+        # another manager) set are taken over rather than refused.
+        cmd = [
+            kubectl,
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            f"--field-manager={FIELD_MANAGER}",
+            "-f",
+            "-",
+        ]
     else:
         # Never the CRDs (and so never the jobs and their pods): only the
         # operator's own objects.
