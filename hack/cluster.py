@@ -50,6 +50,13 @@ it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
 namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
 registered with the API server: Workloads are created directly, and its
 controllers and scheduler admit them. No job integration is enabled.
+
+The install tests' tools are cached the same way, never started: Helm
+(``HELM_VERSION``, hack/helm) and kustomize (``KUSTOMIZE_VERSION``,
+hack/kustomize), and the ServiceMonitor and PrometheusRule CRDs from
+prometheus-operator's module source (``PROMETHEUS_OPERATOR_VERSION``,
+hack/prometheus-operator); ``binaries`` builds them too (``--no-tools`` skips
+them), ``tool helm kustomize monitoring-crds`` prints their folders.
 """
 
 from __future__ import annotations
