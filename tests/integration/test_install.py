@@ -168,13 +168,17 @@ def test_the_charts_values_reach_the_deployment(tools: Tools) -> None:
     assert ("RoleBinding", "team-a", "t9k-operator") in rendered
     assert not {k for k in rendered if k[0] in ("ClusterRole", "ClusterRoleBinding")}
     assert ("Role", "ops", "t9k-operator-leader-election") not in rendered
-    # Two replicas without leader election would both reconcile: refused.
-    proc = subprocess.run(
-        [str(tools.helm), "template", "t9k", str(CHART), "--set", "leaderElection.enabled=false"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode != 0 and "needs leaderElection.enabled" in proc.stderr
+    # Settings that cannot work are refused, with why.
+    for values, why in (
+        ("leaderElection.enabled=false", "needs leaderElection.enabled"),  # both would reconcile
+        ("serviceMonitor.enabled=true,metrics.service.enabled=false", "needs metrics.service"),
+    ):
+        proc = subprocess.run(
+            [str(tools.helm), "template", "t9k", str(CHART), "--set", values],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode != 0 and why in proc.stderr, (values, proc.stderr)
 
 
 def test_the_grafana_dashboard_toggle(tools: Tools) -> None:

@@ -36,7 +36,9 @@ gen = _hack("gen_install")
 
 
 def test_regenerating_changes_nothing() -> None:
-    assert gen.main(["--check"]) == 0, "stale: run `make manifests` (hack/gen_install.py)"
+    assert gen.main(["--check"]) == 0, (
+        "stale: run `python hack/gen_install.py` (part of `make manifests`) and commit"
+    )
 
 
 def test_the_prometheus_rule_carries_rules_yaml_unchanged() -> None:
