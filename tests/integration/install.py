@@ -28,6 +28,8 @@ HELM_LABELS = (
 )
 HELM_ANNOTATIONS = ("helm.sh/resource-policy",)
 
+# libyaml's safe loader where PyYAML has it: a rendering is 2.5 MB of CRDs.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
 
@@ -97,7 +99,7 @@ def objects(text: str) -> dict[Key, dict[str, Any]]:
     """The documents of a YAML stream by (kind, namespace, name); a duplicate
     is an error."""
     out: dict[Key, dict[str, Any]] = {}
-    for doc in yaml.safe_load_all(text):
+    for doc in yaml.load_all(text, Loader=LOADER):
         if not doc:
             continue
         meta = doc["metadata"]
