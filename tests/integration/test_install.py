@@ -346,6 +346,19 @@ def clear(cluster: Cluster) -> None:
     no_operator_namespace(cluster)
 
 
+def crds_established(cluster: Cluster) -> None:
+    """The job kinds served (an install that just created the CRDs returns
+    before the API server serves them)."""
+    cluster.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=t9k-operator",
+    )
+
+
 def job_with_a_pod(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     """A job (no operator needed) and a pod it owns, as the operator would
     make it: the pod goes by garbage collection if the job does."""
@@ -393,6 +406,7 @@ def test_helm_install_upgrades_crds_and_uninstall_keeps_them_with_the_jobs(
         "--set",
         "serviceMonitor.enabled=true,prometheusRule.enabled=true",
     )
+    crds_established(fresh)
     client = fresh.admin()
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "kept")
@@ -424,6 +438,7 @@ def test_install_yaml_and_its_documented_uninstall_keep_the_jobs(fresh: Cluster)
     fresh.kubectl("apply", "--server-side", "--force-conflicts", "-f", bundle)
     dep = get(fresh, "deployment", "t9k-operator", "t9k-system")
     assert dep["spec"]["replicas"] == 2
+    crds_established(fresh)
     client = fresh.admin()
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "bundle")
@@ -466,6 +481,7 @@ def test_make_deploy_sets_the_image_and_undeploy_keeps_the_crds(fresh: Cluster) 
     ).stdout
     managers = {f["manager"] for f in json.loads(fields)["metadata"]["managedFields"]}
     assert "t9k-operator-deploy" in managers  # applied server-side, by its own manager
+    crds_established(fresh)
     client = fresh.admin()
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "deployed")
