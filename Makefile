@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests bench bench-memory clean
+.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -36,7 +36,7 @@ test: lint test-deps binaries ## lint, unit tests, then integration tests on a l
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests)
 	bash hack/ensure-test-deps.sh
 
-binaries: ## the local cluster's binaries, gang schedulers and Kueue: cached, else built from Go modules (about 15 min cold)
+binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
 	$(PYTHON) hack/cluster.py binaries
 
 unit: $(STAMP) ## unit tests only (no cluster)
@@ -57,10 +57,20 @@ run: $(STAMP) ## run the operator against the current kubeconfig context
 demo: $(STAMP) binaries ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) hack/demo.py --name $(CLUSTER)
 
-manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs and the ClusterRole
+manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs, the ClusterRole, kustomize's overlays, the Helm chart and deploy/install.yaml
 	$(PY) hack/kube_openapi.py refresh
 	$(PY) hack/gen_crds.py
 	$(PY) hack/gen_rbac.py
+	$(PY) hack/gen_install.py
+
+IMG ?= ghcr.io/t9k-operator/t9k-operator:0.1.0
+OVERLAY ?= deploy/cluster-wide
+
+deploy: ## install into the current kubeconfig's cluster with image IMG (kustomize OVERLAY, server-side apply)
+	$(PYTHON) hack/deploy.py apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
+
+undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
+	$(PYTHON) hack/deploy.py delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_ARGS="--sizes 200x4" to choose (docs/benchmarks.md)
 	$(PY) hack/bench_job_start.py $(BENCH_ARGS)

@@ -50,6 +50,13 @@ it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
 namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
 registered with the API server: Workloads are created directly, and its
 controllers and scheduler admit them. No job integration is enabled.
+
+The install tests' tools are cached the same way, never started: Helm
+(``HELM_VERSION``, hack/helm) and kustomize (``KUSTOMIZE_VERSION``,
+hack/kustomize), and the ServiceMonitor and PrometheusRule CRDs from
+prometheus-operator's module source (``PROMETHEUS_OPERATOR_VERSION``,
+hack/prometheus-operator); ``binaries`` builds them too (``--no-tools`` skips
+them), ``tool helm kustomize monitoring-crds`` prints their folders.
 """
 
 from __future__ import annotations
@@ -483,6 +490,56 @@ KUEUE = Addon(
 )
 # Every add-on, by name: what `binaries` builds unless told otherwise.
 ADDONS: dict[str, Addon] = {**GANGS, KUEUE.name: KUEUE}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool(Addon):
+    """A command the install tests and ``make deploy`` run (Helm, kustomize),
+    or only CRDs taken from a module's source (prometheus-operator's): built
+    and cached like an add-on, never started beside the cluster."""
+
+    @property
+    def skip(self) -> str:
+        return "--no-tools"
+
+
+_PROMETHEUS_CRDS = "example/prometheus-operator-crd"
+TOOLS: dict[str, Tool] = {
+    "helm": Tool(
+        name="helm",
+        title="Helm",
+        version_key="HELM_VERSION",
+        module="helm.sh/helm/v3",
+        wrapper="helm",
+        binaries=(("helm", "helm.sh/helm/v3/cmd/helm"),),
+        crds=(),
+        ldflags="-s -w -X helm.sh/helm/v3/internal/version.version={version}",
+    ),
+    "kustomize": Tool(
+        name="kustomize",
+        title="kustomize",
+        version_key="KUSTOMIZE_VERSION",
+        module="sigs.k8s.io/kustomize/kustomize/v5",
+        wrapper="kustomize",
+        binaries=(("kustomize", "sigs.k8s.io/kustomize/kustomize/v5"),),
+        crds=(),
+        ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version={version}",
+    ),
+    # The ServiceMonitor and PrometheusRule kinds the chart and kustomize ship
+    # (monitoring.coreos.com/v1), so that the tests can apply them.
+    "monitoring-crds": Tool(
+        name="monitoring-crds",
+        title="prometheus-operator's CRDs",
+        version_key="PROMETHEUS_OPERATOR_VERSION",
+        module="github.com/prometheus-operator/prometheus-operator",
+        wrapper="prometheus-operator",
+        binaries=(),
+        crds=tuple(
+            (f"{_PROMETHEUS_CRDS}/monitoring.coreos.com_{kind}.yaml", f"{kind}.yaml")
+            for kind in ("servicemonitors", "prometheusrules")
+        ),
+    ),
+}
 
 
 def parse_gangs(spec: str | Iterable[str]) -> list[Gang]:
@@ -1467,9 +1524,15 @@ def main() -> int:
         + f"; and Kueue ({KUEUE.module} {KUEUE.version}, `kueue`, `up --kueue`)",
     )
     parser.add_argument(
-        "command", choices=["up", "down", "status", "kubeconfig", "binaries", "gang", "kueue"]
+        "command",
+        choices=["up", "down", "status", "kubeconfig", "binaries", "gang", "kueue", "tool"],
     )
-    parser.add_argument("schedulers", nargs="*", help="gang: the gang schedulers to start (or all)")
+    parser.add_argument(
+        "schedulers",
+        nargs="*",
+        help="gang: the gang schedulers to start (or all); "
+        f"tool: the tools whose folders to print ({', '.join(TOOLS)})",
+    )
     parser.add_argument("--name", default=os.environ.get("T9K_CLUSTER_NAME", "t9k"))
     parser.add_argument(
         "--gang",
@@ -1482,8 +1545,14 @@ def main() -> int:
         help="up: start the Kueue manager as well (default no); "
         "binaries: build it as well (default yes)",
     )
+    parser.add_argument(
+        "--tools",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="binaries: build Helm, kustomize and the monitoring CRDs as well (default yes)",
+    )
     args = parser.parse_intermixed_args()
-    if args.schedulers and args.command != "gang":
+    if args.schedulers and args.command not in ("gang", "tool"):
         parser.error(f"{args.command} takes no schedulers (did you mean --gang?)")
     try:
         if args.command == "up":
@@ -1492,6 +1561,12 @@ def main() -> int:
             gang(args.name, parse_gangs(args.schedulers or "all"))
         elif args.command == "kueue":
             kueue(args.name)
+        elif args.command == "tool":
+            unknown = [t for t in args.schedulers if t not in TOOLS]
+            if unknown or not args.schedulers:
+                parser.error(f"tool: name one or more of {', '.join(TOOLS)}")
+            for t in args.schedulers:  # one folder a line, in the order asked
+                print(ensure_addon_binaries(TOOLS[t]), flush=True)
         elif args.command == "down":
             down(args.name)
         elif args.command == "status":
@@ -1504,6 +1579,8 @@ def main() -> int:
             addons: list[Addon] = [*parse_gangs(args.gang or "all")]
             if args.kueue is not False:
                 addons.append(KUEUE)
+            if args.tools:
+                addons.extend(TOOLS.values())
             for g in addons:
                 log(f"{g.title}: {ensure_addon_binaries(g)}")
     except MissingBinaries as exc:

@@ -54,6 +54,7 @@ def _cluster_module():  # type: ignore[no-untyped-def]
 _CLUSTER = _cluster_module()
 GANGS = _CLUSTER.GANGS
 ADDONS = _CLUSTER.ADDONS  # the gang schedulers and Kueue
+INSTALL_TOOLS = _CLUSTER.TOOLS  # Helm, kustomize, prometheus-operator's CRDs
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     go.write_text(FAKE_GO)
     go.chmod(0o755)
     src = tmp_path / "modsrc"  # what the module cache would hold: the add-ons' CRDs
-    for g in ADDONS.values():
+    for g in [*ADDONS.values(), *INSTALL_TOOLS.values()]:
         for path, _ in g.crds:
             crd = src / f"{g.module}@{g.version}" / path
             crd.parent.mkdir(parents=True, exist_ok=True)
@@ -80,10 +81,15 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def binaries(
-    env: dict[str, str], *args: str, gang: str = "none", kueue: bool = False, **extra: str
+    env: dict[str, str],
+    *args: str,
+    gang: str = "none",
+    kueue: bool = False,
+    tools: bool = False,
+    **extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``
-    or ``kueue``."""
+    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``,
+    ``kueue`` or ``tools``."""
     return subprocess.run(
         [
             sys.executable,
@@ -92,6 +98,7 @@ def binaries(
             "--gang",
             gang,
             "--kueue" if kueue else "--no-kueue",
+            "--tools" if tools else "--no-tools",
             *args,
         ],
         env={**env, **extra},
@@ -165,7 +172,15 @@ def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -
 def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-kueue"],
+            [
+                sys.executable,
+                str(CLUSTER),
+                "binaries",
+                "--gang",
+                "none",
+                "--no-kueue",
+                "--no-tools",
+            ],
             env={**env, "FAKE_GO_SLEEP": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -258,7 +273,7 @@ def test_kueue_builds_into_its_own_folder_with_all_its_crds_by_default(
     env: dict[str, str],
 ) -> None:
     result = subprocess.run(  # no --kueue: what `make binaries` runs
-        [sys.executable, str(CLUSTER), "binaries", "--gang", "none"],
+        [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-tools"],
         env=env,
         capture_output=True,
         text=True,
@@ -305,8 +320,42 @@ def test_missing_kueue_binaries_with_no_build_exit_3_with_the_remedy(
     assert "the binaries of the Kueue manager are not in" in result.stderr
 
 
+def test_install_tools_build_into_their_folders_and_tool_prints_them(
+    env: dict[str, str],
+) -> None:
+    result = binaries(env, tools=True)
+    assert result.returncode == 0, result.stderr
+    proc = subprocess.run(
+        [sys.executable, str(CLUSTER), "tool", "helm", "kustomize", "monitoring-crds"],
+        env={**env, "T9K_NO_BUILD": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    helm, kustomize, crds = (Path(line) for line in proc.stdout.split())
+    assert os.access(helm / "helm", os.X_OK) and os.access(kustomize / "kustomize", os.X_OK)
+    assert helm.name.startswith(f"helm-{INSTALL_TOOLS['helm'].version}-")
+    assert sorted(p.name for p in (crds / "crds").iterdir()) == [
+        "prometheusrules.yaml",
+        "servicemonitors.yaml",
+    ]
+
+
+def test_missing_install_tools_with_no_build_exit_3_with_the_remedy(env: dict[str, str]) -> None:
+    result = subprocess.run(
+        [sys.executable, str(CLUSTER), "tool", "helm"],
+        env={**env, "T9K_NO_BUILD": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 3, result.stderr
+    assert "the binaries of Helm are not in" in result.stderr and "make binaries" in result.stderr
+
+
 def test_wrapper_modules_require_the_pinned_versions() -> None:
-    for g in ADDONS.values():
+    for g in [*ADDONS.values(), *INSTALL_TOOLS.values()]:
         go_mod = (ROOT / "hack" / g.wrapper / "go.mod").read_text()
         assert f"{g.module} {g.version}" in go_mod, g.wrapper
         assert (ROOT / "hack" / g.wrapper / "go.sum").exists()
