@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make image IMG=...: build the Dockerfile with whichever of docker, podman or
+# buildah is present and works (a docker client without a daemon does not).
+# BUILDER=docker|podman|buildah picks one; BASE=... overrides the Dockerfile's
+# base image (a local one, for a machine that cannot reach a registry).
+# Without any of them, hack/rootfs.py makes the same image's root filesystem
+# from Debian's packages.
+set -euo pipefail
+img="${1:?usage: hack/image.sh IMAGE}"
+cd "$(dirname "$0")/.."
+build_args=()
+[ -z "${BASE:-}" ] || build_args+=(--build-arg "BASE=$BASE")
+
+works() {
+  case "$1" in
+    docker) command -v docker >/dev/null && docker info >/dev/null 2>&1 ;;
+    podman) command -v podman >/dev/null && podman info >/dev/null 2>&1 ;;
+    buildah) command -v buildah >/dev/null && buildah info >/dev/null 2>&1 ;;
+    *) echo "unknown builder $1 (docker, podman or buildah)" >&2; return 2 ;;
+  esac
+}
+
+builder="${BUILDER:-}"
+if [ -z "$builder" ]; then
+  for candidate in docker podman buildah; do
+    if works "$candidate"; then builder="$candidate"; break; fi
+  done
+elif ! works "$builder"; then
+  echo "image: $builder is not usable here ($builder info fails)" >&2
+  exit 1
+fi
+if [ -z "$builder" ]; then
+  echo "image: none of docker (with a daemon), podman or buildah works here." >&2
+  echo "  install one (apt-get install buildah), or make the image's root filesystem" >&2
+  echo "  from Debian's packages: python3 hack/rootfs.py build" >&2
+  exit 1
+fi
+echo "image: building $img with $builder" >&2
+case "$builder" in
+  docker) docker build "${build_args[@]}" -t "$img" . ;;
+  podman) podman build "${build_args[@]}" -t "$img" . ;;
+  buildah) buildah build "${build_args[@]}" -t "$img" . ;;
+esac
