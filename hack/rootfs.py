@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -56,6 +57,7 @@ SECURITY_MIRROR = os.environ.get(
 )
 BUILD_CA = "/run/t9k-build/ca.crt"  # where a RUN step finds this machine's CA bundle
 PASSED_ON = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+UNSHARE = ("unshare", "--mount", "--pid", "--fork", "--propagation", "private", "--")
 IGNORED_IN_HASH = ("__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
 
 
@@ -196,7 +198,9 @@ def _hash_tree(h: hashlib._Hash, path: Path, context: Path) -> None:
 def base_key(suite: str) -> str:
     h = hashlib.sha256()
     h.update(f"{suite}\0{MIRROR}\0{SECURITY_MIRROR}\0".encode())
-    h.update(Path(__file__).read_bytes())
+    # The recipe of the base only: other changes to this script keep it.
+    h.update(inspect.getsource(build_base).encode())
+    h.update(inspect.getsource(debian_sources).encode())
     return h.hexdigest()[:16]
 
 
@@ -275,6 +279,17 @@ def build_base(suite: str) -> Path:
     shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
     (root / "var/lib/apt/lists/partial").mkdir(parents=True, exist_ok=True)
     shutil.rmtree(root / "debootstrap", ignore_errors=True)
+    # As Debian's images are set up: apt keeps no downloaded packages and no
+    # package caches in the image.
+    (root / "etc/apt/apt.conf.d/docker-clean").write_text(
+        'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb '
+        '/var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };\n'
+        'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb '
+        '/var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };\n'
+        'Dir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n'
+    )
+    for path in (root / "var/cache/apt").glob("*.bin"):
+        path.unlink()
     for name in ("etc/hostname", "etc/resolv.conf"):
         (root / name).unlink(missing_ok=True)
         (root / name).touch()
@@ -318,8 +333,7 @@ def run_step(root: Path, argv: list[str], env: dict[str, str], workdir: str, lin
     log(f"Dockerfile:{line}: RUN {' '.join(argv[2:] if argv[:2] == ['/bin/sh', '-c'] else argv)}")
     try:
         proc = subprocess.run(
-            ["unshare", "--mount", "--pid", "--fork", "--propagation", "private", "--"]
-            + ["sh", "-c", script],
+            [*UNSHARE, "sh", "-c", script],
             env=env,
         )
     finally:
