@@ -15,6 +15,10 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       python3 python3-venv ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+# A CA bundle pip is to trust, for a machine whose way out to PyPI needs one:
+# hack/image.sh mounts this machine's for the build and names it here; it is
+# not stored in the image.
+ARG PIP_CERT
 COPY pyproject.toml README.md /src/
 COPY t9k_operator /src/t9k_operator
 RUN python3 -m venv /opt/t9k-operator \

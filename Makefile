@@ -5,8 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
+IMG ?= t9k-operator:dev
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
+.PHONY: image rootfs
 .PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests bench bench-memory clean
 
 help: ## list the targets
@@ -30,7 +32,7 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
-test: lint test-deps binaries ## lint, unit tests, then integration tests on a local cluster it starts
+test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
 
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests)
@@ -42,7 +44,7 @@ binaries: ## the local cluster's binaries, gang schedulers and Kueue: cached, el
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: $(STAMP) test-deps binaries ## integration tests only
+integration: $(STAMP) test-deps binaries rootfs ## integration tests only
 	$(VENV)/bin/pytest tests/integration
 
 cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
@@ -67,6 +69,12 @@ bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_A
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py
+
+image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=... a local base image
+	bash hack/image.sh $(IMG)
+
+rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
+	$(PYTHON) hack/rootfs.py build
 
 clean: ## remove the virtualenv and caches in the work tree
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

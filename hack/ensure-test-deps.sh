@@ -3,7 +3,9 @@
 # openssh-server and -client, and pdsh (the DeepSpeed/ColossalAI launch-path
 # tests run the pods' sshd and the launchers' transports for real), iproute2
 # and util-linux (the pod host's network namespaces, mounts and capabilities),
-# and openssl (the local cluster's PKI).
+# openssl (the local cluster's PKI), debootstrap (the operator image's root
+# filesystem, hack/rootfs.py) and buildah (`make image`, tested with a local
+# base image).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -12,6 +14,8 @@ command -v pdsh >/dev/null || missing+=(pdsh)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null && command -v unshare >/dev/null || missing+=(util-linux)
 command -v openssl >/dev/null || missing+=(openssl)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v buildah >/dev/null || missing+=(buildah)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""

@@ -35,6 +35,19 @@ if [ -z "$builder" ]; then
   echo "  from Debian's packages: python3 hack/rootfs.py build" >&2
   exit 1
 fi
+# This machine's CA bundle, when pip is told to trust one here (an egress
+# proxy's): mounted for the RUN steps only, never stored in the image. Docker
+# builds have no such mount; it needs no CA of its own on an ordinary machine.
+ca="${PIP_CERT:-${SSL_CERT_FILE:-}}"
+if [ -n "$ca" ] && [ -f "$ca" ] && [ "$builder" != docker ]; then
+  build_args+=(--volume "$ca:/run/t9k-build/ca.crt:ro" --build-arg PIP_CERT=/run/t9k-build/ca.crt)
+fi
+# Without an OCI runtime (runc, crun), as in a container without one, the RUN
+# steps of buildah and podman run under chroot, on the host's network.
+if [ "$builder" != docker ] && [ -z "${BUILDAH_ISOLATION:-}" ] \
+    && ! command -v runc >/dev/null && ! command -v crun >/dev/null; then
+  build_args+=(--isolation chroot)
+fi
 echo "image: building $img with $builder" >&2
 case "$builder" in
   docker) docker build "${build_args[@]}" -t "$img" . ;;

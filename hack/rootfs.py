@@ -400,10 +400,12 @@ def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
         subprocess.run(["cp", "-a", "--reflink=auto", str(base / "root"), str(root)], check=True)
         env = {"PATH": DEFAULT_PATH}
         args: dict[str, str] = {}
-        config: dict[str, object] = {"Env": env, "WorkingDir": "/", "User": "", "Labels": {}}
+        # The fields of an OCI image config; WorkingDir only when WORKDIR set it
+        # (an unset one is "/"), as builders write it.
+        config: dict[str, object] = {"Env": env, "User": "", "Labels": {}}
         for ins in p.steps:
             scope = {**args, **env}
-            workdir = str(config["WorkingDir"])
+            workdir = str(config.get("WorkingDir") or "/")
             if ins.op == "RUN":
                 run_env = {**args, **env}
                 run_step(root, exec_form(ins.args), run_env, workdir, ins.line)
@@ -414,8 +416,16 @@ def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
                     env[k] = v
                     scope[k] = v
             elif ins.op == "ARG":
-                for k, v in pairs(ins.args, scope):
-                    args[k] = build_args.get(k) or v or p.args.get(k, "")
+                for word in shlex.split(ins.args):
+                    # Docker's rule: the build argument, else the ARG's own
+                    # default, else the global ARG's value; else it stays unset.
+                    k, has_default, v = word.partition("=")
+                    if k in build_args:
+                        args[k] = build_args[k]
+                    elif has_default:
+                        args[k] = substitute(v, scope)
+                    elif k in p.args:
+                        args[k] = p.args[k]
             elif ins.op == "WORKDIR":
                 path = substitute(ins.args, scope)
                 path = path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
@@ -435,6 +445,8 @@ def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
             else:
                 raise SystemExit(f"rootfs: Dockerfile:{ins.line}: {ins.op} is not supported")
         config["Env"] = [f"{k}={v}" for k, v in env.items()]
+        if not config["Labels"]:
+            del config["Labels"]
         seconds = time.monotonic() - started
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         (tmp / "build.json").write_text(
@@ -442,6 +454,7 @@ def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
                 {
                     "key": key,
                     "base": p.base,
+                    "base_folder": str(base),
                     "seconds": round(seconds, 1),
                     "base_seconds": round(base_seconds, 1),
                     "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

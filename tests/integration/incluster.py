@@ -327,17 +327,19 @@ def wait_until(predicate: Any, timeout: float, what: str) -> float:
 
 
 def run_image(
-    image: Path,
+    root: Path,
+    config: Mapping[str, Any],
     args: list[str],
     workdir: Path,
     *,
     entrypoint: list[str] | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    """``docker run --read-only --network none IMAGE ARGS``: the image's
+    """``docker run --read-only --network none IMAGE ARGS`` for the image whose
+    filesystem is ``root`` and whose configuration (an OCI image config's
+    ``User``, ``Env``, ``Entrypoint``, ``WorkingDir``) is ``config``: the
     entrypoint (or ``entrypoint``) with ``args``, as the image's user, on a
     read-only root, no capabilities, no network but loopback."""
-    config = json.loads((image / "config.json").read_text())
     user, _, group = str(config.get("User") or "0").partition(":")
     workdir.mkdir(parents=True)
     (workdir / "scratch").mkdir()
@@ -349,7 +351,7 @@ def run_image(
         (workdir / name).write_text(text)
     spec = {
         "scratch": str(workdir / "scratch"),
-        "image": str(image / "root"),
+        "image": str(root),
         "hostname": "t9k-image",
         "hosts": str(workdir / "hosts"),
         "hostnameFile": str(workdir / "hostname"),
