@@ -256,6 +256,7 @@ def build_base(suite: str) -> Path:
     """``debian:<suite>-slim`` from Debian's packages, cached."""
     folder = cache_dir() / "rootfs" / f"base-{suite}-{base_key(suite)}"
     if (folder / "root").is_dir():
+        os.utime(folder)  # used: prune() keeps it
         return folder
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -376,18 +377,57 @@ def copy_step(root: Path, context: Path, args: str, env: dict[str, str], workdir
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dst)
     # Files a COPY adds belong to root, whoever owns them in the context.
-    subprocess.run(["chown", "-R", "0:0", str(target)], check=True)
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", "0:0", str(target)], check=True)
+
+
+KEEP_UNUSED = 6 * 3600  # seconds an unused image folder is kept
+KEEP_NEWEST = 3  # image folders always kept, the most recently used
+
+
+def used(folder: Path) -> Path:
+    """Mark ``folder`` used now (its build.json's time), and return it."""
+    os.utime(folder / "build.json")
+    return folder
+
+
+def prune(keep: Path) -> None:
+    """Remove image folders (each some 400 MB; every change to the operator's
+    code makes one) unused for KEEP_UNUSED, but never the KEEP_NEWEST most
+    recently used nor ``keep``; and bases no build has used for as long."""
+    now = time.time()
+    for tmp in (cache_dir() / "rootfs").glob("*.tmp*"):
+        # Left by a build that died: builds run under the lock prune() is under.
+        shutil.rmtree(tmp, ignore_errors=True)
+    folders = [f for f in (cache_dir() / "rootfs").iterdir() if (f / "build.json").is_file()]
+    folders.sort(key=lambda f: (f / "build.json").stat().st_mtime, reverse=True)
+    bases_in_use = set()
+    for i, folder in enumerate(folders):
+        age = now - (folder / "build.json").stat().st_mtime
+        if folder == keep or i < KEEP_NEWEST or age < KEEP_UNUSED:
+            with contextlib.suppress(ValueError, KeyError, OSError):
+                info = json.loads((folder / "build.json").read_text())
+                bases_in_use.add(Path(info["base_folder"]).name)
+            continue
+        log(f"removing {folder.name}, unused for {age / 3600:.0f} h")
+        shutil.rmtree(folder, ignore_errors=True)
+    for base in (cache_dir() / "rootfs").glob("base-*"):
+        if base.name in bases_in_use or now - base.stat().st_mtime < KEEP_UNUSED:
+            continue
+        log(f"removing {base.name}, no build uses it")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
     key = image_key(dockerfile, context, build_args)
     folder = cache_dir() / "rootfs" / key
     if (folder / "config.json").is_file():
-        return folder
+        return used(folder)
     need_root_tools()
     with locked(cache_dir() / "rootfs" / ".lock"):
         if (folder / "config.json").is_file():
-            return folder
+            return used(folder)
+        prune(folder)
         started = time.monotonic()
         p = plan(dockerfile, build_args)
         suite = debian_suite(p.base)
