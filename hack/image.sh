@@ -2,14 +2,14 @@
 # make image IMG=...: build the Dockerfile with whichever of docker, podman or
 # buildah is present and works (a docker client without a daemon does not).
 # BUILDER=docker|podman|buildah picks one; BASE=... overrides the Dockerfile's
-# base image (a local one, for a machine that cannot reach a registry).
-# Without any of them, hack/rootfs.py makes the same image's root filesystem
-# from Debian's packages.
+# base image: BASE=debootstrap makes it here from Debian's packages (the base
+# hack/rootfs.py debootstraps, imported as localhost/t9k-base:<its key>), for a
+# machine that cannot reach a registry. Without any builder, hack/rootfs.py
+# makes the same image's root filesystem from Debian's packages.
 set -euo pipefail
 img="${1:?usage: hack/image.sh IMAGE}"
 cd "$(dirname "$0")/.."
 build_args=()
-[ -z "${BASE:-}" ] || build_args+=(--build-arg "BASE=$BASE")
 
 works() {
   case "$1" in
@@ -35,6 +35,27 @@ if [ -z "$builder" ]; then
   echo "  from Debian's packages: python3 hack/rootfs.py build" >&2
   exit 1
 fi
+base="${BASE:-}"
+if [ "$base" = debootstrap ]; then
+  folder="$(python3 hack/rootfs.py base)"
+  base="localhost/t9k-base:$(basename "$folder")"
+  path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  if [ "$builder" = buildah ]; then have=(buildah inspect --type image); else have=("$builder" image inspect); fi
+  if ! "${have[@]}" "$base" >/dev/null 2>&1; then
+    echo "image: importing $folder/root as $base" >&2
+    case "$builder" in
+      docker|podman) tar -C "$folder/root" -c . | "$builder" import --change "ENV PATH=$path" - "$base" >/dev/null ;;
+      buildah)
+        ctr="$(buildah from scratch)"
+        trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+        cp -a "$folder/root/." "$(buildah mount "$ctr")/"
+        buildah config --env "PATH=$path" "$ctr"
+        buildah commit -q "$ctr" "$base" >/dev/null
+        ;;
+    esac
+  fi
+fi
+[ -z "$base" ] || build_args+=(--build-arg "BASE=$base")
 # This machine's CA bundle, when pip is told to trust one here (an egress
 # proxy's): mounted for the RUN steps only, never stored in the image. Docker
 # builds have no such mount; it needs no CA of its own on an ordinary machine.

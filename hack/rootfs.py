@@ -13,6 +13,7 @@ the image: this script and ``make image`` read the same file.
 
     python3 hack/rootfs.py build [--build-arg K=V ...]   # prints the image folder
     python3 hack/rootfs.py key                           # the cache key only
+    python3 hack/rootfs.py base                          # the debootstrapped base only
 
 The image folder is ``$T9K_CACHE_DIR/rootfs/<key>/`` (default cache
 ``~/.cache/t9k-operator``): ``root/`` (the filesystem), ``config.json`` and
@@ -510,7 +511,7 @@ def build(dockerfile: Path, context: Path, build_args: dict[str, str]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "key"))
+    ap.add_argument("command", choices=("build", "key", "base"))
     ap.add_argument("--dockerfile", type=Path, default=ROOT / "Dockerfile")
     ap.add_argument("--context", type=Path, default=ROOT)
     ap.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE")
@@ -518,6 +519,13 @@ def main(argv: list[str] | None = None) -> int:
     build_args = dict(a.split("=", 1) for a in ns.build_arg)
     if ns.command == "key":
         print(image_key(ns.dockerfile, ns.context, build_args))
+        return 0
+    if ns.command == "base":
+        # The Dockerfile's base, made here (for hack/image.sh's BASE=debootstrap).
+        suite = debian_suite(plan(ns.dockerfile, build_args).base)
+        need_root_tools()
+        with locked(cache_dir() / "rootfs" / ".lock"):
+            print(build_base(suite))
         return 0
     print(build(ns.dockerfile, ns.context, build_args))
     return 0

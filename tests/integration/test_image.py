@@ -1,5 +1,6 @@
-"""`make image`, for real: buildah builds the Dockerfile (no registry: its base
-is the Debian base hack/rootfs.py debootstraps, committed as a local image),
+"""`make image`, for real: buildah builds the Dockerfile (no registry:
+``BASE=debootstrap`` makes its base the Debian base hack/rootfs.py
+debootstraps, imported as a local image),
 and the image it makes is the one hack/rootfs.py makes from the same file:
 the same configuration and the same Python packages, and its entrypoint runs
 as its user on a read-only root.
@@ -48,35 +49,11 @@ def buildah(env: dict[str, str], *args: str) -> str:
     return proc.stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def local_base(operator_image: Path, buildah_env: dict[str, str]) -> str:
-    """The Debian base hack/rootfs.py debootstrapped, as a local image."""
-    folder = Path(json.loads((operator_image / "build.json").read_text())["base_folder"])
-    name = f"localhost/t9k-base:{folder.name}"
-    have = subprocess.run(
-        ["buildah", "inspect", "--type", "image", name], env=buildah_env, capture_output=True
-    )
-    if have.returncode == 0:
-        return name
-    ctr = buildah(buildah_env, "from", "scratch")
-    try:
-        mnt = buildah(buildah_env, "mount", ctr)
-        subprocess.run(["cp", "-a", f"{folder / 'root'}/.", mnt], check=True)
-        buildah(buildah_env, "config", "--env", "PATH=" + DEFAULT_PATH, "--cmd", "bash", ctr)
-        buildah(buildah_env, "commit", "-q", ctr, name)
-    finally:
-        buildah(buildah_env, "rm", ctr)
-    return name
-
-
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
 @pytest.fixture
-def built(local_base: str, buildah_env: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
+def built(buildah_env: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
     img = "localhost/t9k-operator:make-image-test"
     proc = subprocess.run(
-        ["make", "-s", "image", f"IMG={img}", f"BASE={local_base}", "BUILDER=buildah"],
+        ["make", "-s", "image", f"IMG={img}", "BASE=debootstrap", "BUILDER=buildah"],
         cwd=ROOT,
         env=buildah_env,
         capture_output=True,
