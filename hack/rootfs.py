@@ -24,6 +24,10 @@ own (``rootfs/base-<suite>-<key>/``), so a change to the operator's code
 redoes only the steps after FROM. Builds run under a lock, and a folder is
 used only once its build has finished (it is renamed into place).
 
+Cold, on 2 cores: 65 to 135 s (the debootstrap 35 to 80 s of it, as Debian's
+mirror answers); a change to the operator's code alone: about 35 s; cached:
+instant. Each build records its times in ``build.json``.
+
 Needs root (chroot, mounts), debootstrap and unshare (util-linux).
 Build-time network settings of this machine reach the RUN steps without
 entering the image: the CA bundle pip is told to trust here (``PIP_CERT``,
