@@ -35,7 +35,7 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests)
 	bash hack/ensure-test-deps.sh
 
 binaries: ## the local cluster's binaries, gang schedulers and Kueue: cached, else built from Go modules (about 15 min cold)

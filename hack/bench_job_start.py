@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import re
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -57,8 +59,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
+from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.kube.resources import NAMESPACES, PODS, Resource  # noqa: E402
+from t9k_operator.kube.resources import (  # noqa: E402
+    CONFIGMAPS,
+    NAMESPACES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Resource,
+)
 from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
@@ -412,6 +423,8 @@ class Run:
     pods: int = 0
     note: str = ""
     pod_create_ms: float | None = None  # the API server's mean time on a pod create
+    cache_mib: float | None = None  # what the operator's informer stores hold at the end
+    rss_end_mib: float | None = None
     operator: dict[str, float] = field(default_factory=dict)
 
 
@@ -474,6 +487,8 @@ def run_one(
         if operator is not None:
             run.cpu_s = proc_cpu(operator.proc.pid) - cpu0
             run.rss_peak_mib = proc_kib(operator.proc.pid, "VmHWM") / 1024
+            run.rss_end_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
+            run.cache_mib = cache_bytes(client) / 2**20
         after, lat1 = cluster.writes()
         creates = lat1["n"] - lat0["n"]
         if creates:
@@ -495,6 +510,38 @@ def run_one(
         client.close()
         cluster.down()
     return run
+
+
+def cache_bytes(client: KubeClient) -> int:
+    """The memory the operator's informer stores retain for what it caches now:
+    the same objects (its jobs, and the children its label selects), listed
+    from the server, each decoded on its own (as a watch event is) and passed
+    through the informers' default transform into the same store type,
+    measured with tracemalloc in this process. Measured, not estimated from a
+    per-pod figure: the bench's pods are not the pods of ``make bench-memory``."""
+    payloads = [
+        client.request("GET", JOBS.path(None)),
+        *(
+            client.request("GET", r.path(None), query={"labelSelector": CHILD_SELECTOR})
+            for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)
+        ),
+    ]
+    raw = [[json.dumps(obj) for obj in p["items"]] for p in payloads]
+    del payloads
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    stores = []
+    for texts in raw:
+        store = Indexer()
+        for text in texts:
+            store.add(compact_for_cache(json.loads(text)))
+        stores.append(store)
+    gc.collect()
+    size = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    del stores
+    return size
 
 
 def fmt(v: float | None, spec: str = ".1f") -> str:
@@ -539,6 +586,24 @@ def where(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def memory(runs: list[Run]) -> str:
+    rows = [
+        "| size | scenario | RSS at ready / peak / end (MiB) | peak growth (MiB) | "
+        "informer stores at the end, measured (MiB) | peak growth / stores |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        if r.rss_peak_mib is None or r.rss_ready_mib is None:
+            continue
+        growth = r.rss_peak_mib - r.rss_ready_mib
+        rows.append(
+            f"| {r.size} | {r.scenario} | {fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)} / "
+            f"{fmt(r.rss_end_mib)} | {fmt(growth)} | {fmt(r.cache_mib)} | "
+            f"{ratio(growth, r.cache_mib)} |"
+        )
+    return "\n".join(rows)
+
+
 def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
 
@@ -577,6 +642,17 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
                 f"{size} {scenario}: {r.budget_writes / r.jobs:.2f} reconcile-budget writes "
                 f"per job (target <= 7), CPU {fmt(cpu_ms)} ms per job (target <= 20)"
             )
+    small, large = get("200x4", "tuned"), get("1000x4", "tuned")
+    if small and large and None not in (small.rss_peak_mib, large.rss_peak_mib):
+        # The growth rate: what 800 jobs more add to the peak RSS, against what
+        # they add to the informer stores (fixed costs such as threads cancel).
+        assert small.rss_peak_mib is not None and large.rss_peak_mib is not None
+        d_rss = large.rss_peak_mib - small.rss_peak_mib
+        d_cache = (large.cache_mib or 0) - (small.cache_mib or 0)
+        out.append(
+            f"tuned, 200x4 to 1000x4: peak RSS +{d_rss:.1f} MiB, informer stores "
+            f"+{d_cache:.1f} MiB: {ratio(d_rss, d_cache)} (target <= 1)"
+        )
     return out
 
 
@@ -662,6 +738,8 @@ def main() -> int:
         print(table([r for r in runs if r.size == size]))
     print("\n### Where the time goes\n")
     print(where(runs))
+    print("\n### Memory\n")
+    print(memory(runs))
     print("\n### Targets\n")
     for line in targets({(r.size, r.scenario): r for r in runs}):
         print(f"- {line}")

@@ -230,11 +230,17 @@ class Manager:
             leader_elect=opts.leader_elect,
             controllers=[c.name for c in self.controllers],
         )
+        # The jobs gauges come from the cache, from the leader only: a standby's
+        # cache holds the same jobs, and summing over replicas must count each once.
+        metrics.JOBS.export_while(lambda: self._leading.is_set() and not self._stop.is_set())
         self._start_servers()
         self.recorder.start()
         self.informers.start()
         elector_thread: threading.Thread | None = None
         if opts.leader_elect:
+            # A standby says so (0), as controller-runtime's does, rather than
+            # exporting nothing: "no line" cannot tell a standby from a scrape gap.
+            metrics.LEADER.labels(opts.leader_election_id).set(0)
             self._elector = LeaderElector(
                 self.election_client,
                 namespace=opts.leader_election_namespace,
@@ -273,6 +279,7 @@ class Manager:
             self._elector.stop()
             if elector_thread is not None:
                 elector_thread.join(timeout=5)
+        metrics.JOBS.export_while(None)
         self.informers.stop()
         self.recorder.stop(timeout=5)
         for server in self._servers:

@@ -18,6 +18,7 @@ from t9k_operator.informers.reflector import (
     ResourceListerWatcher,
     Transform,
     WatchEvents,
+    compact_for_cache,
     strip_managed_fields,
 )
 from t9k_operator.informers.store import (
@@ -54,6 +55,7 @@ __all__ = [
     "WatchEvents",
     "by_controller_uid",
     "by_namespace",
+    "compact_for_cache",
     "controller_ref",
     "default_indexers",
     "make_key",

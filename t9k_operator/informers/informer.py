@@ -45,7 +45,7 @@ from t9k_operator.informers.reflector import (
     ListerWatcher,
     Reflector,
     Transform,
-    strip_managed_fields,
+    compact_for_cache,
 )
 from t9k_operator.informers.store import Indexer, Indexers, make_key, object_key
 from t9k_operator.objects import Obj, ObjList
@@ -72,7 +72,8 @@ class SharedInformer:
 
     ``indexers=None`` installs the built-in indexes (namespace, controller
     uid). ``transform`` runs on every object before it is cached (default:
-    strip ``metadata.managedFields``; ``None`` keeps objects as they are).
+    :func:`compact_for_cache`, which drops ``metadata.managedFields`` and shares
+    repeated strings; ``None`` keeps objects as they are).
     """
 
     def __init__(
@@ -80,7 +81,7 @@ class SharedInformer:
         lister_watcher: ListerWatcher,
         *,
         indexers: Indexers | None = None,
-        transform: Transform | None = strip_managed_fields,
+        transform: Transform | None = compact_for_cache,
         clock: Clock = REAL_CLOCK,
         name: str | None = None,
         rng: random.Random | None = None,

@@ -204,6 +204,7 @@ class JobReconciler:
         self.recorder = ctx.recorder
         self.clock = ctx.clock
         self.jobs = ctx.informers.informer(self.resource)
+        metrics.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
         self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
         self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
         self.configmaps = ctx.informers.informer(CONFIGMAPS, CHILD_SELECTOR)
@@ -224,6 +225,7 @@ class JobReconciler:
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
         self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        self._namespaces_seen: set[str] = set()  # whose lifecycle series exist (at 0 or more)
         # The pods created per job whose creation the cache has not shown yet.
         self._created: TTLCache[str, set[str]] = TTLCache(maxsize=65536, ttl=CREATED_TTL)
         self._created_lock = threading.Lock()
@@ -324,6 +326,7 @@ class JobReconciler:
         if self._awaiting_pods(key, namespace):
             return Result(requeue_after=CACHE_CATCH_UP)
         uid = job["metadata"]["uid"]
+        self._series_at_zero(namespace)
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
         parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
         group = gang.group_name(name, uid)  # also the Workload's name
@@ -810,13 +813,37 @@ class JobReconciler:
                 rlog.info("updated", child=f"PodGroup/{child['metadata']['name']}")
         return None
 
+    def _series_at_zero(self, namespace: str) -> None:
+        """Export this kind's lifecycle series of ``namespace`` at 0 once a job of
+        it is seen, so that a job's success, restart or duration is an increase
+        rate() and increase() see, not the birth of a series they cannot.
+        (Failures carry a reason, which is not known beforehand: rules.yaml
+        counts the birth of such a series as its whole value.)"""
+        if namespace in self._namespaces_seen:
+            return
+        kind = self.resource.kind
+        metrics.JOBS_SUCCEEDED.labels(kind, namespace)
+        metrics.JOBS_RESTARTED.labels(kind, namespace)
+        for phase in engine.TERMINAL:
+            metrics.JOB_DURATION.labels(kind, namespace, phase)
+        self._namespaces_seen.add(namespace)
+
     def _count_finish(self, job: Obj, plan: engine.Plan) -> None:
+        """Count a job that has just finished, and log it (a failure with its reason)."""
         assert plan.finished is not None
         kind, ns = self.resource.kind, job["metadata"]["namespace"]
+        flog = log.bind(kind=kind, namespace=ns, name=job["metadata"]["name"])
         if plan.finished.phase == "Succeeded":
             metrics.JOBS_SUCCEEDED.labels(kind, ns).inc()
+            flog.info("job succeeded", phase="Succeeded")
         else:
             metrics.JOBS_FAILED.labels(kind, ns, plan.finished.reason).inc()
+            flog.warning(
+                "job failed",
+                phase=plan.finished.phase,
+                reason=str(plan.finished.reason),
+                message=plan.finished.message,
+            )
         start = engine.parse_time(plan.status.get("startTime"))
         end = engine.parse_time(plan.status.get("completionTime"))
         if start and end:

@@ -44,6 +44,9 @@ class Result:
 
 ReconcileFunc = Callable[[str], Result]
 
+OUTCOMES = ("success", "error", "requeue", "requeue_after")
+"""The ``result`` label of ``controller_runtime_reconcile_total``."""
+
 
 @dataclass(frozen=True)
 class ControllerContext:
@@ -94,6 +97,11 @@ class Controller:
         self._active.set()
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self._workers)
         metrics.ACTIVE_WORKERS.labels(self.name).set(0)
+        # Every series at 0 from the start (as controller-runtime does), so the
+        # first error is an increase that rate() and increase() can see.
+        metrics.RECONCILE_ERRORS.labels(self.name)
+        for outcome in OUTCOMES:
+            metrics.RECONCILE_TOTAL.labels(self.name, outcome)
         for i in range(self._workers):
             thread = threading.Thread(
                 target=self._worker, name=f"{self.name}-worker-{i}", daemon=True
@@ -139,8 +147,19 @@ class Controller:
                 self.queue.done(key)
 
     def process(self, key: str) -> None:
-        """Reconcile one key and requeue per the outcome (the worker's body)."""
+        """Reconcile one key and requeue per the outcome (the worker's body).
+
+        Every log line written during the reconcile, by this module or the
+        reconcile function, carries ``controller``, ``key`` and a fresh
+        ``reconcile_id`` (structlog context variables of this thread), as
+        controller-runtime's carry ``reconcileID``."""
         reconcile_id = uuid.uuid4().hex[:12]
+        with structlog.contextvars.bound_contextvars(
+            controller=self.name, key=key, reconcile_id=reconcile_id
+        ):
+            self._process(key)
+
+    def _process(self, key: str) -> None:
         started = self._clock.monotonic()
         metrics.ACTIVE_WORKERS.labels(self.name).inc()
         outcome = "success"
@@ -149,18 +168,12 @@ class Controller:
         except Conflict as exc:
             outcome = "error"
             metrics.RECONCILE_ERRORS.labels(self.name).inc()
-            self._log.info("conflict, retrying", key=key, reconcile_id=reconcile_id, error=str(exc))
+            log.info("conflict, retrying", error=str(exc))
             self.queue.add_rate_limited(key)
         except Exception as exc:
             outcome = "error"
             metrics.RECONCILE_ERRORS.labels(self.name).inc()
-            self._log.error(
-                "reconcile failed",
-                key=key,
-                reconcile_id=reconcile_id,
-                error=str(exc),
-                exc_info=True,
-            )
+            log.error("reconcile failed", error=str(exc), exc_info=True)
             self.queue.add_rate_limited(key)
         else:
             if result.requeue_after is not None and result.requeue_after > 0:

@@ -4,6 +4,9 @@ Workqueue and reconcile figures use client-go's and controller-runtime's names,
 so existing dashboards and alerts work unchanged (``workqueue_*``,
 ``controller_runtime_reconcile_total`` and friends, ``leader_election_master_status``).
 Job lifecycle and Event figures are ours (``t9k_*``), labelled by kind and namespace.
+The jobs that exist now (``t9k_jobs``, ``t9k_jobs_oldest_pending_seconds``) are
+counted from the informer cache at scrape time by :class:`JobsCollector`, and
+exported only while this process leads, so sums over replicas count each job once.
 
 Each collector is registered once, by :func:`_collector`, which returns the one
 already registered under its name when this module is loaded again.
@@ -11,10 +14,16 @@ already registered under its name when this module is loaded again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from t9k_operator.objects import Obj
 
 _M = TypeVar("_M", Counter, Gauge, Histogram)
 
@@ -183,3 +192,125 @@ EVENTS_DROPPED = _collector(
     "t9k_events_dropped_total",
     "Kubernetes Events that were never written: recorder queue full or the write failed.",
 )
+
+
+# -- jobs that exist now, from the cache at scrape time (ours) ----------------------------
+
+PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed")
+"""The phases a job's ``status.phase`` takes; each is exported (0 when none) for
+every kind and namespace that has a job, so a phase emptying shows as 0, not as
+a series that vanishes. A job with no status yet counts as Pending."""
+
+
+class JobCache(Protocol):
+    """What :class:`JobsCollector` reads of an informer."""
+
+    def list(self) -> list[Obj]: ...
+
+    def has_synced(self) -> bool: ...
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+class JobsCollector(Collector):
+    """``t9k_jobs{kind,namespace,phase}`` and
+    ``t9k_jobs_oldest_pending_seconds{kind,namespace}``, computed from the job
+    informers' caches when Prometheus scrapes.
+
+    Only while ``exporting()`` is true (the manager passes "this process leads")
+    and only for caches that have synced: a standby replica and a cold cache
+    export nothing, so ``sum`` over every replica counts each job once and
+    never counts a half-listed cache. Labels are bounded by kinds x namespaces
+    x phases: no job names.
+    """
+
+    def __init__(self, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[str, JobCache] = {}
+        self._exporting: Callable[[], bool] = lambda: False
+        self._now = now
+
+    def watch(self, kind: str, cache: JobCache) -> None:
+        """Count the jobs of ``kind`` in ``cache`` (replaces an earlier cache of that kind)."""
+        with self._lock:
+            self._caches[kind] = cache
+
+    def export_while(self, exporting: Callable[[], bool] | None) -> None:
+        """Export only while ``exporting()`` is true; ``None``: never."""
+        with self._lock:
+            self._exporting = exporting or (lambda: False)
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "t9k_jobs",
+                "Jobs that exist now, by kind, namespace and phase (status.phase; no "
+                "status yet counts as Pending). Exported by the leader only.",
+                labels=["kind", "namespace", "phase"],
+            ),
+            GaugeMetricFamily(
+                "t9k_jobs_oldest_pending_seconds",
+                "Seconds the longest-Pending job of a kind in a namespace has been "
+                "Pending (since status.startTime, else its creation). Exported by the "
+                "leader only, for kinds and namespaces with a Pending job.",
+                labels=["kind", "namespace"],
+            ),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            caches = dict(self._caches)
+            exporting = self._exporting
+        if not exporting():
+            return
+        jobs, pending = self._families()
+        now = self._now()
+        for kind, cache in sorted(caches.items()):
+            if not cache.has_synced():
+                continue
+            counts: dict[str, dict[str, int]] = {}
+            oldest: dict[str, float] = {}
+            for job in cache.list():
+                meta = job.get("metadata") or {}
+                namespace = str(meta.get("namespace") or "")
+                phase = str((job.get("status") or {}).get("phase") or "Pending")
+                by_phase = counts.setdefault(namespace, dict.fromkeys(PHASES, 0))
+                by_phase[phase] = by_phase.get(phase, 0) + 1
+                if phase == "Pending":
+                    status = job.get("status") or {}
+                    since = _parse_time(status.get("startTime")) or _parse_time(
+                        meta.get("creationTimestamp")
+                    )
+                    age = max(0.0, (now - since).total_seconds()) if since else 0.0
+                    oldest[namespace] = max(oldest.get(namespace, 0.0), age)
+            for namespace, by_phase in sorted(counts.items()):
+                for phase, count in by_phase.items():
+                    jobs.add_metric([kind, namespace, phase], count)
+            for namespace, age in sorted(oldest.items()):
+                pending.add_metric([kind, namespace], age)
+        yield jobs
+        yield pending
+
+
+def _jobs_collector() -> JobsCollector:
+    for collector in list(REGISTRY._collector_to_names):
+        if type(collector).__name__ == "JobsCollector":
+            return collector  # type: ignore[return-value]
+    collector = JobsCollector()
+    REGISTRY.register(collector)
+    return collector
+
+
+JOBS = _jobs_collector()
+"""The one :class:`JobsCollector`, on the default registry: job reconcilers
+``watch`` their job informers, the manager says when to export."""
