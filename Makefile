@@ -35,7 +35,7 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image)
 	bash hack/ensure-test-deps.sh
 
 binaries: ## the local cluster's binaries, gang schedulers and Kueue: cached, else built from Go modules (about 15 min cold)
@@ -70,7 +70,7 @@ bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_A
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py
 
-image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=... a local base image
+image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
 	bash hack/image.sh $(IMG)
 
 rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
