@@ -1,13 +1,29 @@
-# The operator image: a slim Python with the package installed, run as non-root
-# with a read-only root filesystem (see manifests/manager/deployment.yaml).
-FROM python:3.11-slim AS build
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY t9k_operator ./t9k_operator
-RUN pip install --no-cache-dir --prefix=/install .
-
-FROM python:3.11-slim
-COPY --from=build /install /usr/local
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# The operator image: Debian's Python 3.11 with the package installed in a
+# virtual environment, run as non-root with a read-only root filesystem (see
+# manifests/manager/deployment.yaml).
+#
+# The base is plain Debian, so the image can be made from Debian's packages
+# alone: `make image` builds this file with docker, podman or buildah, and
+# hack/rootfs.py carries out the same instructions into a root filesystem
+# (FROM debian:<suite>-slim is a debootstrap of that suite) for the tests that
+# run the operator from it (tests/integration/test_in_cluster.py). Keep to the
+# instructions hack/rootfs.py knows: ARG, FROM, RUN, COPY, ENV, WORKDIR, USER,
+# ENTRYPOINT, CMD, LABEL.
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      python3 python3-venv ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+# A CA bundle pip is to trust, for a machine whose way out to PyPI needs one:
+# hack/image.sh mounts this machine's for the build and names it here; it is
+# not stored in the image.
+ARG PIP_CERT
+COPY pyproject.toml README.md /src/
+COPY t9k_operator /src/t9k_operator
+RUN python3 -m venv /opt/t9k-operator \
+ && /opt/t9k-operator/bin/pip install --no-cache-dir --disable-pip-version-check /src \
+ && rm -rf /src
+ENV PATH=/opt/t9k-operator/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532
 ENTRYPOINT ["t9k-operator"]

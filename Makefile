@@ -5,9 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
+IMG ?= t9k-operator:dev
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy bench bench-memory clean
+.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy image rootfs bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,10 +31,10 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
-test: lint test-deps binaries ## lint, unit tests, then integration tests on a local cluster it starts
+test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
 	$(VENV)/bin/pytest tests
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image)
 	bash hack/ensure-test-deps.sh
 
 binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
@@ -42,7 +43,7 @@ binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kust
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: $(STAMP) test-deps binaries ## integration tests only
+integration: $(STAMP) test-deps binaries rootfs ## integration tests only
 	$(VENV)/bin/pytest tests/integration
 
 cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
@@ -77,6 +78,12 @@ bench: $(STAMP) binaries ## job-start benchmark on fresh local clusters, BENCH_A
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py
+
+image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
+	bash hack/image.sh $(IMG)
+
+rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
+	$(PYTHON) hack/rootfs.py build
 
 clean: ## remove the virtualenv and caches in the work tree
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -3,11 +3,13 @@
 # openssh-server and -client, and pdsh (the DeepSpeed/ColossalAI launch-path
 # tests run the pods' sshd and the launchers' transports for real), iproute2
 # and util-linux (the pod host's network namespaces, mounts and capabilities),
-# openssl (the local cluster's PKI), and prometheus (its server and promtool:
+# openssl (the local cluster's PKI), prometheus (its server and promtool:
 # tests/integration/test_monitoring.py scrapes the operator with a real
 # Prometheus and checks manifests/monitoring/rules.yaml with promtool; on a
 # machine with systemd the package also starts its own service on :9090,
-# which the test does not use).
+# which the test does not use), debootstrap (the operator image's root
+# filesystem, hack/rootfs.py) and buildah (`make image`, tested with a base
+# made from Debian's packages).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -17,6 +19,8 @@ command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null && command -v unshare >/dev/null || missing+=(util-linux)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v buildah >/dev/null || missing+=(buildah)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -204,3 +206,17 @@ def operator(start_operator: Callable[..., OperatorProcess]) -> OperatorProcess:
     proc = start_operator()
     proc.wait_ready()
     return proc
+
+
+@pytest.fixture(scope="session")
+def operator_image() -> Path:
+    """The operator image's folder that hack/rootfs.py makes from the
+    Dockerfile with Debian's packages (``root/``, ``config.json``,
+    ``build.json``); cached, and built by `make test` before the tests start
+    (one to two minutes cold)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "rootfs.py"), "build"], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"hack/rootfs.py build failed:\n{proc.stderr[-4000:]}", pytrace=False)
+    return Path(proc.stdout.strip().splitlines()[-1])

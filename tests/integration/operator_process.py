@@ -20,6 +20,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def parse_metric(text: str, name: str, labels: dict[str, str] | None = None) -> float | None:
+    """The value of the first sample of ``name`` with (at least) ``labels``
+    in a Prometheus text exposition, or None."""
+    want = ",".join(f'{k}="{v}"' for k, v in sorted((labels or {}).items()))
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        metric, _, lbls = key.partition("{")
+        if metric != name:
+            continue
+        have = ",".join(sorted(lbls.rstrip("}").split(","))) if lbls else ""
+        if all(part in have.split(",") for part in want.split(",") if part):
+            return float(value)
+    return None
+
+
 class OperatorProcess:
     def __init__(self, kubeconfig: Path, log_path: Path, *extra_args: str) -> None:
         self.metrics_port = free_port()
@@ -54,19 +71,7 @@ class OperatorProcess:
             return exc.code, exc.read().decode()
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
-        _, text = self.get("/metrics", self.metrics_port)
-        want = ",".join(f'{k}="{v}"' for k, v in sorted((labels or {}).items()))
-        for line in text.splitlines():
-            if line.startswith("#"):
-                continue
-            key, _, value = line.rpartition(" ")
-            metric, _, lbls = key.partition("{")
-            if metric != name:
-                continue
-            have = ",".join(sorted(lbls.rstrip("}").split(","))) if lbls else ""
-            if all(part in have.split(",") for part in want.split(",") if part):
-                return float(value)
-        return None
+        return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
 
     def wait_ready(self, timeout: float = 30) -> None:
         def ready() -> bool:

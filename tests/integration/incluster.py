@@ -1,0 +1,375 @@
+"""The operator's Deployment run for real on this machine: each replica from
+the image's root filesystem (hack/rootfs.py), as kubelet and runc would start
+it (incluster_entry.py says how the container is made).
+
+Each replica is a pod with a network namespace of its own (so both bind the
+Deployment's ``:8080`` and ``:8081``), where the ``kubernetes`` Service's
+address 10.0.0.1:443 (kubelet's ``KUBERNETES_SERVICE_HOST``/``PORT``, and a
+name in the API server's certificate) is forwarded to the local API server,
+as kube-proxy forwards it. Its ServiceAccount volume holds a real token of
+the ``t9k-operator`` ServiceAccount (TokenRequest), the cluster's CA and the
+namespace, in kubelet's atomic-writer layout on a read-only tmpfs. The test
+reaches the pod's ports with sockets made in the pod's network namespace.
+
+Needs root, ``ip`` (iproute2) and ``unshare`` (util-linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import itertools
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.integration.cluster import wait_for
+from tests.integration.operator_process import parse_metric
+from tests.integration.podhost.host import SERVICE_ENV, atomic_write
+
+ENTRY = Path(__file__).with_name("incluster_entry.py")
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_IP, SERVICE_PORT = SERVICE_ENV["KUBERNETES_SERVICE_HOST"], 443
+CLONE_NEWNET = 0x40000000
+# The container's namespaces (its network's is the pod's), then the runtime.
+UNSHARE = ("unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--propagation", "private",
+           "--", sys.executable, str(ENTRY))  # fmt: skip
+_counter = itertools.count()
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def socket_in(netns: str) -> socket.socket:
+    """A TCP socket of the network namespace ``netns`` (``ip netns`` name):
+    made by a thread that enters it and then ends, so this process stays
+    where it is."""
+    box: dict[str, Any] = {}
+
+    def make() -> None:
+        try:
+            with open(f"/run/netns/{netns}") as f:
+                if _libc.setns(f.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns {netns}")
+            box["sock"] = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=make, name=f"setns-{netns}")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    sock: socket.socket = box["sock"]
+    return sock
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
+
+
+class ServiceProxy:
+    """kube-proxy's part for one pod: 10.0.0.1:443 in the pod's network
+    namespace reaches the API server (``upstream``, on this machine)."""
+
+    def __init__(self, netns: str, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket_in(netns)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((SERVICE_IP, SERVICE_PORT))
+        self.listener.listen(64)
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, name=f"proxy-{netns}", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            server.settimeout(None)
+            self.conns += [client, server]
+            threading.Thread(target=_pump, args=(client, server), daemon=True).start()
+            threading.Thread(target=_pump, args=(server, client), daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+def _run(*args: str) -> None:
+    subprocess.run(list(args), check=True, capture_output=True)
+
+
+class OperatorPod:
+    """One replica of the Deployment ``deployment`` (its pod template),
+    started from the image folder ``image`` (hack/rootfs.py's output)."""
+
+    def __init__(
+        self,
+        deployment: Mapping[str, Any],
+        image: Path,
+        workdir: Path,
+        *,
+        token: str,
+        ca: bytes,
+        api_server: tuple[str, int],
+    ) -> None:
+        if os.geteuid() != 0:
+            raise AssertionError("running the operator's pod needs root (namespaces, mounts)")
+        for tool in ("ip", "unshare", "mount"):
+            if not shutil.which(tool):
+                raise AssertionError(f"running the operator's pod needs {tool}")
+        meta, template = deployment["metadata"], deployment["spec"]["template"]
+        self.namespace = meta["namespace"]
+        self.name = f"{meta['name']}-{secrets.token_hex(5)[:10]}-{secrets.token_hex(3)[:5]}"
+        self.dir = workdir / self.name
+        self.dir.mkdir(parents=True)
+        index = next(_counter)
+        self.netns = f"t9kop{os.getpid()}r{index}"
+        self.ip = f"10.244.99.{2 + index % 250}"
+        config = json.loads((image / "config.json").read_text())
+        pod_spec = template["spec"]
+        (container,) = pod_spec["containers"]
+        self.container = container
+        ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
+        self.metrics_port, self.health_port = ports["metrics"], ports["health"]
+        self._network(api_server)
+        self._files(token, ca)
+        security = {**(pod_spec.get("securityContext") or {}), **container["securityContext"]}
+        uid, gid = self._user(config, security)
+        spec = {
+            "scratch": str(self.dir / "scratch"),
+            "image": str(image / "root"),
+            "hostname": self.name,
+            "hosts": str(self.dir / "hosts"),
+            "hostnameFile": str(self.dir / "hostname"),
+            "resolv": str(self.dir / "resolv.conf"),
+            # No volumes in the Deployment: the ServiceAccount's is the
+            # admission plugin's, read-only.
+            "mounts": [{"source": str(self.dir / "sa"), "path": SA_DIR, "readOnly": True}],
+            "readOnlyRoot": bool(security.get("readOnlyRootFilesystem")),
+            "workingDir": container.get("workingDir") or config.get("WorkingDir") or "/",
+            "uid": uid,
+            "gid": gid,
+            "argv": [
+                *(container.get("command") or config.get("Entrypoint") or []),
+                *(container.get("args") or config.get("Cmd") or []),
+            ],
+            "env": self._env(config, container),
+        }
+        (self.dir / "scratch").mkdir()
+        (self.dir / "spec.json").write_text(json.dumps(spec, indent=2))
+        self.log_path = self.dir / "manager.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.netns, *UNSHARE, str(self.dir / "spec.json")],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    # -- setup -------------------------------------------------------------------
+
+    def _network(self, api_server: tuple[str, int]) -> None:
+        _run("ip", "netns", "add", self.netns)
+        _run("ip", "-n", self.netns, "link", "set", "lo", "up")
+        _run("ip", "-n", self.netns, "addr", "add", f"{SERVICE_IP}/32", "dev", "lo")
+        # The pod's own address (only its own network sees it).
+        _run("ip", "-n", self.netns, "addr", "add", f"{self.ip}/32", "dev", "lo")
+        self.proxy = ServiceProxy(self.netns, api_server)
+
+    def _files(self, token: str, ca: bytes) -> None:
+        (self.dir / "hostname").write_text(self.name + "\n")
+        (self.dir / "hosts").write_text(
+            "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
+            f"::1\tlocalhost ip6-localhost ip6-loopback\n{self.ip}\t{self.name}\n"
+        )
+        (self.dir / "resolv.conf").write_text(
+            f"search {self.namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
+            "nameserver 127.0.0.53\noptions ndots:5\n"
+        )
+        sa = self.dir / "sa"
+        sa.mkdir()
+        _run("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(sa))
+        # The projected volume kubelet makes for the token: defaultMode 0644.
+        atomic_write(
+            sa,
+            {
+                "token": (token.encode(), 0o644),
+                "ca.crt": (ca, 0o644),
+                "namespace": (self.namespace.encode(), 0o644),
+            },
+        )
+
+    @staticmethod
+    def _user(config: Mapping[str, Any], security: Mapping[str, Any]) -> tuple[int, int]:
+        image_user, _, image_group = str(config.get("User") or "0").partition(":")
+        uid = int(security.get("runAsUser", image_user))
+        gid = int(security.get("runAsGroup", image_group or 0))
+        if security.get("runAsNonRoot") and uid == 0:
+            raise AssertionError("runAsNonRoot with user 0: kubelet refuses to start it")
+        return uid, gid
+
+    def _env(self, config: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
+        env = dict(item.split("=", 1) for item in config.get("Env") or [])
+        env.update(HOSTNAME=self.name, HOME="/")  # uid 65532 has no passwd entry
+        env.update(SERVICE_ENV)
+        fields = {"metadata.namespace": self.namespace, "metadata.name": self.name}
+        for item in container.get("env") or []:
+            if "valueFrom" in item:
+                env[item["name"]] = fields[item["valueFrom"]["fieldRef"]["fieldPath"]]
+            else:
+                env[item["name"]] = str(item.get("value", ""))
+        return env
+
+    # -- queries -----------------------------------------------------------------
+
+    def get(self, path: str, port: int | None = None) -> tuple[int, str]:
+        """An HTTP GET on the pod's own address, from inside its network."""
+        sock = socket_in(self.netns)
+        sock.settimeout(3)
+        with sock:
+            sock.connect(("127.0.0.1", port or self.health_port))
+            sock.sendall(f"GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
+            chunks = []
+            while data := sock.recv(65536):
+                chunks.append(data)
+        head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+        return int(head.split()[1]), body.decode()
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        def ready() -> bool:
+            assert self.proc.poll() is None, f"{self.name} exited early:\n{self.logs()}"
+            try:
+                return self.get("/readyz")[0] == 200
+            except OSError:
+                return False
+
+        wait_for(ready, timeout, f"{self.name} /readyz", interval=0.3)
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def container_pid(self) -> int:
+        """The host pid of the container's process (pid 1 in its namespace)."""
+
+        def found() -> int | None:
+            todo = [self.proc.pid]
+            while todo:
+                pid = todo.pop()
+                with contextlib.suppress(OSError):
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    nspid = next(ln for ln in status.splitlines() if ln.startswith("NSpid:"))
+                    exe = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if nspid.split()[-1] == "1" and str(ENTRY).encode() not in exe:
+                        return pid
+                    for task in Path(f"/proc/{pid}/task").iterdir():
+                        todo += [int(c) for c in (task / "children").read_text().split()]
+            return None
+
+        pid: int = wait_for(found, 10, f"{self.name}'s container process")
+        return pid
+
+    def terminate(self) -> None:
+        """What kubelet does first to stop a container: SIGTERM to its pid 1."""
+        os.kill(self.container_pid(), signal.SIGTERM)
+
+    def wait(self, timeout: float) -> int:
+        """The container's exit code (``unshare --fork`` passes it on)."""
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            out = subprocess.run(
+                ["ip", "netns", "pids", self.netns], capture_output=True, text=True
+            )
+            for pid in out.stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+        self.proxy.close()
+        subprocess.run(["umount", "-l", str(self.dir / "sa")], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> float:
+    """Seconds until ``predicate`` held (polled every 0.1 s)."""
+    start = time.monotonic()
+    wait_for(predicate, timeout, what)
+    return time.monotonic() - start
+
+
+def run_image(
+    root: Path,
+    config: Mapping[str, Any],
+    args: list[str],
+    workdir: Path,
+    *,
+    entrypoint: list[str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """``docker run --read-only --network none IMAGE ARGS`` for the image whose
+    filesystem is ``root`` and whose configuration (an OCI image config's
+    ``User``, ``Env``, ``Entrypoint``, ``WorkingDir``) is ``config``: the
+    entrypoint (or ``entrypoint``) with ``args``, as the image's user, on a
+    read-only root, no capabilities, no network but loopback."""
+    user, _, group = str(config.get("User") or "0").partition(":")
+    workdir.mkdir(parents=True)
+    (workdir / "scratch").mkdir()
+    for name, text in (
+        ("hosts", "127.0.0.1\tlocalhost\n"),
+        ("hostname", "t9k-image\n"),
+        ("resolv.conf", ""),
+    ):
+        (workdir / name).write_text(text)
+    spec = {
+        "scratch": str(workdir / "scratch"),
+        "image": str(root),
+        "hostname": "t9k-image",
+        "hosts": str(workdir / "hosts"),
+        "hostnameFile": str(workdir / "hostname"),
+        "resolv": str(workdir / "resolv.conf"),
+        "mounts": [],
+        "readOnlyRoot": True,
+        "workingDir": config.get("WorkingDir") or "/",
+        "uid": int(user),
+        "gid": int(group or 0),
+        "argv": [*(entrypoint or config.get("Entrypoint") or []), *args],
+        "env": dict(item.split("=", 1) for item in config.get("Env") or []),
+    }
+    (workdir / "spec.json").write_text(json.dumps(spec))
+    return subprocess.run(
+        ["unshare", "--net", *UNSHARE[1:], str(workdir / "spec.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,0 +1,153 @@
+"""The start of the operator's container, as runc starts it for the Deployment
+in manifests/manager/deployment.yaml; run as root by :mod:`incluster` inside
+fresh mount, UTS, IPC and PID namespaces (pid 1 of the last) and the pod's
+network namespace. Standard library only.
+
+Root filesystem: an overlay of the image's filesystem (hack/rootfs.py) with a
+private upper layer on a tmpfs, as containerd's snapshot; /proc, a /dev of the
+runtime's default devices, /sys read-only, kubelet's /etc/hosts,
+/etc/hostname and /etc/resolv.conf, and the ServiceAccount volume read-only
+at /var/run/secrets/kubernetes.io/serviceaccount (the mount points created
+first, as the runtime does); then the root remounted read-only
+(``readOnlyRootFilesystem: true``). Then chroot, chdir, the capability
+bounding set emptied (``drop: [ALL]``), no_new_privs
+(``allowPrivilegeEscalation: false``), the user and group of
+``runAsUser``/``runAsGroup`` with no supplementary groups, and exec of the
+image's entrypoint with the container's args under the container's env.
+Nothing in the container is writable but /dev/shm, as in a pod.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+DEVICES = {  # runc's default devices: name -> (major, minor)
+    "null": (1, 3),
+    "zero": (1, 5),
+    "full": (1, 7),
+    "random": (1, 8),
+    "urandom": (1, 9),
+    "tty": (5, 0),
+}
+
+
+def sh(*args: str) -> None:
+    subprocess.run(list(args), check=True)
+
+
+def mount_point(path: Path, is_dir: bool) -> None:
+    if is_dir:
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.touch()
+
+
+def resolve_in(root: Path, path: str) -> Path:
+    """``path`` inside ``root``, its symlinks followed within ``root`` (as
+    runc resolves a mount point: Debian's /var/run is a link to /run)."""
+    todo = [p for p in path.split("/") if p]
+    here: list[str] = []
+    hops = 0
+    while todo:
+        part = todo.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            if here:
+                here.pop()
+            continue
+        full = root.joinpath(*here, part)
+        if full.is_symlink():
+            hops += 1
+            if hops > 40:
+                raise OSError(f"too many symlinks in {path}")
+            link = os.readlink(full)
+            if link.startswith("/"):
+                here = []
+            todo = [p for p in link.split("/") if p] + todo
+            continue
+        here.append(part)
+    return root.joinpath(*here)
+
+
+def make_dev(root: Path) -> None:
+    dev = root / "dev"
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755,size=65536k,nosuid,noexec", "tmpfs", str(dev))
+    for name, (major, minor) in DEVICES.items():
+        os.mknod(dev / name, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+        (dev / name).chmod(0o666)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
+        (dev / name).symlink_to(target)
+    (dev / "shm").mkdir()
+    sh("mount", "-t", "tmpfs", "-o", "mode=1777,size=65536k,nosuid,nodev,noexec", "shm",
+       str(dev / "shm"))  # fmt: skip
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    libc = ctypes.CDLL(None, use_errno=True)
+    last_cap = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    scratch = Path(spec["scratch"])
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(scratch))
+    upper, work, root = scratch / "upper", scratch / "work", scratch / "root"
+    for d in (upper, work, root):
+        d.mkdir()
+    sh(
+        "mount",
+        "-t",
+        "overlay",
+        "overlay",
+        "-o",
+        f"lowerdir={spec['image']},upperdir={upper},workdir={work}",
+        str(root),
+    )
+    sh("mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", str(root / "proc"))
+    make_dev(root)
+    sh("mount", "-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", str(root / "sys"))
+    for src, dest in (
+        (spec["hosts"], "etc/hosts"),
+        (spec["hostnameFile"], "etc/hostname"),
+        (spec["resolv"], "etc/resolv.conf"),
+    ):
+        mount_point(root / dest, False)
+        sh("mount", "--bind", src, str(root / dest))
+    for m in spec["mounts"]:
+        target = resolve_in(root, m["path"])
+        mount_point(target, True)
+        sh("mount", "--bind", m["source"], str(target))
+        if m["readOnly"]:
+            sh("mount", "-o", "remount,bind,ro", str(target))
+    sh("hostname", spec["hostname"])
+    if spec["readOnlyRoot"]:
+        sh("mount", "-o", "remount,ro", str(root))
+    os.chroot(root)
+    os.chdir(spec["workingDir"])
+    for cap in range(last_cap + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"PR_CAPBSET_DROP {cap}")
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    os.setgroups([])
+    os.setgid(spec["gid"])
+    os.setuid(spec["uid"])  # from root to another user: every capability goes
+    sys.stdout.flush()
+    os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+
+
+if __name__ == "__main__":
+    main()
