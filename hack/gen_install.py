@@ -92,10 +92,13 @@ SERVICE_MONITOR: dict[str, Any] = {
                 "app.kubernetes.io/component": "metrics",
             }
         },
-        # The alert T9kOperatorDown reads up{job="t9k-operator"}: the job label
-        # is the Service's name by default; this makes it independent of it.
-        "jobLabel": "app.kubernetes.io/name",
-        "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+        # No jobLabel: the job label is the Service's name, t9k-operator-metrics,
+        # which manifests/monitoring/rules.yaml and the dashboard select.
+        # honorLabels keeps the operator's own `namespace` label (the job's
+        # namespace) rather than renaming it exported_namespace.
+        "endpoints": [
+            {"port": "metrics", "path": "/metrics", "interval": "30s", "honorLabels": True}
+        ],
     },
 }
 
