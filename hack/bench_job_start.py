@@ -8,10 +8,6 @@ For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
   the operator's own builder, owner references dropped) with
   ``--concurrency`` threads, the operator's limit on pod creates in flight;
-* ``writes``: no operator; the bench makes the writes a job's start needs
-  itself (job, first status, Service, pods, Running status; the operator's
-  own objects), one job's writes in order on each of ``--concurrency``
-  threads: the floor under any controller making those writes;
 * ``defaults``: this tree's operator at its default flags;
 * ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
 * ``baseline``: the operator at ``--baseline`` (default a08a3ab, the code
@@ -55,10 +51,8 @@ import time
 import tracemalloc
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +60,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
-from t9k_operator.builders.pytorch import build_service as build_pytorch_service  # noqa: E402
 from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.kube.resources import (  # noqa: E402
@@ -77,7 +70,6 @@ from t9k_operator.kube.resources import (  # noqa: E402
     SERVICES,
     Resource,
 )
-from t9k_operator.reconcilers import engine  # noqa: E402
 from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
@@ -85,7 +77,7 @@ from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 SCHEDULER = "t9k-bench-unscheduled"
-SCENARIOS = ("ceiling", "writes", "defaults", "tuned", "baseline")
+SCENARIOS = ("ceiling", "defaults", "tuned", "baseline")
 TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
@@ -94,8 +86,8 @@ TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # (``--sizes 1000x4 --scenarios defaults`` runs the rest).
 DEFAULT_PLAN = {
     "200x4": SCENARIOS,
-    "1x512": ("ceiling", "defaults", "tuned", "baseline"),
-    "1000x4": ("ceiling", "writes", "tuned"),
+    "1x512": SCENARIOS,
+    "1000x4": ("ceiling", "tuned"),
 }
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # Resources only the operator writes in a run (the bench writes the jobs
@@ -158,53 +150,6 @@ def ceiling_pods(jobs: int, replicas: int) -> list[dict[str, Any]]:
             pod["metadata"].pop("ownerReferences", None)
             out.append(pod)
     return out
-
-
-class JobWrites:
-    """The ``writes`` scenario: no operator; the bench itself makes the writes
-    a job's start needs, the operator's own objects built by its own code: the
-    job, its first status (the engine's plan for a job with no pods), its
-    Service, its pods (owned by the job), and, once the stand-in kubelet has
-    marked all of a job's pods Running, its Running status. One job's writes
-    run one after another on one of ``concurrency`` threads, so at most that
-    many writes are in flight: the floor under any controller that makes the
-    same writes with the same client concurrency."""
-
-    def __init__(self, client: KubeClient, replicas: int) -> None:
-        self.client, self.replicas = client, replicas
-        self.kind = PyTorchKind()
-        self._lock = threading.Lock()
-        self._status: dict[str, dict[str, Any]] = {}  # job name -> last stored job
-        self._marked: Counter[str] = Counter()
-
-    def start_job(self, j: int) -> None:
-        job = self.client.create(JOBS, job_body(f"job-{j}", self.replicas), NAMESPACE)
-        parsed = read(self.kind, job)
-        assert parsed.job is not None, parsed.view.spec_error
-        now = datetime.now(UTC)
-        plan = engine.plan(self.kind, parsed.view, {}, now)
-        job["status"] = self.kind.render_status(job, plan.status)
-        stored = self.client.replace_status(JOBS, job)
-        with self._lock:
-            self._status[job["metadata"]["name"]] = stored
-        self.client.create(SERVICES, build_pytorch_service(parsed.job), NAMESPACE)
-        for i in range(self.replicas):
-            self.client.create(
-                PODS, self.kind.build_pod(parsed.job, "worker", i, PodMode(), {}), NAMESPACE
-            )
-
-    def pod_marked(self, pod: dict[str, Any]) -> None:
-        owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("name")
-        if not owner:
-            return
-        with self._lock:
-            self._marked[owner] += 1
-            if self._marked[owner] < self.replicas:
-                return
-            stored = self._status[owner]
-        status = dict(stored["status"])
-        status["phase"] = "Running"
-        self.client.replace_status(JOBS, {**stored, "status": status})
 
 
 def free_port() -> int:
@@ -271,15 +216,8 @@ class StandIn:
     """A stand-in kubelet: watches the bench's pods, marks each Running at once
     with one status patch, and notes when it first saw each pod and job."""
 
-    def __init__(
-        self,
-        client: KubeClient,
-        expect_pods: int,
-        expect_jobs: int,
-        on_marked: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:
+    def __init__(self, client: KubeClient, expect_pods: int, expect_jobs: int) -> None:
         self.client = client
-        self.on_marked = on_marked
         self.expect_pods, self.expect_jobs = expect_pods, expect_jobs
         self.pod_seen: dict[str, float] = {}
         self.job_running: dict[str, float] = {}
@@ -353,8 +291,6 @@ class StandIn:
             self._marked += 1
             if self._marked >= self.expect_pods:
                 self.all_marked.set()
-        if self.on_marked is not None:
-            self.on_marked(pod)
 
     def _run_logged(self, pod: dict[str, Any]) -> None:
         try:
@@ -514,10 +450,7 @@ def run_one(
         str(cluster.kubeconfig),
         options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-bench"),
     )
-    writer = JobWrites(client, replicas) if scenario == "writes" else None
-    standin = StandIn(
-        client, jobs * replicas, jobs, on_marked=writer.pod_marked if writer else None
-    )
+    standin = StandIn(client, jobs * replicas, jobs)
     try:
         source = sources["baseline" if scenario == "baseline" else "tree"]
         cluster.kubectl(
@@ -527,7 +460,7 @@ def run_one(
         with contextlib.suppress(AlreadyExists):
             client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
-        if scenario not in ("ceiling", "writes"):
+        if scenario != "ceiling":
             flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
             operator = Operator(source, cluster.kubeconfig, logs / f"{size}-{scenario}.log", *flags)
             operator.wait_ready()
@@ -540,8 +473,6 @@ def run_one(
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
                 list(pool.map(lambda p: client.create(PODS, p, NAMESPACE), pods))
-            elif writer is not None:
-                list(pool.map(writer.start_job, range(jobs)))
             else:
                 list(
                     pool.map(
@@ -722,13 +653,6 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
             out.append(
                 f"{size} tuned pods / ceiling pods: {ratio(t.pods_s, c.pods_s)} (target <= 1.25); "
                 f"all Running / ceiling pods: {ratio(t.running_s, c.pods_s)} (target <= 1.5)"
-            )
-        w = get(size, "writes")
-        if t and w:
-            out.append(
-                f"{size} tuned / writes (the same writes made by the bench): pods "
-                f"{ratio(t.pods_s, w.pods_s)}, all Running {ratio(t.running_s, w.running_s)}; "
-                f"writes / ceiling: pods {ratio(w.pods_s, c.pods_s if c else None)}"
             )
     c = get("1x512", "ceiling")
     for scenario in ("tuned", "defaults", "baseline"):
