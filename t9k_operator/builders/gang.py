@@ -179,7 +179,10 @@ def priority_classes() -> list[Obj]:
             },
             "value": level,
             "preemptionPolicy": "Never",
-            "globalDefault": False,
+            # No `globalDefault: false`: the API server does not store a false
+            # globalDefault, so a second field manager applying the same
+            # manifest (Helm after kubectl, a test beside an install) would
+            # meet a server-side apply conflict on it. Absent means false.
             "description": (
                 f"T9k job priority {level} (spec.scheduler.t9kScheduler.priority): orders "
                 "waiting jobs of a queue, higher first; never preempts running pods."

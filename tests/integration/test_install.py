@@ -198,6 +198,24 @@ def test_the_grafana_dashboard_toggle(tools: Tools) -> None:
 # ------------------------------------------------ applied to the session's cluster
 
 
+def test_a_second_installer_applies_the_priority_classes_without_conflict(
+    cluster: Cluster,
+) -> None:
+    """The PriorityClasses applied server-side by one field manager, then by
+    another (Helm or kustomize after an earlier kubectl apply, or an install
+    beside the session's own): the same values must not conflict. A manifest
+    with `globalDefault: false` did, because the server does not store a
+    false globalDefault and so sees the second applier change it."""
+    source = str(ROOT / "manifests" / "scheduling")
+    for manager in ("t9k-first-installer", "t9k-second-installer"):
+        cluster.kubectl("apply", "--server-side", f"--field-manager={manager}", "-f", source)
+    shown = cluster.kubectl(
+        "get", "priorityclass", "t9k-priority-50", "-o", "json", "--show-managed-fields"
+    ).stdout
+    managers = {m["manager"] for m in json.loads(shown)["metadata"]["managedFields"]}
+    assert {"t9k-first-installer", "t9k-second-installer"} <= managers
+
+
 def test_cluster_wide_kustomize_install_applies_and_grants_the_operator_its_rules(
     cluster: Cluster, admin: KubeClient, tools: Tools, namespace: str
 ) -> None:
@@ -206,8 +224,11 @@ def test_cluster_wide_kustomize_install_applies_and_grants_the_operator_its_rule
     monitoring_crds(cluster, tools)
     text = tools.kustomize_build(DEPLOY / "cluster-wide", components=(MONITORING,))
     rendered = objects(text)
-    apply(cluster, text)
     try:
+        # Inside the try: an apply that fails part-way has still applied some
+        # objects, and a Deployment left behind under this field manager makes
+        # later applies of manifests/manager conflict.
+        apply(cluster, text)
         user = SA_USER.format("t9k-system")
         role = get(cluster, "clusterrole", "t9k-operator")
         assert role["rules"] == rendered[("ClusterRole", "", "t9k-operator")]["rules"]
