@@ -148,6 +148,23 @@ class Cluster:
     def admin(self) -> KubeClient:
         return KubeClient.from_config(str(self.kubeconfig))
 
+    def wait_established(self, *which: str, timeout: float = 60) -> None:
+        """``kubectl wait --for=condition=Established`` on the CRDs ``which``
+        names, retried while a CRD just created has no conditions yet: kubectl
+        then fails at once ("status.conditions accessor error: <nil>") rather
+        than waiting."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(1, int(deadline - time.monotonic()))
+            proc = self.kubectl(
+                "wait", "--for=condition=Established", f"--timeout={left}s", *which, check=False
+            )
+            if proc.returncode == 0:
+                return
+            if "accessor error" not in proc.stderr or time.monotonic() > deadline:
+                raise AssertionError(f"CRDs {' '.join(which)} not Established:\n{proc.stderr}")
+            time.sleep(0.2)
+
     def token_kubeconfig(self, path: Path, token: str) -> Path:
         """A kubeconfig that authenticates with a bearer token (a ServiceAccount's)."""
         doc = {

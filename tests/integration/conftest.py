@@ -146,14 +146,7 @@ def crds_installed(cluster: Cluster) -> None:
     cluster.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "manifests" / "crds")
     )
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=t9k-operator",
-    )
+    cluster.wait_established("crd", "-l", "app.kubernetes.io/part-of=t9k-operator")
 
 
 @pytest.fixture(scope="session")

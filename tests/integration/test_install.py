@@ -77,9 +77,7 @@ def apply(cluster: Cluster, text: str, *extra: str) -> None:
 def monitoring_crds(cluster: Cluster, tools: Tools) -> None:
     """ServiceMonitor and PrometheusRule served (prometheus-operator's CRDs)."""
     cluster.kubectl("apply", "--server-side", "-f", str(tools.monitoring_crds))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "-f", str(tools.monitoring_crds)
-    )
+    cluster.wait_established("-f", str(tools.monitoring_crds))
 
 
 def get(cluster: Cluster, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -370,14 +368,7 @@ def clear(cluster: Cluster) -> None:
 def crds_established(cluster: Cluster) -> None:
     """The job kinds served (an install that just created the CRDs returns
     before the API server serves them)."""
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "-l",
-        "app.kubernetes.io/part-of=t9k-operator",
-    )
+    cluster.wait_established("crd", "-l", "app.kubernetes.io/part-of=t9k-operator")
 
 
 def job_with_a_pod(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
