@@ -163,6 +163,7 @@ class Cluster:
         self.name = name
         self.kubeconfig = Path()
         self.bin_dir = Path()
+        self.pids: dict[str, int] = {}
 
     def cluster(self, *args: str) -> str:
         return subprocess.run(
@@ -177,6 +178,7 @@ class Cluster:
         self.kubeconfig = Path(self.cluster("up").strip().splitlines()[-1])
         state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
         self.bin_dir = Path(state["bin_dir"])
+        self.pids = {k: int(v) for k, v in state["pids"].items()}
 
     def down(self) -> None:
         self.cluster("down")
@@ -188,6 +190,29 @@ class Cluster:
             capture_output=True,
             text=True,
         ).stdout
+
+    def profile(self, seconds: int, out: Path) -> threading.Thread:
+        """The API server's CPU profile over the next ``seconds`` (Go pprof, its
+        /debug/pprof handler), written to ``out`` by a thread."""
+
+        def take() -> None:
+            got = subprocess.run(
+                [
+                    str(self.bin_dir / "kubectl"),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "get",
+                    "--raw",
+                    f"/debug/pprof/profile?seconds={seconds}",
+                ],
+                capture_output=True,
+                check=False,
+            )
+            out.write_bytes(got.stdout)
+
+        thread = threading.Thread(target=take, daemon=True)
+        thread.start()
+        return thread
 
     def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], float]]:
         """apiserver_request_total of the write verbs, by (verb, resource,
@@ -336,6 +361,43 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu() -> tuple[float, float]:
+    """The whole machine's (busy, all) CPU seconds since boot, over every core
+    (``/proc/stat``; idle and iowait are not busy)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]
+    return (sum(ticks[:8]) - idle) / hz, sum(ticks[:8]) / hz
+
+
+class CpuMeter:
+    """CPU seconds by process over a run, and the machine's: who spends the
+    machine's cores while jobs start (the cluster's processes from its
+    cluster.json, the operator, this bench with its stand-in kubelet)."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.marks: dict[str, dict[str, float]] = {}
+
+    def _now(self) -> dict[str, float]:
+        out = {}
+        for name, pid in self.pids.items():
+            with contextlib.suppress(OSError):
+                out[name] = proc_cpu(pid)
+        out["machine"], out["machine_all"] = machine_cpu()
+        out["wall"] = time.monotonic()
+        return out
+
+    def mark(self, label: str) -> None:
+        self.marks[label] = self._now()
+
+    def spent(self, since: str, until: str) -> dict[str, float]:
+        a, b = self.marks.get(since), self.marks.get(until)
+        if a is None or b is None:
+            return {}
+        return {k: b[k] - a[k] for k in b if k in a}
+
+
 def proc_kib(pid: int, key: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):
@@ -430,6 +492,10 @@ class Run:
     cache_mib: float | None = None  # what the operator's informer stores hold at the end
     rss_end_mib: float | None = None
     operator: dict[str, float] = field(default_factory=dict)
+    # CPU seconds by process (and the machine's busy and all, and the wall
+    # time) from the first submission until every pod exists, and until the end.
+    cpu_to_pods: dict[str, float] = field(default_factory=dict)
+    cpu_to_end: dict[str, float] = field(default_factory=dict)
 
 
 def run_one(
@@ -441,6 +507,7 @@ def run_one(
     timeout: float,
     logs: Path,
     extra_flags: tuple[str, ...] = (),
+    pprof: int = 0,
 ) -> Run:
     jobs, replicas = (int(x) for x in size.split("x"))
     run = Run(size, scenario, jobs=jobs, pods=jobs * replicas)
@@ -469,6 +536,14 @@ def run_one(
         time.sleep(1.0)  # the watches are open
         before, lat0 = cluster.writes()
         cpu0 = proc_cpu(operator.proc.pid) if operator else 0.0
+        meter = CpuMeter(
+            {**cluster.pids, "bench": os.getpid()}
+            | ({"operator": operator.proc.pid} if operator else {})
+        )
+        meter.mark("start")
+        profiling = (
+            cluster.profile(pprof, logs / f"{size}-{scenario}.apiserver.pprof") if pprof else None
+        )
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
@@ -481,12 +556,18 @@ def run_one(
                     )
                 )
         if standin.pods_done.wait(timeout):
+            meter.mark("pods")
             run.pods_s = max(standin.pod_seen.values()) - t0
         if scenario != "ceiling" and standin.jobs_done.wait(timeout):
             run.running_s = max(standin.job_running.values()) - t0
         if scenario == "ceiling":
             # Every pod marked Running: the stand-in's share of the server's work is done.
             standin.all_marked.wait(timeout)
+        meter.mark("end")
+        if profiling is not None:
+            profiling.join(pprof + 30)
+        run.cpu_to_pods = meter.spent("start", "pods")
+        run.cpu_to_end = meter.spent("start", "end")
         time.sleep(2.0)  # late writes (a last status, Events) land in the counts
         if operator is not None:
             run.cpu_s = proc_cpu(operator.proc.pid) - cpu0
@@ -613,6 +694,43 @@ def server(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+CPU_COLUMNS = (
+    "kube-apiserver",
+    "etcd",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "operator",
+    "bench",
+)
+
+
+def cpu(runs: list[Run]) -> str:
+    """Who spends the machine's cores: CPU seconds by process from the first
+    submission until every pod exists, and until the end (every job Running,
+    or every pod marked Running in the ceiling)."""
+    cores = os.cpu_count() or 1
+    rows = [
+        "| size | scenario | until | wall (s) | machine busy, core-s (share of "
+        f"{cores} cores) | " + " | ".join(CPU_COLUMNS) + " | the rest |",
+        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in CPU_COLUMNS) + " | --- |",
+    ]
+    for r in runs:
+        for until, spent in (("pods exist", r.cpu_to_pods), ("end", r.cpu_to_end)):
+            if not spent:
+                continue
+            busy, wall = spent["machine"], spent["wall"]
+            share = busy / (wall * cores) if wall > 0 else 0.0
+            named = [spent.get(c) for c in CPU_COLUMNS]
+            rest = busy - sum(v for v in named if v is not None)
+            rows.append(
+                f"| {r.size} | {r.scenario} | {until} | {wall:.1f} | {busy:.1f} ({share:.0%}) | "
+                + " | ".join(fmt(v, ".2f") for v in named)
+                + f" | {rest:.2f} |"
+            )
+    return "\n".join(rows)
+
+
 def memory(runs: list[Run]) -> str:
     rows = [
         "| size | scenario | RSS at ready / peak / end (MiB) | peak growth (MiB) | "
@@ -708,9 +826,19 @@ def main() -> int:
         default="",
         help="more flags for this tree's operator (defaults and tuned), for experiments",
     )
+    parser.add_argument(
+        "--pprof",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="also take the API server's CPU profile over the first SECONDS of each run "
+        "(written beside the logs; read it with `go tool pprof -top`)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
+    if args.pprof:
+        os.environ["T9K_APISERVER_PROFILING"] = "1"  # hack/cluster.py up serves /debug/pprof
 
     # SIGTERM unwinds like Ctrl-C: the operator, the cluster and the worktree go.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -742,7 +870,15 @@ def main() -> int:
                 started = time.monotonic()
                 extra = tuple(args.operator_flags.split()) if scenario != "baseline" else ()
                 run = run_one(
-                    cluster, size, scenario, sources, args.concurrency, args.timeout, logs, extra
+                    cluster,
+                    size,
+                    scenario,
+                    sources,
+                    args.concurrency,
+                    args.timeout,
+                    logs,
+                    extra,
+                    args.pprof,
                 )
                 runs.append(run)
                 log(
@@ -767,6 +903,8 @@ def main() -> int:
     print(where(runs))
     print("\n### The API server's time on writes\n")
     print(server(runs))
+    print("\n### CPU by process\n")
+    print(cpu(runs))
     print("\n### Memory\n")
     print(memory(runs))
     print("\n### Targets\n")

@@ -920,7 +920,8 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 # etcd compaction yields a genuine 410 Gone to a watch that resumes
                 # from a compacted revision: the informer tests provoke exactly that.
                 "--watch-cache-sizes=configmaps#0",
-                "--profiling=false",
+                # /debug/pprof only for the bench's --pprof (T9K_APISERVER_PROFILING=1).
+                f"--profiling={str(bool(os.environ.get('T9K_APISERVER_PROFILING'))).lower()}",
                 "--v=1",
             ],
             workdir,
