@@ -25,6 +25,26 @@ class MissingBinaries(RuntimeError):
     """Binaries were never built (`make binaries` was not run)."""
 
 
+def cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """``hack/cluster.py ARGS``, never building (``T9K_NO_BUILD=1``: binaries
+    are a make prerequisite, never built under a test's timeout). Raises
+    ``MissingBinaries`` when they were never built, ``RuntimeError`` when it
+    fails otherwise."""
+    proc = subprocess.run(
+        [sys.executable, str(CLUSTER_SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "T9K_NO_BUILD": "1"},
+    )
+    if proc.returncode == EXIT_MISSING_BINARIES:
+        raise MissingBinaries(proc.stderr.strip())
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"hack/cluster.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+        )
+    return proc
+
+
 @dataclass(frozen=True)
 class GangScheduler:
     """A gang scheduler running in the test cluster (hack/cluster.py gang):
@@ -86,19 +106,7 @@ class Cluster:
         """``hack/cluster.py <command>`` on this cluster (never building:
         ``MissingBinaries`` when the binaries were never built); the state
         it leaves in ``cluster.json``."""
-        proc = subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), command, "--name", self.name, *names],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "T9K_NO_BUILD": "1"},
-        )
-        if proc.returncode == EXIT_MISSING_BINARIES:
-            raise MissingBinaries(proc.stderr.strip())
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"hack/cluster.py {command} {' '.join(names)} failed ({proc.returncode}):\n"
-                f"{proc.stderr[-4000:]}"
-            )
+        cluster_script(command, "--name", self.name, *names)
         state: dict[str, Any] = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
         return state
 

@@ -1,7 +1,8 @@
 """The start of the operator's container, as runc starts it for the Deployment
 in manifests/manager/deployment.yaml; run as root by :mod:`incluster` inside
 fresh mount, UTS, IPC and PID namespaces (pid 1 of the last) and the pod's
-network namespace. Standard library only.
+network namespace. Standard library only (podhost/container_start.py does
+what the pod host's containers do alike).
 
 Root filesystem: an overlay of the image's filesystem (hack/rootfs.py) with a
 private upper layer on a tmpfs, as containerd's snapshot; /proc, a /dev of the
@@ -20,12 +21,14 @@ Nothing in the container is writable but /dev/shm, as in a pod.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
+
+# What every container's start does alike, shared with the pod host's.
+sys.path.insert(0, str(Path(__file__).resolve().with_name("podhost")))
+from container_start import bind, bind_kubelet_files, overlay_root, read_spec, sh
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -37,19 +40,6 @@ DEVICES = {  # runc's default devices: name -> (major, minor)
     "urandom": (1, 9),
     "tty": (5, 0),
 }
-
-
-def sh(*args: str) -> None:
-    subprocess.run(list(args), check=True)
-
-
-def mount_point(path: Path, is_dir: bool) -> None:
-    if is_dir:
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.touch()
 
 
 def resolve_in(root: Path, path: str) -> Path:
@@ -99,39 +89,16 @@ def make_dev(root: Path) -> None:
 
 
 def main() -> None:
-    spec = json.loads(Path(sys.argv[1]).read_text())
+    spec = read_spec()
     libc = ctypes.CDLL(None, use_errno=True)
     last_cap = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    scratch = Path(spec["scratch"])
-    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(scratch))
-    upper, work, root = scratch / "upper", scratch / "work", scratch / "root"
-    for d in (upper, work, root):
-        d.mkdir()
-    sh(
-        "mount",
-        "-t",
-        "overlay",
-        "overlay",
-        "-o",
-        f"lowerdir={spec['image']},upperdir={upper},workdir={work}",
-        str(root),
-    )
+    root = overlay_root(Path(spec["scratch"]), spec["image"])
     sh("mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", str(root / "proc"))
     make_dev(root)
     sh("mount", "-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", str(root / "sys"))
-    for src, dest in (
-        (spec["hosts"], "etc/hosts"),
-        (spec["hostnameFile"], "etc/hostname"),
-        (spec["resolv"], "etc/resolv.conf"),
-    ):
-        mount_point(root / dest, False)
-        sh("mount", "--bind", src, str(root / dest))
+    bind_kubelet_files(root, spec)
     for m in spec["mounts"]:
-        target = resolve_in(root, m["path"])
-        mount_point(target, True)
-        sh("mount", "--bind", m["source"], str(target))
-        if m["readOnly"]:
-            sh("mount", "-o", "remount,bind,ro", str(target))
+        bind(m["source"], resolve_in(root, m["path"]), is_dir=True, read_only=m["readOnly"])
     sh("hostname", spec["hostname"])
     if spec["readOnlyRoot"]:
         sh("mount", "-o", "remount,ro", str(root))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.kube import KubeClient
-from tests.integration.cluster import CLUSTER_SCRIPT, EXIT_MISSING_BINARIES, ROOT, MissingBinaries
+from tests.integration.cluster import ROOT, cluster_script
 
 CHART = ROOT / "charts" / "t9k-operator"
 DEPLOY = ROOT / "deploy"
@@ -43,16 +42,7 @@ class Tools:
     def obtain(cls) -> Tools:
         """The tools' folders, never built here (``MissingBinaries``: run
         `make binaries`)."""
-        proc = subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), "tool", "helm", "kustomize", "monitoring-crds"],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "T9K_NO_BUILD": "1"},
-        )
-        if proc.returncode == EXIT_MISSING_BINARIES:
-            raise MissingBinaries(proc.stderr.strip())
-        if proc.returncode != 0:
-            raise RuntimeError(f"hack/cluster.py tool failed ({proc.returncode}):\n{proc.stderr}")
+        proc = cluster_script("tool", "helm", "kustomize", "monitoring-crds")
         helm, kustomize, crds = proc.stdout.split()
         return cls(Path(helm) / "helm", Path(kustomize) / "kustomize", Path(crds) / "crds")
 

@@ -1,6 +1,7 @@
 """A container's start, as a container runtime does it; run by the pod host
 inside fresh mount, UTS, IPC and PID namespaces (pid 1 of the last) and the
-pod's network namespace. Standard library only.
+pod's network namespace. Standard library only (container_start.py, beside
+this file, does what the operator's pod does alike).
 
 Root file system: an overlay of the image layer over this machine's root with
 a private upper layer on a tmpfs; then /proc, /dev and /sys, kubelet's
@@ -10,58 +11,23 @@ runtime's default capability bounding set."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-
-def sh(*args: str) -> None:
-    subprocess.run(list(args), check=True)
-
-
-def mount_point(path: Path, is_dir: bool) -> None:
-    if is_dir:
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.touch()
+from container_start import bind, bind_kubelet_files, overlay_root, read_spec, sh
 
 
 def main() -> None:
-    spec = json.loads(Path(sys.argv[1]).read_text())
-    scratch = Path(spec["scratch"])
-    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(scratch))
-    upper, work, root = scratch / "upper", scratch / "work", scratch / "root"
-    for d in (upper, work, root):
-        d.mkdir()
-    sh(
-        "mount",
-        "-t",
-        "overlay",
-        "overlay",
-        "-o",
-        f"lowerdir={spec['layer']}:/,upperdir={upper},workdir={work}",
-        str(root),
-    )
+    spec = read_spec()
+    root = overlay_root(Path(spec["scratch"]), f"{spec['layer']}:/")
     sh("mount", "-t", "proc", "proc", str(root / "proc"))
     sh("mount", "--rbind", "/dev", str(root / "dev"))
     sh("mount", "--rbind", "/sys", str(root / "sys"))
-    for src, dest in (
-        (spec["hosts"], "etc/hosts"),
-        (spec["hostnameFile"], "etc/hostname"),
-        (spec["resolv"], "etc/resolv.conf"),
-    ):
-        mount_point(root / dest, False)
-        sh("mount", "--bind", src, str(root / dest))
+    bind_kubelet_files(root, spec)
     for m in spec["mounts"]:
         target = root / m["path"].lstrip("/")
-        mount_point(target, os.path.isdir(m["source"]))
-        sh("mount", "--bind", m["source"], str(target))
-        if m["readOnly"]:
-            sh("mount", "-o", "remount,bind,ro", str(target))
+        bind(m["source"], target, is_dir=os.path.isdir(m["source"]), read_only=m["readOnly"])
     sh("hostname", spec["hostname"])
     # As container runtimes do, a missing working directory is created.
     (root / spec["workingDir"].lstrip("/")).mkdir(parents=True, exist_ok=True)

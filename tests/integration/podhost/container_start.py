@@ -1,0 +1,73 @@
+"""What every container these tests start does alike at its start, as a
+container runtime does it: the pod host's (entry.py here) and the operator's
+own pod (../incluster_entry.py). Run as root inside the container's fresh
+namespaces, before chroot.
+
+Standard library only: those scripts import this module from this folder,
+never through the tests package (which needs the project's dependencies)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def sh(*args: str) -> None:
+    subprocess.run(list(args), check=True)
+
+
+def read_spec() -> dict[str, Any]:
+    """The container's spec: the JSON file named on the command line."""
+    spec: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
+    return spec
+
+
+def mount_point(path: Path, is_dir: bool) -> None:
+    if is_dir:
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.touch()
+
+
+def bind(source: str, target: Path, *, is_dir: bool, read_only: bool = False) -> None:
+    """``source`` bound at ``target``, its mount point created first (as the
+    runtime does), read-only when asked."""
+    mount_point(target, is_dir)
+    sh("mount", "--bind", source, str(target))
+    if read_only:
+        sh("mount", "-o", "remount,bind,ro", str(target))
+
+
+def overlay_root(scratch: Path, lowerdir: str) -> Path:
+    """The container's root file system, as containerd's snapshot: an overlay
+    of ``lowerdir`` with a private upper layer on a tmpfs mounted at
+    ``scratch``."""
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(scratch))
+    upper, work, root = scratch / "upper", scratch / "work", scratch / "root"
+    for d in (upper, work, root):
+        d.mkdir()
+    sh(
+        "mount",
+        "-t",
+        "overlay",
+        "overlay",
+        "-o",
+        f"lowerdir={lowerdir},upperdir={upper},workdir={work}",
+        str(root),
+    )
+    return root
+
+
+def bind_kubelet_files(root: Path, spec: dict[str, Any]) -> None:
+    """kubelet's managed /etc/hosts, /etc/hostname and /etc/resolv.conf."""
+    for src, dest in (
+        (spec["hosts"], "etc/hosts"),
+        (spec["hostnameFile"], "etc/hostname"),
+        (spec["resolv"], "etc/resolv.conf"),
+    ):
+        bind(src, root / dest, is_dir=False)
