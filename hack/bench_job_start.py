@@ -8,6 +8,14 @@ For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
   the operator's own builder, owner references dropped) with
   ``--concurrency`` threads, the operator's limit on pod creates in flight;
+* ``writes``: no operator; a stand-in controller, a separate process of its
+  own like the operator, makes the same writes a job's start needs with no
+  logic between them: on each job's watch event, its first status, its
+  Service, its pods (the operator's builders' output, all at once through a
+  pool of ``--concurrency`` threads) and one Event, one job after another on
+  each of ``--concurrency`` threads; once its pod watch has
+  seen all of a job's pods Running, the job's Running status. The ceiling
+  under any controller that makes those writes (``ceiling`` makes only the pods);
 * ``defaults``: this tree's operator at its default flags;
 * ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
 * ``baseline``: the operator at ``--baseline`` (default a08a3ab, the code
@@ -70,6 +78,8 @@ from t9k_operator.kube.resources import (  # noqa: E402
     SERVICES,
     Resource,
 )
+
+EVENTS = Resource("", "v1", "events", "Event")
 from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
@@ -77,7 +87,7 @@ from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 SCHEDULER = "t9k-bench-unscheduled"
-SCENARIOS = ("ceiling", "defaults", "tuned", "baseline")
+SCENARIOS = ("ceiling", "writes", "defaults", "tuned", "baseline")
 TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
@@ -87,7 +97,7 @@ TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 DEFAULT_PLAN = {
     "200x4": SCENARIOS,
     "1x512": SCENARIOS,
-    "1000x4": ("ceiling", "tuned"),
+    "1000x4": ("ceiling", "writes", "tuned"),
 }
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # Resources only the operator writes in a run (the bench writes the jobs
@@ -150,6 +160,203 @@ def ceiling_pods(jobs: int, replicas: int) -> list[dict[str, Any]]:
             pod["metadata"].pop("ownerReferences", None)
             out.append(pod)
     return out
+
+
+class Follower:
+    """Follows a resource in the bench's namespace as an informer does: lists,
+    hands every object to ``handle`` (as an ``ADDED``), watches from the
+    list's resourceVersion, and lists and watches again whenever the watch
+    ends or breaks (the API server closes a watch that falls behind), so no
+    object is missed. ``handle`` must be idempotent. ``restarts`` counts the
+    watches that ended before ``stop``."""
+
+    def __init__(self, client: KubeClient, resource: Resource, handle: Any) -> None:
+        self.client, self.resource, self.handle = client, resource, handle
+        self.restarts = 0
+        self.ready = threading.Event()
+        self._stopped = False
+        self._stream: Any = None
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            try:
+                listed = self._list()
+                for obj in listed["items"]:
+                    self.handle("ADDED", obj)
+                rv = listed["metadata"]["resourceVersion"]
+                self._stream = self.client.watch(
+                    self.resource, NAMESPACE, resource_version=rv, timeout_seconds=3600
+                )
+                self.ready.set()
+                for event in self._stream:
+                    if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        self.handle(event["type"], event["object"])
+            except Exception as exc:
+                if self._stopped:
+                    return
+                log(f"{self.resource.plural} watch: {exc}; listing again")
+            if not self._stopped:
+                self.restarts += 1
+                time.sleep(0.2)
+
+    def _list(self) -> Any:
+        """A list, retried while the API server's storage for a new CRD initializes."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self.client.request("GET", self.resource.path(NAMESPACE))
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._stream is not None:
+            self._stream.close()
+
+
+def writer_main(kubeconfig: str, replicas: int, concurrency: int) -> int:
+    """The ``writes`` scenario's stand-in controller (its own process, started
+    by ``--writer``): prints ``ready`` once its watches are open, then makes
+    each job's writes as its watch sees the job, until stdin closes."""
+    from datetime import UTC, datetime
+
+    from t9k_operator.reconcilers import engine
+
+    client = KubeClient.from_config(
+        kubeconfig,
+        options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-writer"),
+    )
+    kind = PyTorchKind()
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix="writer")
+    # A job's pods all at once through one pool of its own, as the operator's
+    # creates share one (no slow start: the ceiling makes no failing requests).
+    pod_pool = ThreadPoolExecutor(concurrency, thread_name_prefix="writer-pods")
+    lock = threading.Lock()
+    stored: dict[str, dict[str, Any]] = {}  # job name -> the job as its first status left it
+    running: dict[str, set[str]] = {}  # job name -> its pods seen Running
+    done: set[str] = set()
+
+    def start(job: dict[str, Any]) -> None:
+        parsed = read(kind, job)
+        assert parsed.job is not None, parsed.view.spec_error
+        plan = engine.plan(kind, parsed.view, {}, datetime.now(UTC))
+        first = client.replace_status(JOBS, {**job, "status": kind.render_status(job, plan.status)})
+        with lock:
+            stored[job["metadata"]["name"]] = first
+        for extra in kind.extras(parsed.job):
+            client.create(SERVICES, extra, NAMESPACE)
+        pods = [kind.build_pod(parsed.job, "worker", i, PodMode(), {}) for i in range(replicas)]
+        list(
+            pod_pool.map(
+                lambda pod: client.create(PODS, pod, NAMESPACE, field_validation="Strict"), pods
+            )
+        )
+        client.create(EVENTS, bench_event(job), NAMESPACE)
+        finish(job["metadata"]["name"])
+
+    def finish(name: str) -> None:
+        with lock:
+            job = stored.get(name)
+            if job is None or len(running.get(name, ())) < replicas or name in done:
+                return
+            done.add(name)
+        status = {**job["status"], "phase": "Running"}
+        client.replace_status(JOBS, {**job, "status": status})
+
+    def logged(fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            print(f"writer: {exc}", file=sys.stderr, flush=True)
+
+    started: set[str] = set()
+
+    def on_job(kind_: str, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        with lock:
+            if kind_ == "DELETED" or name in started:
+                return
+            started.add(name)
+        pool.submit(logged, start, job)
+
+    def on_pod(kind_: str, pod: dict[str, Any]) -> None:
+        if kind_ == "DELETED" or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("name")
+        if owner:
+            with lock:
+                running.setdefault(owner, set()).add(pod["metadata"]["name"])
+            pool.submit(logged, finish, owner)
+
+    followers = [Follower(client, JOBS, on_job), Follower(client, PODS, on_pod)]
+    for f in followers:
+        if not f.ready.wait(60):
+            raise RuntimeError("the writer's watches did not open")
+    print("ready", flush=True)
+    sys.stdin.read()
+    for f in followers:
+        f.stop()
+    print(f"watch restarts: {sum(f.restarts for f in followers)}", file=sys.stderr, flush=True)
+    pool.shutdown(wait=False, cancel_futures=True)
+    return 0
+
+
+def bench_event(job: dict[str, Any]) -> dict[str, Any]:
+    """One Event about ``job``, as the operator tells a job's start."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    meta = job["metadata"]
+    return {
+        "metadata": {"generateName": meta["name"] + ".", "namespace": NAMESPACE},
+        "involvedObject": {
+            "apiVersion": job["apiVersion"],
+            "kind": job["kind"],
+            "name": meta["name"],
+            "namespace": NAMESPACE,
+            "uid": meta["uid"],
+        },
+        "reason": "Created",
+        "message": "created the job's pods",
+        "type": "Normal",
+        "source": {"component": "t9k-writer"},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+
+
+class Writer:
+    """The ``writes`` scenario's stand-in controller, as a process."""
+
+    def __init__(self, kubeconfig: Path, replicas: int, concurrency: int, log_path: Path) -> None:
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--writer",
+                str(kubeconfig),
+                str(replicas),
+                str(concurrency),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the writer did not start; see " + str(log_path))
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log.close()
 
 
 def free_port() -> int:
@@ -238,7 +445,7 @@ class Cluster:
 
 
 class StandIn:
-    """A stand-in kubelet: watches the bench's pods, marks each Running at once
+    """A stand-in kubelet: follows the bench's pods, marks each Running at once
     with one status patch, and notes when it first saw each pod and job."""
 
     def __init__(self, client: KubeClient, expect_pods: int, expect_jobs: int) -> None:
@@ -253,37 +460,25 @@ class StandIn:
         self.errors = 0
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="kubelet")
-        self._streams: list[Any] = []
-        self._threads = [
-            threading.Thread(target=self._watch_pods, daemon=True),
-            threading.Thread(target=self._watch_jobs, daemon=True),
-        ]
+        self._followers: list[Follower] = []
+
+    @property
+    def restarts(self) -> int:
+        """Watches that ended and were listed again during the run."""
+        return sum(f.restarts for f in self._followers)
 
     def start(self) -> None:
-        for t in self._threads:
-            t.start()
-        deadline = time.monotonic() + 60
-        while len(self._streams) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if len(self._streams) < 2:
-            raise RuntimeError("the bench's watches did not open")
-
-    def _open(self, resource: Resource) -> Any:
-        """A watch, retried while the API server's storage for a new CRD initializes."""
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                return self.client.watch(
-                    resource, NAMESPACE, resource_version=None, timeout_seconds=3600
-                )
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        self._followers = [
+            Follower(self.client, PODS, self._on_pod),
+            Follower(self.client, JOBS, self._on_job),
+        ]
+        for f in self._followers:
+            if not f.ready.wait(60):
+                raise RuntimeError("the bench's watches did not open")
 
     def stop(self) -> None:
-        for s in self._streams:
-            s.close()
+        for f in self._followers:
+            f.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self, pod: dict[str, Any]) -> None:
@@ -325,35 +520,24 @@ class StandIn:
             if self.errors == 1:
                 log(f"stand-in kubelet: {pod['metadata']['name']}: {exc}")
 
-    def _watch_pods(self) -> None:
-        stream = self._open(PODS)
-        self._streams.append(stream)
-        for event in stream:
-            if event["type"] != "ADDED":
-                continue
-            pod = event["object"]
-            name = pod["metadata"]["name"]
-            if name not in self.pod_seen:
-                self.pod_seen[name] = time.monotonic()
-                if (pod.get("status") or {}).get("phase") != "Running":
-                    with contextlib.suppress(RuntimeError):  # stopping
-                        self._pool.submit(self._run_logged, pod)
-                if len(self.pod_seen) >= self.expect_pods:
-                    self.pods_done.set()
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        if kind == "DELETED" or name in self.pod_seen:
+            return
+        self.pod_seen[name] = time.monotonic()
+        if (pod.get("status") or {}).get("phase") != "Running":
+            with contextlib.suppress(RuntimeError):  # stopping
+                self._pool.submit(self._run_logged, pod)
+        if len(self.pod_seen) >= self.expect_pods:
+            self.pods_done.set()
 
-    def _watch_jobs(self) -> None:
-        stream = self._open(JOBS)
-        self._streams.append(stream)
-        for event in stream:
-            if event["type"] not in ("ADDED", "MODIFIED"):
-                continue  # bookmarks carry no object worth reading
-            job = event["object"]
-            name = job["metadata"]["name"]
-            phase = (job.get("status") or {}).get("phase")
-            if phase == "Running" and name not in self.job_running:
-                self.job_running[name] = time.monotonic()
-                if len(self.job_running) >= self.expect_jobs:
-                    self.jobs_done.set()
+    def _on_job(self, kind: str, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        phase = (job.get("status") or {}).get("phase")
+        if kind != "DELETED" and phase == "Running" and name not in self.job_running:
+            self.job_running[name] = time.monotonic()
+            if len(self.job_running) >= self.expect_jobs:
+                self.jobs_done.set()
 
 
 def proc_cpu(pid: int) -> float:
@@ -513,6 +697,7 @@ def run_one(
     run = Run(size, scenario, jobs=jobs, pods=jobs * replicas)
     cluster.up()
     operator: Operator | None = None
+    writer: Writer | None = None
     client = KubeClient.from_config(
         str(cluster.kubeconfig),
         options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-bench"),
@@ -527,7 +712,9 @@ def run_one(
         with contextlib.suppress(AlreadyExists):
             client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
-        if scenario != "ceiling":
+        if scenario == "writes":
+            writer = Writer(cluster.kubeconfig, replicas, concurrency, logs / f"{size}-writes.log")
+        elif scenario != "ceiling":
             flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
             operator = Operator(source, cluster.kubeconfig, logs / f"{size}-{scenario}.log", *flags)
             operator.wait_ready()
@@ -535,10 +722,11 @@ def run_one(
         standin.start()
         time.sleep(1.0)  # the watches are open
         before, lat0 = cluster.writes()
-        cpu0 = proc_cpu(operator.proc.pid) if operator else 0.0
+        # The controller: the operator, or the writes scenario's stand-in for it.
+        ctl = operator.proc if operator else writer.proc if writer else None
+        cpu0 = proc_cpu(ctl.pid) if ctl else 0.0
         meter = CpuMeter(
-            {**cluster.pids, "bench": os.getpid()}
-            | ({"operator": operator.proc.pid} if operator else {})
+            {**cluster.pids, "bench": os.getpid()} | ({"operator": ctl.pid} if ctl else {})
         )
         meter.mark("start")
         profiling = (
@@ -569,8 +757,9 @@ def run_one(
         run.cpu_to_pods = meter.spent("start", "pods")
         run.cpu_to_end = meter.spent("start", "end")
         time.sleep(2.0)  # late writes (a last status, Events) land in the counts
+        if ctl is not None:
+            run.cpu_s = proc_cpu(ctl.pid) - cpu0
         if operator is not None:
-            run.cpu_s = proc_cpu(operator.proc.pid) - cpu0
             run.rss_peak_mib = proc_kib(operator.proc.pid, "VmHWM") / 1024
             run.rss_end_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
             run.cache_mib = cache_bytes(client) / 2**20
@@ -594,10 +783,15 @@ def run_one(
             run.note = (
                 f"timed out: {len(standin.pod_seen)} pods, {len(standin.job_running)} jobs Running"
             )
+        if standin.restarts:
+            # A watch the API server closed: the objects listed again were seen late.
+            run.note = f"{run.note}; " * bool(run.note) + f"{standin.restarts} watch restarts"
     finally:
         standin.stop()
         if operator is not None:
             operator.stop()
+        if writer is not None:
+            writer.stop()
         client.close()
         cluster.down()
     return run
@@ -700,7 +894,7 @@ CPU_COLUMNS = (
     "kube-controller-manager",
     "kube-scheduler",
     "kwok",
-    "operator",
+    "operator",  # or, in the writes scenario, its stand-in controller
     "bench",
 )
 
@@ -766,19 +960,31 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
             "faster (target >= 1.5)"
         )
     for size in ("200x4", "1000x4"):
-        t, c = get(size, "tuned"), get(size, "ceiling")
+        t, c, w = get(size, "tuned"), get(size, "ceiling"), get(size, "writes")
         if t and c:
             out.append(
                 f"{size} tuned pods / ceiling pods: {ratio(t.pods_s, c.pods_s)} (target <= 1.25); "
                 f"all Running / ceiling pods: {ratio(t.running_s, c.pods_s)} (target <= 1.5)"
             )
-    c = get("1x512", "ceiling")
+        if t and w:
+            out.append(
+                f"{size} tuned pods / writes pods: {ratio(t.pods_s, w.pods_s)} (target <= 1.25); "
+                f"all Running / writes pods: {ratio(t.running_s, w.pods_s)} (target <= 1.5); "
+                f"all Running / writes all Running: {ratio(t.running_s, w.running_s)}"
+            )
+        if w and c:
+            out.append(
+                f"{size} writes pods / ceiling pods: {ratio(w.pods_s, c.pods_s)}: the same "
+                "writes with no operator against the pods alone"
+            )
+    c, w = get("1x512", "ceiling"), get("1x512", "writes")
     for scenario in ("tuned", "defaults", "baseline"):
         r = get("1x512", scenario)
         if r and c:
             out.append(
                 f"1x512 {scenario} pods / ceiling pods: {ratio(r.pods_s, c.pods_s)} "
                 "(target <= 1.5 when tuned)"
+                + (f"; / writes pods: {ratio(r.pods_s, w.pods_s)}" if w else "")
             )
     for (size, scenario), r in sorted(by.items()):
         if scenario in ("defaults", "tuned") and r.jobs and size.endswith("x4"):
@@ -802,6 +1008,9 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--writer"]:  # the writes scenario's stand-in controller
+        kubeconfig, replicas, concurrency = sys.argv[2:5]
+        return writer_main(kubeconfig, int(replicas), int(concurrency))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--sizes", default=",".join(DEFAULT_PLAN), help="JOBSxREPLICAS, comma-separated"
