@@ -9,8 +9,9 @@ costs one or two requests, never the whole list. Here at most
 Python): once a batch would reach that size, the rest run as one window that
 keeps ``max_parallel`` in flight, starting the next item as each one ends,
 and starting none after an error. Batches of a capped size, each waiting
-for its slowest item, would leave threads idle at every batch's end: a
-512-pod job's creates took 40% longer that way than through the window.
+for its slowest item, leave threads idle at every batch's end: in one run
+the operator created a 512-pod job's pods that way at 232 a second, where
+a plain pool of as many threads created them at 394.
 
 The caller decides what to run: nothing is retried, nothing is run twice, and
 items after the failing batch are not run at all.
