@@ -680,6 +680,11 @@ class Run:
     # time) from the first submission until every pod exists, and until the end.
     cpu_to_pods: dict[str, float] = field(default_factory=dict)
     cpu_to_end: dict[str, float] = field(default_factory=dict)
+    rep: int = 0  # which of --repeat runs (0: the only one)
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} #{self.rep}" if self.rep else self.scenario
 
 
 def run_one(
@@ -692,9 +697,11 @@ def run_one(
     logs: Path,
     extra_flags: tuple[str, ...] = (),
     pprof: int = 0,
+    rep: int = 0,
 ) -> Run:
     jobs, replicas = (int(x) for x in size.split("x"))
-    run = Run(size, scenario, jobs=jobs, pods=jobs * replicas)
+    run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep)
+    tag = f"{size}-{scenario}" + (f"-{rep}" if rep else "")
     cluster.up()
     operator: Operator | None = None
     writer: Writer | None = None
@@ -713,10 +720,10 @@ def run_one(
             client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
         if scenario == "writes":
-            writer = Writer(cluster.kubeconfig, replicas, concurrency, logs / f"{size}-writes.log")
+            writer = Writer(cluster.kubeconfig, replicas, concurrency, logs / f"{tag}.log")
         elif scenario != "ceiling":
             flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
-            operator = Operator(source, cluster.kubeconfig, logs / f"{size}-{scenario}.log", *flags)
+            operator = Operator(source, cluster.kubeconfig, logs / f"{tag}.log", *flags)
             operator.wait_ready()
             run.rss_ready_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
         standin.start()
@@ -729,9 +736,7 @@ def run_one(
             {**cluster.pids, "bench": os.getpid()} | ({"operator": ctl.pid} if ctl else {})
         )
         meter.mark("start")
-        profiling = (
-            cluster.profile(pprof, logs / f"{size}-{scenario}.apiserver.pprof") if pprof else None
-        )
+        profiling = cluster.profile(pprof, logs / f"{tag}.apiserver.pprof") if pprof else None
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
@@ -846,7 +851,7 @@ def table(runs: list[Run]) -> str:
         rss = "-" if r.rss_peak_mib is None else f"{fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)}"
         writes = ", ".join(f"{k} {v}" for k, v in r.writes.items())
         rows.append(
-            f"| {r.scenario}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
+            f"| {r.label}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
             f"{fmt(r.running_s)} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | {rss} | "
             f"{r.budget_writes} ({per_job:.2f}) | {r.events} | {writes} |"
         )
@@ -864,7 +869,7 @@ def where(runs: list[Run]) -> str:
         per = o.get("reconciles", 0) / r.jobs if o else None
         wait = 1000 * o["queue_wait_s"] / o["queue_gets"] if o.get("queue_gets") else None
         rows.append(
-            f"| {r.size} | {r.scenario} | {fmt(r.pod_create_ms)} | "
+            f"| {r.size} | {r.label} | {fmt(r.pod_create_ms)} | "
             f"{fmt(o.get('reconciles'), '.0f') if o else '-'} ({fmt(per, '.1f')}) | "
             f"{fmt(o.get('reconcile_s'), '.2f') if o else '-'} | {fmt(wait)} |"
         )
@@ -884,7 +889,7 @@ def server(runs: list[Run]) -> str:
         shares = ", ".join(
             f"{k} {v:.1f} s ({1000 * v / max(1, r.writes.get(k, 1)):.0f} ms each)" for k, v in top
         )
-        rows.append(f"| {r.size} | {r.scenario} | {total:.1f} | {shares} |")
+        rows.append(f"| {r.size} | {r.label} | {total:.1f} | {shares} |")
     return "\n".join(rows)
 
 
@@ -918,7 +923,7 @@ def cpu(runs: list[Run]) -> str:
             named = [spent.get(c) for c in CPU_COLUMNS]
             rest = busy - sum(v for v in named if v is not None)
             rows.append(
-                f"| {r.size} | {r.scenario} | {until} | {wall:.1f} | {busy:.1f} ({share:.0%}) | "
+                f"| {r.size} | {r.label} | {until} | {wall:.1f} | {busy:.1f} ({share:.0%}) | "
                 + " | ".join(fmt(v, ".2f") for v in named)
                 + f" | {rest:.2f} |"
             )
@@ -936,7 +941,7 @@ def memory(runs: list[Run]) -> str:
             continue
         growth = r.rss_peak_mib - r.rss_ready_mib
         rows.append(
-            f"| {r.size} | {r.scenario} | {fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)} / "
+            f"| {r.size} | {r.label} | {fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)} / "
             f"{fmt(r.rss_end_mib)} | {fmt(growth)} | {fmt(r.cache_mib)} | "
             f"{ratio(growth, r.cache_mib)} |"
         )
@@ -945,6 +950,19 @@ def memory(runs: list[Run]) -> str:
 
 def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def medians(runs: list[Run]) -> dict[tuple[str, str], Run]:
+    """Each (size, scenario)'s median run by the time until all pods exist (the
+    lower middle one of an even number; runs that timed out sort last)."""
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for r in runs:
+        groups.setdefault((r.size, r.scenario), []).append(r)
+    out = {}
+    for key, group in groups.items():
+        ranked = sorted(group, key=lambda r: float("inf") if r.pods_s is None else r.pods_s)
+        out[key] = ranked[(len(ranked) - 1) // 2]
+    return out
 
 
 def targets(by: dict[tuple[str, str], Run]) -> list[str]:
@@ -1043,6 +1061,13 @@ def main() -> int:
         help="also take the API server's CPU profile over the first SECONDS of each run "
         "(written beside the logs; read it with `go tool pprof -top`)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each size's scenarios this many times, interleaved, so the machine's "
+        "drift meets every scenario alike; the targets take each scenario's median run",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
@@ -1073,9 +1098,9 @@ def main() -> int:
     log(f"logs in {logs}")
     runs: list[Run] = []
     try:
-        for size in sizes:
+        for size, rep in ((z, r) for z in sizes for r in range(args.repeat)):
             for scenario in chosen or DEFAULT_PLAN.get(size, SCENARIOS):
-                log(f"{size} {scenario}")
+                log(f"{size} {scenario}" + (f" #{rep + 1}" if args.repeat > 1 else ""))
                 started = time.monotonic()
                 extra = tuple(args.operator_flags.split()) if scenario != "baseline" else ()
                 run = run_one(
@@ -1088,6 +1113,7 @@ def main() -> int:
                     logs,
                     extra,
                     args.pprof,
+                    rep + 1 if args.repeat > 1 else 0,
                 )
                 runs.append(run)
                 log(
@@ -1117,7 +1143,9 @@ def main() -> int:
     print("\n### Memory\n")
     print(memory(runs))
     print("\n### Targets\n")
-    for line in targets({(r.size, r.scenario): r for r in runs}):
+    if args.repeat > 1:
+        print(f"(each target below takes the median of the {args.repeat} runs by pods time)")
+    for line in targets(medians(runs)):
         print(f"- {line}")
     return 0
 
