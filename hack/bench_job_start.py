@@ -38,7 +38,8 @@ pod status patches of the stand-in kubelet).
 
 Prints one table per size, then the ratios issue 17 sets as targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
-``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``.
+``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
+runs each three times, interleaved, and takes the targets from the medians.
 """
 
 from __future__ import annotations
