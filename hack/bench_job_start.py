@@ -73,14 +73,13 @@ from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.kube.resources import (  # noqa: E402
     CONFIGMAPS,
+    EVENTS,
     NAMESPACES,
     PODS,
     SECRETS,
     SERVICES,
     Resource,
 )
-
-EVENTS = Resource("", "v1", "events", "Event")
 from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
