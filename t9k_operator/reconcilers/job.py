@@ -22,9 +22,11 @@ no order is read into them (see :class:`Written`). That is client-go's
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -133,12 +135,20 @@ def refusal_is_permanent(exc: ApiError) -> bool:
     return False
 
 
+def _status_digest(obj: Obj) -> bytes:
+    text = json.dumps(obj.get("status") or {}, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
 class Written:
-    """Our own last status write of a job: its resourceVersion and the status."""
+    """Our own last status write of a job: its resourceVersion and a digest of
+    the status (a few dozen bytes per job, not the status itself)."""
+
+    __slots__ = ("resource_version", "status")
 
     def __init__(self, obj: Obj) -> None:
         self.resource_version = str(obj["metadata"]["resourceVersion"])
-        self.status = json.dumps(obj.get("status") or {}, sort_keys=True)
+        self.status = _status_digest(obj)
 
     def seen_in(self, cached: Obj) -> bool:
         """Whether the cached job already shows this write. resourceVersions
@@ -147,7 +157,47 @@ class Written:
         (only the operator writes status)."""
         if str(cached["metadata"].get("resourceVersion")) == self.resource_version:
             return True
-        return json.dumps(cached.get("status") or {}, sort_keys=True) == self.status
+        return _status_digest(cached) == self.status
+
+
+class WrittenStatuses:
+    """The status writes of this process that the cache does not show yet, by
+    job key. Shared by the controller's workers, so every use holds a lock (a
+    cachetools cache is not safe for threads: a write racing another's expiry
+    raised KeyError out of a reconcile under load). A write is forgotten as soon
+    as the cache shows it, or after ``ttl`` seconds, so what is kept stays as
+    small as the writes in flight rather than growing with the jobs."""
+
+    def __init__(
+        self, ttl: float = 30.0, maxsize: int = 65536, timer: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._lock = threading.Lock()
+        self._written: TTLCache[str, Written] = TTLCache(maxsize=maxsize, ttl=ttl, timer=timer)
+
+    def remember(self, key: str, obj: Obj) -> None:
+        record = Written(obj)
+        with self._lock:
+            self._written[key] = record
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._written.pop(key, None)
+
+    def awaited(self, key: str, cached: Obj) -> bool:
+        """Whether ``cached`` (the job as the cache has it) still lacks our last
+        status write; once it shows it, the write is forgotten."""
+        with self._lock:
+            written = self._written.get(key)
+            if written is None:
+                return False
+            if written.seen_in(cached):
+                del self._written[key]
+                return False
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._written)
 
 
 def resource_of(crd: CrdInfo) -> Resource:
@@ -224,7 +274,7 @@ class JobReconciler:
                 WORKLOADS,
                 ctx.informers.informer(WORKLOADS, CHILD_SELECTOR),
             )
-        self._written: TTLCache[str, Written] = TTLCache(maxsize=65536, ttl=30)
+        self._written = WrittenStatuses()
         self._namespaces_seen: set[str] = set()  # whose lifecycle series exist (at 0 or more)
         # The pods created per job whose creation the cache has not shown yet.
         self._created: TTLCache[str, set[str]] = TTLCache(maxsize=65536, ttl=CREATED_TTL)
@@ -316,12 +366,11 @@ class JobReconciler:
         namespace, _, name = key.partition("/")
         job = self.jobs.get(namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            self._written.pop(key, None)
+            self._written.forget(key)
             with self._created_lock:
                 self._created.pop(key, None)
             return Result()  # children go with it through their ownerReferences
-        written = self._written.get(key)
-        if written is not None and not written.seen_in(job):
+        if self._written.awaited(key, job):
             return Result(requeue_after=CACHE_CATCH_UP)
         if self._awaiting_pods(key, namespace):
             return Result(requeue_after=CACHE_CATCH_UP)
@@ -701,7 +750,7 @@ class JobReconciler:
         updated = copy.deepcopy(job)
         updated["status"] = status
         written = self.client.replace_status(self.resource, updated)
-        self._written[key] = Written(written)
+        self._written.remember(key, written)
         return written
 
     def _fail(self, p: _Attempt, reason: str, message: str) -> Result:
