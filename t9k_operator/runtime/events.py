@@ -46,17 +46,18 @@ given in a list, for unit tests of other modules.
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import secrets
 import socket
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, NamedTuple, Protocol
+from typing import Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import structlog
-from cachetools import LRUCache
 
 from t9k_operator.kube.errors import (
     AlreadyExists,
@@ -114,6 +115,9 @@ class EventClient(Protocol):
     ) -> Obj: ...
 
 
+V = TypeVar("V")
+
+
 @dataclass(frozen=True)
 class _Pending:
     """One recorded event, snapshotted at ``record`` time."""
@@ -128,7 +132,7 @@ class _Pending:
     mono: float
 
 
-@dataclass
+@dataclass(slots=True)
 class _Logged:
     """An Event already written: where it is and its count."""
 
@@ -137,12 +141,46 @@ class _Logged:
     count: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
-    """The distinct messages seen for one (object, type, reason, source)."""
+    """The distinct messages seen for one (object, type, reason, source), by digest."""
 
-    messages: set[str] = field(default_factory=set)
+    messages: tuple[bytes, ...] = ()  # a tuple: most groups hold one, and a set takes 216 bytes
     last: float = 0.0
+
+
+class _Recent(Generic[V]):
+    """The ``size`` most recently used entries (a read counts as a use), in one
+    ordered dict (cachetools' LRUCache keeps three structures per entry)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[bytes, V] = OrderedDict()
+
+    def get(self, key: bytes) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: bytes, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def pop(self, key: bytes) -> None:
+        self._items.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _digest(*parts: object) -> bytes:
+    """A 16-byte digest standing for ``parts`` (strings and tuples of them) as
+    a cache key: a job's correlation entries then take a few dozen bytes each
+    instead of its identity and message text (docs/benchmarks.md, "Memory")."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).digest()
 
 
 def format_time(ts: datetime) -> str:
@@ -172,8 +210,9 @@ class EventRecorder:
         self._start_lock = threading.Lock()
         # Correlation state, touched only while holding _process_lock.
         self._process_lock = threading.Lock()
-        self._logged: LRUCache[tuple[Any, ...], _Logged] = LRUCache(maxsize=CACHE_SIZE)
-        self._similar: LRUCache[tuple[Any, ...], _Similar] = LRUCache(maxsize=CACHE_SIZE)
+        # Keyed by digests (``_digest``) of what client-go keys them by.
+        self._logged: _Recent[_Logged] = _Recent(CACHE_SIZE)
+        self._similar: _Recent[_Similar] = _Recent(CACHE_SIZE)
         self._last_name_ns = 0
         # Drop accounting (record() may run on many threads).
         self._drop_lock = threading.Lock()
@@ -305,13 +344,13 @@ class EventRecorder:
         source = (self.component, self.host)
         # The object's identity for correlation: everything but resourceVersion.
         ident = tuple(kv for kv in p.involved if kv[0] != "resourceVersion")
-        group_key = (ident, p.type_, p.reason, source)
+        group_key = _digest(ident, p.type_, p.reason, source)
         message = p.message
         if self._is_combined(group_key, message, p.mono):
-            key: tuple[Any, ...] = ("combined", group_key)
+            key = _digest("combined", group_key)
             message = (COMBINED_PREFIX + message)[:MAX_MESSAGE_LENGTH]
         else:
-            key = ("exact", group_key, message)
+            key = _digest("exact", group_key, message)
 
         ts = format_time(p.wall)
         logged = self._logged.get(key)
@@ -325,7 +364,7 @@ class EventRecorder:
                 )
             except NotFound:
                 log.debug("event to update is gone; creating a new one", event_name=logged.name)
-                self._logged.pop(key, None)
+                self._logged.pop(key)
             except ApiError as exc:
                 log.warning("could not update event", event_name=logged.name, error=str(exc))
                 self._note_drop(p, "write failed")
@@ -350,15 +389,16 @@ class EventRecorder:
         name = str((created.get("metadata") or {}).get("name") or body["metadata"]["name"])
         self._logged[key] = _Logged(name=name, namespace=p.namespace, count=1)
 
-    def _is_combined(self, group_key: tuple[Any, ...], message: str, now: float) -> bool:
+    def _is_combined(self, group_key: bytes, message: str, now: float) -> bool:
         rec = self._similar.get(group_key)
         if rec is None or now - rec.last > SIMILAR_EVENTS_INTERVAL:
             rec = _Similar()
             self._similar[group_key] = rec
         rec.last = now
         # Past the limit the set stops growing: the group is combined from then on.
-        if message not in rec.messages and len(rec.messages) <= MAX_SIMILAR_EVENTS:
-            rec.messages.add(message)
+        seen = _digest(message)
+        if seen not in rec.messages and len(rec.messages) <= MAX_SIMILAR_EVENTS:
+            rec.messages = (*rec.messages, seen)
         return len(rec.messages) > MAX_SIMILAR_EVENTS
 
     def _create(self, body: Obj) -> Obj:
