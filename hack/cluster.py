@@ -146,6 +146,7 @@ def drop_go_caches() -> None:
     mine = [(v, CACHE / f) for v, f in _GO_SCRATCH.items() if v not in os.environ]
     if not any(path.exists() for _, path in mine):
         return
+    _GO_CACHES_LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(_GO_CACHES_LOCK, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
