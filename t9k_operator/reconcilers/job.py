@@ -22,7 +22,6 @@ no order is read into them (see :class:`Written`). That is client-go's
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import threading
 import time
@@ -60,7 +59,7 @@ from t9k_operator.kube import (
     Resource,
 )
 from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, digest
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.gang import (
     NO_GANG_SCHEDULER,
@@ -136,8 +135,7 @@ def refusal_is_permanent(exc: ApiError) -> bool:
 
 
 def _status_digest(obj: Obj) -> bytes:
-    text = json.dumps(obj.get("status") or {}, sort_keys=True, separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return digest(json.dumps(obj.get("status") or {}, sort_keys=True, separators=(",", ":")))
 
 
 class Written:

@@ -46,7 +46,6 @@ given in a list, for unit tests of other modules.
 
 from __future__ import annotations
 
-import hashlib
 import queue
 import secrets
 import socket
@@ -68,7 +67,7 @@ from t9k_operator.kube.errors import (
     TransportError,
 )
 from t9k_operator.kube.resources import EVENTS, Resource
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, digest
 from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 from t9k_operator.runtime.metrics import EVENTS_DROPPED
 
@@ -172,15 +171,10 @@ class _Recent(Generic[V]):
     def pop(self, key: bytes) -> None:
         self._items.pop(key, None)
 
-    def __len__(self) -> int:
-        return len(self._items)
-
 
 def _digest(*parts: object) -> bytes:
-    """A 16-byte digest standing for ``parts`` (strings and tuples of them) as
-    a cache key: a job's correlation entries then take a few dozen bytes each
-    instead of its identity and message text (docs/benchmarks.md, "Memory")."""
-    return hashlib.blake2b(repr(parts).encode(), digest_size=16).digest()
+    """The cache key standing for ``parts`` (strings and tuples of them)."""
+    return digest(repr(parts))
 
 
 def format_time(ts: datetime) -> str:
