@@ -17,7 +17,7 @@ import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
@@ -31,6 +31,7 @@ from t9k_operator.kube.errors import (
 )
 from t9k_operator.kube.resources import Resource
 from t9k_operator.objects import Obj
+from t9k_operator.runtime import metrics
 from t9k_operator.runtime.flowcontrol import TokenBucket
 
 
@@ -109,6 +110,8 @@ class KubeClient:
         self.connection = connection
         self.options = options or ClientOptions()
         self._limiter = TokenBucket(self.options.qps, self.options.burst)
+        # Metric labels: the API server as host:port, this client by its user agent.
+        self._host = urlsplit(connection.host).netloc or connection.host
         pool_kwargs: dict[str, Any] = {
             "maxsize": self.options.pool_size,
             "block": False,
@@ -154,7 +157,8 @@ class KubeClient:
         read_timeout: float,
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
-        self._limiter.accept()
+        waited = self._limiter.accept()
+        metrics.API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
         url = self.connection.host + path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
@@ -177,7 +181,9 @@ class KubeClient:
                 redirect=False,
             )
         except urllib3.exceptions.HTTPError as exc:
+            metrics.API_REQUESTS.labels("<error>", method, self._host).inc()
             raise TransportError(f"{method} {path}: {exc}") from exc
+        metrics.API_REQUESTS.labels(str(response.status), method, self._host).inc()
         if response.status >= 300:
             payload = response.data if not stream else response.read()
             if stream:

@@ -42,6 +42,8 @@ class TokenBucket:
                 return 0.0
             return -self._tokens / self.qps
 
-    def accept(self) -> None:
-        """Block until a token is available, then take it."""
-        self._clock.sleep(self.reserve())
+    def accept(self) -> float:
+        """Block until a token is available, then take it; return the seconds waited."""
+        delay = self.reserve()
+        self._clock.sleep(delay)
+        return delay

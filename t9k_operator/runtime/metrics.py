@@ -79,6 +79,24 @@ RETRIES = _collector(
     Counter, "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"]
 )
 
+# -- the API client ---------------------------------------------------------------------
+
+API_REQUESTS = _collector(
+    Counter,
+    "rest_client_requests_total",
+    "Requests this process sent to the API server, by the answer's HTTP status code "
+    "('<error>' when none came), method and host (controller-runtime's name).",
+    ["code", "method", "host"],
+)
+API_LIMITER_WAIT = _collector(
+    Histogram,
+    "t9k_client_rate_limiter_wait_seconds",
+    "Seconds a request waited for its client's own rate limiter before it was sent, by "
+    "client (its user agent: the reconcile budget, Events, leader election) and method.",
+    ["client", "method"],
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0),
+)
+
 # -- reconciles and leader election (controller-runtime's names) ----------------------
 
 RECONCILE_TOTAL = _collector(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from prometheus_client import REGISTRY
 
 from t9k_operator.kube import AlreadyExists, Conflict, Gone, Invalid, KubeClient, NotFound
+from t9k_operator.kube.client import ClientOptions
 from t9k_operator.kube.resources import CONFIGMAPS
 
 
@@ -65,3 +67,32 @@ def test_watch_from_compacted_revision_is_gone(admin: KubeClient, namespace: str
         )
         for _ in stream:
             pass
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_requests_and_limiter_waits_are_counted(admin: KubeClient, namespace: str) -> None:
+    """rest_client_requests_total by status code and method, and the seconds each
+    request waited for its own client's limiter, by client: what a platform team
+    reads to tell a throttled operator from a slow API server."""
+    agent = f"t9k-operator/test-{namespace}"
+    client = KubeClient(admin.connection, ClientOptions(qps=10, burst=1, user_agent=agent))
+    host = admin.connection.host.split("://", 1)[-1]
+    ok, missing = (
+        _sample("rest_client_requests_total", code=code, method="GET", host=host)
+        for code in ("200", "404")
+    )
+    admin.create(CONFIGMAPS, cm("seen"), namespace)
+    for _ in range(3):
+        client.get(CONFIGMAPS, "seen", namespace)
+    with pytest.raises(NotFound):
+        client.get(CONFIGMAPS, "absent", namespace)
+    assert _sample("rest_client_requests_total", code="200", method="GET", host=host) >= ok + 3
+    assert _sample("rest_client_requests_total", code="404", method="GET", host=host) >= missing + 1
+    labels = {"client": agent, "method": "GET"}
+    assert _sample("t9k_client_rate_limiter_wait_seconds_count", **labels) == 4
+    # One token, then one every 0.1 s: the three requests after the first waited.
+    assert _sample("t9k_client_rate_limiter_wait_seconds_sum", **labels) >= 0.25
+    client.close()

@@ -35,6 +35,12 @@ def test_accept_sleeps_for_the_reservation() -> None:
     assert clock.monotonic() - start == pytest.approx(0.25)
 
 
+def test_accept_returns_the_seconds_it_waited() -> None:
+    """What the API client reports as its limiter wait."""
+    bucket = TokenBucket(qps=4, burst=1, clock=FakeClock())
+    assert [bucket.accept() for _ in range(3)] == pytest.approx([0.0, 0.25, 0.25])
+
+
 @pytest.mark.parametrize(("qps", "burst"), [(0, 1), (-1, 1), (1, 0)])
 def test_rejects_nonsense(qps: float, burst: int) -> None:
     with pytest.raises(ValueError):
