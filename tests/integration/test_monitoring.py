@@ -347,6 +347,11 @@ def check_dashboard(prom: Prometheus, namespace: str, reason: str) -> None:
     assert sorted(value(s) for s in leader) == [0, 1]
     durations = results["Job duration (p50, p90)"]
     assert all(value(s) > 0 for r in durations for s in finite(r))
+    # Answered requests in the window (lease renewals at least, every few seconds).
+    requests = by(results["API requests by method and code"][0], "method", "code")
+    assert any(code.startswith("2") and rate > 0 for (_, code), rate in requests.items()), requests
+    waits = by(results["Waiting for the client's own rate limiter"][0], "client")
+    assert ("t9k-operator",) in waits, waits
 
 
 def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str) -> None:
