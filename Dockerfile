@@ -19,10 +19,20 @@ RUN apt-get update \
 # hack/image.sh mounts this machine's for the build and names it here; it is
 # not stored in the image.
 ARG PIP_CERT
+# The dependencies first, exactly as locked (make lock): every file's hash is
+# checked and an unlocked dependency stops the build. Their layer outlives
+# changes to the operator's code.
+COPY requirements/operator.txt /tmp/requirements.txt
+RUN python3 -m venv /opt/t9k-operator \
+ && /opt/t9k-operator/bin/pip install --no-cache-dir --disable-pip-version-check \
+      --require-hashes -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+# Then the operator itself, built with the locked setuptools and nothing more.
 COPY pyproject.toml README.md /src/
 COPY t9k_operator /src/t9k_operator
-RUN python3 -m venv /opt/t9k-operator \
- && /opt/t9k-operator/bin/pip install --no-cache-dir --disable-pip-version-check /src \
+RUN /opt/t9k-operator/bin/pip install --no-cache-dir --disable-pip-version-check \
+      --no-deps --no-build-isolation /src \
+ && /opt/t9k-operator/bin/pip check --disable-pip-version-check \
  && rm -rf /src
 ENV PATH=/opt/t9k-operator/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532

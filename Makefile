@@ -8,24 +8,31 @@ CLUSTER ?= t9k
 IMG ?= t9k-operator:dev
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy image rootfs bench bench-memory clean
+.PHONY: help venv lock lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy image rootfs bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The environment is exactly requirements/dev.txt (hash-checked), then the
+# operator itself, editable, built with the locked setuptools.
+$(STAMP): pyproject.toml requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,lint]'
+	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
 	touch $(STAMP)
 
-venv: $(STAMP) ## create .venv with the operator and its test and lint tools
+venv: $(STAMP) ## create .venv with the operator and its test and lint tools, as locked in requirements/
+
+lock: $(STAMP) ## re-resolve requirements/*.txt from pyproject.toml's ranges (UPGRADE=1: the newest versions allowed)
+	$(PY) hack/lock.py$(if $(UPGRADE), --upgrade)
 
 lint: $(STAMP) ## ruff, mypy and the import-layering contracts
 	$(VENV)/bin/ruff check t9k_operator tests hack
 	$(VENV)/bin/ruff format --check t9k_operator tests hack
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) hack/lock.py --check
 
 format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
