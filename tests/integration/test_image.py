@@ -11,21 +11,40 @@ cache (``$T9K_CACHE_DIR/containers``), not the machine's.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from t9k_operator import __version__
 from tests.integration.cluster import ROOT
 from tests.integration.incluster import run_image
 
 SITE = "opt/t9k-operator/lib/python3.11/site-packages"
+
+
+def dist_version(dist_info: str) -> tuple[str, str]:
+    """``Foo_Bar-1.0.dist-info`` -> ("foo-bar", "1.0")."""
+    name, version = dist_info.removesuffix(".dist-info").rsplit("-", 1)
+    return canonicalize_name(name), version
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    spec = importlib.util.spec_from_file_location("hack_lock", ROOT / "hack" / "lock.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    pins: dict[str, Any] = module.read_lock(path)
+    return pins
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +106,16 @@ def test_make_image_builds_the_image_rootfs_makes(
         built_dists = sorted(p.name for p in (root / SITE).glob("*.dist-info"))
         rootfs_dists = sorted(p.name for p in (operator_image / "root" / SITE).glob("*.dist-info"))
         assert built_dists == rootfs_dists
-        assert any(d.startswith(f"t9k_operator-{__version__}.") for d in built_dists)
+        # And those are the lock's, exactly: the operator itself, pip (Debian's
+        # python3-venv brings it), and the pins of requirements/operator.txt.
+        locked = {
+            n: p.version for n, p in read_lock(ROOT / "requirements" / "operator.txt").items()
+        }
+        for dists in (built_dists, rootfs_dists):
+            installed = dict(dist_version(d) for d in dists)
+            assert installed.pop("t9k-operator") == __version__
+            assert installed.pop("pip")
+            assert installed == locked
         # Nothing of the build's CA bundle is left in the image (at most the
         # empty mount point buildah made for it).
         ca = root / "run" / "t9k-build" / "ca.crt"
