@@ -27,7 +27,7 @@ venv: $(STAMP) ## create .venv with the operator and its test and lint tools, as
 lock: $(STAMP) ## re-resolve requirements/*.txt from pyproject.toml's ranges (UPGRADE=1: the newest versions allowed)
 	$(PY) hack/lock.py$(if $(UPGRADE), --upgrade)
 
-lint: $(STAMP) ## ruff, mypy and the import-layering contracts
+lint: $(STAMP) ## ruff, mypy, the import-layering contracts, and the lock files against pyproject.toml
 	$(VENV)/bin/ruff check t9k_operator tests hack
 	$(VENV)/bin/ruff format --check t9k_operator tests hack
 	$(VENV)/bin/mypy
