@@ -11,12 +11,10 @@ cache (``$T9K_CACHE_DIR/containers``), not the machine's.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from t9k_operator import __version__
+from tests import hack_scripts
 from tests.integration.cluster import ROOT
 from tests.integration.incluster import run_image
 
@@ -38,12 +37,7 @@ def dist_version(dist_info: str) -> tuple[str, str]:
 
 
 def read_lock(path: Path) -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location("hack_lock", ROOT / "hack" / "lock.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    pins: dict[str, Any] = module.read_lock(path)
+    pins: dict[str, Any] = hack_scripts.load("lock").read_lock(path)
     return pins
 
 

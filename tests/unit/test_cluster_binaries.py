@@ -7,7 +7,6 @@ so these run in seconds with no network."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests import hack_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "hack" / "cluster.py"
@@ -47,16 +48,7 @@ chmod +x "$out"
 """
 
 
-def _cluster_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("hack_cluster", CLUSTER)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-_CLUSTER = _cluster_module()
+_CLUSTER = hack_scripts.load("cluster")
 GANGS = _CLUSTER.GANGS
 ADDONS = _CLUSTER.ADDONS  # the gang schedulers and Kueue
 INSTALL_TOOLS = _CLUSTER.TOOLS  # Helm, kustomize, prometheus-operator's CRDs

@@ -7,14 +7,13 @@ kustomize is tests/integration/test_install.py's."""
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+
+from tests import hack_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where there
@@ -24,20 +23,7 @@ def load(path: Path) -> Any:
     return yaml.load(path.read_text(), Loader=LOADER)
 
 
-def _hack(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "hack"))  # deploy.py imports cluster.py
-    try:
-        spec = importlib.util.spec_from_file_location(f"hack_{name}", ROOT / "hack" / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "hack"))
-
-
-gen = _hack("gen_install")
+gen = hack_scripts.load("gen_install")
 
 
 def test_regenerating_changes_nothing() -> None:
@@ -138,5 +124,5 @@ def test_the_charts_values_are_the_deployments_settings() -> None:
     ],
 )
 def test_make_deploy_reads_img_as_kustomize_does(image: str, entry: dict[str, str]) -> None:
-    deploy = _hack("deploy")
+    deploy = hack_scripts.load("deploy")
     assert deploy.image_entry(image) == {"name": "ghcr.io/t9k-operator/t9k-operator", **entry}

@@ -7,36 +7,27 @@ the same commit installed different files.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests import hack_scripts
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def lock() -> ModuleType:
-    return load("hack_lock", ROOT / "hack" / "lock.py")
+    return hack_scripts.load("lock")
 
 
 @pytest.fixture(scope="module")
 def rootfs() -> ModuleType:
-    return load("hack_rootfs", ROOT / "hack" / "rootfs.py")
+    return hack_scripts.load("rootfs")
 
 
 def test_the_locks_agree_with_pyproject(lock: ModuleType) -> None:

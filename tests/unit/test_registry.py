@@ -3,25 +3,16 @@ controllers, the CRDs, the ClusterRole, the samples and the thread pool."""
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import yaml
 
 from t9k_operator.api import colossalai, deepspeed, msjob, pytorch, tensorboard
 from t9k_operator.reconcilers.registry import KINDS, by_kind, crds, served_crds
+from tests import hack_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _hack(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "hack" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_each_kind_declares_its_identity_in_its_api_module() -> None:
@@ -31,7 +22,7 @@ def test_each_kind_declares_its_identity_in_its_api_module() -> None:
 
 
 def test_the_crd_generator_makes_one_crd_per_served_kind() -> None:
-    gen = _hack("gen_crds")
+    gen = hack_scripts.load("gen_crds")
     assert served_crds() == gen.KINDS == [*crds(), tensorboard.CRD]
     names = {
         yaml.safe_load(p.read_text())["spec"]["names"]["kind"]
@@ -46,7 +37,7 @@ def test_the_tensorboard_is_served_but_is_not_a_job_kind() -> None:
 
 
 def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
-    gen = _hack("gen_rbac")
+    gen = hack_scripts.load("gen_rbac")
     assert gen.TARGET.read_text() == gen.render(), "stale: run `make manifests` and commit"
     role = yaml.safe_load(gen.TARGET.read_text())
     granted = {
@@ -61,7 +52,7 @@ def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
 
 
 def test_the_committed_priority_classes_are_what_the_code_makes() -> None:
-    gen = _hack("gen_rbac")
+    gen = hack_scripts.load("gen_rbac")
     text = gen.PRIORITY_CLASSES.read_text()
     assert text == gen.render_priority_classes(), "stale: run `make manifests` and commit"
     classes = list(yaml.safe_load_all(text))
@@ -71,7 +62,7 @@ def test_the_committed_priority_classes_are_what_the_code_makes() -> None:
 
 
 def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None:
-    role = yaml.safe_load(_hack("gen_rbac").TARGET.read_text())
+    role = yaml.safe_load(hack_scripts.load("gen_rbac").TARGET.read_text())
     granted = {
         (group, res, verb)
         for rule in role["rules"]
@@ -85,7 +76,7 @@ def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None
 
 
 def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
-    role = yaml.safe_load(_hack("gen_rbac").TARGET.read_text())
+    role = yaml.safe_load(hack_scripts.load("gen_rbac").TARGET.read_text())
     granted = {
         (group, res, verb)
         for rule in role["rules"]
@@ -104,7 +95,7 @@ def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
 
 
 def test_a_new_kind_gets_its_rules() -> None:
-    gen = _hack("gen_rbac")
+    gen = hack_scripts.load("gen_rbac")
     extra = replace(pytorch.CRD, plural="newjobs", kind="NewJob")
     role = yaml.safe_load(gen.render([*crds(), extra]))
     resources = {r for rule in role["rules"] for r in rule["resources"]}

@@ -5,27 +5,22 @@ itself (debootstrap, chroot) runs in tests/integration/test_in_cluster.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests import hack_scripts
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def rootfs() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hack_rootfs", ROOT / "hack" / "rootfs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hack_rootfs"] = module
-    spec.loader.exec_module(module)
-    return module
+    return hack_scripts.load("rootfs")
 
 
 def test_the_project_dockerfile_is_one_stage_on_a_debian_base(rootfs: ModuleType) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +10,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.common import CrdInfo
+from tests import hack_scripts
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "manifests" / "crds"
@@ -41,11 +41,7 @@ def is_subset(sent: Any, stored: Any) -> bool:
 
 def load_generator() -> ModuleType:
     """hack/gen_crds.py as a module (hack/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("gen_crds", ROOT / "hack" / "gen_crds.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return hack_scripts.load("gen_crds")
 
 
 def committed_crd(info: CrdInfo) -> dict[str, Any]:
