@@ -229,9 +229,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--upgrade", action="store_true", help="ignore the current pins")
     ap.add_argument("--check", action="store_true", help="compare the locks with pyproject.toml")
-    ap.add_argument(
-        "--constraint", type=Path, action="append", default=[], help="extra pip constraints"
-    )
     ns = ap.parse_args()
     if ns.check:
         problems = check()
@@ -245,7 +242,7 @@ def main() -> None:
         raise SystemExit(f"lock: the locks are for CPython 3.11; this is {PY}")
     operator_roots, dev_roots = roots()
     with tempfile.TemporaryDirectory() as tmp:
-        keep: list[Path] = list(ns.constraint)
+        keep: list[Path] = []
         if not ns.upgrade:
             # The current pins as constraints, for the names pyproject still
             # allows them for; a name whose pin it no longer allows is re-resolved.
@@ -266,13 +263,11 @@ def main() -> None:
             "".join(f"{p.name}=={p.version}\n" for p in operator.values())
         )
         dev = resolve(dev_roots, [*keep, Path(tmp) / "operator.txt"])
-    cache: dict[tuple[str, str], list[str]] = {}
-    for pins in (operator, dev):
-        for pin in pins.values():
-            key = (pin.name, pin.version)
-            if key not in cache:
-                cache[key] = index_hashes(pin.name, pin.version)
-            pin.hashes = cache[key]
+    # dev holds every operator pin, at the same version.
+    for pin in dev.values():
+        pin.hashes = index_hashes(pin.name, pin.version)
+    for pin in operator.values():
+        pin.hashes = dev[pin.name].hashes
     OPERATOR_LOCK.parent.mkdir(exist_ok=True)
     OPERATOR_LOCK.write_text(
         render(
