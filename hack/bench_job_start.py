@@ -71,7 +71,10 @@ sys.path.insert(0, str(ROOT))
 from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
 from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.kube.resources import (  # noqa: E402
+from t9k_operator.reconcilers.apply.job import CREATE_PARALLEL  # noqa: E402
+from t9k_operator.reconcilers.kinds.contract import PodMode, read  # noqa: E402
+from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind  # noqa: E402
+from t9k_operator.resources import (  # noqa: E402
     CONFIGMAPS,
     EVENTS,
     NAMESPACES,
@@ -80,9 +83,6 @@ from t9k_operator.kube.resources import (  # noqa: E402
     SERVICES,
     Resource,
 )
-from t9k_operator.reconcilers.job import CREATE_PARALLEL  # noqa: E402
-from t9k_operator.reconcilers.kind import PodMode, read  # noqa: E402
-from t9k_operator.reconcilers.pytorch import PyTorchKind  # noqa: E402
 
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")

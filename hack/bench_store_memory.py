@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from t9k_operator.informers import Indexer, compact_for_cache, strip_managed_fields  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.kube.resources import NAMESPACES, NODES, PODS  # noqa: E402
+from t9k_operator.resources import NAMESPACES, NODES, PODS  # noqa: E402
 
 NAMESPACE = "bench"
 LABEL = "app.kubernetes.io/managed-by"

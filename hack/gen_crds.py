@@ -2,7 +2,7 @@
 """Generate manifests/crds/*.yaml from the pydantic models in t9k_operator.api.
 
 The models are the single source of truth; this script turns each kind's
-:class:`~t9k_operator.api.common.CrdInfo` into an apiextensions.k8s.io/v1
+:class:`~t9k_operator.api.crd.CrdInfo` into an apiextensions.k8s.io/v1
 CustomResourceDefinition whose schema is *structural* (what the API server
 demands for pruning, defaulting and CEL):
 
@@ -27,7 +27,7 @@ tests/unit/api/test_crds_fresh.py) can tell when the YAML is stale.
 
 A kind's CRD is the ``CRD = CrdInfo(...)`` of its api module; the kinds are
 those the operator serves: the job kinds of
-``t9k_operator.reconcilers.registry.KINDS`` and the TensorBoard
+``t9k_operator.reconcilers.kinds.registry.KINDS`` and the TensorBoard
 (``registry.served_crds``).
 
 Usage: ``python hack/gen_crds.py [--out-dir DIR] [--check]`` (``make manifests``).
@@ -45,8 +45,9 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api.common import KUBERNETES_SCHEMA, CrdInfo
-from t9k_operator.reconcilers.registry import served_crds
+from t9k_operator.api.crd import CrdInfo
+from t9k_operator.api.schema import KUBERNETES_SCHEMA
+from t9k_operator.reconcilers.kinds.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"

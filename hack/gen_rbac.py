@@ -6,7 +6,7 @@ manifests/kueue/workload-priority-classes.yaml, Kueue's WorkloadPriorityClasses
 for the same levels (applied only where Kueue is installed).
 
 The rules on the jobs derive from the one registry of kinds
-(``t9k_operator.reconcilers.registry.KINDS``): for every kind's API group, list
+(``t9k_operator.reconcilers.kinds.registry.KINDS``): for every kind's API group, list
 and watch on its plurals, update on their status and finalizers. The rules on
 the children are the same for every kind and written here, with why.
 
@@ -24,11 +24,11 @@ from pathlib import Path
 import yaml
 
 from t9k_operator.api import tensorboard
-from t9k_operator.api.common import CrdInfo
+from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.builders.kueue import GROUP as KUEUE_GROUP
 from t9k_operator.builders.kueue import workload_priority_classes
-from t9k_operator.reconcilers.registry import crds
+from t9k_operator.reconcilers.kinds.registry import crds
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "manifests" / "rbac" / "20-cluster-role.yaml"
@@ -137,7 +137,8 @@ def kueue_rules() -> str:
         "# to give an evicted job's quota reservation back once its pods are gone.\n"
         "# The WorkloadPriorityClass a job's priority names is read for its value\n"
         "# (else the PriorityClass of that name, as Kueue does), and the\n"
-        "# ResourceFlavors an admission assigns for their node labels and tolerations.\n"
+        "# ResourceFlavors an admission assigns for their node labels and tolerations:\n"
+        "# from caches (list and watch), never read on a reconcile.\n"
         f"- apiGroups: {_list([KUEUE_GROUP])}\n"
         '  resources: ["workloads"]\n'
         '  verbs: ["get", "list", "watch", "create", "delete"]\n'
@@ -146,10 +147,10 @@ def kueue_rules() -> str:
         '  verbs: ["update"]\n'
         f"- apiGroups: {_list([KUEUE_GROUP])}\n"
         '  resources: ["workloadpriorityclasses", "resourceflavors"]\n'
-        '  verbs: ["get"]\n'
+        '  verbs: ["list", "watch"]\n'
         '- apiGroups: ["scheduling.k8s.io"]\n'
         '  resources: ["priorityclasses"]\n'
-        '  verbs: ["get"]\n'
+        '  verbs: ["list", "watch"]\n'
     )
 
 

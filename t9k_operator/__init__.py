@@ -7,8 +7,12 @@ The package is layered (enforced by import-linter, see pyproject.toml)::
 
     __main__ -> manager -> reconcilers -> builders -> api
 
-and the runtime plumbing (``kube``, ``informers``, ``workqueue``, ``events``,
-``leaderelection``) knows nothing about job kinds.
+and the plumbing below them, layered too::
+
+    runtime -> informers -> kube -> foundation
+
+(``runtime``: workqueue, controller, events, leader election; ``foundation``:
+clock, token bucket, metrics) knows nothing about job kinds.
 """
 
 __version__ = "0.1.0"

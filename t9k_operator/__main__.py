@@ -10,26 +10,22 @@ import argparse
 import functools
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import structlog
 
 from t9k_operator import __version__
-from t9k_operator.builders import gang
 from t9k_operator.kube import ApiError, ClientOptions, KubeClient
+from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
-from t9k_operator.reconcilers.gang import (
-    HOLD,
-    UNAVAILABLE_POLICIES,
-    WARN,
-    GangConfig,
-    not_served,
-)
-from t9k_operator.reconcilers.job import CREATE_PARALLEL
-from t9k_operator.reconcilers.kueue import KueueConfig
-from t9k_operator.reconcilers.kueue import not_served as kueue_not_served
+from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
+from t9k_operator.reconcilers.integrations import registry as integrations
+from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.runtime import logging as oplogging
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
 """The reconcile client's limiter: why these values, at the flags below."""
@@ -123,44 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="seconds to let running reconciles finish on SIGTERM (default 30)",
     )
-    p.add_argument(
-        "--gang-scheduler",
-        default="none",
-        choices=("none", *gang.BACKENDS),
-        help=(
-            "the cluster's gang scheduler: every job gets a PodGroup of it and its pods join "
-            "the group (default none; docs/scheduling.md)"
-        ),
-    )
-    p.add_argument(
-        "--gang-scheduler-name",
-        default=None,
-        help=(
-            "schedulerName of the gang scheduler's pods (default: volcano for volcano, "
-            "scheduler-plugins-scheduler for coscheduling)"
-        ),
-    )
-    p.add_argument(
-        "--kueue",
-        action="store_true",
-        help=(
-            "queue jobs with Kueue: a job that names a queue (the label "
-            "kueue.x-k8s.io/queue-name, spec.scheduler.t9kScheduler.queue, MSJob's "
-            "schedulingPolicy.queue) gets a Workload in that LocalQueue and starts only "
-            "when Kueue admits it"
-        ),
-    )
-    p.add_argument(
-        "--gang-unavailable",
-        default=WARN,
-        choices=UNAVAILABLE_POLICIES,
-        help=(
-            "with --gang-scheduler=none, what happens to a job that asks for gang scheduling "
-            "(spec.scheduler.t9kScheduler, MSJob schedulingPolicy): warn (a Warning Event, "
-            "then run with the default scheduler; the default) or hold (Pending until the "
-            "operator runs with a gang scheduler)"
-        ),
-    )
+    integrations.add_flags(p)
     p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
     p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
     args = p.parse_args(argv)
@@ -175,18 +134,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("leader election needs retry-period < renew-deadline < lease-duration")
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
         p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
-    if args.gang_scheduler_name is not None and args.gang_scheduler == "none":
-        p.error("--gang-scheduler-name needs --gang-scheduler")
+    problem = integrations.check_flags(args)
+    if problem:
+        p.error(problem)
     return args
 
 
-def gang_config(args: argparse.Namespace) -> GangConfig:
-    backend = (
-        None
-        if args.gang_scheduler == "none"
-        else gang.backend(args.gang_scheduler, args.gang_scheduler_name)
+def unserved(client: KubeClient, enabled: Sequence[Integration[Any]]) -> str | None:
+    """Why an enabled integration cannot be used (an API it needs is not served)."""
+    for integration in enabled:
+        for need in integration.needs:
+            missing = not_served(client, need.resource)
+            if missing is not None:
+                return need.unserved(missing)
+    return None
+
+
+def leader_election_options(args: argparse.Namespace) -> LeaderElectionOptions:
+    return LeaderElectionOptions(
+        namespace=args.leader_election_namespace or pod_namespace() or "t9k-system",
+        lease_name=args.leader_election_id,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
     )
-    return GangConfig(backend=backend, hold=args.gang_unavailable == HOLD)
 
 
 # A renewal is a GET and an UPDATE every retry period (2 s by default).
@@ -237,30 +208,19 @@ def main(argv: list[str] | None = None) -> int:
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
         leader_elect=args.leader_elect,
-        leader_election_namespace=(
-            args.leader_election_namespace or pod_namespace() or "t9k-system"
-        ),
-        leader_election_id=args.leader_election_id,
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
+        leader_election=leader_election_options(args),
         concurrent_reconciles=args.concurrent_reconciles,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
     )
-    gang_setting = gang_config(args)
-    problem = not_served(client, gang_setting)
+    enabled = integrations.configure(args)
+    problem = unserved(client, enabled)
     if problem:
-        log.error("cannot use the gang scheduler", error=problem)
-        return 2
-    kueue_setting = KueueConfig(enabled=args.kueue)
-    problem = kueue_not_served(client, kueue_setting)
-    if problem:
-        log.error("cannot use Kueue", error=problem)
+        log.error("cannot use an integration", error=problem)
         return 2
     manager = Manager(
         client,
         options,
-        functools.partial(build_controllers, gang=gang_setting, kueue=kueue_setting),
+        functools.partial(build_controllers, integrations=enabled),
         election_client=election_client,
         events_client=events_client,
     )

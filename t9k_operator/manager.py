@@ -30,13 +30,13 @@ from typing import Any
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from t9k_operator.foundation import metrics
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
-from t9k_operator.runtime import metrics
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 from t9k_operator.runtime.controller import Controller, ControllerContext
 from t9k_operator.runtime.events import EventRecorder
-from t9k_operator.runtime.leaderelection import LeaderElector
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions, LeaderElector
 
 log = structlog.get_logger(__name__)
 
@@ -51,11 +51,7 @@ class ManagerOptions:
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
-    leader_election_namespace: str = "t9k-system"
-    leader_election_id: str = "t9k-operator-leader"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    leader_election: LeaderElectionOptions = field(default_factory=LeaderElectionOptions)
     concurrent_reconciles: int = 4
     graceful_shutdown_timeout: float = 30.0
     identity: str = field(default_factory=default_identity)
@@ -191,7 +187,7 @@ class Manager:
 
     def _on_started_leading(self) -> None:
         self._leading.set()
-        metrics.LEADER.labels(self.options.leader_election_id).set(1)
+        metrics.LEADER.labels(self.options.leader_election.lease_name).set(1)
         log.info("became leader", identity=self.options.identity)
         threading.Thread(
             target=self._start_controllers, name="start-controllers", daemon=True
@@ -200,7 +196,7 @@ class Manager:
     def _on_stopped_leading(self) -> None:
         was_leading = self._leading.is_set()
         self._leading.clear()
-        metrics.LEADER.labels(self.options.leader_election_id).set(0)
+        metrics.LEADER.labels(self.options.leader_election.lease_name).set(0)
         with self._lock:
             for controller in self.controllers:
                 controller.stop()
@@ -240,15 +236,11 @@ class Manager:
         if opts.leader_elect:
             # A standby says so (0), as controller-runtime's does, rather than
             # exporting nothing: "no line" cannot tell a standby from a scrape gap.
-            metrics.LEADER.labels(opts.leader_election_id).set(0)
+            metrics.LEADER.labels(opts.leader_election.lease_name).set(0)
             self._elector = LeaderElector(
                 self.election_client,
-                namespace=opts.leader_election_namespace,
-                name=opts.leader_election_id,
+                opts.leader_election,
                 identity=opts.identity,
-                lease_duration=opts.lease_duration,
-                renew_deadline=opts.renew_deadline,
-                retry_period=opts.retry_period,
                 clock=self.clock,
                 on_started_leading=self._on_started_leading,
                 on_stopped_leading=self._on_stopped_leading,

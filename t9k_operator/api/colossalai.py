@@ -35,36 +35,39 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from t9k_operator.api import common
-from t9k_operator.api.common import (
-    DEBUG_ON_CEL,
+from t9k_operator.api import specs
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.crd import (
+    JOB_NAME_RULE,
+    JobObject,
+    job_crd,
+    last_index_cel,
+    pod_name_fits_cel,
+    pod_name_length_rule,
+)
+from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
     ENV_VAR,
-    JOB_NAME_RULE,
     KUBERNETES_SCHEMA,
     MAX_INT32,
     MAX_PROCS,
     MAX_REPLICAS,
     RESOURCE_REQUIREMENTS,
-    RESUME_SPECS_REMOVAL_RULE,
     Arg,
+    cel_strings,
+    preserved_object_schema,
+)
+from t9k_operator.api.specs import (
+    DEBUG_ON_CEL,
+    RESUME_SPECS_REMOVAL_RULE,
     DebugMode,
-    JobObject,
-    JobStatus,
-    PodTemplate,
     RunMode,
     SchedulerPolicy,
-    T9kModel,
     deadline_field,
-    job_crd,
-    last_index_cel,
-    named_or_first_container,
-    pod_name_fits_cel,
-    pod_name_length_rule,
-    pod_template_schema,
-    preserved_object_schema,
     scheduler_field,
 )
+from t9k_operator.api.status import JobStatus
+from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_schema
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
     TensorBoardDependentStatus,
@@ -81,8 +84,6 @@ WORKER = "worker"
 """Replica type of the workers; their pods are named ``<job>-worker-<i>``."""
 TRAINING_CONTAINER = "worker"
 """The worker's training container is the one of this name, else the template's first."""
-DEBUG_COMMAND = ("sleep", "inf")
-"""What each replica runs in debug mode unless runMode.debug says otherwise."""
 DEFAULT_AUTH_MOUNT_PATH = "/root/.ssh"
 DEFAULT_SSHD_PATH = "/usr/sbin/sshd"
 MAX_PATH_LENGTH = 4096
@@ -119,9 +120,9 @@ MSG_POD_NAME_LENGTH = (
 
 AUTH_MOUNT_PLACE_CEL = (
     "self != '/' && !self.contains('//') "
-    "&& !self.matches('/[.][.]?(/|$)') && !["
-    + ", ".join(f"'{p}'" for p in AUTH_MOUNT_FORBIDDEN)
-    + "].exists(p, self == p || self.startsWith(p + '/'))"
+    "&& !self.matches('/[.][.]?(/|$)') && !"
+    + cel_strings(AUTH_MOUNT_FORBIDDEN)
+    + ".exists(p, self == p || self.startsWith(p + '/'))"
 )
 
 
@@ -441,7 +442,7 @@ class ColossalAIJobSpec(T9kModel):
 
     @property
     def debug_enabled(self) -> bool:
-        return common.debug_enabled(self.run_mode)
+        return specs.debug_enabled(self.run_mode)
 
 
 def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:

@@ -4,66 +4,60 @@ A DeepSpeedJob runs ``spec.worker.replicas`` identical workers; every worker
 runs sshd, and the first one (``worker-0``) also runs the ``deepspeed``
 launcher, which reaches the others over ssh through the job's hostfile.
 ``spec.config`` says what the launcher runs (``run.python``, ``run.module`` or
-``run.exec``) and with which launcher options.
+``run.exec``) and with which launcher options; its models are in
+:mod:`t9k_operator.api.deepspeed_config`. This module holds the rest of the
+spec (the workers, elastic training, run modes), the status, the object and
+the CRD.
 
 As for PyTorchTrainingJob, the invariants are written twice: as schema rules
 (the API server refuses a bad object at admission) and as pydantic validators
 with the same messages (an object that reaches the operator some other way
-still fails to parse with a message naming the field). Two differences:
-
-* ``run.python`` / ``run.module`` / ``run.exec`` are each a string command
-  line *or* a list of strings. A structural schema can only spell that as an
-  untyped node (``x-kubernetes-preserve-unknown-fields``), which CEL cannot
-  see. So "exactly one of them" is enforced by the OpenAPI keywords
-  ``minProperties``/``maxProperties`` on ``run`` (errors name
-  ``spec.config.run``), the schema refuses an empty string, an empty list and
-  a list item that is not a string, and only the model checks the rest (a
-  number, say, or a string that shlex cannot split).
-* The reserved-mount rule reads the pod template, which is otherwise kept
-  whole: the template's schema declares just the parts the rule reads
-  (``spec.containers[*].name`` and ``.volumeMounts[*].mountPath``, capped at
-  :data:`MAX_CONTAINERS` containers and :data:`MAX_VOLUME_MOUNTS` mounts to
-  bound the CEL cost), every level still preserving unknown fields.
+still fails to parse with a message naming the field). The reserved-mount
+rule reads the pod template, which is otherwise kept whole: the template's
+schema declares just the parts the rule reads (``spec.containers[*].name``
+and ``.volumeMounts[*].mountPath``, capped at :data:`MAX_CONTAINERS`
+containers and :data:`MAX_VOLUME_MOUNTS` mounts to bound the CEL cost), every
+level still preserving unknown fields.
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from t9k_operator.api import common
-from t9k_operator.api.common import (
-    DEBUG_ON_CEL,
-    DNS_LABEL_MAX,
+from t9k_operator.api import specs
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.crd import (
     ELASTIC_SCALE,
     JOB_NAME_RULE,
-    MAX_ARGS,
-    MAX_PROCS,
-    MAX_REPLICAS,
-    RESUME_SPECS_REMOVAL_RULE,
-    Arg,
-    DebugMode,
     JobObject,
-    JobStatus,
-    PodTemplate,
+    job_crd,
+    last_index_cel,
+    pod_name_fits_cel,
+    pod_name_length_rule,
+)
+from t9k_operator.api.deepspeed_config import DEFAULT_SLOTS, DeepSpeedConfig, RunKind
+from t9k_operator.api.schema import (
+    DNS_LABEL_MAX,
+    MAX_REPLICAS,
+    cel_strings,
+    preserved_object_schema,
+)
+from t9k_operator.api.specs import (
+    DEBUG_ON_CEL,
+    RESUME_SPECS_REMOVAL_RULE,
+    DebugMode,
     RestartPolicy,
     RunMode,
     RunPolicy,
     SchedulerPolicy,
-    T9kModel,
-    job_crd,
-    last_index_cel,
-    named_or_first_container,
-    pod_name_fits_cel,
-    pod_name_length_rule,
-    pod_template_schema,
-    preserved_object_schema,
     run_policy_field,
     scheduler_field,
 )
+from t9k_operator.api.status import JobStatus
+from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_schema
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
     TensorBoardDependentStatus,
@@ -78,35 +72,21 @@ WORKER = "worker"
 """The only replica type; pods are named ``<job>-worker-<i>``."""
 TRAINING_CONTAINER = "worker"
 """The training container is the one of this name, else the template's first."""
-DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
-"""What each replica runs in debug mode unless runMode.debug says otherwise."""
-DEFAULT_SLOTS = 1
 
 RESERVED_MOUNT_PATHS = ("/root/.ssh", "/t9k/hostfile", "/root/.deepspeed_env")
 """The operator mounts the job's ssh key, hostfile and remote environment here."""
-RESERVED_ARGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")
-"""deepspeed options the operator sets from spec.config (and its own hostfile)."""
 MAX_CONTAINERS = 64
 """At most this many containers in the worker template (bounds the CEL cost)."""
 MAX_VOLUME_MOUNTS = 256
 """At most this many volumeMounts per container of the worker template."""
 
-Autotune = Literal["none", "run", "tune"]
-RunKind = Literal["python", "module", "exec"]
-RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
 _POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
 
 # Messages shared by the schema rules and the pydantic validators.
-MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
 MSG_RUN_REQUIRED = (
     "spec.config.run needs what to train: one of python, module or exec, not empty "
     "(e.g. run: {python: [train.py]}); only a debug job (spec.runMode.debug.enabled: true) "
     "may leave it out or empty"
-)
-MSG_RESERVED_ARGS = (
-    "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "
-    "--no_python or --hostfile (nor --autotuning=... or --hostfile=...): the operator sets "
-    "them from spec.config.localRank, spec.config.autotune, spec.config.run and its own hostfile"
 )
 MSG_TEMPLATE_RESTART_POLICY = (
     "spec.worker.template.spec.restartPolicy must be Never, OnFailure or Always "
@@ -124,190 +104,16 @@ MSG_POD_NAME_LENGTH = (
 )
 
 
-def _cel_strings(values: Sequence[str]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
-
-
-def is_reserved_arg(arg: str) -> bool:
-    """Whether ``arg`` is one of :data:`RESERVED_ARGS`, alone or as ``--flag=value``."""
-    return any(arg == flag or arg.startswith(flag + "=") for flag in RESERVED_ARGS)
-
-
 def is_reserved_mount_path(path: str) -> bool:
     """Whether ``path`` is one of :data:`RESERVED_MOUNT_PATHS` or below one."""
     return any(path == p or path.startswith(p + "/") for p in RESERVED_MOUNT_PATHS)
-
-
-# -- spec.config ----------------------------------------------------------------------
-
-
-_COMMAND_SCHEMA: dict[str, Any] = {
-    # Untyped: a string or a list of strings (a structural schema has no unions).
-    # May be empty: a debug job's file may say `python: []`. Outside debug mode
-    # the operator wants it non-empty (MSG_RUN_REQUIRED): CEL cannot see an
-    # untyped field, so admission checks only that config.run is there.
-    "x-kubernetes-preserve-unknown-fields": True,
-    "items": {"type": "string"},
-}
-
-Command = Annotated[str | list[str], WithJsonSchema(_COMMAND_SCHEMA)]
-"""A command line (split with shlex) or a list of strings (used as is)."""
-
-
-def command_argv(value: str | Sequence[str]) -> list[str]:
-    """A :data:`Command` as an argument list: a string is split with shlex."""
-    if isinstance(value, str):
-        return shlex.split(value)
-    return list(value)
-
-
-class RunConfig(T9kModel):
-    """What deepspeed launches on every worker: exactly one of python, module and exec."""
-
-    model_config = ConfigDict(json_schema_extra={"maxProperties": 1})
-
-    python: Command | None = Field(
-        default=None,
-        description=(
-            "A Python script and its arguments (`deepspeed ... script.py args`): a command "
-            "line, split like a shell would, or a list of strings."
-        ),
-    )
-    module: Command | None = Field(
-        default=None,
-        description=(
-            "A Python module and its arguments (`deepspeed --module ... module args`): a "
-            "command line or a list of strings."
-        ),
-    )
-    exec: Command | None = Field(
-        default=None,
-        description=(
-            "An executable and its arguments (`deepspeed --no_python ... executable args`): "
-            "a command line or a list of strings."
-        ),
-    )
-
-    @field_validator("python", "module", "exec")
-    @classmethod
-    def _check_command(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, str):
-            try:
-                shlex.split(value)
-            except ValueError as exc:
-                raise ValueError(f"not a valid command line: {exc}") from exc
-        return value
-
-    @model_validator(mode="after")
-    def _check_at_most_one(self) -> RunConfig:
-        if sum(getattr(self, kind) is not None for kind in RUN_KINDS) > 1:
-            raise ValueError(MSG_RUN_EXACTLY_ONE)
-        return self
-
-    @property
-    def given(self) -> bool:
-        """Whether exactly one of python, module and exec is set, and not empty."""
-        chosen = [getattr(self, kind) for kind in RUN_KINDS if getattr(self, kind) is not None]
-        return len(chosen) == 1 and bool(command_argv(chosen[0]))
-
-    @property
-    def kind(self) -> RunKind:
-        """Which of python, module and exec is set."""
-        for kind in RUN_KINDS:
-            if getattr(self, kind) is not None:
-                return kind
-        raise ValueError(MSG_RUN_EXACTLY_ONE)  # unreachable after validation
-
-    @property
-    def argv(self) -> list[str]:
-        """The script, module or executable, then its arguments."""
-        value: str | list[str] = getattr(self, self.kind)
-        return command_argv(value)
-
-
-_RESERVED_ARGS_RULE = (
-    f"!self.exists(a, {_cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))"
-)
-
-
-class DeepSpeedConfig(T9kModel):
-    """How the deepspeed launcher runs the training."""
-
-    slots_per_worker: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_PROCS,
-        description=(
-            "Slots per worker in the hostfile: how many training processes each worker runs, "
-            "usually its number of GPUs. Unset: slotPerWorker if set, else 1."
-        ),
-    )
-    slot_per_worker: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_PROCS,
-        description=(
-            "Another spelling of slotsPerWorker (used by early examples); "
-            "slotsPerWorker wins when both are set."
-        ),
-    )
-    run: RunConfig | None = Field(
-        default=None,
-        description=(
-            "What to train: exactly one of python (a script), module or exec (an executable), "
-            "each with its arguments. Required unless debug mode is on."
-        ),
-    )
-    local_rank: bool = Field(
-        default=True,
-        description=(
-            "Pass LOCAL_RANK to the training processes; false adds deepspeed --no_local_rank."
-        ),
-    )
-    autotune: Autotune = Field(
-        default="none",
-        description=(
-            "DeepSpeed autotuning: none (off), tune (search the best settings, do not train) "
-            "or run (search, then train with them); deepspeed --autotuning=<tune|run>."
-        ),
-    )
-    other_args: list[Arg] = Field(
-        default=[],
-        max_length=MAX_ARGS,
-        description=(
-            "Further deepspeed launcher options, passed verbatim before the script "
-            "(e.g. --master_port=12346). Options set from the fields above are refused: "
-            "--no_local_rank, --autotuning, --module, --no_python and --hostfile."
-        ),
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": _RESERVED_ARGS_RULE, "message": MSG_RESERVED_ARGS},
-            ]
-        },
-    )
-
-    @field_validator("other_args")
-    @classmethod
-    def _check_other_args(cls, value: list[str]) -> list[str]:
-        if any(is_reserved_arg(a) for a in value):
-            raise ValueError(MSG_RESERVED_ARGS)
-        return value
-
-    @property
-    def slots(self) -> int:
-        """The effective slots per worker: slotsPerWorker, else slotPerWorker, else 1."""
-        if self.slots_per_worker is not None:
-            return self.slots_per_worker
-        if self.slot_per_worker is not None:
-            return self.slot_per_worker
-        return DEFAULT_SLOTS
 
 
 # -- spec.worker ------------------------------------------------------------------------
 
 
 def _mounts_ok(container: str) -> str:
-    paths = _cel_strings(RESERVED_MOUNT_PATHS)
+    paths = cel_strings(RESERVED_MOUNT_PATHS)
     return (
         f"(!has({container}.volumeMounts) || {container}.volumeMounts.all(m, "
         f"!has(m.mountPath) || !{paths}.exists(p, m.mountPath == p || "
@@ -453,7 +259,7 @@ class WorkerSpec(T9kModel):
 # -- spec.elastic, spec.runMode ---------------------------------------------------------
 
 
-class ElasticConfig(common.ElasticConfig):
+class ElasticConfig(specs.ElasticConfig):
     """Elastic training: the number of workers follows expectedReplicas within its bounds."""
 
     enabled: bool = Field(
@@ -552,7 +358,7 @@ class DeepSpeedJobSpec(T9kModel):
 
     @property
     def debug_enabled(self) -> bool:
-        return common.debug_enabled(self.run_mode)
+        return specs.debug_enabled(self.run_mode)
 
     @property
     def elastic_enabled(self) -> bool:

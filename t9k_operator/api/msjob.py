@@ -27,23 +27,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from t9k_operator.api.common import (
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.crd import JOB_NAME_RULE, CrdInfo, JobObject, PrinterColumn, reason_column
+from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
-    JOB_NAME_RULE,
     MAX_INT32,
     MAX_REPLICAS,
     MSG_TOO_MANY_REPLICAS,
-    Condition,
-    CrdInfo,
-    JobObject,
-    JobStatus,
-    PodTemplate,
-    PrinterColumn,
-    T9kModel,
-    deadline_field,
-    pod_template_schema,
-    reason_column,
+    cel_strings,
 )
+from t9k_operator.api.specs import deadline_field
+from t9k_operator.api.status import Condition, JobStatus
+from t9k_operator.api.template import PodTemplate, pod_template_schema
 
 GROUP = "mindspore.gitee.com"
 VERSION = "v1"
@@ -55,15 +50,11 @@ PS = "PS"
 WORKER = "Worker"
 ROLES: tuple[str, ...] = (SCHEDULER, PS, WORKER)
 """The roles of spec.msReplicaSpecs; pods are named ``<job>-<role lower-cased>-<i>``."""
-MS_ROLES: dict[str, str] = {SCHEDULER: "MS_SCHED", PS: "MS_PSERVER", WORKER: "MS_WORKER"}
-"""The MS_ROLE value of each role."""
 TRAINING_CONTAINER = "mindspore"
 """Every role's pod template must have a container of this name."""
 PORT_NAME = "msjob-port"
 DEFAULT_PORT = 2222
 """The scheduler port: the mindspore container's port named msjob-port, else this."""
-DEFAULT_RESTART_POLICY = "Never"
-"""ms-operator's (Kubeflow's) default restart policy of a role."""
 MAX_CONTAINERS = 64
 """At most this many containers in a pod template (bounds the CEL cost)."""
 
@@ -84,10 +75,6 @@ MSG_POD_NAME_LENGTH = (
     "<name>-worker-<replicas-1>, <name>-scheduler-0) must fit in 63 characters "
     "(it is also the pod's hostname)"
 )
-
-
-def _cel_strings(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
 # -- spec.runPolicy ---------------------------------------------------------------------
@@ -290,7 +277,7 @@ class MSReplicaSpec(T9kModel):
 
 
 UNKNOWN_ROLE_RULE: dict[str, Any] = {
-    "rule": f"self.all(k, k in {_cel_strings(ROLES)})",
+    "rule": f"self.all(k, k in {cel_strings(ROLES)})",
     "message": MSG_UNKNOWN_ROLE,
 }
 ONE_SCHEDULER_RULE: dict[str, Any] = {

@@ -20,33 +20,36 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from t9k_operator.api.common import (
-    DNS_LABEL_MAX,
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.crd import (
     ELASTIC_SCALE,
     JOB_NAME_RULE,
-    MAX_INT32,
-    MAX_REPLICA_SPECS,
-    MAX_REPLICAS,
-    MSG_TOO_MANY_REPLICAS,
-    RESUME_SPECS_REMOVAL_RULE,
-    ElasticConfig,
     JobObject,
-    JobStatus,
-    PodTemplate,
-    ReplicaType,
-    RestartPolicy,
-    RunMode,
-    RunPolicy,
-    SchedulerPolicy,
-    T9kModel,
     job_crd,
     last_index_cel,
     pod_name_fits_cel,
     pod_name_length_rule,
-    pod_template_schema,
+)
+from t9k_operator.api.schema import (
+    DNS_LABEL_MAX,
+    MAX_INT32,
+    MAX_REPLICA_SPECS,
+    MAX_REPLICAS,
+    MSG_TOO_MANY_REPLICAS,
+    ReplicaType,
+)
+from t9k_operator.api.specs import (
+    RESUME_SPECS_REMOVAL_RULE,
+    ElasticConfig,
+    RestartPolicy,
+    RunMode,
+    RunPolicy,
+    SchedulerPolicy,
     run_policy_field,
     scheduler_field,
 )
+from t9k_operator.api.status import JobStatus
+from t9k_operator.api.template import PodTemplate, pod_template_schema
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
     TensorBoardDependentStatus,

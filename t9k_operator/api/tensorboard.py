@@ -27,18 +27,16 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from t9k_operator.api.common import (
-    DNS_LABEL_MAX,
-    KUBERNETES_SCHEMA,
-    RESOURCE_REQUIREMENTS,
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.crd import (
     CrdInfo,
     JobObject,
     PrinterColumn,
-    T9kModel,
     check_job_name,
     matches_dns_1035,
     pod_name_length_rule,
 )
+from t9k_operator.api.schema import DNS_LABEL_MAX, KUBERNETES_SCHEMA, RESOURCE_REQUIREMENTS
 
 GROUP = "tensorstack.dev"
 VERSION = "v1beta1"

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from t9k_operator.api.colossalai import ColossalAIJobObject
+from t9k_operator.api.colossalai import TRAINING_CONTAINER, ColossalAIJobObject
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
@@ -35,8 +35,10 @@ from t9k_operator.objects import Obj
 
 Job = ColossalAIJobObject
 
-TRAINING_CONTAINERS = ("worker",)
+TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
+"""The worker's training container: the one of this name, else the template's first."""
 DEBUG_COMMAND = ("sleep", "inf")
+"""What each replica runs in debug mode unless runMode.debug says otherwise."""
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 MASTER_PORT = 29500
 

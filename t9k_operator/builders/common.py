@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from t9k_operator.api.common import JobObject
+from t9k_operator.api.crd import JobObject
 from t9k_operator.objects import Obj
 
 Job = JobObject[Any, Any]

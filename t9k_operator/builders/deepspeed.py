@@ -17,11 +17,12 @@ import shlex
 from dataclasses import replace
 
 from t9k_operator.api.deepspeed import (
-    DeepSpeedConfig,
+    TRAINING_CONTAINER,
     DeepSpeedJobObject,
     effective_slots,
     effective_worker_count,
 )
+from t9k_operator.api.deepspeed_config import DeepSpeedConfig
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
@@ -35,9 +36,11 @@ from t9k_operator.objects import Obj
 
 Job = DeepSpeedJobObject
 
-TRAINING_CONTAINERS = ("worker",)
-DEBUG_COMMAND = ("/usr/sbin/sshd", "-D")
+TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
+"""The training container: the one of this name, else the template's first."""
 SSHD = "/usr/sbin/sshd"
+DEBUG_COMMAND = (SSHD, "-D")
+"""What each worker runs in debug mode unless runMode.debug says otherwise."""
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"

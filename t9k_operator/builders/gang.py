@@ -25,10 +25,10 @@ Pure functions, like every builder.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from t9k_operator.api.common import MAX_PRIORITY
+from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.objects import Obj
 
@@ -42,7 +42,9 @@ def priority_class(priority: int) -> str:
 
 @dataclass(frozen=True)
 class Backend:
-    """One gang scheduler: its PodGroup API and how a pod joins a group."""
+    """One gang scheduler: its PodGroup API, what its PodGroup carries, and how
+    a pod joins a group. A new gang scheduler whose PodGroup has this shape is
+    one more entry in :data:`KNOWN`."""
 
     name: str
     group: str
@@ -51,6 +53,8 @@ class Backend:
     queues: bool  # whether PodGroups name a queue
     member_key: str  # the annotation (volcano) or label (coscheduling) naming the group
     member_in_labels: bool
+    priority_in_group: bool = False  # the PodGroup names the job's priority class
+    timeout_in_group: bool = False  # the PodGroup carries scheduleTimeoutSeconds
 
     @property
     def api_version(self) -> str:
@@ -62,35 +66,39 @@ DEFAULT_QUEUE = "default"
 set here so the scheduler alone needs no webhook)."""
 VOLCANO = "volcano"
 COSCHEDULING = "coscheduling"
-BACKENDS = (VOLCANO, COSCHEDULING)
-DEFAULT_SCHEDULER_NAMES = {VOLCANO: "volcano", COSCHEDULING: "scheduler-plugins-scheduler"}
+KNOWN: dict[str, Backend] = {
+    VOLCANO: Backend(
+        VOLCANO,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "volcano",
+        queues=True,
+        member_key="scheduling.k8s.io/group-name",
+        member_in_labels=False,
+        priority_in_group=True,
+    ),
+    COSCHEDULING: Backend(
+        COSCHEDULING,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "scheduler-plugins-scheduler",
+        queues=False,
+        member_key="scheduling.x-k8s.io/pod-group",
+        member_in_labels=True,
+        timeout_in_group=True,
+    ),
+}
+"""Every gang scheduler the operator can use, by the name ``--gang-scheduler`` takes."""
+BACKENDS = tuple(KNOWN)
+DEFAULT_SCHEDULER_NAMES = {name: be.scheduler_name for name, be in KNOWN.items()}
 
 
 def backend(name: str, scheduler_name: str | None = None) -> Backend:
-    """The backend called ``name`` (``volcano`` or ``coscheduling``), its pods
-    scheduled by ``scheduler_name`` (else the backend's usual name)."""
-    scheduler = scheduler_name or DEFAULT_SCHEDULER_NAMES[name]
-    if name == VOLCANO:
-        return Backend(
-            VOLCANO,
-            "scheduling.volcano.sh",
-            "v1beta1",
-            scheduler,
-            queues=True,
-            member_key="scheduling.k8s.io/group-name",
-            member_in_labels=False,
-        )
-    if name == COSCHEDULING:
-        return Backend(
-            COSCHEDULING,
-            "scheduling.x-k8s.io",
-            "v1alpha1",
-            scheduler,
-            queues=False,
-            member_key="scheduling.x-k8s.io/pod-group",
-            member_in_labels=True,
-        )
-    raise ValueError(f"unknown gang scheduler {name!r}: one of {', '.join(BACKENDS)}")
+    """The backend called ``name`` (one of :data:`BACKENDS`), its pods scheduled
+    by ``scheduler_name`` (else the backend's usual name)."""
+    if name not in KNOWN:
+        raise ValueError(f"unknown gang scheduler {name!r}: one of {', '.join(BACKENDS)}")
+    return replace(KNOWN[name], scheduler_name=scheduler_name or KNOWN[name].scheduler_name)
 
 
 @dataclass(frozen=True)
@@ -137,11 +145,11 @@ def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
     spec: Obj = {"minMember": gang.min_member}
     if be.queues:
         spec["queue"] = gang.queue or DEFAULT_QUEUE
-    if be.name == VOLCANO and gang.priority_class:
+    if be.priority_in_group and gang.priority_class:
         spec["priorityClassName"] = gang.priority_class
     if gang.min_resources:
         spec["minResources"] = dict(gang.min_resources)
-    if be.name == COSCHEDULING and gang.timeout_seconds:
+    if be.timeout_in_group and gang.timeout_seconds:
         spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
     return {
         "apiVersion": be.api_version,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from t9k_operator.api.common import MAX_PRIORITY
+from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.builders.gang import priority_class
 from t9k_operator.objects import Obj
@@ -35,8 +35,6 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The standard label by which a job names its LocalQueue."""
 WORKLOAD_PRIORITY_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 POD_PRIORITY_SOURCE = "scheduling.k8s.io/priorityclass"
-MAX_POD_SETS = 8
-"""Kueue's limit on a Workload's pod sets."""
 POD_SET_FIELDS = ("nodeSelector", "tolerations", "affinity", "overhead", "runtimeClassName")
 """What of a pod's spec, beside its containers, decides where it may run and
 what it costs: Kueue matches flavors and charges quota by these."""

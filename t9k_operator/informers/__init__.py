@@ -1,4 +1,5 @@
 """Informers: client-go ``tools/cache`` style caches over raw JSON objects.
+May import ``kube``, ``foundation``, ``resources`` and ``objects``; never the runtime or a job kind.
 
 * :mod:`~t9k_operator.informers.store` - the thread-safe indexed cache.
 * :mod:`~t9k_operator.informers.reflector` - the list/watch loop feeding it.

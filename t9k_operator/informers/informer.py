@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.reflector import (
     ListerWatcher,
     Reflector,
@@ -49,7 +50,6 @@ from t9k_operator.informers.reflector import (
 )
 from t9k_operator.informers.store import Indexer, Indexers, make_key, object_key
 from t9k_operator.objects import Obj, ObjList
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
 AddFunc = Callable[[Obj], None]
 UpdateFunc = Callable[[Obj, Obj], None]

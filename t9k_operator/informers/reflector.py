@@ -25,7 +25,7 @@ Design of :meth:`Reflector.run`:
 Backoff is exponential over *consecutive* failures (0.8 s doubling to a 30 s
 cap, plus up to 20 % random jitter) and resets after a success: a list that
 worked, a watch that delivered an event, or a watch that ended normally.
-Delays sleep on the injected :class:`~t9k_operator.runtime.clock.Clock` (a fake clock
+Delays sleep on the injected :class:`~t9k_operator.foundation.clock.Clock` (a fake clock
 makes them instant in tests); with the real clock the wait is on the stop
 event instead, so :meth:`Reflector.stop` is never held up by a backoff.
 
@@ -49,13 +49,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.kube.errors import ApiError, Gone, TransportError, error_from_status_object
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 
 if TYPE_CHECKING:
     from t9k_operator.kube.client import KubeClient
-    from t9k_operator.kube.resources import Resource
+    from t9k_operator.resources import Resource
 
 Transform = Callable[[Obj], Obj]
 

@@ -1,4 +1,5 @@
 """The only package that talks to the Kubernetes API (and imports ``kubernetes``).
+May import ``foundation``, ``resources`` and ``objects``; never informers, runtime or job kinds.
 
 Public surface: :class:`KubeClient` (raw-JSON verbs, watches, QPS limit,
 timeouts), :class:`Resource` descriptors, and the error hierarchy in
@@ -21,8 +22,8 @@ from t9k_operator.kube.errors import (
     TransportError,
     Unauthorized,
 )
-from t9k_operator.kube.resources import Resource
 from t9k_operator.objects import Obj
+from t9k_operator.resources import Resource
 
 __all__ = [
     "AlreadyExists",

@@ -21,6 +21,8 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
+from t9k_operator.foundation import metrics
+from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.kube.config import Connection, load_connection
 from t9k_operator.kube.errors import (
     ApiError,
@@ -29,10 +31,8 @@ from t9k_operator.kube.errors import (
     error_from_response,
     error_from_status_object,
 )
-from t9k_operator.kube.resources import Resource
 from t9k_operator.objects import Obj
-from t9k_operator.runtime import metrics
-from t9k_operator.runtime.flowcontrol import TokenBucket
+from t9k_operator.resources import Resource
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from t9k_operator.kube.client import KubeClient
 from t9k_operator.kube.errors import ApiError
-from t9k_operator.kube.resources import Resource
+from t9k_operator.resources import Resource
 
 
 def not_served(client: KubeClient, resource: Resource) -> str | None:

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import structlog
 
+from t9k_operator.foundation import metrics
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.errors import Conflict
 from t9k_operator.objects import Obj
-from t9k_operator.runtime import metrics
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
 from t9k_operator.runtime.events import EventRecorder
 from t9k_operator.runtime.workqueue import RateLimitingQueue
 

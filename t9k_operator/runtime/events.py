@@ -40,8 +40,8 @@ twice (1 s, then 2 s later, on the injected clock) unless the recorder is
 stopping; an event that still cannot be written is logged and counted as
 dropped.
 
-:class:`FakeRecorder` has the same ``record`` signature and keeps what it is
-given in a list, for unit tests of other modules.
+Unit tests of other modules record into ``tests.fakes.FakeRecorder``, which
+has the same ``record`` signature and keeps what it is given in a list.
 """
 
 from __future__ import annotations
@@ -54,10 +54,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
 import structlog
 
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
+from t9k_operator.foundation.metrics import EVENTS_DROPPED
 from t9k_operator.kube.errors import (
     AlreadyExists,
     ApiError,
@@ -66,10 +68,8 @@ from t9k_operator.kube.errors import (
     TooManyRequests,
     TransportError,
 )
-from t9k_operator.kube.resources import EVENTS, Resource
 from t9k_operator.objects import Obj, digest
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
-from t9k_operator.runtime.metrics import EVENTS_DROPPED
+from t9k_operator.resources import EVENTS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -451,45 +451,3 @@ class EventRecorder:
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
-
-
-class RecordedEvent(NamedTuple):
-    """What :class:`FakeRecorder` keeps: type, reason and message come first."""
-
-    type: str
-    reason: str
-    message: str
-    kind: str
-    namespace: str
-    name: str
-
-
-class FakeRecorder:
-    """Keeps recorded events in :attr:`events`; for unit tests of other modules."""
-
-    def __init__(self) -> None:
-        self.events: list[RecordedEvent] = []
-        self._lock = threading.Lock()
-
-    def record(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
-        meta = obj.get("metadata") or {}
-        event = RecordedEvent(
-            type=type_,
-            reason=reason,
-            message=message,
-            kind=str(obj.get("kind") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
-        )
-        with self._lock:
-            self.events.append(event)
-
-    def reasons(self) -> list[str]:
-        with self._lock:
-            return [e.reason for e in self.events]
-
-    def start(self) -> None:
-        pass
-
-    def stop(self, timeout: float = 5.0) -> None:
-        pass

@@ -13,14 +13,11 @@ from typing import Any
 
 import structlog
 
-_configured = False
-
 LEVELS = ("debug", "info", "warning", "error")
 
 
 def configure(level: str = "info", *, json: bool | None = None) -> None:
     """Configure structlog and the stdlib root logger. Idempotent."""
-    global _configured
     if level not in LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}, got {level!r}")
     if json is None:
@@ -45,8 +42,3 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
         cache_logger_on_first_use=True,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, force=True)
-    _configured = True
-
-
-def is_configured() -> bool:
-    return _configured

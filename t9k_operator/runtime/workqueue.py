@@ -32,18 +32,18 @@ the queue between them, built from three layers:
     ``MAX_WAIT`` seconds, as a heartbeat), then moves every due item into the
     queue via :meth:`DelayingQueue.move_ready_items`; a new item wakes it so an
     earlier deadline is not missed. Time comes from the injected
-    :class:`~t9k_operator.runtime.clock.Clock`; with a
-    :class:`~t9k_operator.runtime.clock.FakeClock`
-    tests step the clock and call :meth:`DelayingQueue.move_ready_items`
-    themselves instead of waiting for the thread.
+    :class:`~t9k_operator.foundation.clock.Clock`; with a fake clock
+    (``tests.fakes.FakeClock``) tests step the clock and call
+    :meth:`DelayingQueue.move_ready_items` themselves instead of waiting for
+    the thread.
 
 :class:`RateLimitingQueue`
     Adds :meth:`RateLimitingQueue.add_rate_limited`, which asks a rate limiter
     how long the item should wait (``add_after(item, limiter.when(item))``), and
     :meth:`RateLimitingQueue.forget` to reset the item's failure history after a
-    successful reconcile. The limiters (:class:`ItemExponentialFailureRateLimiter`,
-    :class:`BucketRateLimiter`, :class:`MaxOfRateLimiter`) mirror client-go's;
-    :func:`default_controller_rate_limiter` is controller-runtime's default.
+    successful reconcile. The limiters live in :mod:`t9k_operator.runtime.ratelimit`
+    (client-go's); without one, the queue uses controller-runtime's default,
+    :func:`~t9k_operator.runtime.ratelimit.default_controller_rate_limiter`.
 
 Metrics use controller-runtime's ``workqueue_*`` names on the default registry,
 labelled by queue name. Queues with an empty name, or built with
@@ -57,11 +57,10 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Hashable
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
-from t9k_operator.runtime.flowcontrol import TokenBucket
-from t9k_operator.runtime.metrics import (
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
+from t9k_operator.foundation.metrics import (
     ADDS,
     DEPTH,
     LONGEST_RUNNING,
@@ -70,21 +69,16 @@ from t9k_operator.runtime.metrics import (
     UNFINISHED_WORK,
     WORK_DURATION,
 )
+from t9k_operator.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
 
 __all__ = [
     "MAX_WAIT",
-    "BucketRateLimiter",
     "DelayingQueue",
-    "ItemExponentialFailureRateLimiter",
-    "MaxOfRateLimiter",
     "Queue",
-    "RateLimiter",
     "RateLimitingQueue",
-    "default_controller_rate_limiter",
 ]
 
 T = TypeVar("T", bound=Hashable)
-T_contra = TypeVar("T_contra", contravariant=True)
 
 MAX_WAIT = 10.0
 """Longest the delaying thread sleeps without re-checking the heap (client-go's heartbeat)."""
@@ -389,97 +383,6 @@ class DelayingQueue(Queue[T]):
             while not self._stopped:
                 _, wait = self._move_ready_locked()
                 self._waiting_cond.wait(MAX_WAIT if wait is None else min(wait, MAX_WAIT))
-
-
-# --------------------------------------------------------------------------- rate limiters
-
-
-class RateLimiter(Protocol[T_contra]):
-    def when(self, item: T_contra) -> float:
-        """Seconds ``item`` should wait before it is processed again."""
-        ...
-
-    def forget(self, item: T_contra) -> None:
-        """Stop tracking ``item`` (it succeeded)."""
-        ...
-
-    def num_requeues(self, item: T_contra) -> int:
-        """How many times ``item`` has been requeued (failed)."""
-        ...
-
-
-class ItemExponentialFailureRateLimiter(Generic[T]):
-    """Per-item exponential backoff: ``base * 2**failures``, capped at ``max_delay``."""
-
-    def __init__(self, base: float = 0.005, max_delay: float = 1000.0) -> None:
-        self.base = base
-        self.max_delay = max_delay
-        self._lock = threading.Lock()
-        self._failures: dict[T, int] = {}
-
-    def when(self, item: T) -> float:
-        with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
-        if self.base <= 0:
-            return 0.0
-        try:
-            backoff = self.base * 2.0**exp
-        except OverflowError:
-            return self.max_delay
-        return min(backoff, self.max_delay)  # also caps inf
-
-    def forget(self, item: T) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
-
-    def num_requeues(self, item: T) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
-
-
-class BucketRateLimiter:
-    """Overall rate limit shared by all items: a token bucket of ``qps`` and ``burst``."""
-
-    def __init__(self, qps: float = 10, burst: int = 100, clock: Clock = REAL_CLOCK) -> None:
-        self.bucket = TokenBucket(qps, burst, clock)
-
-    def when(self, item: object) -> float:
-        return self.bucket.reserve()
-
-    def forget(self, item: object) -> None:
-        pass
-
-    def num_requeues(self, item: object) -> int:
-        return 0
-
-
-class MaxOfRateLimiter(Generic[T]):
-    """Combines limiters: the longest delay and the highest requeue count win."""
-
-    def __init__(self, *limiters: RateLimiter[T]) -> None:
-        if not limiters:
-            raise ValueError("MaxOfRateLimiter needs at least one limiter")
-        self.limiters = limiters
-
-    def when(self, item: T) -> float:
-        # Every limiter sees every failure, as in client-go.
-        return max([limiter.when(item) for limiter in self.limiters])
-
-    def forget(self, item: T) -> None:
-        for limiter in self.limiters:
-            limiter.forget(item)
-
-    def num_requeues(self, item: T) -> int:
-        return max(limiter.num_requeues(item) for limiter in self.limiters)
-
-
-def default_controller_rate_limiter(clock: Clock = REAL_CLOCK) -> MaxOfRateLimiter[Hashable]:
-    """controller-runtime's default: per-item 5 ms..1000 s backoff, overall 10 qps burst 100."""
-    return MaxOfRateLimiter(
-        ItemExponentialFailureRateLimiter(0.005, 1000.0),
-        BucketRateLimiter(10, 100, clock),
-    )
 
 
 # --------------------------------------------------------------------------- rate limiting

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.kube.resources import NAMESPACES, SERVICEACCOUNTS
+from t9k_operator.resources import NAMESPACES, SERVICEACCOUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "hack" / "cluster.py"

@@ -28,7 +28,7 @@ from typing import TypeVar
 import pytest
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import NAMESPACES
+from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import (
     ROOT,
     Cluster,

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api.common import CrdInfo
+from t9k_operator.api.crd import CrdInfo
 from t9k_operator.kube import Invalid
 from tests.integration.cluster import ROOT, Cluster, wait_for
 from tests.unit.api.helpers import is_subset

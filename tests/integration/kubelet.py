@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import PODS
+from t9k_operator.resources import PODS
 
 MANUAL = {"kwok.t9k.dev/manual": "true"}
 

@@ -13,17 +13,19 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.api.common import (
-    MSG_ELASTIC_BOUNDS_REQUIRED,
-    MSG_ELASTIC_EXPECTED,
-    MSG_ELASTIC_MIN_MAX,
-)
 from t9k_operator.api.deepspeed import (
     CRD,
     MSG_POD_NAME_LENGTH,
-    MSG_RESERVED_ARGS,
     MSG_RESERVED_MOUNTS,
     MSG_RUN_REQUIRED,
+)
+from t9k_operator.api.deepspeed_config import (
+    MSG_RESERVED_ARGS,
+)
+from t9k_operator.api.specs import (
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
 )
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.api.common import (
-    MSG_ELASTIC_BOUNDS_REQUIRED,
-    MSG_ELASTIC_EXPECTED,
-    MSG_ELASTIC_MIN_MAX,
-)
 from t9k_operator.api.pytorch import (
     CRD,
     MSG_DISTINCT_TYPES,
     MSG_ELASTIC_NEEDS_TORCHRUN,
     MSG_ONE_MASTER,
     MSG_POD_NAME_LENGTH,
+)
+from t9k_operator.api.specs import (
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
 )
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (

@@ -1,6 +1,6 @@
 """Property: every job settles, whatever its spec.
 
-At least 1,000 specs across the four kinds, made from a valid job of each kind
+At least 1,000 specs across every registered kind, made from a valid job of each kind
 by setting valid pod-template fields (half of them: one to four of
 :data:`ENRICHMENTS`) and by mutating it (six in ten: a field set to an extreme
 or wrongly typed value, removed, or an unknown one added; one to three
@@ -31,17 +31,15 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from t9k_operator.kube import ApiError, KubeClient, Resource
-from t9k_operator.kube.resources import PODS
-from tests.integration.jobs import PYTORCH
-from tests.integration.test_colossalai_job import COLOSSALAI
-from tests.integration.test_deepspeed_job import DEEPSPEED
-from tests.integration.test_msjob import MSJOB
+from t9k_operator.resources import PODS
+from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_resource, kubeflow_status, per_kind
 
 SPECS = int(os.environ.get("T9K_FUZZ_SPECS", "1000"))
 BATCH = 50
@@ -95,98 +93,81 @@ def _template(name: str, image: str) -> dict[str, Any]:
     return {"metadata": meta, "spec": {"containers": [_container(name, image)]}}
 
 
-BASES: dict[str, tuple[Resource, dict[str, Any]]] = {
-    "PyTorchTrainingJob": (
-        PYTORCH,
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "PyTorchTrainingJob",
-            "spec": {
-                "replicaSpecs": [
-                    {
-                        "type": "master",
-                        "replicas": 1,
-                        "restartPolicy": "OnFailure",
-                        "template": _template("pytorch", "pytorch:2"),
-                    },
-                    {
-                        "type": "worker",
-                        "replicas": 2,
-                        "restartPolicy": "ExitCode",
-                        "template": _template("pytorch", "pytorch:2"),
-                    },
-                ],
-                "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
-                "torchrunConfig": {"enabled": False, "maxRestarts": 1, "procPerNode": "1"},
+BASE_SPECS: dict[str, dict[str, Any]] = {
+    # kind -> the spec of a valid job, which the fuzzer enriches and mutates
+    "PyTorchTrainingJob": {
+        "replicaSpecs": [
+            {
+                "type": "master",
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": _template("pytorch", "pytorch:2"),
+            },
+            {
+                "type": "worker",
+                "replicas": 2,
+                "restartPolicy": "ExitCode",
+                "template": _template("pytorch", "pytorch:2"),
+            },
+        ],
+        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
+        "torchrunConfig": {"enabled": False, "maxRestarts": 1, "procPerNode": "1"},
+    },
+    "DeepSpeedJob": {
+        "config": {
+            "slotsPerWorker": 1,
+            "run": {"python": ["train.py"]},
+            "otherArgs": ["--master_port", "29501"],
+        },
+        "worker": {
+            "replicas": 2,
+            "restartPolicy": "OnFailure",
+            "template": _template("worker", "deepspeed:0.14"),
+        },
+        "runPolicy": {"backoffLimit": 1},
+    },
+    "ColossalAIJob": {
+        "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
+        "launcher": {
+            "image": "colossalai:0.3",
+            "workingDir": "/workspace",
+            "env": [{"name": "A", "value": "1"}],
+            "resources": {"limits": {"cpu": "1"}},
+        },
+        "worker": {
+            "replicas": 2,
+            "procPerWorker": 1,
+            "command": ["train.py"],
+            "template": _template("worker", "colossalai:0.3"),
+        },
+        "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
+    },
+    "MSJob": {
+        "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
+        "msReplicaSpecs": {
+            "Scheduler": {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": _template("mindspore", "mindspore:2.3"),
+            },
+            "Worker": {
+                "replicas": 2,
+                "restartPolicy": "OnFailure",
+                "template": _template("mindspore", "mindspore:2.3"),
             },
         },
-    ),
-    "DeepSpeedJob": (
-        DEEPSPEED,
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "DeepSpeedJob",
-            "spec": {
-                "config": {
-                    "slotsPerWorker": 1,
-                    "run": {"python": ["train.py"]},
-                    "otherArgs": ["--master_port", "29501"],
-                },
-                "worker": {
-                    "replicas": 2,
-                    "restartPolicy": "OnFailure",
-                    "template": _template("worker", "deepspeed:0.14"),
-                },
-                "runPolicy": {"backoffLimit": 1},
-            },
-        },
-    ),
-    "ColossalAIJob": (
-        COLOSSALAI,
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "ColossalAIJob",
-            "spec": {
-                "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
-                "launcher": {
-                    "image": "colossalai:0.3",
-                    "workingDir": "/workspace",
-                    "env": [{"name": "A", "value": "1"}],
-                    "resources": {"limits": {"cpu": "1"}},
-                },
-                "worker": {
-                    "replicas": 2,
-                    "procPerWorker": 1,
-                    "command": ["train.py"],
-                    "template": _template("worker", "colossalai:0.3"),
-                },
-                "runPolicy": {"cleanUpWorkers": False},
-            },  # pods stay to be compared
-        },
-    ),
-    "MSJob": (
-        MSJOB,
-        {
-            "apiVersion": "mindspore.gitee.com/v1",
-            "kind": "MSJob",
-            "spec": {
-                "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
-                "msReplicaSpecs": {
-                    "Scheduler": {
-                        "replicas": 1,
-                        "restartPolicy": "Never",
-                        "template": _template("mindspore", "mindspore:2.3"),
-                    },
-                    "Worker": {
-                        "replicas": 2,
-                        "restartPolicy": "OnFailure",
-                        "template": _template("mindspore", "mindspore:2.3"),
-                    },
-                },
-            },
-        },
-    ),
+    },
 }
+
+
+def base(kind: str) -> tuple[Resource, dict[str, Any]]:
+    """The resource of ``kind`` and a valid job of it (its spec from :data:`BASE_SPECS`)."""
+    spec = kind_entry(BASE_SPECS, f"{__name__}.BASE_SPECS", kind)
+    return kind_resource(kind), {
+        "apiVersion": by_kind(kind).crd.api_version,
+        "kind": kind,
+        "spec": spec,
+    }
 
 
 ENRICHMENTS: list[tuple[str, str, Any]] = [
@@ -295,7 +276,7 @@ def settled(job: dict[str, Any]) -> str | None:
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
     phase = status.get("phase")
-    if job["kind"] == "MSJob":  # Kubeflow-style status
+    if kubeflow_status(job["kind"]):  # Kubeflow-style status (MSJob's)
         kinds = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
         if "Failed" in kinds:
             failed = next(c for c in status["conditions"] if c["type"] == "Failed")
@@ -325,23 +306,40 @@ def _waiting(conditions: dict[Any, Any]) -> str | None:
     return None
 
 
+def _replica_specs(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
+    specs = spec.get("replicaSpecs")
+    if not isinstance(specs, list):
+        return []
+    return [(r.get("type"), r.get("template")) for r in specs if isinstance(r, dict)]
+
+
+def _worker(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
+    worker = spec.get("worker")
+    return [("worker", worker.get("template"))] if isinstance(worker, dict) else []
+
+
+def _ms_replica_specs(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
+    roles = spec.get("msReplicaSpecs")
+    if not isinstance(roles, dict):
+        return []
+    return [(k, r.get("template")) for k, r in roles.items() if isinstance(r, dict)]
+
+
+TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
+    # kind -> the (replica type, pod template) pairs of a (mutated) spec, as found
+    "PyTorchTrainingJob": _replica_specs,
+    "DeepSpeedJob": _worker,
+    "ColossalAIJob": _worker,  # its launcher has no pod template
+    "MSJob": _ms_replica_specs,
+}
+
+
 def templates(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The pod templates of a (mutated) job by replica type, lower-cased as pods label it."""
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         return {}
-    pairs: list[tuple[Any, Any]] = []
-    if doc["kind"] == "PyTorchTrainingJob":
-        specs = spec.get("replicaSpecs")
-        if isinstance(specs, list):
-            pairs = [(r.get("type"), r.get("template")) for r in specs if isinstance(r, dict)]
-    elif doc["kind"] == "MSJob":
-        roles = spec.get("msReplicaSpecs")
-        if isinstance(roles, dict):
-            pairs = [(k, r.get("template")) for k, r in roles.items() if isinstance(r, dict)]
-    else:
-        worker = spec.get("worker")
-        pairs = [("worker", worker.get("template"))] if isinstance(worker, dict) else []
+    pairs = kind_entry(TEMPLATES, f"{__name__}.TEMPLATES", doc["kind"])(spec)
     return {str(t).lower(): tpl for t, tpl in pairs if isinstance(t, str) and isinstance(tpl, dict)}
 
 
@@ -378,7 +376,14 @@ def rss(pid: int) -> int:
     return 0
 
 
+@pytest.mark.parametrize("table", ["BASE_SPECS", "TEMPLATES"])
+def test_every_kind_has_its_entry_in_the_table(table: str) -> None:
+    per_kind(globals()[table], f"{__name__}.{table}")
+
+
 def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_operator: Any) -> None:
+    for table in ("BASE_SPECS", "TEMPLATES"):  # before the long run, not midway through it
+        per_kind(globals()[table], f"{__name__}.{table}")
     operator = start_operator(
         "--kube-api-qps", "300", "--kube-api-burst", "600", "--log-level", "info"
     )
@@ -417,9 +422,9 @@ def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_ope
         batch: dict[str, tuple[Resource, str, list[str], float]] = {}
         sent: dict[str, dict[str, dict[str, Any]]] = {}
         for _ in range(min(BATCH, SPECS - made)):
-            kind = rng.choice(sorted(BASES))
-            resource, base = BASES[kind]
-            doc, notes = enrich(rng, base) if rng.random() < 0.5 else (base, [])
+            kind = rng.choice(sorted(KIND_NAMES))
+            resource, valid = base(kind)
+            doc, notes = enrich(rng, valid) if rng.random() < 0.5 else (valid, [])
             if rng.random() < 0.6:
                 doc, mutations = mutate(rng, doc)
                 notes += mutations

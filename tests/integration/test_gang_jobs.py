@@ -14,38 +14,98 @@ restarted inside a running gang rejoins its group.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
 from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, Resource
-from t9k_operator.kube.resources import NAMESPACES
-from t9k_operator.reconcilers.job import resource_of
+from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import ROOT, Cluster, create_namespace, delete_quietly, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_schedulers import gpus_in_use
+from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_resource, per_kind, spec_fields
 
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
-RESOURCES = {
-    "PyTorchTrainingJob": resource_of(pytorch.CRD),
-    "DeepSpeedJob": resource_of(deepspeed.CRD),
-    "ColossalAIJob": resource_of(colossalai.CRD),
-    "MSJob": resource_of(msjob.CRD),
-}
-KINDS = sorted(RESOURCES)
 BACKENDS = ["volcano", "coscheduling"]
 
 
-def _template(container: str, notes: dict[str, str]) -> dict[str, Any]:
+Notes = dict[str, str]
+
+
+def _template(container: str, notes: Notes) -> dict[str, Any]:
     return {
         "metadata": {"annotations": dict(notes)},
         "spec": {"containers": [{"name": container, "image": "img", "resources": GPUS}]},
     }
+
+
+def _t9k_scheduler(spec: dict[str, Any], queue: str | None, priority: int | None) -> None:
+    """The queue and priority a T9k kind asks for, in ``spec.scheduler``."""
+    ask = {"t9kScheduler": {"queue": queue or "default"}} if queue or priority is not None else {}
+    if priority is not None:
+        ask["t9kScheduler"]["priority"] = priority
+    if ask:
+        spec["scheduler"] = ask
+
+
+def _pytorch(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicaSpecs": [
+            {"type": "worker", "replicas": pods, "template": _template("pytorch", notes)}
+        ]
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
+def _deepspeed(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "config": {"run": {"python": ["train.py"]}},
+        "worker": {"replicas": pods, "template": _template("worker", notes)},
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
+def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "launcher": {"image": "img", "resources": GPUS},
+        "worker": {
+            "replicas": pods - 1,  # and the launcher
+            "command": ["train.py"],
+            "template": _template("worker", notes),
+        },
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
+def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    role = {"replicas": 1, "template": _template("mindspore", notes)}
+    workers = {**role, "replicas": pods - 1}  # and the scheduler
+    spec: dict[str, Any] = {"msReplicaSpecs": {"Scheduler": role, "Worker": workers}}
+    policy: dict[str, Any] = {}  # Kubeflow's: in runPolicy.schedulingPolicy
+    if queue:
+        policy["queue"] = queue
+    if priority is not None:
+        policy["priorityClass"] = gang.priority_class(priority)
+    if policy:
+        spec["runPolicy"] = {"schedulingPolicy": policy}
+    return spec
+
+
+GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, Any]]] = {
+    # kind -> the spec of a job of `pods` pods of 8 GPUs (their templates annotated
+    # `notes`), asking for `queue` and `priority` (None: none) the kind's way
+    "PyTorchTrainingJob": _pytorch,
+    "DeepSpeedJob": _deepspeed,
+    "ColossalAIJob": _colossalai,
+    "MSJob": _msjob,
+}
 
 
 def gpu_job(
@@ -60,53 +120,11 @@ def gpu_job(
 ) -> dict[str, Any]:
     """A job of ``kind`` with ``pods`` pods of 8 GPUs each, running ``run`` then succeeding."""
     notes = dict(MANUAL) if manual else {"kwok.t9k.dev/run-duration": run}
-    ask = {"t9kScheduler": {"queue": queue or "default"}} if queue or priority is not None else {}
-    if priority is not None:
-        ask["t9kScheduler"]["priority"] = priority
-    meta = {"name": name}
-    if kind == "PyTorchTrainingJob":
-        spec: dict[str, Any] = {
-            "replicaSpecs": [
-                {"type": "worker", "replicas": pods, "template": _template("pytorch", notes)}
-            ]
-        }
-    elif kind == "DeepSpeedJob":
-        spec = {
-            "config": {"run": {"python": ["train.py"]}},
-            "worker": {"replicas": pods, "template": _template("worker", notes)},
-        }
-    elif kind == "ColossalAIJob":
-        spec = {
-            "launcher": {"image": "img", "resources": GPUS},
-            "worker": {
-                "replicas": pods - 1,  # and the launcher
-                "command": ["train.py"],
-                "template": _template("worker", notes),
-            },
-        }
-    else:
-        role = {"replicas": 1, "template": _template("mindspore", notes)}
-        workers = {**role, "replicas": pods - 1}  # and the scheduler
-        spec = {"msReplicaSpecs": {"Scheduler": role, "Worker": workers}}
-        policy: dict[str, Any] = {}
-        if queue:
-            policy["queue"] = queue
-        if priority is not None:
-            policy["priorityClass"] = gang.priority_class(priority)
-        if policy:
-            spec["runPolicy"] = {"schedulingPolicy": policy}
-        return {
-            "apiVersion": "mindspore.gitee.com/v1",
-            "kind": kind,
-            "metadata": meta,
-            "spec": spec,
-        }
-    if ask:
-        spec["scheduler"] = ask
+    spec = kind_entry(GPU_SPECS, f"{__name__}.GPU_SPECS", kind)(pods, notes, queue, priority)
     return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "apiVersion": by_kind(kind).crd.api_version,
         "kind": kind,
-        "metadata": meta,
+        "metadata": {"name": name},
         "spec": spec,
     }
 
@@ -146,10 +164,10 @@ def gang_operator(
 
 @pytest.fixture
 def jobs_of(admin: KubeClient, namespace: str) -> Callable[[str], Jobs]:
-    return lambda kind: Jobs(admin, namespace, RESOURCES[kind])
+    return lambda kind: Jobs(admin, namespace, kind_resource(kind))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("gang_operator")
 def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
@@ -205,7 +223,7 @@ def test_same_named_jobs_in_two_namespaces_keep_their_groups_apart(
     assert {p["status"]["phase"] for p in kept.values()} == {"Succeeded"}
     other = create_namespace(admin, "t-same-named-jobs")
     try:
-        second = Jobs(admin, other, RESOURCES[kind])
+        second = Jobs(admin, other, kind_resource(kind))
         second.create(gpu_job(kind, "train", run="60s"))
         second.wait_phase("train", "Running", 60)
         group = wait_for(
@@ -234,7 +252,7 @@ def _group_api(backend: str) -> tuple[str, str]:
     return be.group, be.version
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("gang_operator")
 def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
@@ -263,7 +281,7 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
     assert "WaitingForGangScheduler" in reasons
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("gang_operator")
 def test_of_two_waiting_jobs_the_higher_priority_goes_first(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
@@ -294,9 +312,15 @@ def test_of_two_waiting_jobs_the_higher_priority_goes_first(
 
 
 ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}
+ELASTIC_KINDS = [kind for kind in KIND_NAMES if "elastic" in spec_fields(kind)]
+ELASTIC_NEEDS: dict[str, dict[str, Any]] = {
+    # elastic kind -> what else its spec needs to be elastic
+    "PyTorchTrainingJob": {"torchrunConfig": {"enabled": True}},
+    "DeepSpeedJob": {},
+}
 
 
-@pytest.mark.parametrize("kind", ["PyTorchTrainingJob", "DeepSpeedJob"])  # the elastic kinds
+@pytest.mark.parametrize("kind", ELASTIC_KINDS)
 @pytest.mark.usefixtures("gang_operator")
 def test_an_elastic_jobs_group_follows_its_minimum(
     kind: str, jobs_of: Callable[[str], Jobs]
@@ -304,8 +328,7 @@ def test_an_elastic_jobs_group_follows_its_minimum(
     jobs = jobs_of(kind)
     body = gpu_job(kind, "elastic", run="120s")
     body["spec"]["elastic"] = dict(ELASTIC)
-    if kind == "PyTorchTrainingJob":
-        body["spec"]["torchrunConfig"] = {"enabled": True}
+    body["spec"].update(kind_entry(ELASTIC_NEEDS, f"{__name__}.ELASTIC_NEEDS", kind))
     jobs.create(body)
     wait_for(lambda: bound(jobs, "elastic") == 3, 60, "the elastic job bound")
     assert jobs.status("elastic")["podGroup"]["minMember"] == 2
@@ -317,15 +340,26 @@ def test_an_elastic_jobs_group_follows_its_minimum(
     )
 
 
-RESTARTING = {
-    # kind -> where its restart policy goes, the replica that fails
+RESTARTING: dict[str, tuple[tuple[str | int, ...], str] | None] = {
+    # kind -> where its restart policy goes, the replica that fails (None: the kind
+    # never restarts a pod)
     "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1"),
     "DeepSpeedJob": (("worker",), "restarts-worker-1"),
+    "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
     "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1"),
-}  # ColossalAI never restarts a pod (docs/kinds.md)
+}
 
 
-@pytest.mark.parametrize("kind", sorted(RESTARTING))
+@pytest.mark.parametrize(
+    ("table", "kinds"),
+    [("GPU_SPECS", KIND_NAMES), ("RESTARTING", KIND_NAMES), ("ELASTIC_NEEDS", ELASTIC_KINDS)],
+    ids=["GPU_SPECS", "RESTARTING", "ELASTIC_NEEDS"],
+)
+def test_every_kind_has_its_entry_in_the_table(table: str, kinds: Sequence[str]) -> None:
+    per_kind(globals()[table], f"{__name__}.{table}", kinds)
+
+
+@pytest.mark.parametrize("kind", [kind for kind in KIND_NAMES if RESTARTING.get(kind)])
 @pytest.mark.usefixtures("gang_operator")
 def test_a_restarted_replica_rejoins_its_running_gang(
     kind: str, jobs_of: Callable[[str], Jobs], admin: KubeClient, namespace: str
@@ -333,7 +367,9 @@ def test_a_restarted_replica_rejoins_its_running_gang(
     kubelet = Kubelet(admin)
     jobs = jobs_of(kind)
     body = gpu_job(kind, "restarts", manual=True)
-    where, failing = RESTARTING[kind]
+    entry = RESTARTING[kind]
+    assert entry is not None  # the kinds parametrized are those that restart a pod
+    where, failing = entry
     node: Any = body["spec"]
     for key in where:
         node = node[key]

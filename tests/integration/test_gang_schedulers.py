@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.kube.resources import NODES, PODS
+from t9k_operator.resources import NODES, PODS
 from tests.integration.cluster import GangScheduler, wait_for
 
 GPU = "nvidia.com/gpu"

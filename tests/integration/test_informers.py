@@ -8,7 +8,7 @@ from typing import Any
 
 from t9k_operator.informers import ResourceListerWatcher, SharedInformer, WatchEvents
 from t9k_operator.kube import Gone, KubeClient
-from t9k_operator.kube.resources import CONFIGMAPS, PODS
+from t9k_operator.resources import CONFIGMAPS, PODS
 from tests.integration.cluster import Cluster, wait_for
 
 LABEL = "app.kubernetes.io/managed-by"

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import NAMESPACES, PODS
+from t9k_operator.resources import NAMESPACES, PODS
 from tests.integration.cluster import (
     ROOT,
     Cluster,

@@ -7,7 +7,7 @@ from prometheus_client import REGISTRY
 
 from t9k_operator.kube import AlreadyExists, Conflict, Gone, Invalid, KubeClient, NotFound
 from t9k_operator.kube.client import ClientOptions
-from t9k_operator.kube.resources import CONFIGMAPS
+from t9k_operator.resources import CONFIGMAPS
 
 
 def cm(name: str, **data: str) -> dict[str, object]:

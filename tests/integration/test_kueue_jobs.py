@@ -17,12 +17,13 @@ import pytest
 
 from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.reconcilers.kueue import WORKLOADS
+from t9k_operator.reconcilers.integrations.kueue import WORKLOADS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.operator_process import OperatorProcess
-from tests.integration.test_gang_jobs import KINDS, RESOURCES, bound, engine_condition, gpu_job
+from tests.integration.test_gang_jobs import bound, engine_condition, gpu_job
 from tests.integration.test_gang_schedulers import gpus_in_use
+from tests.kinds import KIND_NAMES, kind_resource, spec_fields
 
 KUEUE = "kueue.x-k8s.io"
 FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", namespaced=False)
@@ -115,7 +116,7 @@ def kueue_operator(
 
 @pytest.fixture
 def jobs_of(admin: KubeClient, namespace: str) -> Callable[[str], Jobs]:
-    return lambda kind: Jobs(admin, namespace, RESOURCES[kind])
+    return lambda kind: Jobs(admin, namespace, kind_resource(kind))
 
 
 def pods_of(jobs: Jobs, name: str) -> int:
@@ -132,7 +133,7 @@ def workloads(jobs: Jobs) -> list[dict[str, Any]]:
     return items
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_two_jobs_over_the_quota_run_one_after_the_other(
     kind: str, queue: str, jobs_of: Callable[[str], Jobs]
@@ -170,7 +171,7 @@ def test_two_jobs_over_the_quota_run_one_after_the_other(
     wait_for(lambda: workloads(jobs) == [], 30, "the finished jobs' Workloads deleted")
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_the_higher_priority_is_admitted_first(
     kind: str, queue: str, jobs_of: Callable[[str], Jobs]
@@ -202,7 +203,7 @@ def test_the_higher_priority_is_admitted_first(
     jobs.wait_phase("low", "Succeeded", 90)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_pausing_and_deleting_a_job_give_its_quota_back(
     kind: str, queue: str, jobs_of: Callable[[str], Jobs]
@@ -212,7 +213,7 @@ def test_pausing_and_deleting_a_job_give_its_quota_back(
     wait_for(lambda: bound(jobs, "first") == 3, 60, "first admitted")
     jobs.create(gpu_job(kind, "second", run="600s", queue=queue))
     wait_for(lambda: waiting_for_admission(jobs, "second"), 30, "second waiting")
-    if kind == "MSJob":  # Kubeflow's MSJob API has no pause: deletion only
+    if "runMode" not in spec_fields(kind):  # no pause in its API (MSJob's): deletion only
         jobs.client.delete(jobs.resource, "first", jobs.namespace)
         wait_for(lambda: bound(jobs, "second") == 3, 60, "second admitted once first deleted")
         return
@@ -225,7 +226,7 @@ def test_pausing_and_deleting_a_job_give_its_quota_back(
     wait_for(lambda: bound(jobs, "first") == 3, 60, "first admitted once second deleted")
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_a_preempted_job_stops_resumes_and_finishes(
     kind: str, preempting_queue: str, jobs_of: Callable[[str], Jobs]

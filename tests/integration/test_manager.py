@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from t9k_operator.kube import KubeClient, NotFound
-from t9k_operator.kube.resources import LEASES
+from t9k_operator.resources import LEASES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import Resource
+from t9k_operator.resources import Resource
 from tests.integration.cluster import delete_quietly
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess

@@ -9,8 +9,8 @@ import yaml
 
 from t9k_operator.api import msjob
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import PODS, SERVICES
-from t9k_operator.reconcilers.job import resource_of
+from t9k_operator.reconcilers.apply.job import resource_of
+from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet

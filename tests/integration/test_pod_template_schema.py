@@ -11,6 +11,7 @@ import copy
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +21,33 @@ import yaml
 from t9k_operator.kube import KubeClient
 from tests.integration.cluster import ROOT, Cluster
 from tests.integration.jobs import Jobs, pytorch_job
+from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind
 
-SAMPLES = {
+SAMPLES = {  # kind -> its sample, a file of manifests/samples/
     yaml.safe_load(p.read_text())["kind"]: yaml.safe_load(p.read_text())
     for p in sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
 }
-TEMPLATES = {
+TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     # kind -> how to reach one pod template of its sample
     "PyTorchTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
     "DeepSpeedJob": lambda spec: spec["worker"]["template"],
     "ColossalAIJob": lambda spec: spec["worker"]["template"],
     "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
 }
-EXPLAIN = {
+EXPLAIN: dict[str, str | None] = {
+    # kind -> the path kubectl explain takes to a container's command (None: none).
     # kubectl explain cannot step into a map's values, so MSJob's templates (under
-    # the map msReplicaSpecs, as in the MindSpore operator's CRD) are not listed.
-    "pytorchtrainingjob": "spec.replicaSpecs.template.spec.containers.command",
-    "deepspeedjob": "spec.worker.template.spec.containers.command",
-    "colossalaijob": "spec.worker.template.spec.containers.command",
+    # the map msReplicaSpecs, as in the MindSpore operator's CRD) have none.
+    "PyTorchTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
+    "DeepSpeedJob": "spec.worker.template.spec.containers.command",
+    "ColossalAIJob": "spec.worker.template.spec.containers.command",
+    "MSJob": None,
 }
+
+
+@pytest.mark.parametrize("table", ["SAMPLES", "TEMPLATES", "EXPLAIN"])
+def test_every_kind_has_its_entry_in_the_table(table: str) -> None:
+    per_kind(globals()[table], f"{__name__}.{table}")
 
 
 def kubectl_apply(cluster: Cluster, namespace: str, obj: dict[str, Any], *flags: str) -> str:
@@ -51,13 +60,14 @@ def kubectl_apply(cluster: Cluster, namespace: str, obj: dict[str, Any], *flags:
 
 
 @pytest.mark.usefixtures("crds_installed")
-@pytest.mark.parametrize("kind", sorted(TEMPLATES))
+@pytest.mark.parametrize("kind", KIND_NAMES)
 def test_a_typo_in_a_pod_template_is_refused_at_apply(
     cluster: Cluster, namespace: str, kind: str
 ) -> None:
-    job = copy.deepcopy(SAMPLES[kind])
+    job = copy.deepcopy(kind_entry(SAMPLES, f"{__name__}.SAMPLES", kind))
     assert kubectl_apply(cluster, namespace, job, "--dry-run=server") == ""
-    container = TEMPLATES[kind](job["spec"])["spec"]["containers"][0]
+    template = kind_entry(TEMPLATES, f"{__name__}.TEMPLATES", kind)(job["spec"])
+    container = template["spec"]["containers"][0]
     container["comand"] = ["python", "train.py"]
     error = kubectl_apply(cluster, namespace, job)
     assert 'unknown field "spec.' in error and ".containers[0].comand" in error, error
@@ -83,12 +93,14 @@ def test_a_typo_in_the_colossalai_launcher_is_refused(cluster: Cluster, namespac
 
 
 @pytest.mark.usefixtures("crds_installed")
-@pytest.mark.parametrize("resource", sorted(EXPLAIN))
-def test_kubectl_explain_reaches_container_fields(cluster: Cluster, resource: str) -> None:
-    out = cluster.kubectl("explain", f"{resource}.{EXPLAIN[resource]}").stdout
+@pytest.mark.parametrize("kind", [kind for kind in KIND_NAMES if EXPLAIN.get(kind)])
+def test_kubectl_explain_reaches_container_fields(cluster: Cluster, kind: str) -> None:
+    resource, path = by_kind(kind).crd.singular, EXPLAIN[kind]
+    assert path is not None
+    out = cluster.kubectl("explain", f"{resource}.{path}").stdout
     assert "FIELD: command <[]string>" in out, out
     assert "Entrypoint array" in out, out  # the Pod API's own description
-    env = cluster.kubectl("explain", f"{resource}.{EXPLAIN[resource].replace('command', 'env')}")
+    env = cluster.kubectl("explain", f"{resource}.{path.replace('command', 'env')}")
     assert "valueFrom" in env.stdout, env.stdout
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import SERVICES
+from t9k_operator.resources import SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
 from tests.integration.jobs import Jobs, pytorch_job

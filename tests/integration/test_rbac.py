@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from t9k_operator.kube import Forbidden, KubeClient
-from t9k_operator.kube.resources import (
+from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
+from t9k_operator.resources import (
     CONFIGMAPS,
     EVENTS,
     LEASES,
@@ -18,7 +19,6 @@ from t9k_operator.kube.resources import (
     SERVICES,
     Resource,
 )
-from t9k_operator.reconcilers.job import TENSORBOARDS
 from tests.integration.jobs import PYTORCH
 
 CLUSTER_ROLE_BINDINGS = Resource(

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.kinds import kubeflow_status
 
 SAMPLES = sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
 
@@ -18,11 +19,12 @@ def test_sample_runs_to_success(cluster: Cluster, namespace: str, sample: Path) 
     cluster.kubectl("apply", "-n", namespace, "-f", str(sample))
     doc = yaml.safe_load(sample.read_text())
     kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+    kubeflow = kubeflow_status(doc["kind"])  # MSJob's: Kubeflow-style conditions
 
     def finished() -> str | None:
         out = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout
         status = yaml.safe_load(out).get("status") or {}
-        if kind == "msjob":  # Kubeflow-style conditions
+        if kubeflow:
             done = [c["type"] for c in status.get("conditions") or [] if c["status"] == "True"]
             return next((t for t in done if t in ("Succeeded", "Failed")), None)
         phase = status.get("phase")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.kube import BadRequest, Invalid, KubeClient, NotFound, Resource
-from t9k_operator.kube.resources import NAMESPACES
+from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
 from tests.integration.test_deepspeed_job import DEEPSPEED, ds_job

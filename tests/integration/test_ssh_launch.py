@@ -26,7 +26,7 @@ from t9k_operator.builders import deepspeed as db
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import PodMode
 from t9k_operator.kube import KubeClient
-from t9k_operator.kube.resources import CONFIGMAPS, SECRETS
+from t9k_operator.resources import CONFIGMAPS, SECRETS
 from t9k_operator.runtime.sshkeys import generate_keypair
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL
@@ -34,6 +34,7 @@ from tests.integration.podhost import Image, Node
 from tests.integration.podhost.host import NO_HOST_KEYS, STOCK
 from tests.integration.test_colossalai_job import COLOSSALAI
 from tests.integration.test_deepspeed_job import DEEPSPEED
+from tests.kinds import KINDS, per_kind
 
 LAUNCHERS = Path(__file__).with_name("launchers")
 DEEPSPEED_IMAGE = STOCK.derive(
@@ -447,3 +448,15 @@ def test_pods_the_operator_created_train_on_a_stock_image(
         assert "node_rank=1 nnodes=2 on cj-worker-1 in /workspace" in launcher.logs("launcher")
     finally:
         node.close()
+
+
+LAUNCHED = {
+    # each kind whose replicas talk over ssh -> the test here that trains through its launch path
+    "DeepSpeedJob": "test_deepspeed_trains_on_a_stock_image",
+    "ColossalAIJob": "test_colossalai_trains_on_a_stock_image",
+}
+
+
+def test_every_ssh_kind_has_its_launch_path_run_here() -> None:
+    per_kind(LAUNCHED, f"{__name__}.LAUNCHED", [k.crd.kind for k in KINDS if k.uses_ssh])
+    assert [test for test in LAUNCHED.values() if not callable(globals().get(test))] == []

@@ -16,18 +16,20 @@ tested in test_tensorboard_program.py.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from t9k_operator.api import tensorboard as api
-from t9k_operator.kube import Invalid, KubeClient, NotFound
-from t9k_operator.kube.resources import PODS, SERVICES
-from t9k_operator.reconcilers.job import TENSORBOARDS
+from t9k_operator.kube import Invalid, KubeClient, NotFound, Resource
+from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
+from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs, provide_claims, pytorch_job
-from tests.integration.test_colossalai_job import COLOSSALAI, cj
+from tests.integration.test_colossalai_job import cj
 from tests.integration.test_deepspeed_job import DEEPSPEED, ds_job
+from tests.kinds import KIND_NAMES, kind_entry, kind_resource, per_kind, spec_fields
 
 IMAGE = "tensorflow/tensorflow:2.14.0"
 
@@ -134,21 +136,34 @@ def test_a_missing_claim_leaves_it_unschedulable_with_a_warning(
 SPEC = {"image": IMAGE, "trainingLogFilesets": ["t9k://pvc/training/yolov5_pytorch/run/train/"]}
 
 
-def job_of(kind: str, name: str, **spec: Any) -> tuple[dict[str, Any], Any]:
-    if kind == "PyTorchTrainingJob":
-        return pytorch_job(name, [("worker", 1, "Never")], manual=False, **spec), None
-    if kind == "DeepSpeedJob":
-        return ds_job(name, 1, manual=False, **spec), DEEPSPEED
-    return cj(name, 1, manual=False, **spec), COLOSSALAI
+TENSORBOARD_KINDS = [kind for kind in KIND_NAMES if "tensorboardSpec" in spec_fields(kind)]
+JOBS: dict[str, Callable[..., dict[str, Any]]] = {
+    # kind with a tensorboardSpec -> a job of it named `name`, with one worker that
+    # runs to its end, and the given spec fields
+    "PyTorchTrainingJob": lambda name, **spec: pytorch_job(
+        name, [("worker", 1, "Never")], manual=False, **spec
+    ),
+    "DeepSpeedJob": lambda name, **spec: ds_job(name, 1, manual=False, **spec),
+    "ColossalAIJob": lambda name, **spec: cj(name, 1, manual=False, **spec),
+}
+
+
+def test_every_kind_with_a_tensorboard_spec_has_a_job() -> None:
+    per_kind(JOBS, f"{__name__}.JOBS", TENSORBOARD_KINDS)
+
+
+def job_of(kind: str, name: str, **spec: Any) -> tuple[dict[str, Any], Resource]:
+    make = kind_entry(JOBS, f"{__name__}.JOBS", kind)
+    return make(name, **spec), kind_resource(kind)
 
 
 @pytest.mark.usefixtures("operator")
-@pytest.mark.parametrize("kind", ["PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"])
+@pytest.mark.parametrize("kind", TENSORBOARD_KINDS)
 def test_a_jobs_tensorboard_becomes_ready_outlives_the_run_and_goes_with_the_job(
     admin: KubeClient, namespace: str, kind: str
 ) -> None:
     body, resource = job_of(kind, "train", tensorboardSpec=SPEC)
-    jobs = Jobs(admin, namespace, resource) if resource else Jobs(admin, namespace)
+    jobs = Jobs(admin, namespace, resource)
     provide(jobs, "training")
     jobs.create(body)
 

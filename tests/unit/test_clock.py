@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
-from t9k_operator.runtime.clock import REAL_CLOCK, FakeClock
+from t9k_operator.foundation.clock import REAL_CLOCK
+from tests.fakes import FakeClock
 
 
 def test_the_real_wait_ends_when_the_event_is_set() -> None:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from t9k_operator.kube.errors import Conflict
-from t9k_operator.runtime.clock import FakeClock
 from t9k_operator.runtime.controller import Controller, Result, controller_owner_key, object_key
 from t9k_operator.runtime.workqueue import RateLimitingQueue
+from tests.fakes import FakeClock
 
 
 def make(reconcile: Callable[[str], Result]) -> tuple[Controller, RateLimitingQueue[str]]:

@@ -13,15 +13,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from t9k_operator.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound, ServerError
-from t9k_operator.kube.resources import EVENTS, Resource
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import FakeClock
-from t9k_operator.runtime.events import (
-    COMBINED_PREFIX,
-    EventRecorder,
-    FakeRecorder,
-    RecordedEvent,
-)
+from t9k_operator.resources import EVENTS, Resource
+from t9k_operator.runtime.events import COMBINED_PREFIX, EventRecorder
+from tests.fakes import FakeClock, FakeRecorder, RecordedEvent
 
 
 class FakeEventClient:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from t9k_operator.runtime.clock import FakeClock
-from t9k_operator.runtime.flowcontrol import TokenBucket
+from t9k_operator.foundation.flowcontrol import TokenBucket
+from tests.fakes import FakeClock
 
 
 def test_burst_then_spaced_reservations() -> None:

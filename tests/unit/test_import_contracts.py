@@ -1,6 +1,7 @@
 """The import contracts in pyproject.toml catch what they are meant to: an
-import of the kube client into the engine breaks "Builders and the engine stay
-pure"."""
+import of the kube client into the engine, a kind or an integration breaks
+the pure packages' contract, an import of the apply step into the engine breaks
+the reconcilers' layers, and one into the foundation breaks the plumbing's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -28,12 +31,47 @@ def copy_of_the_package(tmp_path: Path) -> Path:
     return tree
 
 
-def test_a_kube_import_in_the_engine_breaks_the_purity_contract(tmp_path: Path) -> None:
+PURE = "Pure packages: builders, api, engine, kinds, integrations"
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["engine/rules.py", "kinds/contract.py", "integrations/gang.py", "integrations/contract.py"],
+)
+def test_a_kube_import_in_a_pure_package_breaks_the_purity_contract(
+    tmp_path: Path, module: str
+) -> None:
     tree = copy_of_the_package(tmp_path)
     assert lint_imports(tree).returncode == 0
-    engine = tree / "t9k_operator" / "reconcilers" / "engine.py"
-    engine.write_text(engine.read_text() + "\nfrom t9k_operator.kube import KubeClient  # noqa\n")
+    path = tree / "t9k_operator" / "reconcilers" / module
+    path.write_text(path.read_text() + "\nfrom t9k_operator.kube import KubeClient  # noqa\n")
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
-    assert "Builders and the engine stay pure (no runtime plumbing) BROKEN" in proc.stdout
-    assert "t9k_operator.reconcilers.engine -> t9k_operator.kube" in proc.stdout
+    assert f"{PURE} BROKEN" in proc.stdout
+    dotted = "t9k_operator.reconcilers." + module.removesuffix(".py").replace("/", ".")
+    assert f"{dotted} -> t9k_operator.kube" in proc.stdout
+
+
+def test_the_engine_importing_an_integration_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "Reconcilers by role: apply -> integrations -> engine -> kinds"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    rules = tree / "t9k_operator" / "reconcilers" / "engine" / "rules.py"
+    rules.write_text(
+        rules.read_text() + "\nfrom t9k_operator.reconcilers.integrations import plan  # noqa\n"
+    )
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+
+
+def test_a_kube_import_in_the_foundation_breaks_the_plumbing_layers(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "Plumbing layers: runtime -> informers -> kube -> foundation"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    clock = tree / "t9k_operator" / "foundation" / "clock.py"
+    clock.write_text(clock.read_text() + "\nfrom t9k_operator.kube import KubeClient  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+    assert "t9k_operator.foundation.clock -> t9k_operator.kube" in proc.stdout

@@ -1,4 +1,4 @@
-"""Unit tests for t9k_operator.runtime.leaderelection (fake clock, in-memory Lease store)."""
+"""Unit tests for t9k_operator.runtime.leaderelection and .lease (fake clock, in-memory Leases)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from t9k_operator.foundation.clock import RealClock
 from t9k_operator.kube.errors import AlreadyExists, Conflict, NotFound, TransportError
-from t9k_operator.kube.resources import LEASES, Resource
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import FakeClock, RealClock
-from t9k_operator.runtime.leaderelection import LeaderElector
+from t9k_operator.resources import LEASES, Resource
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions, LeaderElector
+from t9k_operator.runtime.lease import held_spec, holder_of, new_lease, released_spec
+from tests.fakes import FakeClock
 
 NS, NAME = "t9k-system", "t9k-operator"
 MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -131,11 +134,16 @@ def make(
     callbacks: Callbacks | None = None,
     **kwargs: Any,
 ) -> tuple[LeaderElector, Callbacks]:
+    """An elector for the Lease NS/NAME; timings among ``kwargs`` go to its options."""
     cb = callbacks or Callbacks()
+    timings = {
+        key: kwargs.pop(key)
+        for key in ("lease_duration", "renew_deadline", "retry_period")
+        if key in kwargs
+    }
     elector = LeaderElector(
         client,
-        namespace=NS,
-        name=NAME,
+        LeaderElectionOptions(namespace=NS, lease_name=NAME, **timings),
         identity=identity,
         clock=clock,
         on_started_leading=cb.started,
@@ -165,6 +173,30 @@ def clock() -> FakeClock:
 @pytest.fixture
 def store() -> LeaseStore:
     return LeaseStore()
+
+
+def test_lease_records_are_built_without_touching_the_old_one() -> None:
+    t0, t1 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 0, 2, tzinfo=UTC)
+    body = new_lease(NS, NAME, "a", 15, t0)
+    assert body["apiVersion"] == "coordination.k8s.io/v1" and body["kind"] == "Lease"
+    assert body["metadata"] == {"name": NAME, "namespace": NS}
+    created = body["spec"]
+    assert holder_of(created) == "a" and created["leaseTransitions"] == 0
+    assert created["acquireTime"] == created["renewTime"] == "2026-01-01T00:00:00.000000Z"
+
+    renewed = held_spec(created, "a", 15, t1, keep_acquire=True)
+    assert renewed["acquireTime"] == "2026-01-01T00:00:00.000000Z"
+    assert renewed["renewTime"] == "2026-01-01T00:00:02.000000Z"
+    assert renewed["leaseTransitions"] == 0
+    taken = held_spec(other_holder(transitions=3), "b", 15, t1, keep_acquire=False)
+    assert holder_of(taken) == "b" and taken["leaseTransitions"] == 4
+    assert taken["acquireTime"] == taken["renewTime"] == "2026-01-01T00:00:02.000000Z"
+
+    released = released_spec(renewed, t1)
+    assert holder_of(released) == "" and released["leaseDurationSeconds"] == 1
+    assert released["leaseTransitions"] == 0
+    assert holder_of(created) == "a" and created["renewTime"] == "2026-01-01T00:00:00.000000Z"
+    assert holder_of(None) == ""
 
 
 def test_rejects_unsafe_timings(store: LeaseStore, clock: FakeClock) -> None:

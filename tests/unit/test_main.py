@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from t9k_operator.__main__ import gang_config, parse_args
+from t9k_operator.__main__ import leader_election_options, parse_args, unserved
 from t9k_operator.kube import NotFound
 from t9k_operator.manager import parse_bind_address
-from t9k_operator.reconcilers.gang import GangConfig, not_served
-from t9k_operator.reconcilers.kueue import KueueConfig
-from t9k_operator.reconcilers.kueue import not_served as kueue_not_served
+from t9k_operator.reconcilers.integrations import registry
+from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.integrations.kueue import Kueue
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
 
 def test_defaults_follow_controller_runtime() -> None:
@@ -70,8 +74,23 @@ def test_bind_address_without_port_is_refused() -> None:
         parse_bind_address("localhost")
 
 
+def gang_config(args: Any) -> GangScheduling:
+    """The gang scheduling integration the flags configure (always on)."""
+    (gang,) = [i for i in registry.configure(args) if isinstance(i, GangScheduling)]
+    return gang
+
+
+def not_served(client: Any, integration: Integration[Any]) -> str | None:
+    return unserved(client, [integration])
+
+
+def kueue_not_served(client: Any, integration: Integration[Any] | None) -> str | None:
+    return unserved(client, [] if integration is None else [integration])
+
+
 def test_gang_flags() -> None:
-    assert gang_config(parse_args([])) == GangConfig()
+    plain = gang_config(parse_args([]))
+    assert (plain.backend, plain.hold, plain.needs) == (None, False, ())
     volcano = gang_config(parse_args(["--gang-scheduler=volcano"]))
     assert volcano.backend is not None and volcano.backend.scheduler_name == "volcano"
     assert volcano.resource is not None and volcano.resource.group == "scheduling.volcano.sh"
@@ -101,15 +120,34 @@ def test_a_gang_scheduler_whose_api_is_not_served_is_refused_at_start() -> None:
     missing = not_served(_Discovery(NotFound("404 page not found")), volcano)  # type: ignore[arg-type]
     assert missing is not None
     assert "/apis/scheduling.volcano.sh/v1beta1" in missing and "install" in missing
-    assert not_served(_Discovery({}), GangConfig()) is None  # type: ignore[arg-type]
+    assert not_served(_Discovery({}), GangScheduling()) is None
 
 
 def test_kueue_whose_workload_api_is_not_served_is_refused_at_start() -> None:
-    kueue = KueueConfig(enabled=True)
+    kueue = Kueue()
     served = _Discovery({"resources": [{"name": "workloads"}, {"name": "localqueues"}]})
     assert kueue_not_served(served, kueue) is None  # type: ignore[arg-type]
     for answer in ({"resources": [{"name": "localqueues"}]}, NotFound("404 page not found")):
         missing = kueue_not_served(_Discovery(answer), kueue)  # type: ignore[arg-type]
         assert missing is not None
         assert "/apis/kueue.x-k8s.io/v1beta1" in missing and "install Kueue" in missing
-    assert kueue_not_served(_Discovery({}), KueueConfig()) is None  # type: ignore[arg-type]
+    assert kueue_not_served(_Discovery({}), registry.Kueue.from_flags(parse_args([]))) is None
+
+
+def test_leader_election_flags_make_one_options_object() -> None:
+    args = parse_args(
+        [
+            "--leader-election-namespace=ops",
+            "--leader-election-id=lease",
+            "--leader-elect-lease-duration=30",
+            "--leader-elect-renew-deadline=20",
+            "--leader-elect-retry-period=4",
+        ]
+    )
+    assert leader_election_options(args) == LeaderElectionOptions(
+        namespace="ops",
+        lease_name="lease",
+        lease_duration=30.0,
+        renew_deadline=20.0,
+        retry_period=4.0,
+    )

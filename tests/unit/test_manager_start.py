@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from t9k_operator.manager import Manager, ManagerOptions
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
 
 class FakeController:
@@ -23,7 +24,9 @@ class FakeController:
 
 
 def manager_with(controller: FakeController) -> Manager:
-    options = ManagerOptions(leader_elect=True, leader_election_id="unit")
+    options = ManagerOptions(
+        leader_elect=True, leader_election=LeaderElectionOptions(lease_name="unit")
+    )
     return Manager(object(), options, lambda ctx: [controller])  # type: ignore[arg-type, list-item]
 
 

@@ -16,14 +16,15 @@ import structlog
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from t9k_operator.kube.resources import LEASES, Resource
+from t9k_operator.foundation import metrics
+from t9k_operator.foundation.metrics import JobsCollector
 from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
-from t9k_operator.runtime import metrics
-from t9k_operator.runtime.clock import FakeClock
+from t9k_operator.resources import LEASES, Resource
 from t9k_operator.runtime.controller import Controller, Result
-from t9k_operator.runtime.metrics import JobsCollector
+from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 from t9k_operator.runtime.workqueue import RateLimitingQueue
+from tests.fakes import FakeClock
 
 
 def samples(name: str, text: str | None = None) -> dict[tuple[tuple[str, str], ...], float]:
@@ -74,12 +75,11 @@ def test_a_standby_exports_leader_status_zero() -> None:
     lease = HeldElsewhere()
     options = ManagerOptions(
         leader_elect=True,
-        leader_election_id="unit-standby",
+        leader_election=LeaderElectionOptions(
+            lease_name="unit-standby", retry_period=0.05, renew_deadline=1.0, lease_duration=2.0
+        ),
         metrics_bind_address="127.0.0.1:0",
         health_probe_bind_address="0",
-        retry_period=0.05,
-        renew_deadline=1.0,
-        lease_duration=2.0,
     )
     manager = Manager(object(), options, election_client=lease)  # type: ignore[arg-type]
     code: list[int] = []
@@ -104,7 +104,9 @@ def test_a_standby_exports_leader_status_zero() -> None:
 
 
 def test_the_leader_gauge_follows_leadership() -> None:
-    options = ManagerOptions(leader_elect=True, leader_election_id="unit-flip")
+    options = ManagerOptions(
+        leader_elect=True, leader_election=LeaderElectionOptions(lease_name="unit-flip")
+    )
     manager = Manager(object(), options)  # type: ignore[arg-type]
     manager.informers.wait_for_sync = lambda *a, **k: True  # type: ignore[method-assign]
     manager._on_started_leading()
@@ -203,7 +205,9 @@ def test_only_an_exporting_process_reports_jobs() -> None:
 
 
 def test_the_registered_collector_exports_while_the_manager_leads() -> None:
-    options = ManagerOptions(leader_elect=True, leader_election_id="unit-jobs")
+    options = ManagerOptions(
+        leader_elect=True, leader_election=LeaderElectionOptions(lease_name="unit-jobs")
+    )
     manager = Manager(object(), options)  # type: ignore[arg-type]
     metrics.JOBS.watch("UnitKind", Cache([job("u", "Running", "2026-01-01T11:00:00Z")]))
     series = labels(kind="UnitKind", namespace="u", phase="Running")
@@ -280,16 +284,14 @@ def test_reconcile_series_exist_at_zero_once_a_controller_starts() -> None:
 
 def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[str, Any]]) -> None:
     from t9k_operator.reconcilers import engine
-    from t9k_operator.reconcilers.job import JobReconciler
-    from t9k_operator.reconcilers.kind import Outcome
+    from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
+    from t9k_operator.reconcilers.kinds.view import Outcome
 
     plan = engine.Plan()
     plan.finished = Outcome("Failed", "BackoffLimitExceeded", "replica worker-0 failed twice")
     plan.status = {"phase": "Failed"}
-    reconciler = JobReconciler.__new__(JobReconciler)
-    reconciler.resource = Resource("batch.tensorstack.dev", "v1beta1", "x", "UnitJob")
     job_obj: Obj = {"metadata": {"namespace": "ns", "name": "j1"}}
-    reconciler._count_finish(job_obj, plan)
+    Lifecycle("UnitJob").finished(job_obj, plan)
     line = next(entry for entry in captured if entry["event"] == "job failed")
     assert line["reason"] == "BackoffLimitExceeded"
     assert line["message"] == "replica worker-0 failed twice"
@@ -305,12 +307,9 @@ def test_jobs_collector_is_registered_once() -> None:
 def test_a_kinds_lifecycle_series_exist_at_zero_once_a_job_of_a_namespace_is_seen() -> None:
     """A job's success, restart and duration are increases rate() can see:
     their series exist at 0 from the first reconcile of a job in the namespace."""
-    from t9k_operator.reconcilers.job import JobReconciler
+    from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
 
-    reconciler = JobReconciler.__new__(JobReconciler)
-    reconciler.resource = Resource("batch.tensorstack.dev", "v1beta1", "x", "ZeroJob")
-    reconciler._namespaces_seen = set()
-    reconciler._series_at_zero("zero-ns")
+    Lifecycle("ZeroJob").series_at_zero("zero-ns")
     series = labels(kind="ZeroJob", namespace="zero-ns")
     assert samples("t9k_jobs_succeeded_total")[series] == 0.0
     assert samples("t9k_jobs_restarted_total")[series] == 0.0

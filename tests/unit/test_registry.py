@@ -1,39 +1,133 @@
 """Everything that lists the job kinds derives from the one registry: the
-controllers, the CRDs, the ClusterRole, the samples and the thread pool."""
+controllers, the CRDs, the ClusterRole, the samples and the thread pool.
+
+What the registry yields is checked against what does not come from it: the
+API modules that declare a CRD, the committed CRD files in manifests/crds/ and
+the samples in manifests/samples/; and its names against Kubernetes' rules."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import yaml
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch, tensorboard
-from t9k_operator.reconcilers.registry import KINDS, by_kind, crds, served_crds
+import t9k_operator.api
+from t9k_operator.api import tensorboard
+from t9k_operator.api.crd import CrdInfo
 from tests import hack_scripts
+from tests.kinds import KIND_NAMES, KINDS, registry
 
 ROOT = Path(__file__).resolve().parents[2]
+CRD_DIR = ROOT / "manifests" / "crds"
+
+KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+LOWER = re.compile(r"^[a-z][a-z0-9]*$")  # a plural, singular or short name
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+
+
+def declared_crds() -> dict[str, CrdInfo]:
+    """The ``CRD`` of every module of t9k_operator.api that declares one, by module."""
+    found = {}
+    for info in pkgutil.walk_packages(t9k_operator.api.__path__, "t9k_operator.api."):
+        crd = getattr(importlib.import_module(info.name), "CRD", None)
+        if isinstance(crd, CrdInfo):
+            found[info.name] = crd
+    return found
 
 
 def test_each_kind_declares_its_identity_in_its_api_module() -> None:
-    assert crds() == [pytorch.CRD, deepspeed.CRD, colossalai.CRD, msjob.CRD]
-    assert len({info.kind for info in crds()}) == len(KINDS)
-    assert by_kind("MSJob").crd is msjob.CRD
+    elsewhere = {
+        kind.crd.kind: kind.model.__module__
+        for kind in KINDS
+        if not kind.model.__module__.startswith("t9k_operator.api.")
+        or getattr(importlib.import_module(kind.model.__module__), "CRD", None) is not kind.crd
+    }
+    assert elsewhere == {}, "a kind's CRD is not the CRD of its model's API module"
+    assert registry.crds() == [kind.crd for kind in KINDS]
+    assert list(KIND_NAMES) == [info.kind for info in registry.crds()]
+    assert len({info.kind for info in registry.crds()}) == len(KINDS)
+    for kind in KINDS:
+        assert registry.by_kind(kind.crd.kind) is kind
+    with pytest.raises(KeyError):
+        registry.by_kind("NoSuchJob")
+
+
+def test_every_crd_the_api_declares_is_served_and_only_those() -> None:
+    declared = declared_crds()
+    served = registry.served_crds()
+    assert {info.kind for info in declared.values()} == {info.kind for info in served}
+    assert len(declared) == len(served)
+    for info in served:
+        assert any(info is crd for crd in declared.values()), info.kind
+    assert declared["t9k_operator.api.tensorboard"] is tensorboard.CRD
+
+
+def test_every_committed_crd_file_is_a_served_kind_and_every_served_kind_has_one() -> None:
+    files = {p.name: yaml.safe_load(p.read_text()) for p in CRD_DIR.glob("*.yaml")}
+    served = {f"{info.group}_{info.plural}.yaml": info for info in registry.served_crds()}
+    assert set(files) == set(served)
+    for file, info in served.items():
+        doc = files[file]
+        assert doc["kind"] == "CustomResourceDefinition", file
+        assert doc["metadata"]["name"] == info.name, file
+        assert doc["spec"]["group"] == info.group, file
+        assert doc["spec"]["scope"] == ("Namespaced" if info.namespaced else "Cluster"), file
+        names = doc["spec"]["names"]
+        assert (names["kind"], names["plural"], names["singular"]) == (
+            info.kind,
+            info.plural,
+            info.singular,
+        ), file
+        assert names.get("shortNames", []) == list(info.short_names), file
+        assert names.get("categories", []) == list(info.categories), file
+        storage = [v["name"] for v in doc["spec"]["versions"] if v.get("storage")]
+        assert storage == [info.version], file
+
+
+@pytest.mark.parametrize("info", registry.served_crds(), ids=lambda info: info.kind)
+def test_the_names_are_well_formed(info: CrdInfo) -> None:
+    assert KIND.match(info.kind), info.kind
+    assert info.singular == info.kind.lower()
+    assert info.plural != info.singular
+    for name in (info.plural, info.singular, *info.short_names):
+        assert LOWER.match(name) and len(name) <= 63, name
+    assert DNS_SUBDOMAIN.match(info.group) and len(info.group) <= 253, info.group
+    assert VERSION.match(info.version), info.version
+    assert info.name == f"{info.plural}.{info.group}"
+    assert info.api_version == f"{info.group}/{info.version}"
+
+
+def test_the_names_are_unique() -> None:
+    """Any of a kind's names finds it with kubectl: none may be another's."""
+    served = registry.served_crds()
+    assert len(served) == len(KINDS) + len(registry.OTHER_CRDS)
+    for attr in ("kind", "plural", "singular", "name"):
+        counts = Counter(getattr(info, attr) for info in served)
+        assert [n for n, c in counts.items() if c > 1] == [], attr
+    names = Counter(
+        name for info in served for name in (info.plural, info.singular, *info.short_names)
+    )
+    assert [n for n, c in names.items() if c > 1] == []
 
 
 def test_the_crd_generator_makes_one_crd_per_served_kind() -> None:
     gen = hack_scripts.load("gen_crds")
-    assert served_crds() == gen.KINDS == [*crds(), tensorboard.CRD]
-    names = {
-        yaml.safe_load(p.read_text())["spec"]["names"]["kind"]
-        for p in (ROOT / "manifests" / "crds").glob("*.yaml")
-    }
-    assert names == {info.kind for info in served_crds()}
+    assert registry.served_crds() == gen.KINDS == [*registry.crds(), tensorboard.CRD]
+    names = {yaml.safe_load(p.read_text())["spec"]["names"]["kind"] for p in CRD_DIR.glob("*.yaml")}
+    assert names == {info.kind for info in registry.served_crds()}
 
 
 def test_the_tensorboard_is_served_but_is_not_a_job_kind() -> None:
-    assert tensorboard.CRD not in crds()
-    assert tensorboard.CRD.kind not in {kind.crd.kind for kind in KINDS}
+    assert tensorboard.CRD not in registry.crds()
+    assert tensorboard.CRD.kind not in KIND_NAMES
+    assert tensorboard.CRD in registry.OTHER_CRDS
 
 
 def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
@@ -46,7 +140,7 @@ def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
         for group in rule["apiGroups"]
         for res in rule["resources"]
     }
-    for info in crds():
+    for info in registry.crds():
         for suffix in ("", "/status", "/finalizers"):
             assert (info.group, info.plural + suffix) in granted
 
@@ -96,8 +190,8 @@ def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
 
 def test_a_new_kind_gets_its_rules() -> None:
     gen = hack_scripts.load("gen_rbac")
-    extra = replace(pytorch.CRD, plural="newjobs", kind="NewJob")
-    role = yaml.safe_load(gen.render([*crds(), extra]))
+    extra = replace(KINDS[0].crd, plural="newjobs", kind="NewJob")
+    role = yaml.safe_load(gen.render([*registry.crds(), extra]))
     resources = {r for rule in role["rules"] for r in rule["resources"]}
     assert {"newjobs", "newjobs/status", "newjobs/finalizers"} <= resources
 
@@ -107,4 +201,4 @@ def test_there_is_a_sample_of_every_kind() -> None:
         yaml.safe_load(p.read_text())["kind"]
         for p in (ROOT / "manifests" / "samples").glob("*.yaml")
     }
-    assert kinds == {info.kind for info in crds()}
+    assert kinds == set(KIND_NAMES)

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api.common import CrdInfo
+from t9k_operator.api.crd import CrdInfo
 from tests import hack_scripts
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -24,7 +24,6 @@ from pydantic import ValidationError
 
 from t9k_operator.api.colossalai import (
     CRD,
-    DEBUG_COMMAND,
     DEFAULT_AUTH_MOUNT_PATH,
     DEFAULT_SSHD_PATH,
     MSG_AUTH_MOUNT_PATH,
@@ -45,7 +44,8 @@ from t9k_operator.api.colossalai import (
     pod_names_fit,
     training_container,
 )
-from t9k_operator.api.common import MSG_JOB_NAME, T9kScheduler
+from t9k_operator.api.crd import MSG_JOB_NAME
+from t9k_operator.api.specs import T9kScheduler
 from tests.unit.api.helpers import (
     assert_pod_template_schema,
     committed_crd,
@@ -594,7 +594,6 @@ def test_defaults() -> None:
     assert spec.scheduler is None and spec.run_mode is None
     status = ColossalAIJobStatus()
     assert (status.restart_count, status.replicas, status.phase, status.tasks) == (0, 0, None, [])
-    assert DEBUG_COMMAND == ("sleep", "inf")
 
 
 def test_training_container_choice() -> None:

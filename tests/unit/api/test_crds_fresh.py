@@ -10,13 +10,14 @@ import pytest
 import yaml
 from pydantic import Field
 
-from t9k_operator.api.common import T9kModel, pod_template_schema
+from t9k_operator.api.base import T9kModel
 from t9k_operator.api.pytorch import (
     CRD,
     MSG_DISTINCT_TYPES,
     MSG_ELASTIC_NEEDS_TORCHRUN,
     MSG_ONE_MASTER,
 )
+from t9k_operator.api.template import pod_template_schema
 from tests.unit.api.helpers import (
     CRD_DIR,
     assert_described,

@@ -22,35 +22,36 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from t9k_operator.api.common import (
-    MSG_ELASTIC_BOUNDS_REQUIRED,
-    MSG_ELASTIC_EXPECTED,
-    MSG_ELASTIC_MIN_MAX,
-    MSG_JOB_NAME,
-    RunPolicy,
-    T9kScheduler,
-)
+from t9k_operator.api.crd import MSG_JOB_NAME
 from t9k_operator.api.deepspeed import (
     CRD,
-    DEBUG_COMMAND,
     MSG_POD_NAME_LENGTH,
-    MSG_RESERVED_ARGS,
     MSG_RESERVED_MOUNTS,
-    MSG_RUN_EXACTLY_ONE,
     MSG_RUN_REQUIRED,
-    DeepSpeedConfig,
     DeepSpeedJobObject,
     DeepSpeedJobSpec,
     DeepSpeedJobStatus,
     ElasticConfig,
-    RunConfig,
     WorkerSpec,
     effective_slots,
     effective_worker_count,
-    is_reserved_arg,
     is_reserved_mount_path,
     run_kind_and_argv,
     training_container,
+)
+from t9k_operator.api.deepspeed_config import (
+    MSG_RESERVED_ARGS,
+    MSG_RUN_EXACTLY_ONE,
+    DeepSpeedConfig,
+    RunConfig,
+    is_reserved_arg,
+)
+from t9k_operator.api.specs import (
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
+    RunPolicy,
+    T9kScheduler,
 )
 from tests.unit.api.helpers import (
     assert_pod_template_schema,
@@ -549,7 +550,6 @@ def test_defaults() -> None:
     assert ElasticConfig().enabled is False
     status = DeepSpeedJobStatus()
     assert (status.restart_count, status.replicas, status.phase) == (0, 0, None)
-    assert DEBUG_COMMAND == ("/usr/sbin/sshd", "-D")
 
 
 @pytest.mark.parametrize(

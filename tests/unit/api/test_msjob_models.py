@@ -22,11 +22,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from t9k_operator.api.common import MSG_JOB_NAME
+from t9k_operator.api.crd import MSG_JOB_NAME
 from t9k_operator.api.msjob import (
     CRD,
     DEFAULT_PORT,
-    MS_ROLES,
     MSG_MINDSPORE_CONTAINER,
     MSG_ONE_SCHEDULER,
     MSG_POD_NAME_LENGTH,
@@ -369,7 +368,6 @@ def test_helpers() -> None:
     assert (spec.worker_num, spec.server_num, spec.replicas("Scheduler")) == (8, 2, 1)
     assert pod_name("job", "Scheduler", 0) == "job-scheduler-0"
     assert pod_name("job", "PS", 1) == "job-ps-1"
-    assert MS_ROLES == {"Scheduler": "MS_SCHED", "PS": "MS_PSERVER", "Worker": "MS_WORKER"}
     assert pod_names_fit("m" + "x" * 50, spec)  # 51 + len("-scheduler-0") == 63
     assert not pod_names_fit("m" + "x" * 51, spec)
     template = role()["template"]

@@ -16,13 +16,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from t9k_operator.api.common import (
-    MSG_ELASTIC_BOUNDS_REQUIRED,
-    MSG_ELASTIC_EXPECTED,
-    MSG_ELASTIC_MIN_MAX,
-    RunPolicy,
-    T9kScheduler,
-)
 from t9k_operator.api.pytorch import (
     CRD,
     MSG_DISTINCT_TYPES,
@@ -33,6 +26,13 @@ from t9k_operator.api.pytorch import (
     PyTorchTrainingJobSpec,
     PyTorchTrainingJobStatus,
     TorchrunConfig,
+)
+from t9k_operator.api.specs import (
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
+    RunPolicy,
+    T9kScheduler,
 )
 from tests.unit.api.helpers import is_subset, load
 

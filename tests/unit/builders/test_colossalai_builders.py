@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.api.colossalai import ColossalAIRunMode
 from t9k_operator.builders import colossalai as b
 from t9k_operator.builders.common import PodMode
 
@@ -123,6 +124,9 @@ def test_default_ssh_settings() -> None:
 
 
 def test_debug_commands_replace_sshd_and_launcher() -> None:
+    assert b.DEBUG_COMMAND == ("sleep", "inf")
+    debug = ColossalAIRunMode.model_fields["debug"].description or ""
+    assert f"`{' '.join(b.DEBUG_COMMAND)}`" in debug  # what kubectl explain says
     assert b.build_worker(job(), 0, PodMode(command=("sleep", "inf")))["spec"]["containers"][0][
         "command"
     ] == ["sleep", "inf"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api.deepspeed import effective_slots, effective_worker_count
+from t9k_operator.api.deepspeed import DeepSpeedRunMode, effective_slots, effective_worker_count
 from t9k_operator.builders import deepspeed as b
 from t9k_operator.builders.common import PodMode
 
@@ -147,6 +147,9 @@ def test_worker_zero_launches() -> None:
 
 
 def test_debug_pod_runs_sshd() -> None:
+    assert b.DEBUG_COMMAND == ("/usr/sbin/sshd", "-D")
+    debug = DeepSpeedRunMode.model_fields["debug"].description or ""
+    assert f"`{' '.join(b.DEBUG_COMMAND)}`" in debug  # what kubectl explain says
     pod = b.build_pod(job(2), 0, PodMode(command=b.DEBUG_COMMAND, debug=True))
     command = pod["spec"]["containers"][1]["command"]
     # /usr/sbin/sshd -D, after making a stock image ready for it, logging to stderr

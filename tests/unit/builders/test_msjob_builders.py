@@ -60,10 +60,11 @@ def test_env_of_each_role() -> None:
     sched = env(b.build_pod(job(), "Scheduler", 0, scheduler_ip=None))
     assert sched["MS_ROLE"] == "MS_SCHED"
     assert sched["MS_SCHED_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert b.MS_ROLE == {"Scheduler": "MS_SCHED", "PS": "MS_PSERVER", "Worker": "MS_WORKER"}
 
 
 def test_kubeflow_conditions_carry_the_moment_they_changed() -> None:
-    from t9k_operator.reconcilers.msjob import kubeflow_conditions
+    from t9k_operator.reconcilers.kinds.msjob import kubeflow_conditions
 
     engine = {
         "phase": "Running",

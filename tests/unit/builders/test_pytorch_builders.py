@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api.common import ElasticConfig
+from t9k_operator.api.specs import ElasticConfig
 from t9k_operator.builders import common
 from t9k_operator.builders import pytorch as b
 from t9k_operator.builders.common import PodMode

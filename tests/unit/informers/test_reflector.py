@@ -23,9 +23,9 @@ from t9k_operator.informers.reflector import (
     strip_managed_fields,
 )
 from t9k_operator.kube.errors import Gone, ServerError, TransportError
-from t9k_operator.kube.resources import PODS
 from t9k_operator.objects import Obj
-from t9k_operator.runtime.clock import FakeClock
+from t9k_operator.resources import PODS
+from tests.fakes import FakeClock
 
 if TYPE_CHECKING:
     from t9k_operator.kube.client import KubeClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from t9k_operator.kube.resources import CRDS, LEASES, NODES, PODS, Resource
+from t9k_operator.resources import CRDS, LEASES, NODES, PODS, Resource
 
 
 @pytest.mark.parametrize(

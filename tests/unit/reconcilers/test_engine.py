@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,8 +11,22 @@ import pytest
 
 from t9k_operator.builders.gang import GangRequest
 from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
-from t9k_operator.reconcilers.kind import GroupState, JobView, Outcome, Override, PodMode, Role
-from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.integrations import plan as planning
+from t9k_operator.reconcilers.integrations.gang import (
+    WAITING_FOR_GANG,
+    GangScheduling,
+    GangState,
+    GroupState,
+)
+from t9k_operator.reconcilers.integrations.kueue import AdmissionState, Kueue, KueueState
+from t9k_operator.reconcilers.integrations.tensorboard import (
+    JobTensorBoard,
+    JobTensorBoardState,
+)
+from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
+from t9k_operator.reconcilers.kinds.contract import PodMode
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Override, Role
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 Pods = dict[tuple[str, int], ReplicaState]
@@ -46,8 +60,20 @@ class MasterKind:
 KIND = MasterKind()
 
 
-def job(**kw: Any) -> JobView:
-    base = JobView(
+@dataclass(frozen=True)
+class Observed(JobView):
+    """A job with what its integrations observed of it (the tests' shorthand):
+    :func:`step` plans it behind their gates, with their parts of the status."""
+
+    group: GroupState | None = None
+    admission: AdmissionState | None = None
+    tensorboard: TensorBoardState | None = None
+    waiting: str | None = None  # a child the apply step could not create yet
+    waiting_reason: str = "FailedCreate"
+
+
+def job(**kw: Any) -> Observed:
+    base = Observed(
         kind="PyTorchTrainingJob",
         namespace="ns",
         name="j",
@@ -71,7 +97,18 @@ def running(j: JobView) -> Pods:
 
 
 def step(j: JobView, pods: Pods, now: datetime = T0) -> Plan:
-    return plan(KIND, j, pods, now)
+    seen: list[planning.Seen] = []
+    blocked: tuple[Gate, ...] = ()
+    if isinstance(j, Observed):
+        if j.admission is not None:
+            seen.append(planning.Seen(Kueue(), KueueState(admission=j.admission)))
+        if j.group is not None:
+            seen.append(planning.Seen(GangScheduling(), GangState(group=j.group)))
+        if j.tensorboard is not None:
+            seen.append(planning.Seen(JobTensorBoard(), JobTensorBoardState(tb=j.tensorboard)))
+        if j.waiting:
+            blocked = (Gate(j.waiting_reason, j.waiting, Hold.NEW),)
+    return planning.plan(KIND, j, seen, pods, now, blocked=blocked)  # type: ignore[arg-type]
 
 
 def cond(p: Plan, type_: str) -> str | None:
@@ -489,7 +526,7 @@ def test_a_waiting_gang_is_pending_saying_for_what_and_in_which_queue() -> None:
     waiting = step(j, pending(j))
     assert waiting.status["phase"] == "Pending"
     running_cond = get_condition(waiting.status, "Running")
-    assert running_cond is not None and running_cond["reason"] == Reason.WAITING_FOR_GANG
+    assert running_cond is not None and running_cond["reason"] == WAITING_FOR_GANG
     assert "gang scheduler (volcano)" in running_cond["message"]
     assert "queue research" in running_cond["message"]
     assert "3/3 tasks in gang unschedulable" in running_cond["message"]

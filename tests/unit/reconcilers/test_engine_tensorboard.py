@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.engine import Reason
-from t9k_operator.reconcilers.kind import TensorBoardState
+from t9k_operator.reconcilers.integrations.tensorboard import (
+    TENSORBOARD_NOT_READY,
+    TENSORBOARD_READY,
+)
+from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
 from tests.unit.reconcilers.test_engine import job, pod, running, step
 
 NAME = "torch-mnist-trainingjob-5b373"
@@ -108,7 +111,7 @@ def test_a_tensorboard_not_ready_says_why(state: TensorBoardState, want: dict[st
     got = p.status["tensorboard"]
     assert {k: got[k] for k in want} == want
     assert ("uid" in got["dependent"]) == bool(state.uid)
-    warned = [e for e in p.events if e[1] == Reason.TENSORBOARD_NOT_READY]
+    warned = [e for e in p.events if e[1] == TENSORBOARD_NOT_READY]
     assert len(warned) == (1 if want.get("type") == "Warning" else 0)
     if warned:
         assert warned[0][0] == "Warning" and warned[0][2] == got["note"]
@@ -120,12 +123,12 @@ def test_trouble_is_told_once_and_readiness_once() -> None:
     first = step(job(tensorboard=bad), running(job()))
     again = job(tensorboard=bad, status=first.status)
     second = step(again, running(again))
-    assert Reason.TENSORBOARD_NOT_READY in [e[1] for e in first.events]
-    assert Reason.TENSORBOARD_NOT_READY not in [e[1] for e in second.events]
+    assert TENSORBOARD_NOT_READY in [e[1] for e in first.events]
+    assert TENSORBOARD_NOT_READY not in [e[1] for e in second.events]
     healed = job(tensorboard=READY, status=second.status)
     third = step(healed, running(healed))
-    assert [e for e in third.events if e[1] == Reason.TENSORBOARD_READY] == [
-        ("Normal", Reason.TENSORBOARD_READY, f"TensorBoard [{NAME}] is ready")
+    assert [e for e in third.events if e[1] == TENSORBOARD_READY] == [
+        ("Normal", TENSORBOARD_READY, f"TensorBoard [{NAME}] is ready")
     ]
     steady = job(tensorboard=READY, status=third.status)
     assert not step(steady, running(steady)).events

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders import gang
-from t9k_operator.reconcilers.gang import GangConfig
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
 MIN_MEMBER = {"PyTorchTrainingJob": 2, "DeepSpeedJob": 2, "ColossalAIJob": 3, "MSJob": 3}
-VOLCANO = GangConfig(backend=gang.backend("volcano"))
-COSCHEDULING = GangConfig(backend=gang.backend("coscheduling", "my-coscheduler"))
+VOLCANO = GangScheduling(gang.backend("volcano"))
+COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))
 GROUP = "j-uid-1"
 """The PodGroup of job ``j`` (uid ``uid-1``): its name and the start of its uid."""
 
@@ -47,7 +47,7 @@ def set_pods(h: Harness, phase: str) -> None:
 @pytest.mark.parametrize("config", [VOLCANO, COSCHEDULING], ids=["volcano", "coscheduling"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_group_comes_before_the_pods_and_the_pods_join_it(
-    kind: str, config: GangConfig
+    kind: str, config: GangScheduling
 ) -> None:
     h = Harness(kind, asking(kind), gang=config)
     h.run()
@@ -170,7 +170,7 @@ def test_without_a_gang_scheduler_a_job_that_asks_for_one_is_told_and_runs(kind:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_held_without_a_gang_scheduler(kind: str) -> None:
-    h = Harness(kind, asking(kind), gang=GangConfig(hold=True))
+    h = Harness(kind, asking(kind), gang=GangScheduling(hold=True))
     h.run()
     assert h.pod_names() == []
     status = h.job()["status"]
@@ -180,7 +180,7 @@ def test_held_without_a_gang_scheduler(kind: str) -> None:
     assert init["reason"] == "GangSchedulerUnavailable"
     assert "--gang-unavailable=hold" in init["message"]
     assert h.recorder.reasons().count("GangSchedulerUnavailable") == 1
-    plain = Harness(kind, gang=GangConfig(hold=True))
+    plain = Harness(kind, gang=GangScheduling(hold=True))
     plain.run()
     assert plain.pod_names() == JOBS[kind][2], "a job that does not ask is not held"
 

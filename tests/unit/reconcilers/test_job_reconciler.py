@@ -17,20 +17,22 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import Conflict, Invalid, ServerError
-from t9k_operator.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
-from t9k_operator.reconcilers.colossalai import ColossalAIKind
-from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
-from t9k_operator.reconcilers.gang import NO_GANG_SCHEDULER, GangConfig
-from t9k_operator.reconcilers.job import CACHE_CATCH_UP, CHILD_WAIT, TENSORBOARDS, JobReconciler
-from t9k_operator.reconcilers.kind import JobKind
-from t9k_operator.reconcilers.kueue import NO_KUEUE, WORKLOADS, KueueConfig
-from t9k_operator.reconcilers.msjob import MSJobKind
-from t9k_operator.reconcilers.pytorch import PyTorchKind
-from t9k_operator.runtime import metrics
+from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
+from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.integrations.kueue import Kueue
+from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.kinds.colossalai import ColossalAIKind
+from t9k_operator.reconcilers.kinds.contract import JobKind
+from t9k_operator.reconcilers.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.reconcilers.kinds.msjob import MSJobKind
+from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
+from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
-from t9k_operator.runtime.events import FakeRecorder
+from tests.fakes import FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
 
 NS = "ns"
@@ -107,8 +109,9 @@ class Harness:
         self,
         kind_name: str,
         job: dict[str, Any] | None = None,
-        gang: GangConfig = NO_GANG_SCHEDULER,
-        kueue: KueueConfig = NO_KUEUE,
+        gang: GangScheduling | None = None,
+        kueue: Kueue | None = None,
+        integrations: tuple[Integration[Any], ...] | None = None,
     ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
@@ -120,12 +123,16 @@ class Harness:
             recorder=self.recorder,  # type: ignore[arg-type]
             workers=1,
         )
-        self.reconciler = JobReconciler(self.kind, ctx, gang, kueue)
+        # As the registry orders them: Kueue (when on), gang scheduling, the TensorBoard.
+        on: list[Integration[Any]] = [] if kueue is None else [kueue]
+        on += [gang or GangScheduling(), JobTensorBoard()]
+        if integrations is not None:
+            on = list(integrations)
+        self.reconciler = JobReconciler(self.kind, ctx, tuple(on))
         self.children = [PODS, SERVICES, CONFIGMAPS, SECRETS]
-        if gang.resource is not None:
-            self.children.append(gang.resource)
-        if kueue.enabled:
-            self.children.append(WORKLOADS)
+        self.watched = [
+            (w.resource, CHILD_SELECTOR if w.owned else None) for i in on for w in i.watches()
+        ]
         obj = copy.deepcopy(job if job is not None else base)
         labels = (obj.get("metadata") or {}).get("labels")
         obj["metadata"] = {"name": "j", "namespace": NS, "generation": 1}
@@ -139,8 +146,8 @@ class Harness:
         self.fake.sync(
             self.informers,
             (self.reconciler.resource, None),
-            (TENSORBOARDS, None),
             *((r, CHILD_SELECTOR) for r in self.children),
+            *self.watched,
         )
 
     def reconcile(self) -> Result:
@@ -290,7 +297,7 @@ def _wide_job(replicas: int) -> dict[str, Any]:
 
 
 def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
-    from t9k_operator.reconcilers.job import CREATE_PARALLEL
+    from t9k_operator.reconcilers.apply.job import CREATE_PARALLEL
 
     h = Harness("PyTorchTrainingJob", _wide_job(40))
     lock = threading.Lock()
@@ -372,7 +379,7 @@ def test_a_created_pod_deleted_before_the_cache_saw_it_ends_the_wait() -> None:
 def test_pod_events_reach_the_job_after_a_batch_period_job_events_at_once() -> None:
     """A job's pods change together: one reconcile (and one status write) for
     the batch, as the Kubernetes Job controller's sync batch period gives."""
-    from t9k_operator.reconcilers.job import POD_BATCH_PERIOD
+    from t9k_operator.reconcilers.apply.job import POD_BATCH_PERIOD
 
     h = Harness("PyTorchTrainingJob")
     h.reconcile()

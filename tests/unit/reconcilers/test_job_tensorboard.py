@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.kube import Forbidden, ServerError
-from t9k_operator.reconcilers.job import TENSORBOARDS
+from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.runtime.controller import Result
 from tests.unit.reconcilers.test_job_reconciler import JOBS, NS, Harness
 

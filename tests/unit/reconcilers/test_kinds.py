@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch
-from t9k_operator.reconcilers.kind import JobKind, Override, PodMode, Role, read
-from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.registry import KINDS, by_kind
+from t9k_operator.reconcilers.kinds.contract import JobKind, PodMode, read
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.registry import KINDS, by_kind
+from t9k_operator.reconcilers.kinds.view import Override, Role
 
 
 def _template(container: str) -> dict[str, Any]:

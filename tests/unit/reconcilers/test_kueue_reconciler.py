@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders import gang
-from t9k_operator.reconcilers.gang import GangConfig
-from t9k_operator.reconcilers.kueue import (
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.integrations.kueue import (
     POD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
-    KueueConfig,
+    Kueue,
 )
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
-KUEUE = KueueConfig(enabled=True)
+KUEUE = Kueue()
 WORKLOAD = "j-uid-1"
 """The Workload of job ``j`` (uid ``uid-1``): named like its PodGroup."""
 POD_SETS = {
@@ -280,7 +280,7 @@ def test_a_priority_class_that_does_not_exist_is_said_and_waited_for() -> None:
 
 
 def test_with_a_gang_scheduler_kueue_takes_the_queue_and_the_group_places_the_pods() -> None:
-    volcano = GangConfig(backend=gang.backend("volcano"))
+    volcano = GangScheduling(gang.backend("volcano"))
     h = Harness("DeepSpeedJob", queued("DeepSpeedJob"), gang=volcano, kueue=KUEUE)
     h.run()
     (group,) = h.fake.of_kind("PodGroup")
@@ -325,7 +325,7 @@ def test_admitted_pods_go_to_their_flavors_nodes() -> None:
 
 
 def test_without_a_gang_scheduler_kueue_serves_the_queue_and_nothing_holds_the_job() -> None:
-    hold = GangConfig(hold=True)
+    hold = GangScheduling(hold=True)
     h = Harness("PyTorchTrainingJob", queued("PyTorchTrainingJob"), gang=hold, kueue=KUEUE)
     h.run()
     kueue_sets(h, ADMITTED)

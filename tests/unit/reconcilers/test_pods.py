@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.pods import ReplicaState, replica_state, should_restart
+from t9k_operator.reconcilers.kinds.pods import ReplicaState, replica_state, should_restart
 
 
 def pod_with(phase: str, statuses: list[dict[str, Any]], **status: Any) -> dict[str, Any]:

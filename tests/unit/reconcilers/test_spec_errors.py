@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9k_operator.api.deepspeed import DeepSpeedJobObject
-from t9k_operator.reconcilers.kind import parse, user_path
+from t9k_operator.reconcilers.kinds.contract import parse, user_path
 
 
 def ds(run: Any) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def test_user_path_walks_the_object() -> None:
 
 
 def test_fields_not_acted_on_are_found_where_set() -> None:
-    from t9k_operator.reconcilers.kind import present_fields
+    from t9k_operator.reconcilers.kinds.contract import present_fields
 
     replica_specs = [{"type": "a"}, {"type": "b", "scalingWeight": 2}]
     scheduler = {"t9kScheduler": {"queue": "q"}}

@@ -14,15 +14,14 @@ import pytest
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import Invalid, ServerError
-from t9k_operator.kube.resources import PODS, SERVICES
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
+from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
 from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.job import TENSORBOARDS
-from t9k_operator.reconcilers.tensorboard import TensorBoardReconciler
-from t9k_operator.reconcilers.tensorboard_status import REPLACE_FAILED_AFTER
-from t9k_operator.runtime.clock import FakeClock
+from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
+from t9k_operator.reconcilers.integrations.tensorboard_status import REPLACE_FAILED_AFTER
+from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
-from t9k_operator.runtime.events import FakeRecorder
+from tests.fakes import FakeClock, FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
 
 NS = "demo"

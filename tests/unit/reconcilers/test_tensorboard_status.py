@@ -10,7 +10,7 @@ import pytest
 
 from t9k_operator.api.tensorboard import TensorBoardObject
 from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.tensorboard_status import (
+from t9k_operator.reconcilers.integrations.tensorboard_status import (
     REPLACE_FAILED_AFTER,
     Readiness,
     dependent_state,

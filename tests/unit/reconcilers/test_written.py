@@ -7,7 +7,7 @@ import itertools
 import sys
 import threading
 
-from t9k_operator.reconcilers.job import Written, WrittenStatuses
+from t9k_operator.reconcilers.apply.writes import Written, WrittenStatuses
 
 
 def job(rv: str, phase: str, generation: int = 1) -> dict[str, object]:

@@ -6,16 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from t9k_operator.api.common import (
-    ReplicaDebugSpec,
-    ResumeSpec,
-    RunMode,
-    RunPolicy,
-    SchedulerPolicy,
-)
+from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders.gang import GangRequest, priority_class
-from t9k_operator.reconcilers.kind import Outcome, Override
-from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.view import Outcome, Override
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:

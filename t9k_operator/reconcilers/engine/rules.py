@@ -29,68 +29,59 @@ Rules, in order of precedence:
    states (PyTorch: the master's exit; DeepSpeed: worker-0; ...). A replica
    failed for good fails the job at once, with the reason.
 
-A job queued by Kueue (``job.admission``) has no pods until its Workload is
-admitted: it is Pending, says what Kueue says, and has no start time (its
-deadline counts from the admission, as for a Kubernetes Job Kueue
-suspends). A Workload Kueue evicts (preempted by a higher priority, say)
-stops the job the way pause does, without counting a restart, and it waits
-for readmission.
+**Gates** (``job.gates``, from the integrations and the apply step) hold a
+job back without the engine knowing who set them: a gate that holds
+everything (a queue that has not admitted the job, or took the admission
+back) leaves the job Pending with no pods and no start time (its deadline
+counts from the admission, and an eviction counts no restart); a gate that
+holds new pods (a refusal being retried) creates none; a gate that holds
+nothing says why the job's pods wait to run (a gang scheduler placing the
+group). The integrations render their own parts of the status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Protocol
 
-from t9k_operator.api.tensorboard import API_VERSION as TB_API_VERSION
-from t9k_operator.api.tensorboard import KIND as TB_KIND
-from t9k_operator.api.tensorboard import PROGRESS_REASONS as TB_PROGRESS
-from t9k_operator.builders.common import job_selector
+from t9k_operator.builders.common import PodMode
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import JobKind, JobView, Outcome, PodMode, Role
-from t9k_operator.reconcilers.pods import ReplicaState, should_restart
+from t9k_operator.reconcilers.engine.conditions import (
+    TERMINAL,
+    Reason,
+    fmt_time,
+    get_condition,
+    parse_time,
+    set_condition,
+)
+from t9k_operator.reconcilers.engine.replicas import render_replicas, role_restarts
+from t9k_operator.reconcilers.kinds.pods import ReplicaState, should_restart
+from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Role
 
-TERMINAL = ("Succeeded", "Failed")
 CREATE_BATCH = 256
 """At most this many pods are planned for creation in one pass (the next pass
 comes a second later): the engine works in proportion to the pods that exist
 plus this batch, never to a requested count it has not created."""
-CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
 
 
 Pods = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
 
 
-class Reason(StrEnum):
-    """The engine's reasons, for conditions and Events. Control flow never reads
-    them back: what a pass decided is in the :class:`Plan`'s fields."""
+class Rules(Protocol):
+    """What the engine asks of a job's kind (a
+    :class:`~t9k_operator.reconcilers.kinds.contract.JobKind` is one)."""
 
-    NONE = "-"
-    PAUSED = "Paused"
-    RESUMED = "Resumed"
-    RESTARTING = "Restarting"
-    REPLICA_FAILED = "ReplicaFailed"
-    BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"
-    UNSCHEDULABLE = "Unschedulable"
-    FAILED_CREATE = "FailedCreate"
-    WAITING_FOR_GANG = "WaitingForGangScheduler"
-    SCHEDULE_TIMEOUT = "ScheduleTimeout"
-    SUCCEEDED = "Succeeded"
-    INVALID_SPEC = "InvalidSpec"
-    WAITING_FOR_ADMISSION = "WaitingForAdmission"
-    EVICTED = "EvictedByKueue"
-    # status.tensorboard's reasons (the T9k product's), and the Events about it
-    DEPENDENT_READY = "DependentReady"
-    DEPENDENT_CREATING = "DependentCreating"
-    DEPENDENT_NOT_READY = "DependentNotReady"
-    DEPENDENT_FAILED = "DependentFailed"
-    TENSORBOARD_READY = "TensorBoardReady"
-    TENSORBOARD_NOT_READY = "TensorBoardNotReady"
+    @property
+    def debug_command(self) -> tuple[str, ...]: ...
+
+    def outcome(self, job: JobView, replicas: Pods) -> Outcome | None: ...
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None: ...
+
+    def may_create(self, job: JobView, replica_type: str, replicas: Pods) -> bool: ...
 
 
 @dataclass
@@ -109,64 +100,13 @@ class Plan:
             self.requeue_after = seconds
 
 
-# -- time helpers -------------------------------------------------------------------
-
-
-def fmt_time(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
-# -- conditions ---------------------------------------------------------------------
-
-
-def set_condition(
-    conditions: list[Obj], type_: str, status: str, reason: str, message: str, now: datetime
-) -> None:
-    """Set a condition; ``lastTransitionTime`` moves only when ``status`` moves."""
-    for cond in conditions:
-        if cond.get("type") == type_:
-            if cond.get("status") != status:
-                cond["lastTransitionTime"] = fmt_time(now)
-            cond["status"], cond["reason"], cond["message"] = status, str(reason), message
-            return
-    conditions.append(
-        {
-            "type": type_,
-            "status": status,
-            "reason": str(reason),
-            "message": message,
-            "lastTransitionTime": fmt_time(now),
-        }
-    )
-
-
-def get_condition(status: Mapping[str, Any], type_: str) -> Obj | None:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == type_:
-            return dict(cond)
-    return None
-
-
 # -- the plan -----------------------------------------------------------------------
 
 
-def plan(kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> Plan:
+def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     """The rules of the module docstring, in order; the first that ends the pass wins."""
     p = _Pass(kind, job, pods, now)
-    if (
-        _finished(p)
-        or _invalid(p)
-        or _out_of_time(p)
-        or _never_placed(p)
-        or _paused(p)
-        or _not_admitted(p)
-    ):
+    if _finished(p) or _invalid(p) or _out_of_time(p) or _never_placed(p) or _paused(p) or _held(p):
         return p.done()
     _resume(p)
     _scale_down(p)
@@ -181,7 +121,7 @@ def plan(kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> Plan:
 class _Pass:
     """One planning pass: the job, its pods, the time, and the plan being made."""
 
-    def __init__(self, kind: JobKind[Any], job: JobView, pods: Pods, now: datetime) -> None:
+    def __init__(self, kind: Rules, job: JobView, pods: Pods, now: datetime) -> None:
         self.kind, self.job, self.pods, self.now = kind, job, pods, now
         self.prev = job.status
         self.out = Plan()
@@ -198,7 +138,7 @@ class _Pass:
         self.out.status = self.status
         self.conds: list[Obj] = self.status["conditions"]
         self.desired = _Desired({r.type: r.replicas for r in job.roles})
-        self.role_restarts = _role_restarts(self.prev)
+        self.role_restarts = role_restarts(self.prev)
         # Counted failures whose pods are gone need no more remembering.
         live = {s.uid for s in pods.values()}
         self.counted = [u for u in self.prev.get("countedFailures") or [] if u in live]
@@ -229,10 +169,9 @@ class _Pass:
 
     def done(self) -> Plan:
         self.status["countedFailures"] = self.counted
-        _pod_group_status(self)
-        _workload_status(self)
-        _tensorboard_status(self)
-        _render_replicas(self)
+        creating = {(t, i) for t, i, _ in self.out.create}
+        deleting = {s.uid for s in self.out.delete}
+        render_replicas(self.job, self.pods, self.status, self.role_restarts, creating, deleting)
         return self.out
 
 
@@ -300,37 +239,20 @@ def _paused(p: _Pass) -> bool:
     return True
 
 
-def _not_admitted(p: _Pass) -> bool:
-    """A job queued by Kueue runs only while its Workload is admitted; evicted,
-    it stops the way pause does (no restart counted) and waits again."""
-    admission = p.job.admission
-    if admission is None or admission.admitted:
+def _held(p: _Pass) -> bool:
+    """A gate that holds everything (a queue that has not admitted the job, or
+    took the admission back) leaves the job no pods and no start time: it
+    stops the way pause does (no restart counted) and waits."""
+    gate = p.job.gate(Hold.ALL)
+    if gate is None:
         return False
     p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
     p.status.pop("startTime", None)
     p.status["phase"] = "Pending"
-    why = admission.message or "not evaluated yet"
-    if admission.evicted:
-        reason = Reason.EVICTED
-        message = (
-            f"Kueue evicted Workload {admission.workload} ({admission.evicted}: {why}): "
-            f"the job's pods are deleted; it waits to be admitted again in LocalQueue "
-            f"{admission.queue}"
-        )
-    else:
-        reason = Reason.WAITING_FOR_ADMISSION
-        message = (
-            f"Waiting for Kueue to admit Workload {admission.workload} in LocalQueue "
-            f"{admission.queue}: {why}"
-        )
-    before = get_condition(p.status, "Running") or {}
-    if before.get("reason") != reason:
-        p.event("Warning" if admission.evicted else "Normal", reason, message)
-    p.condition("Running", "False", reason, message)
-    if p.job.waiting:  # its Workload cannot be created yet: that is what it waits for first
-        p.condition("Initialized", "False", p.job.waiting_reason, p.job.waiting)
-    else:
-        p.condition("Initialized", "False", reason, message)
+    _waiting_on(p, gate)
+    # What it waits for first: a child that cannot be created yet, else the gate.
+    first = p.job.gate(Hold.NEW) or gate
+    p.condition("Initialized", "False", first.reason, first.message)
     _not_finished_yet(p)
     return True
 
@@ -356,8 +278,8 @@ def _scale_down(p: _Pass) -> None:
 
 def _create_missing(p: _Pass) -> None:
     """Replicas without a pod, in index order, at most a batch of them; none while
-    the job waits (held without a gang scheduler, or a refusal being retried)."""
-    if p.job.waiting:
+    a gate holds new pods back (a refusal being retried, say)."""
+    if p.job.gate(Hold.NEW, Hold.ALL) is not None:
         return
     for role in p.job.roles:
         for index in _missing(role, p.pods, CREATE_BATCH - len(p.out.create)):
@@ -462,7 +384,7 @@ def _deadline(start: datetime, seconds: int | None) -> datetime | None:
         return None
 
 
-def _pod_mode(kind: JobKind[Any], job: JobView, type_: str, after_pause: bool) -> PodMode:
+def _pod_mode(kind: Rules, job: JobView, type_: str, after_pause: bool) -> PodMode:
     if job.debug:
         o = next((o for o in job.debug_overrides if o.type == type_), None)
         return PodMode(
@@ -507,8 +429,8 @@ def _progress(p: _Pass) -> None:
         p.condition(
             "Initialized", "True", Reason.NONE, "The job has been initialized successfully."
         )
-    elif job.waiting:
-        p.condition("Initialized", "False", job.waiting_reason, job.waiting)
+    elif (gate := job.gate(Hold.NEW)) is not None:
+        p.condition("Initialized", "False", gate.reason, gate.message)
     failing = [s for s in present.values() if s.phase == "Failed"]
     if failing:
         message = "; ".join(s.describe_failure() for s in failing)
@@ -524,8 +446,10 @@ def _progress(p: _Pass) -> None:
     elif status["phase"] != "Running":
         status["phase"] = "Pending"
         stuck = [s for _, s in sorted(present.items()) if s.unschedulable]
-        if job.group is not None and all_created:
-            _waiting_for_gang(p, stuck)
+        placing = job.gate(Hold.NONE)
+        if placing is not None and all_created:
+            why = placing.detail or (stuck[0].unschedulable if stuck else "")
+            _waiting_on(p, placing, f"; {why}" if why else "")
         else:
             _unschedulable(p, stuck)
     _not_finished_yet(p)
@@ -551,172 +475,10 @@ def _unschedulable(p: _Pass, stuck: list[ReplicaState]) -> None:
     p.condition("Running", "False", Reason.UNSCHEDULABLE, message)
 
 
-def _waiting_for_gang(p: _Pass, stuck: list[ReplicaState]) -> None:
-    """A pending gang-scheduled job says which gang scheduler it waits for, in which
-    queue, and why (one Event when it starts to wait)."""
-    group, gang = p.job.group, p.job.gang
-    assert group is not None
-    queue = group.queue or gang.queue
-    where = f", queue {queue}" if queue else ""
-    message = (
-        f"Waiting for the gang scheduler ({group.backend}) to place all {gang.min_member} "
-        f"pods of PodGroup {group.name} at once{where}: PodGroup phase "
-        f"{group.phase or 'not reported yet'}"
-    )
-    why = group.message or (stuck[0].unschedulable if stuck else "")
-    if why:
-        message += f"; {why}"
+def _waiting_on(p: _Pass, gate: Gate, more: str = "") -> None:
+    """A job waiting on ``gate`` says so in its Running condition, with one Event
+    when it starts to wait there."""
     before = get_condition(p.status, "Running") or {}
-    if before.get("reason") != Reason.WAITING_FOR_GANG:
-        where = f" in queue {queue}" if queue else ""
-        p.event(
-            "Normal",
-            Reason.WAITING_FOR_GANG,
-            f"Waiting for the gang scheduler ({group.backend}) to place PodGroup "
-            f"{group.name}{where}",
-        )
-    p.condition("Running", "False", Reason.WAITING_FOR_GANG, message)
-
-
-def _pod_group_status(p: _Pass) -> None:
-    """``status.podGroup``: the job's PodGroup as last seen, while the job has one."""
-    group, gang = p.job.group, p.job.gang
-    if group is None or p.status["phase"] in (*TERMINAL, "Paused"):
-        if p.prev.get("podGroup"):
-            p.status["podGroup"] = dict(p.prev["podGroup"])
-        return
-    seen: Obj = {"name": group.name, "scheduler": group.backend, "minMember": gang.min_member}
-    if group.queue or gang.queue:
-        seen["queue"] = group.queue or gang.queue
-    if group.phase:
-        seen["phase"] = group.phase
-    if group.message:
-        seen["message"] = group.message
-    p.status["podGroup"] = seen
-
-
-def _workload_status(p: _Pass) -> None:
-    """``status.workload``: the job's Kueue Workload as last seen, while it has one."""
-    admission = p.job.admission
-    if admission is None or p.status["phase"] in (*TERMINAL, "Paused"):
-        if p.prev.get("workload"):
-            p.status["workload"] = dict(p.prev["workload"])
-        return
-    seen: Obj = {
-        "name": admission.workload,
-        "queue": admission.queue,
-        "admitted": admission.admitted,
-    }
-    if admission.cluster_queue:
-        seen["clusterQueue"] = admission.cluster_queue
-    if admission.message and not admission.admitted:
-        seen["message"] = admission.message
-    p.status["workload"] = seen
-
-
-def _tensorboard_status(p: _Pass) -> None:
-    """``status.tensorboard``: the job's TensorBoard as last seen, in every phase (it
-    is kept while the job is paused and after it has finished); absent without one.
-    Its trouble is told once in a Warning Event, and never touches the job's phase."""
-    state = p.job.tensorboard
-    if state is None:
-        return
-    dependent: Obj = {"apiVersion": TB_API_VERSION, "kind": TB_KIND, "name": state.name}
-    dependent["namespace"] = state.namespace
-    if state.uid:
-        dependent["uid"] = state.uid
-    label = f"TensorBoard [{state.name}]"
-    exists_in_trouble = state.uid and not state.ready and state.reason not in TB_PROGRESS
-    warning = state.failed or bool(exists_in_trouble)
-    if state.failed:
-        reason, note = Reason.DEPENDENT_FAILED, f"{label} cannot be had: {state.message}"
-    elif not state.uid:
-        reason, note = Reason.DEPENDENT_CREATING, f"{label} is being created"
-    elif state.ready:
-        reason, note = Reason.DEPENDENT_READY, f"{label} is ready"
-    else:
-        why = f"{state.reason}: {state.message}" if state.message else state.reason
-        reason, note = Reason.DEPENDENT_NOT_READY, f"{label} is not ready: {why}"
-    seen: Obj = {
-        "action": state.action,
-        "dependent": dependent,
-        "note": note,
-        "ready": state.ready,
-        "reason": str(reason),
-        "type": "Warning" if warning else "Normal",
-    }
-    before = p.prev.get("tensorboard") or {}
-    if warning and (before.get("type") != "Warning" or before.get("reason") != reason):
-        p.event("Warning", Reason.TENSORBOARD_NOT_READY, note)
-    elif state.ready and not before.get("ready"):
-        p.event("Normal", Reason.TENSORBOARD_READY, note)
-    p.status["tensorboard"] = seen
-
-
-def _role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:
-    return {str(t.get("type")): int(t.get("restartCount") or 0) for t in prev.get("tasks") or []}
-
-
-def _render_replicas(p: _Pass) -> None:
-    """``tasks`` (per type: restarts, and the replicas that have a pod or are
-    being created now) and ``aggregate`` counts of every wanted replica."""
-    job, pods, status, role_restarts, out = p.job, p.pods, p.status, p.role_restarts, p.out
-    deleting = {s.uid for s in out.delete}
-    creating = {(t, i) for t, i, _ in out.create}
-    aggregate = {
-        k: 0
-        for k in ("creating", "deleted", "failed", "pending", "running", "succeeded", "unknown")
-    }
-    waiting = status.get("phase") not in (*TERMINAL, "Paused")
-    tasks: list[Obj] = []
-    ready = total = 0
-    for role in job.roles:
-        replicas: list[Obj] = []
-        listed = sorted(
-            {i for t, i in pods if t == role.type and i < role.replicas}
-            | {i for t, i in creating if t == role.type}
-        )
-        for index in listed:
-            state = pods.get((role.type, index))
-            if state is None:
-                replicas.append({"name": "", "uid": "", "phase": "Creating", "containers": []})
-                continue
-            phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
-            replicas.append(
-                {
-                    "name": state.name,
-                    "uid": state.uid,
-                    "phase": phase,
-                    "containers": [
-                        {
-                            k: v
-                            for k, v in (
-                                ("name", n),
-                                ("state", st),
-                                ("exitCode", code),
-                                ("reason", rsn),
-                            )
-                            if v not in (None, "")
-                        }
-                        for n, st, code, rsn in state.containers
-                    ],
-                }
-            )
-            ready += state.phase == "Running" and not state.terminating
-            total += not state.terminating and state.uid not in deleting
-            key = phase.lower() if phase.lower() in aggregate else "unknown"
-            aggregate[key] += 1
-        without_pod = role.replicas - sum(1 for i in listed if (role.type, i) in pods)
-        aggregate["creating" if waiting else "deleted"] += without_pod
-        tasks.append(
-            {
-                "type": role.type,
-                "restartCount": role_restarts.get(role.type, 0),
-                "replicas": replicas,
-            }
-        )
-    status["tasks"] = tasks
-    status["aggregate"] = aggregate
-    status["replicas"] = total
-    status["readyReplicas"] = ready
-    status["selector"] = job_selector(job.kind, job.name)
+    if gate.event and before.get("reason") != gate.reason:
+        p.event("Warning" if gate.warning else "Normal", gate.reason, gate.event)
+    p.condition("Running", "False", gate.reason, gate.message + more)

@@ -1,7 +1,9 @@
 """Resource descriptors: where a kind lives on the REST API.
 
 A :class:`Resource` knows its group, version and plural, and builds request
-paths. It holds no kind-specific behaviour; the job kinds declare their own
+paths. Pure data beside :mod:`t9k_operator.objects`, so the pure layers (the
+engine, the kinds, the integrations) name resources without importing the
+client. It holds no kind-specific behaviour; the job kinds declare their own
 descriptors elsewhere with the same class.
 """
 

@@ -1,9 +1,9 @@
 """A TensorBoard's state, read purely: its pod as :class:`Readiness`, the
 TensorBoard's status from that, and a TensorBoard read back as a job's
-dependent (:class:`~t9k_operator.reconcilers.kind.TensorBoardState`).
+dependent (:class:`TensorBoardState`).
 
 No I/O, no clock (``now`` is a parameter): the reconciler in
-``reconcilers/tensorboard.py`` observes and acts, this module decides what
+``reconcilers/apply/tensorboard.py`` observes and acts, this module decides what
 the observation means. The Ready condition's reasons (``api/tensorboard.py``
 lists which mean "on its way"):
 
@@ -27,7 +27,6 @@ from t9k_operator.api.tensorboard import PROGRESS_REASONS, READY, TensorBoardObj
 from t9k_operator.builders import tensorboard as build
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import parse_time, set_condition
-from t9k_operator.reconcilers.kind import TensorBoardState
 
 STARTING_WAITS = ("ContainerCreating", "PodInitializing")
 """Container waiting reasons that mean the container is on its way."""
@@ -130,6 +129,20 @@ def render_status(
         ],
     )
     return status
+
+
+@dataclass(frozen=True)
+class TensorBoardState:
+    """A job's TensorBoard (``spec.tensorboardSpec``) as last seen."""
+
+    name: str
+    namespace: str
+    uid: str = ""  # "" while it does not exist
+    action: str = "NOP"  # what this reconcile does to it: Create | Update | NOP
+    ready: bool = False
+    reason: str = ""  # its Ready condition's reason
+    message: str = ""  # its Ready condition's message, or why it cannot be had
+    failed: bool = False  # it cannot be had: the API server refused it, or its name is taken
 
 
 def ready_condition(status: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -15,6 +15,7 @@ MindSpore operator's API.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPolicy
@@ -22,18 +23,16 @@ from t9k_operator.builders import msjob as build
 from t9k_operator.builders.gang import GangRequest
 from t9k_operator.builders.msjob import Job
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import (
+from t9k_operator.reconcilers.kinds.contract import (
     ChildNotReady,
-    JobView,
     KindBase,
-    Outcome,
     PodMode,
-    Role,
     Services,
     Stored,
     job_view,
 )
-from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
 
 
 def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:
@@ -51,6 +50,14 @@ def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:
 
 
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
+
+
+@dataclass(frozen=True)
+class MSJobView(JobView):
+    """An MSJob in the engine's terms, with what its outcome rule reads."""
+
+    all_workers: bool = False
+    """``successPolicy: AllWorkers``: the job succeeds when every Worker has."""
 
 
 class MSJobKind(KindBase[Job]):
@@ -72,11 +79,12 @@ class MSJobKind(KindBase[Job]):
             CRD.kind,
             job.metadata,
             roles,
+            view=MSJobView,
             backoff_limit=policy.backoff_limit,
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
             gang=gang_view(policy.scheduling_policy, sum(r.replicas for r in roles)),
-            extra={"all_workers": spec.success_policy == "AllWorkers"},
+            all_workers=spec.success_policy == "AllWorkers",
         )
 
     def outcome(
@@ -85,7 +93,7 @@ class MSJobKind(KindBase[Job]):
         workers = next((r.replicas for r in job.roles if r.type == WORKER), 0)
         if workers == 0:
             return None
-        spec_all = bool(job.extra.get("all_workers"))
+        spec_all = isinstance(job, MSJobView) and job.all_workers
         wanted = range(workers) if spec_all else range(1)
         states = [replicas.get((WORKER, i)) for i in wanted]
         if all(s is not None and s.phase == "Succeeded" for s in states):

@@ -1,4 +1,4 @@
-"""Token-bucket rate limiting, shared by the API client and the workqueue.
+"""Token-bucket rate limiting, shared by the API client and the workqueue's rate limiters.
 
 The bucket holds up to ``burst`` tokens and refills at ``qps`` tokens per
 second. :meth:`TokenBucket.reserve` takes a token now or books the next free
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from t9k_operator.runtime.clock import REAL_CLOCK, Clock
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 
 
 class TokenBucket:

@@ -3,29 +3,26 @@
 A kind is its API module (``t9k_operator.api.<kind>``: the models, and the
 ``CRD`` that declares its identity: group, version, plural, kind), its
 builders (``t9k_operator.builders.<kind>``: pure functions from a job to its
-children) and a class here satisfying :class:`JobKind`, listed once in
-:data:`t9k_operator.reconcilers.registry.KINDS`. Everything else (the
+children) and a class in this package satisfying :class:`JobKind`, listed once
+in :data:`t9k_operator.reconcilers.kinds.registry.KINDS`. Everything else (the
 controller, the CRD and RBAC generators, the thread pool, the tests' list of
-kinds) derives from that list.
-
-The types the engine and the hooks exchange live here too, so the engine, the
-kinds and the reconciler share one vocabulary and this module stays pure (no
-I/O, no runtime plumbing: the import contract in pyproject.toml checks it).
+kinds) derives from that list. The types the engine and the hooks exchange are
+in :mod:`~t9k_operator.reconcilers.kinds.view`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from t9k_operator.api.common import CrdInfo, JobObject
+from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
-from t9k_operator.builders.gang import NO_GANG, GangRequest
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
@@ -34,98 +31,6 @@ Stored = Mapping[str, Any]
 (the status, which fields the user wrote). Everything else reads the parsed job."""
 Services = Mapping[str, Obj]
 """The job's Services by name."""
-
-
-@dataclass(frozen=True)
-class Role:
-    """One replica type of a job."""
-
-    type: str
-    replicas: int
-    restart_policy: str = "Never"
-
-
-@dataclass(frozen=True)
-class Override:
-    """A per-type debug or resume setting from ``spec.runMode``."""
-
-    type: str
-    command: tuple[str, ...] | None = None
-    args: tuple[str, ...] | None = None
-    skip_init_container: bool = False
-
-
-@dataclass(frozen=True)
-class GroupState:
-    """The job's PodGroup as the reconciler last saw it."""
-
-    backend: str  # the gang scheduler: volcano | coscheduling
-    name: str
-    phase: str = ""  # the PodGroup's status.phase ("" until the scheduler writes one)
-    message: str = ""  # why it waits, from its conditions
-    queue: str = ""  # the queue it waits in ("" for a scheduler without queues)
-
-
-@dataclass(frozen=True)
-class AdmissionState:
-    """The job's Kueue Workload as the reconciler last saw it."""
-
-    workload: str
-    queue: str  # the LocalQueue it waits in
-    admitted: bool = False
-    evicted: str = ""  # Kueue took the admission back: its reason (Preempted, ...)
-    message: str = ""  # Kueue's word on why it is not admitted (or was evicted)
-    cluster_queue: str = ""  # where it was admitted
-
-
-@dataclass(frozen=True)
-class TensorBoardState:
-    """The job's TensorBoard (``spec.tensorboardSpec``) as the reconciler last saw it."""
-
-    name: str
-    namespace: str
-    uid: str = ""  # "" while it does not exist
-    action: str = "NOP"  # what this reconcile does to it: Create | Update | NOP
-    ready: bool = False
-    reason: str = ""  # its Ready condition's reason
-    message: str = ""  # its Ready condition's message, or why it cannot be had
-    failed: bool = False  # it cannot be had: the API server refused it, or its name is taken
-
-
-@dataclass(frozen=True)
-class JobView:
-    """What the engine needs to know about a job, in kind-neutral terms."""
-
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    roles: tuple[Role, ...]
-    backoff_limit: int = 3
-    active_deadline_seconds: int | None = None
-    cleanup_policy: str = "None"  # None | All | Unfinished
-    debug: bool = False
-    debug_overrides: tuple[Override, ...] = ()
-    paused: bool = False
-    resume_overrides: tuple[Override, ...] = ()
-    status: Mapping[str, Any] = field(default_factory=dict)
-    spec_error: str | None = None  # an invalid spec the schema could not catch
-    spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
-    waiting: str | None = None  # why pods cannot be created yet (a refusal that may pass)
-    waiting_reason: str = "FailedCreate"  # the Initialized=False reason that ``waiting`` gives
-    gang: GangRequest = NO_GANG  # what the job asks of a gang scheduler
-    group: GroupState | None = None  # its PodGroup as last seen (None: no gang scheduler)
-    admission: AdmissionState | None = None  # its Kueue Workload (None: not queued by Kueue)
-    tensorboard: TensorBoardState | None = None  # its TensorBoard (None: it asks for none)
-    extra: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, for its hooks
-
-
-@dataclass(frozen=True)
-class Outcome:
-    phase: str  # Succeeded | Failed
-    reason: str
-    message: str
 
 
 class ChildNotReady(Exception):
@@ -310,11 +215,14 @@ def job_view(
     meta: Mapping[str, Any],
     roles: tuple[Role, ...],
     error: str | None = None,
+    *,
+    view: type[JobView] = JobView,
     **fields: Any,
 ) -> JobView:
-    """A JobView from the job's metadata, plus the kind's fields; no roles when
-    ``error`` says the spec cannot be run."""
-    return JobView(
+    """A JobView (or the kind's extension of it, ``view``) from the job's
+    metadata, plus the kind's fields; no roles when ``error`` says the spec
+    cannot be run."""
+    return view(
         kind=kind,
         namespace=meta["namespace"],
         name=meta["name"],

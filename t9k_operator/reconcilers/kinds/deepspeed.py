@@ -15,17 +15,10 @@ from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kind import (
-    JobView,
-    KindBase,
-    Outcome,
-    PodMode,
-    Role,
-    Services,
-    job_view,
-)
-from t9k_operator.reconcilers.pods import ReplicaState
-from t9k_operator.reconcilers.t9k import gang_view, run_policy_view, succeeded_with
+from t9k_operator.reconcilers.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.t9k import gang_view, run_policy_view, succeeded_with
+from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
 
 
 def spec_error(spec: DeepSpeedJobSpec) -> str | None:

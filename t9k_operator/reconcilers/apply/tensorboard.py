@@ -45,24 +45,21 @@ from t9k_operator.api.tensorboard import TensorBoardObject
 from t9k_operator.builders import tensorboard as build
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.kube import AlreadyExists, ApiError, NotFound, Resource
-from t9k_operator.kube.resources import PODS, SERVICES
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.job import TENSORBOARDS, controller_uid, refusal_is_permanent
-from t9k_operator.reconcilers.kind import parse
-from t9k_operator.reconcilers.tensorboard_status import (
+from t9k_operator.reconcilers.apply.children import refusal_is_permanent
+from t9k_operator.reconcilers.integrations.contract import controller_of
+from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
+from t9k_operator.reconcilers.integrations.tensorboard_status import (
     Readiness,
     pod_readiness,
     render_status,
     replace_in,
     transition_event,
 )
-from t9k_operator.runtime.controller import (
-    Controller,
-    ControllerContext,
-    Result,
-    controller_owner_key,
-    object_key,
-)
+from t9k_operator.reconcilers.kinds.contract import parse
+from t9k_operator.resources import PODS, SERVICES
+from t9k_operator.runtime.controller import Controller, ControllerContext, Result
+from t9k_operator.runtime.wiring import watch
 
 log = structlog.get_logger(__name__)
 
@@ -78,25 +75,12 @@ class TensorBoardReconciler:
         self.controller = Controller(
             "tensorboard", self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
-        self.tensorboards.add_event_handler(
-            on_add=self._enqueue,
-            on_update=lambda old, new: self._enqueue(new),
-            on_delete=self._enqueue,
+        watch(
+            self.controller,
+            [self.tensorboards],
+            owns=[self.pods, self.services],
+            owner=(api.GROUP, api.KIND),
         )
-        for informer in (self.pods, self.services):
-            informer.add_event_handler(
-                on_add=self._enqueue_owner,
-                on_update=lambda old, new: self._enqueue_owner(new),
-                on_delete=self._enqueue_owner,
-            )
-
-    def _enqueue(self, obj: Obj) -> None:
-        self.controller.enqueue(object_key(obj))
-
-    def _enqueue_owner(self, obj: Obj) -> None:
-        key = controller_owner_key(obj, api_group=api.GROUP, kind=api.KIND)
-        if key is not None:
-            self.controller.enqueue(key)
 
     # -- reconcile ----------------------------------------------------------------------
 
@@ -185,7 +169,7 @@ class TensorBoardReconciler:
 
     def _clash(self, seen: Obj, tb: TensorBoardObject) -> Readiness | None:
         """NameConflict when ``seen`` (a child's name) is not this TensorBoard's."""
-        if controller_uid(seen) == tb.uid:
+        if (controller_of(seen) or {}).get("uid") == tb.uid:
             return None
         label = f"{seen.get('kind', 'object')} {seen['metadata']['name']}"
         return Readiness(

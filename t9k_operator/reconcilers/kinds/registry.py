@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from t9k_operator.api import tensorboard
-from t9k_operator.api.common import CrdInfo
-from t9k_operator.reconcilers.colossalai import ColossalAIKind
-from t9k_operator.reconcilers.deepspeed import DeepSpeedKind
-from t9k_operator.reconcilers.kind import JobKind
-from t9k_operator.reconcilers.msjob import MSJobKind
-from t9k_operator.reconcilers.pytorch import PyTorchKind
+from t9k_operator.api.crd import CrdInfo
+from t9k_operator.reconcilers.kinds.colossalai import ColossalAIKind
+from t9k_operator.reconcilers.kinds.contract import JobKind
+from t9k_operator.reconcilers.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.reconcilers.kinds.msjob import MSJobKind
+from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
 
 KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
 

@@ -1,0 +1,269 @@
+"""A kind as a whole: the object model, the CRD descriptor, the rules on names.
+
+Each kind module declares its object model, a :class:`JobObject` of its spec
+and status (apiVersion, kind and metadata kept as sent), and ``CRD``, a
+:class:`CrdInfo`: the kind's identity (group, version, plural, kind), short
+names, printer columns and scale subresource, from which ``hack/gen_crds.py``
+writes the CustomResourceDefinition (:func:`job_crd` fills in what the T9k
+job kinds share).
+
+The rules on the whole object live here too. A job's name also names its
+headless Service and is the prefix of its pods' names, so the CRD refuses a
+name that is not a DNS-1035 label (:data:`JOB_NAME_RULE`) or that leaves a
+pod name longer than a DNS label; those root CEL rules are built from
+:func:`last_index_cel`, :func:`pod_name_fits_cel` and
+:func:`pod_name_length_rule`. Their Python side is :func:`check_job_name`,
+which :class:`JobObject` runs on parsing, with the same messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+from pydantic import BaseModel, Field, model_validator
+
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.schema import DNS_LABEL_MAX
+
+GROUP = "batch.tensorstack.dev"
+"""API group of every T9k job kind."""
+VERSION = "v1beta1"
+"""API version of every T9k job kind."""
+
+
+# -- the object -------------------------------------------------------------------------
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
+StatusT = TypeVar("StatusT", bound=BaseModel)
+
+
+class JobObject(T9kModel, Generic[SpecT, StatusT]):
+    """A whole custom object: apiVersion, kind, metadata, spec and status."""
+
+    api_version: str = Field(description="API version of the object.")
+    kind: str = Field(description="Kind of the object.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Standard object metadata, kept as sent by the API server.",
+    )
+    spec: SpecT = Field(description="Desired state of the job.")
+    status: StatusT | None = Field(default=None, description="Observed state of the job.")
+
+    name_too_long: ClassVar[str] = ""
+    """The kind's message when its pods' names would not fit (its pod-name-length rule)."""
+
+    def pod_names_fit(self) -> bool:
+        """Whether every pod name the job may get fits in a DNS label; the Python
+        side of the kind's pod-name-length CEL rule."""
+        return True
+
+    @model_validator(mode="after")
+    def _check_name(self) -> Self:
+        check_job_name(self.name, self.pod_names_fit, self.name_too_long)
+        return self
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Self:
+        """Parse a raw object as read from the API server (camelCase keys).
+
+        Raises ``pydantic.ValidationError`` when the object does not fit the model.
+        """
+        return cls.model_validate(obj)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape (camelCase keys, unset optional fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def generation(self) -> int:
+        return int(self.metadata.get("generation", 0))
+
+
+# -- CRD descriptors ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One column of ``kubectl get`` (an additionalPrinterColumns entry)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class ScaleSubresource:
+    """Where the scale subresource reads and writes the replica count."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+REASON_DESCRIPTION = (
+    "Why the job runs or not: WaitingForAdmission (Kueue), WaitingForGangScheduler, "
+    "Unschedulable, Paused, EvictedByKueue, or how it ended."
+)
+
+
+def reason_column(conditions: str) -> PrinterColumn:
+    """The reason of the engine's Running condition, kept in ``.status.<conditions>``."""
+    path = f'.status.{conditions}[?(@.type=="Running")].reason'
+    return PrinterColumn("Reason", "string", path, REASON_DESCRIPTION)
+
+
+STANDARD_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
+    PrinterColumn("Phase", "string", ".status.phase", "Phase of the job."),
+    reason_column("conditions"),
+    PrinterColumn("Ready", "integer", ".status.readyReplicas", "Replicas running and ready."),
+    PrinterColumn("Replicas", "integer", ".status.replicas", "Replicas that currently exist."),
+    PrinterColumn("Restarts", "integer", ".status.restartCount", "Replica restarts so far."),
+    PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+)
+
+
+@dataclass(frozen=True)
+class CrdInfo:
+    """Everything the CRD generator needs to know about one kind."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    spec_model: type[BaseModel]
+    status_model: type[BaseModel]
+    description: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    namespaced: bool = True
+    scale: ScaleSubresource | None = None
+    printer_columns: tuple[PrinterColumn, ...] = STANDARD_PRINTER_COLUMNS
+    root_validations: tuple[Mapping[str, Any], ...] = field(default=())
+    """CEL rules on the whole object (they may read metadata.name)."""
+
+    @property
+    def name(self) -> str:
+        """The CRD's metadata.name: ``<plural>.<group>``."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+def job_crd(
+    *,
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    spec_model: type[BaseModel],
+    status_model: type[BaseModel],
+    description: str,
+    root_validations: tuple[Mapping[str, Any], ...],
+    scale: ScaleSubresource | None = None,
+) -> CrdInfo:
+    """The :class:`CrdInfo` of a T9k job kind: group, version and category filled in."""
+    return CrdInfo(
+        group=GROUP,
+        version=VERSION,
+        kind=kind,
+        plural=plural,
+        singular=singular,
+        short_names=short_names,
+        categories=("t9k",),
+        spec_model=spec_model,
+        status_model=status_model,
+        description=description,
+        scale=scale,
+        root_validations=root_validations,
+    )
+
+
+ELASTIC_SCALE = ScaleSubresource(
+    spec_replicas_path=".spec.elastic.expectedReplicas",
+    status_replicas_path=".status.replicas",
+    label_selector_path=".status.selector",
+)
+"""The scale subresource of a kind with spec.elastic: it moves expectedReplicas."""
+
+
+# -- job and pod names ---------------------------------------------------------------------
+
+JOB_NAME_RULE: dict[str, Any] = {
+    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+    "message": (
+        "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
+        "starting with a letter): it also names the job's headless Service"
+    ),
+    "fieldPath": ".metadata.name",
+}
+"""A root CEL rule for kinds whose name also names a Service."""
+
+MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
+DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def matches_dns_1035(name: str) -> bool:
+    """Whether ``name`` is a DNS-1035 label (the shape :data:`JOB_NAME_RULE` demands)."""
+    return re.fullmatch(DNS_1035_PATTERN, name) is not None
+
+
+def check_job_name(name: str, pod_names_fit: Callable[[], bool], too_long: str) -> None:
+    """The Python side of :data:`JOB_NAME_RULE` and a kind's pod-name-length rule.
+
+    Raises ``ValueError`` (:data:`MSG_JOB_NAME`, else ``too_long``) for a bad name;
+    an empty name (not named yet, generateName) is left to the API server.
+    """
+    if not name:
+        return
+    if not matches_dns_1035(name):
+        raise ValueError(MSG_JOB_NAME)
+    if not pod_names_fit():
+        raise ValueError(too_long)
+
+
+def last_index_cel(replicas: str, *, elastic: bool = False) -> str:
+    """CEL: the highest pod index given ``replicas`` (a CEL expression); with
+    ``elastic``, spec.elastic.maxReplicas counts when larger."""
+    plain = f"({replicas} > 0 ? {replicas} - 1 : 0)"
+    if not elastic:
+        return plain
+    return (
+        "(has(self.spec.elastic) && has(self.spec.elastic.maxReplicas) "
+        f"&& self.spec.elastic.maxReplicas > {replicas} ? self.spec.elastic.maxReplicas - 1 : "
+        f"{plain})"
+    )
+
+
+def pod_name_fits_cel(middle_size: str, last_index: str, *, extra: int = 0) -> str:
+    """CEL on the object: whether ``<metadata.name><middle><last index>`` fits in a DNS
+    label; ``middle_size`` is a CEL size expression, ``extra`` further characters."""
+    plus = f" + {extra}" if extra else ""
+    return (
+        f"size(self.metadata.name) + {middle_size} + size(string({last_index})){plus} "
+        f"<= {DNS_LABEL_MAX}"
+    )
+
+
+def pod_name_length_rule(rule: str, message: str) -> dict[str, Any]:
+    """A root CEL rule on the length of metadata.name (errors name .metadata.name)."""
+    return {"rule": rule, "message": message, "fieldPath": ".metadata.name"}

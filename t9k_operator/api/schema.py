@@ -1,0 +1,96 @@
+"""What the models tell ``hack/gen_crds.py`` beyond their types: schema markers,
+limits and bounded types.
+
+The generator turns the models into structural CRD schemas; the conventions
+it relies on:
+
+* a node whose ``json_schema_extra`` names a Kubernetes type under
+  :data:`KUBERNETES_SCHEMA` (every pod template, via
+  :func:`~t9k_operator.api.template.pod_template_schema`; the ColossalAI
+  launcher's env and resources) gets that type's full schema of the pinned
+  Kubernetes version; the rest of the extra (descriptions, limits, CEL rules)
+  is laid over it;
+* any other field typed ``dict[str, Any]`` becomes ``type: object`` with
+  ``x-kubernetes-preserve-unknown-fields: true``: kept whole, never pruned;
+  :func:`preserved_object_schema` declares a few properties of such an object
+  (those a CEL rule reads) and keeps the rest.
+
+CEL rules cost the API server time, and it refuses a rule whose estimated
+cost is unbounded; so every list and string a rule may walk is capped. The
+caps live here (:data:`MAX_REPLICAS`, :data:`MAX_ARGS`, ...), as do the
+bounded types built from them (:data:`Arg`, :data:`ReplicaType`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from pydantic import Field
+
+# -- limits that keep the CEL cost estimates of the API server bounded -------------
+
+MAX_REPLICAS = 5000
+"""At most this many replicas in one job (every count, and their sum). Kubernetes
+is tested up to 5,000 nodes, and a distributed job is gang-shaped: more
+replicas than the largest cluster has nodes is a typo. It also bounds the
+job's status, which lists every replica."""
+MSG_TOO_MANY_REPLICAS = (
+    f"the job asks for more than {MAX_REPLICAS} replicas in all: Kubernetes clusters have at "
+    "most 5,000 nodes, so this is taken for a typo"
+)
+MAX_PROCS = 1024
+"""At most this many processes (GPU slots) per replica: far more than any node has GPUs."""
+MAX_INT32 = 2147483647
+"""Durations in seconds and limits: the Pod API's own bound for activeDeadlineSeconds."""
+MAX_REPLICA_SPECS = 16
+"""At most this many entries in a list of per-replica-type settings."""
+MAX_ARGS = 64
+"""At most this many items in a command or args list of a debug/resume setting."""
+MAX_ARG_LENGTH = 8192
+"""At most this many characters in one item of such a command or args list."""
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""A lower-case RFC 1123 label: replica types become parts of pod names."""
+DNS_LABEL_MAX = 63
+
+Arg = Annotated[str, Field(max_length=MAX_ARG_LENGTH)]
+ReplicaType = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=DNS_LABEL_MAX,
+        pattern=DNS_LABEL_PATTERN,
+        description="The replica type (role), a lower-case DNS label such as master or worker.",
+    ),
+]
+
+
+# -- Kubernetes types -----------------------------------------------------------------
+
+KUBERNETES_SCHEMA = "x-t9k-kubernetes"
+"""Schema key naming the Kubernetes definition (as the API server's OpenAPI names
+it) whose schema ``hack/gen_crds.py`` puts at that node."""
+POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
+ENV_VAR = "io.k8s.api.core.v1.EnvVar"
+RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
+
+
+# -- objects kept whole ----------------------------------------------------------------
+
+
+def preserved_object_schema(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object schema that declares ``properties`` and keeps every other field."""
+    return {
+        "type": "object",
+        "additionalProperties": True,
+        "description": description,
+        "properties": properties,
+    }
+
+
+# -- CEL -------------------------------------------------------------------------------
+
+
+def cel_strings(values: Sequence[str]) -> str:
+    """A CEL list literal of ``values`` (which hold no quote), e.g. ``['a', 'b']``."""
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"

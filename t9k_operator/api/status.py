@@ -1,0 +1,214 @@
+"""The status of a T9k job, as the operator writes it.
+
+:class:`JobStatus` is what the operator writes under ``status`` of a
+PyTorchTrainingJob, DeepSpeedJob or ColossalAIJob (a kind adds its own
+fields by subclassing it): the phase and conditions of the job, its replicas
+grouped by replica type (:class:`TaskStatus`, :class:`ReplicaStatus`,
+:class:`ContainerStatus`) and counted by phase (:class:`Aggregate`), the
+restart count that ``spec.runPolicy.backoffLimit`` limits, the scale
+subresource's replica count and selector, and what the gang scheduler
+(:class:`PodGroupStatus`) and Kueue (:class:`WorkloadStatus`) say of the job.
+MSJob's status, the MindSpore operator's, builds on the same models with
+conditions of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from t9k_operator.api.base import T9kModel
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+ContainerState = Literal["Running", "Waiting", "Terminated"]
+ReplicaPhase = Literal[
+    "Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"
+]
+JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+
+
+class Condition(T9kModel):
+    """One aspect of the job's state (Initialized, Running, ReplicaFailure, ...)."""
+
+    type: str = Field(
+        description=(
+            "Type of the condition: Initialized, Running, ReplicaFailure, Completed, "
+            "Failed or Paused."
+        )
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="Machine-readable reason of the last change.")
+    message: str = Field(default="", description="Human-readable detail of the last change.")
+    last_transition_time: str | None = Field(
+        default=None,
+        description="When status last changed (RFC 3339).",
+    )
+
+
+class ContainerStatus(T9kModel):
+    """State of one container of a replica."""
+
+    name: str = Field(description="Name of the container.")
+    state: ContainerState = Field(description="Running, Waiting or Terminated.")
+    exit_code: int | None = Field(
+        default=None,
+        description="Exit code of the container, once terminated.",
+    )
+    reason: str | None = Field(
+        default=None,
+        description="Why the container is waiting or terminated (e.g. OOMKilled).",
+    )
+
+
+class ReplicaStatus(T9kModel):
+    """A replica and the pod that runs it."""
+
+    name: str = Field(description="Name of the replica's pod.")
+    uid: str = Field(default="", description="UID of the replica's pod.")
+    phase: ReplicaPhase = Field(
+        description=(
+            "Phase of the replica: a pod phase (Pending, Running, Succeeded, Failed, "
+            "Unknown), or Creating / Deleted."
+        )
+    )
+    containers: list[ContainerStatus] = Field(
+        default=[],
+        description="States of the replica's containers.",
+    )
+
+
+class TaskStatus(T9kModel):
+    """The replicas of one replica type."""
+
+    type: str = Field(description="The replica type.")
+    restart_count: int = Field(
+        default=0,
+        description="Restarts of the replicas of this type, summed.",
+    )
+    replicas: list[ReplicaStatus] = Field(
+        default=[],
+        description="The replicas of this type.",
+    )
+
+
+class Aggregate(T9kModel):
+    """Number of replicas in each phase."""
+
+    creating: int = Field(default=0, description="Replicas being created.")
+    deleted: int = Field(default=0, description="Replicas deleted.")
+    failed: int = Field(default=0, description="Replicas failed.")
+    pending: int = Field(default=0, description="Replicas pending.")
+    running: int = Field(default=0, description="Replicas running.")
+    succeeded: int = Field(default=0, description="Replicas succeeded.")
+    unknown: int = Field(default=0, description="Replicas whose phase is unknown.")
+
+
+class WorkloadStatus(T9kModel):
+    """The job's Kueue Workload, as the operator last saw it."""
+
+    name: str = Field(description="Name of the Workload (as the job's PodGroup's).")
+    queue: str = Field(description="The LocalQueue the job waits in.")
+    admitted: bool = Field(description="Whether Kueue has admitted the Workload.")
+    cluster_queue: str | None = Field(
+        default=None, description="The ClusterQueue that admitted it."
+    )
+    message: str | None = Field(
+        default=None, description="Why Kueue does not admit it (Kueue's own words)."
+    )
+
+
+class PodGroupStatus(T9kModel):
+    """The job's PodGroup, as the operator last saw it."""
+
+    name: str = Field(
+        description="Name of the PodGroup: the job's name and the first 8 characters of its uid."
+    )
+    scheduler: str = Field(description="The gang scheduler: volcano or coscheduling.")
+    min_member: int = Field(description="Pods the scheduler places together, or none.")
+    queue: str | None = Field(default=None, description="The queue the job waits in.")
+    phase: str | None = Field(
+        default=None,
+        description=(
+            "The PodGroup's phase as its scheduler reports it (Volcano: Pending, Inqueue, "
+            "Running; scheduler-plugins: Pending, Scheduling, Scheduled, Running)."
+        ),
+    )
+    message: str | None = Field(
+        default=None, description="Why the group waits, from its conditions."
+    )
+
+
+class JobStatus(T9kModel):
+    """Observed state of a T9k job, written by the operator."""
+
+    observed_generation: int | None = Field(
+        default=None,
+        description="The metadata.generation of the spec this status describes.",
+    )
+    phase: JobPhase | None = Field(
+        default=None,
+        description=(
+            "Phase of the job: Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."
+        ),
+    )
+    conditions: list[Condition] = Field(
+        default=[],
+        description="Conditions of the job, one per type.",
+    )
+    tasks: list[TaskStatus] = Field(
+        default=[],
+        description="Replicas of the job, grouped by replica type.",
+    )
+    aggregate: Aggregate | None = Field(
+        default=None,
+        description="Number of replicas in each phase.",
+    )
+    start_time: str | None = Field(
+        default=None,
+        description="When the job started (RFC 3339).",
+    )
+    completion_time: str | None = Field(
+        default=None,
+        description="When the job finished (RFC 3339).",
+    )
+    restart_count: int = Field(
+        default=0,
+        description="Replica recreations so far, counted against spec.runPolicy.backoffLimit.",
+    )
+    counted_failures: list[str] = Field(
+        default=[],
+        description=(
+            "Operator bookkeeping: UIDs of failed pods already counted in restartCount, "
+            "so that a restart is counted exactly once."
+        ),
+    )
+    ready_replicas: int = Field(default=0, description="Replicas running and ready.")
+    replicas: int = Field(
+        default=0,
+        description=(
+            "Replicas whose pod currently exists (0 while paused), as a Deployment counts; "
+            "the scale subresource's current count."
+        ),
+    )
+    selector: str | None = Field(
+        default=None,
+        description=(
+            "Label selector of the job's pods, for the scale subresource "
+            "(kubectl autoscale, HorizontalPodAutoscaler)."
+        ),
+    )
+    pod_group: PodGroupStatus | None = Field(
+        default=None,
+        description=(
+            "The job's PodGroup, when the operator runs with a gang scheduler "
+            "(--gang-scheduler): its queue, phase and why it waits."
+        ),
+    )
+    workload: WorkloadStatus | None = Field(
+        default=None,
+        description=(
+            "The job's Kueue Workload, when the operator runs with --kueue and the job "
+            "names a queue: its LocalQueue, whether Kueue admitted it, and why not."
+        ),
+    )

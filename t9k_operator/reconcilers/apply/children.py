@@ -1,0 +1,258 @@
+"""Writing a job's children: what a plan and the integrations ask for, done
+idempotently, and what cannot be done said as a :class:`Problem`.
+
+* The kind's extras (Services and the ssh Secret created once, ConfigMaps
+  kept equal to what is built, so a hostfile follows scaling).
+* The integrations' :class:`~t9k_operator.reconcilers.integrations.contract.Action` s.
+* The plan's missing pods, in slow-start batches of 1, 2, 4, ... in parallel,
+  as the Kubernetes Job controller creates a Job's pods: the first refusal
+  ends the run, so a namespace out of quota costs a request or two.
+
+AlreadyExists is success when the object is the job's; when another owner
+holds the name, the job cannot have it (two jobs whose children's names
+collide). The reads are the informers' caches, except for that one case: an
+object that is not the operator's is not in its label-selected caches.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from t9k_operator.builders.common import CHILD_SELECTOR, REPLICA_INDEX, REPLICA_TYPE
+from t9k_operator.informers import CONTROLLER_UID_INDEX
+from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.informers.informer import SharedInformer
+from t9k_operator.kube import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    KubeClient,
+    NotFound,
+)
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.integrations.contract import (
+    Action,
+    Refusal,
+    Unavailable,
+    Watch,
+    clash,
+    controller_of,
+)
+from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Resource
+from t9k_operator.runtime.batch import slow_start
+
+CREATE_PARALLEL = 16
+"""At most this many pod creates of one job kind in flight at once (the
+slow-start batches of all its workers share one pool of threads)."""
+KIND_CHILDREN = {"Service": SERVICES, "ConfigMap": CONFIGMAPS, "Secret": SECRETS}
+"""The children a kind builds besides pods, by kind."""
+
+
+def refusal_is_permanent(exc: ApiError) -> bool:
+    """Whether the API server's refusal to create a child is one that retrying
+    cannot cure: the object itself is invalid (422) or malformed (400), Pod
+    Security admission forbids it, or an admission webhook denied it. Quota
+    exceeded, a missing ServiceAccount, a webhook timing out or an API server
+    in trouble may cure themselves."""
+    if isinstance(exc, (Invalid, BadRequest)):
+        return True
+    if isinstance(exc, Forbidden):
+        return "violates PodSecurity" in exc.message or "denied the request" in exc.message
+    return False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A child the job cannot have: it fails (``fail``), or waits and retries."""
+
+    reason: str
+    message: str
+    fail: bool
+
+
+def cannot_have(what: str, child: str, problem: ApiError | str) -> Problem:
+    """The problem of a child refused by the API server, or held by another owner
+    (``problem`` is then the clash's message)."""
+    if isinstance(problem, str):
+        return Problem("NameConflict", problem, fail=True)
+    quoted = f"{child}: {problem.message}"
+    if refusal_is_permanent(problem):
+        reason = "InvalidSpec" if isinstance(problem, (Invalid, BadRequest)) else "Forbidden"
+        message = (
+            f"the API server refused {what} ({quoted}); retrying cannot help: "
+            "fix the spec (or the namespace's policy) and resubmit"
+        )
+        return Problem(reason, message, fail=True)
+    message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
+    return Problem("FailedCreate", message, fail=False)
+
+
+def unavailable(exc: Unavailable) -> Problem:
+    message = f"waiting to create {exc.what} ({exc.child}: {exc.message}); retrying"
+    return Problem("FailedCreate", message, fail=False)
+
+
+class Caches:
+    """The informers a job's reconcile reads, as the integrations ask for them."""
+
+    def __init__(self, informers: InformerFactory, watches: Sequence[Watch]) -> None:
+        self._by_resource: dict[Resource, SharedInformer] = {}
+        for resource in (PODS, *KIND_CHILDREN.values()):
+            self._by_resource[resource] = informers.informer(resource, CHILD_SELECTOR)
+        for w in watches:
+            selector = CHILD_SELECTOR if w.owned else None
+            self._by_resource[w.resource] = informers.informer(w.resource, selector)
+
+    def informer(self, resource: Resource) -> SharedInformer:
+        return self._by_resource[resource]
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+        return self._by_resource[resource].get(namespace, name)
+
+    def owned(self, resource: Resource, uid: str) -> list[Obj]:
+        return self._by_resource[resource].by_index(CONTROLLER_UID_INDEX, uid)
+
+
+class Writer:
+    """Writes the children of one kind's jobs."""
+
+    def __init__(self, client: KubeClient, caches: Caches, pool: ThreadPoolExecutor) -> None:
+        self.client, self.caches, self.pool = client, caches, pool
+
+    def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | None:
+        """A message naming the other owner when a child of this name exists
+        but is not this job's (two jobs of different kinds with one name)."""
+        meta = child["metadata"]
+        existing = self.caches.get(resource, meta["namespace"], meta["name"])
+        if existing is None:  # not in the cache yet (or not ours): ask the API server
+            try:
+                existing = self.client.get(resource, meta["name"], meta["namespace"])
+            except NotFound:
+                return None
+        owner = controller_of(existing)
+        if owner is not None and owner.get("uid") == uid:
+            return None
+        return clash(child["kind"], meta["name"], owner)
+
+    def create(
+        self, resource: Resource, child: Obj, what: str, uid: str, rlog: Any
+    ) -> Problem | None:
+        meta = child["metadata"]
+        label = f"{child['kind']} {meta['name']}"
+        try:
+            self.client.create(resource, child, meta["namespace"])
+            rlog.info("created", child=f"{child['kind']}/{meta['name']}")
+        except AlreadyExists:
+            found = self.foreign_owner(resource, child, uid)
+            if found:
+                return cannot_have(what, label, found)
+        except ApiError as exc:
+            return cannot_have(what, label, exc)
+        return None
+
+    def extras(self, wanted: Sequence[Obj], uid: str, rlog: Any) -> Problem | None:
+        """Create the missing extras of a kind; keep ConfigMaps' data equal."""
+        for child in wanted:
+            resource = KIND_CHILDREN[child["kind"]]
+            meta = child["metadata"]
+            existing = self.caches.get(resource, meta["namespace"], meta["name"])
+            if existing is not None and (controller_of(existing) or {}).get("uid") != uid:
+                existing = None  # not the job's: the create says whose it is
+            if existing is None:
+                problem = self.create(resource, child, f"the job's {child['kind']}", uid, rlog)
+                if problem is not None:
+                    return problem
+            elif child["kind"] == "ConfigMap" and existing.get("data") != child.get("data"):
+                updated = copy.deepcopy(existing)
+                updated["data"] = child.get("data")
+                self.client.replace(resource, updated)
+                rlog.info("updated", child=f"ConfigMap/{meta['name']}")
+        return None
+
+    def act(self, action: Action, uid: str, rlog: Any) -> Problem | Refusal | None:
+        """Carry out one integration action. A hard one's trouble is a
+        :class:`Problem`; a soft one's a :class:`Refusal` for its integration."""
+        body, resource = action.body, action.resource
+        meta = body["metadata"]
+        name, namespace = meta["name"], meta.get("namespace")
+        label = f"{resource.kind}/{name}"
+        try:
+            if action.verb == "create":
+                self.client.create(resource, body, namespace)
+                rlog.info("created", child=label)
+            elif action.verb == "replace":
+                self.client.replace(resource, body)
+                rlog.info("updated", child=label)
+            elif action.verb == "replace_status":
+                self.client.replace_status(resource, body)
+                rlog.info("updated the status of", child=label)
+            elif action.verb == "delete":
+                self.client.delete(resource, name, namespace, uid=meta.get("uid"))
+                rlog.info("deleted", child=label)
+            else:
+                raise ValueError(f"unknown action {action.verb!r}")
+        except AlreadyExists:
+            found = self.foreign_owner(resource, body, uid)
+            if not found:
+                return None
+            if action.soft:
+                return Refusal(found, clash=True, permanent=True)
+            return cannot_have(action.what, action.label, found)
+        except NotFound:
+            if action.verb == "create":
+                raise
+            return None  # gone meanwhile: nothing left to do
+        except Conflict:
+            if action.soft or action.verb != "create":
+                return Refusal("changed meanwhile", conflict=True)
+            raise
+        except ApiError as exc:
+            if action.verb not in ("create", "replace"):
+                raise
+            if action.soft:
+                return Refusal(exc.message, permanent=refusal_is_permanent(exc))
+            return cannot_have(action.what, action.label, exc)
+        return None
+
+    def pods(
+        self, pods: list[Obj], key: str, uid: str, rlog: Any
+    ) -> tuple[list[str], Problem | None]:
+        """Create ``pods`` (exactly those: the plan's missing replicas) in slow-start
+        batches; the names created, and the problem of a pod that cannot be had."""
+        namespace = key.partition("/")[0]
+
+        def create(pod: Obj) -> bool:
+            try:
+                # Strict: a field of the template the Pod API does not know (a
+                # typo such as `comand`) is refused, never dropped in silence.
+                self.client.create(PODS, pod, namespace, field_validation="Strict")
+            except AlreadyExists:
+                return False
+            return True
+
+        outcome = slow_start(pods, create, self.pool, max_parallel=CREATE_PARALLEL)
+        created = [p["metadata"]["name"] for p, new in outcome.done if new]
+        if created:
+            rlog.info("created pods", pods=created)
+        for pod, new in outcome.done:
+            if not new:
+                found = self.foreign_owner(PODS, pod, uid)
+                if found:
+                    return created, cannot_have(
+                        "a pod of the job", f"Pod {pod['metadata']['name']}", found
+                    )
+        if outcome.failed is not None:
+            pod, error = outcome.failed
+            if not isinstance(error, ApiError):
+                raise error
+            labels = pod["metadata"].get("labels") or {}
+            replica = f"the pod of replica {labels.get(REPLICA_TYPE)}-{labels.get(REPLICA_INDEX)}"
+            return created, cannot_have(replica, f"Pod {pod['metadata']['name']}", error)
+        return created, None

@@ -1,0 +1,88 @@
+"""The replica part of a job's status: ``tasks`` (per replica type: its
+restarts and the replicas that have a pod or are being created) and the
+``aggregate`` counts, ``replicas``, ``readyReplicas`` and ``selector``. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from t9k_operator.builders.common import job_selector
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.engine.conditions import TERMINAL
+from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.view import JobView
+
+
+def role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:
+    return {str(t.get("type")): int(t.get("restartCount") or 0) for t in prev.get("tasks") or []}
+
+
+def render_replicas(
+    job: JobView,
+    pods: Mapping[tuple[str, int], ReplicaState],
+    status: Obj,
+    role_restarts: Mapping[str, int],
+    creating: set[tuple[str, int]],
+    deleting: set[str],
+) -> None:
+    """``tasks`` (per type: restarts, and the replicas that have a pod or are
+    being created now) and ``aggregate`` counts of every wanted replica, into
+    ``status``; ``creating`` and ``deleting`` are what this pass plans."""
+    aggregate = {
+        k: 0
+        for k in ("creating", "deleted", "failed", "pending", "running", "succeeded", "unknown")
+    }
+    waiting = status.get("phase") not in (*TERMINAL, "Paused")
+    tasks: list[Obj] = []
+    ready = total = 0
+    for role in job.roles:
+        replicas: list[Obj] = []
+        listed = sorted(
+            {i for t, i in pods if t == role.type and i < role.replicas}
+            | {i for t, i in creating if t == role.type}
+        )
+        for index in listed:
+            state = pods.get((role.type, index))
+            if state is None:
+                replicas.append({"name": "", "uid": "", "phase": "Creating", "containers": []})
+                continue
+            phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
+            replicas.append(
+                {
+                    "name": state.name,
+                    "uid": state.uid,
+                    "phase": phase,
+                    "containers": [
+                        {
+                            k: v
+                            for k, v in (
+                                ("name", n),
+                                ("state", st),
+                                ("exitCode", code),
+                                ("reason", rsn),
+                            )
+                            if v not in (None, "")
+                        }
+                        for n, st, code, rsn in state.containers
+                    ],
+                }
+            )
+            ready += state.phase == "Running" and not state.terminating
+            total += not state.terminating and state.uid not in deleting
+            key = phase.lower() if phase.lower() in aggregate else "unknown"
+            aggregate[key] += 1
+        without_pod = role.replicas - sum(1 for i in listed if (role.type, i) in pods)
+        aggregate["creating" if waiting else "deleted"] += without_pod
+        tasks.append(
+            {
+                "type": role.type,
+                "restartCount": role_restarts.get(role.type, 0),
+                "replicas": replicas,
+            }
+        )
+    status["tasks"] = tasks
+    status["aggregate"] = aggregate
+    status["replicas"] = total
+    status["readyReplicas"] = ready
+    status["selector"] = job_selector(job.kind, job.name)

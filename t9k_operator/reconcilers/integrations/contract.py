@@ -1,0 +1,265 @@
+"""The integration contract: what a job gets beyond its own children.
+
+An integration (gang scheduling, Kueue, the job's TensorBoard, ...) is one
+module of this package holding one class that satisfies :class:`Integration`,
+listed once in :data:`~t9k_operator.reconcilers.integrations.registry.INTEGRATIONS`.
+For each job, in a reconcile, the apply step asks every integration that is
+on, in registry order:
+
+1. ``observe``: its state for this job, read from the informers' caches
+   (never the API server), and the job's view as it leaves it (an integration
+   that takes the job's queue says so there);
+2. ``prepare``: what it keeps in every phase of the job, applied before the
+   plan, so the status written says what became of it (a refusal comes back
+   through ``refused``, never failing the job);
+3. ``gate``: whether the engine must hold the job back, and why;
+4. after the plan: ``status`` (its part of the job's status, and Events);
+   ``children`` while the job is active, ``release`` once it has finished or
+   is paused (what it gives back); ``decorate`` on every pod created.
+
+Everything here is pure: an integration returns :class:`Action` s and the apply
+step carries them out. The engine never names an integration: gates and
+status parts are all it sees of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.engine import TERMINAL
+from t9k_operator.reconcilers.kinds.contract import JobKind, Stored
+from t9k_operator.reconcilers.kinds.view import Gate, JobView
+from t9k_operator.resources import Resource
+
+S = TypeVar("S")
+Event = tuple[str, str, str]
+"""An Event to record on the job: type (Normal | Warning), reason, message."""
+Templates = Callable[[str], Obj]
+"""A replica type's pod as the kind builds it (index 0, no debug or resume);
+raises :class:`~t9k_operator.reconcilers.kinds.contract.ChildNotReady` while a
+child it needs is missing."""
+
+
+class Caches(Protocol):
+    """The informers' caches, as an integration reads them."""
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The cached object ``name`` (``namespace`` None: cluster-scoped)."""
+        ...
+
+    def owned(self, resource: Resource, uid: str) -> list[Obj]:
+        """The cached objects whose controller owner has ``uid``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A resource an integration reads, which the operator then caches.
+
+    ``owned``: the job's own children, watched by the operator's labels; a change
+    reconciles their owner. ``by_name``: objects a job names after itself (a
+    change reconciles the job of that namespace and name, whoever owns it).
+    Neither: objects read by name (priority classes, flavors); a change of one
+    reconciles nothing."""
+
+    resource: Resource
+    owned: bool = False
+    by_name: bool = False
+
+
+@dataclass(frozen=True)
+class Action:
+    """One write the apply step carries out for an integration.
+
+    ``create``: AlreadyExists is success when the object is the job's (else a
+    name clash); ``replace`` / ``replace_status``: an optimistic update (a
+    conflict or NotFound retries the reconcile); ``delete``: with the object's
+    uid as precondition, NotFound being success. A ``soft`` action's refusal goes
+    back to its integration (``refused``) instead of holding or failing the job."""
+
+    verb: str  # create | replace | replace_status | delete
+    resource: Resource
+    body: Obj
+    what: str  # how a message names it: "the job's PodGroup"
+    soft: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.resource.kind} {self.body['metadata']['name']}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a soft action did not happen."""
+
+    message: str  # the API server's words, or the name clash's
+    clash: bool = False  # its name is held by something that is not the job's
+    conflict: bool = False  # the object changed meanwhile (409): the next pass looks again
+    permanent: bool = False  # retrying cannot help (an invalid object, a policy)
+
+
+class Unavailable(Exception):
+    """A child an integration needs cannot be built yet (a priority class that
+    does not exist): the job waits, says so, and the reconcile is retried."""
+
+    def __init__(self, what: str, child: str, message: str) -> None:
+        super().__init__(message)
+        self.what, self.child, self.message = what, child, message
+
+
+@dataclass(frozen=True)
+class JobInput:
+    """A job as an integration observes it: its kind, as stored, parsed, viewed."""
+
+    kind: JobKind[Any]
+    stored: Stored
+    job: Any  # the parsed job (the kind's model)
+    view: JobView
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Needs:
+    """An API an integration cannot work without, and what to tell the user
+    when the cluster does not serve it."""
+
+    resource: Resource
+    unserved: Callable[[str], str]  # the missing part -> the message
+
+
+class Integration(Protocol[S]):
+    """One integration, configured (from the operator's flags) and on."""
+
+    name: str
+
+    @property
+    def needs(self) -> tuple[Needs, ...]:
+        """The APIs it cannot work without: the operator refuses to start when the
+        cluster does not serve one."""
+        ...
+
+    def watches(self) -> tuple[Watch, ...]:
+        """What it reads from the caches (started only while it is on)."""
+        ...
+
+    def observe(self, job: JobInput, caches: Caches) -> tuple[S, JobView] | None:
+        """Its state for ``job`` and the view as it leaves it; None when the job
+        is none of its business."""
+        ...
+
+    def gate(self, state: S, view: JobView) -> Gate | None:
+        """Whether, and why, the engine must hold the job back."""
+        ...
+
+    def prepare(self, state: S, view: JobView) -> list[Action]:
+        """What it keeps in every phase of the job, applied before the plan."""
+        ...
+
+    def refused(self, state: S, action: Action, refusal: Refusal) -> S:
+        """Its state once a soft action of its own was refused."""
+        ...
+
+    def children(self, state: S, view: JobView, templates: Templates, pods: int) -> list[Action]:
+        """What the active job (neither finished nor paused) needs from it, given
+        how many pods the job has; may raise :class:`Unavailable`."""
+        ...
+
+    def release(self, state: S, view: JobView) -> list[Action]:
+        """What it gives back once the job has finished or is paused."""
+        ...
+
+    def decorate(self, state: S, view: JobView, pod: Obj) -> None:
+        """Add its labels, annotations or scheduling fields to a new pod."""
+        ...
+
+    def status(self, state: S, view: JobView, status: Obj) -> list[Event]:
+        """Add its part to the job's new ``status`` (``view.status`` is the last
+        one written); the Events that go with it."""
+        ...
+
+    def accepted(self, state: S, view: JobView) -> list[Event]:
+        """Events told once, when the job's first status is stored."""
+        ...
+
+
+class Base(Generic[S]):
+    """The hook defaults: an integration overrides what it does."""
+
+    @property
+    def needs(self) -> tuple[Needs, ...]:
+        return ()
+
+    def watches(self) -> tuple[Watch, ...]:
+        return ()
+
+    def gate(self, state: S, view: JobView) -> Gate | None:
+        return None
+
+    def prepare(self, state: S, view: JobView) -> list[Action]:
+        return []
+
+    def refused(self, state: S, action: Action, refusal: Refusal) -> S:
+        return state
+
+    def children(self, state: S, view: JobView, templates: Templates, pods: int) -> list[Action]:
+        return []
+
+    def release(self, state: S, view: JobView) -> list[Action]:
+        return []
+
+    def decorate(self, state: S, view: JobView, pod: Obj) -> None:
+        return None
+
+    def status(self, state: S, view: JobView, status: Obj) -> list[Event]:
+        return []
+
+    def accepted(self, state: S, view: JobView) -> list[Event]:
+        return []
+
+
+class Setup(Protocol):
+    """An integration as the registry lists it: its flags, and the integration
+    they configure (None: off)."""
+
+    @staticmethod
+    def add_flags(parser: argparse.ArgumentParser) -> None: ...
+
+    @staticmethod
+    def from_flags(args: argparse.Namespace) -> Integration[Any] | None: ...
+
+    @staticmethod
+    def check_flags(args: argparse.Namespace) -> str | None:
+        """What is wrong with the flags' combination, or None."""
+        ...
+
+
+def last_seen(status: Obj, view: JobView, key: str, seen: Obj | None) -> None:
+    """``status[key]`` is ``seen`` (what the integration sees now) while the job
+    runs; once it has finished or is paused, or without ``seen``, it stays what
+    was last written, if anything."""
+    if seen is None or status["phase"] in (*TERMINAL, "Paused"):
+        if view.status.get(key):
+            status[key] = dict(view.status[key])
+        return
+    status[key] = seen
+
+
+def clash(kind: str, name: str, owner: Mapping[str, Any] | None) -> str:
+    """The message of a child whose name is held by ``owner`` (its controller
+    ownerReference, or None), not by the job."""
+    held = f"{owner['kind']} {owner['name']}" if owner else "nothing (it has no controller)"
+    return (
+        f"{kind} {name} already exists and belongs to {held}: two jobs "
+        "whose children's names collide cannot share a namespace; rename this job"
+    )
+
+
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The object's controller ownerReference, if it has one."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((r for r in refs if r.get("controller")), None)

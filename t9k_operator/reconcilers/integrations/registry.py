@@ -1,0 +1,40 @@
+"""Every integration the operator has, listed once, in the order a reconcile
+asks them (an integration may leave the job's view changed for those after
+it: Kueue takes the job's queue before gang scheduling reads it).
+
+The operator's flags, the check that the cluster serves what the enabled
+ones need, the informers they read and the tests' list of integrations all
+derive from :data:`INTEGRATIONS`. To add one, see docs/adding-an-integration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from t9k_operator.reconcilers.integrations.contract import Integration, Setup
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.integrations.kueue import Kueue
+from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+
+INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Every integration's flags."""
+    for setup in INTEGRATIONS:
+        setup.add_flags(parser)
+
+
+def check_flags(args: argparse.Namespace) -> str | None:
+    """The first problem with the integrations' flags, or None."""
+    for setup in INTEGRATIONS:
+        problem = setup.check_flags(args)
+        if problem:
+            return problem
+    return None
+
+
+def configure(args: argparse.Namespace) -> tuple[Integration[Any], ...]:
+    """The integrations the flags turn on, in registry order."""
+    return tuple(i for setup in INTEGRATIONS if (i := setup.from_flags(args)) is not None)

@@ -1,0 +1,103 @@
+"""A job in the engine's terms: the vocabulary the kinds, the engine and the
+integrations share.
+
+A kind reads its parsed job into a :class:`JobView` (roles, policies, what
+it asks of a scheduler); the integrations add :class:`Gate` s to it (why the
+job may not have pods yet, or why its pods wait); the engine plans from it.
+Nothing here names a kind or an integration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from t9k_operator.builders.gang import NO_GANG, GangRequest
+
+
+@dataclass(frozen=True)
+class Role:
+    """One replica type of a job."""
+
+    type: str
+    replicas: int
+    restart_policy: str = "Never"
+
+
+@dataclass(frozen=True)
+class Override:
+    """A per-type debug or resume setting from ``spec.runMode``."""
+
+    type: str
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    skip_init_container: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    phase: str  # Succeeded | Failed
+    reason: str
+    message: str
+
+
+class Hold(StrEnum):
+    """How much of a job a :class:`Gate` holds back."""
+
+    NONE = "none"
+    """Nothing: pods are created; while the job waits for them to run, the gate
+    says why (a gang scheduler placing the whole group)."""
+    NEW = "new"
+    """No pod is created; the pods there stay (a refusal being retried, a job
+    held for a gang scheduler the operator does not have)."""
+    ALL = "all"
+    """The job has no pods at all and its clock does not run (a queue that has
+    not admitted it, or took its admission back)."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Why a job may not go on yet, as the engine reads it: a condition's
+    reason and message, and an Event when the job starts waiting on it."""
+
+    reason: str
+    message: str
+    hold: Hold = Hold.NEW
+    event: str = ""
+    """The Event's message when the job starts to wait here ("" for none)."""
+    warning: bool = False
+    """Whether that Event is a Warning (else Normal)."""
+    detail: str = ""
+    """With :attr:`Hold.NONE`: the waiting party's own word on why; without one,
+    the engine adds the scheduler's word on the first pod it cannot place."""
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the engine needs to know about a job, in kind-neutral terms. A kind
+    whose outcome rule needs more of its spec extends it with typed fields."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    roles: tuple[Role, ...]
+    backoff_limit: int = 3
+    active_deadline_seconds: int | None = None
+    cleanup_policy: str = "None"  # None | All | Unfinished
+    debug: bool = False
+    debug_overrides: tuple[Override, ...] = ()
+    paused: bool = False
+    resume_overrides: tuple[Override, ...] = ()
+    status: Mapping[str, Any] = field(default_factory=dict)
+    spec_error: str | None = None  # an invalid spec the schema could not catch
+    spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
+    gang: GangRequest = NO_GANG  # what the job asks of a (gang) scheduler and a queue
+    gates: tuple[Gate, ...] = ()  # what holds the job back, from its integrations and the apply
+
+    def gate(self, *holds: Hold) -> Gate | None:
+        """The first gate that holds back as much as one of ``holds``."""
+        return next((g for g in self.gates if g.hold in holds), None)

@@ -1,0 +1,85 @@
+"""The job kinds, for the tests: every per-kind test table derives from here.
+
+The kinds come from the operator's one registry, imported here and nowhere
+else in tests/ (tests/unit/reconcilers/ and tests/unit/api/ aside, which test
+the kinds themselves), so a move of it is one edit. A test parametrized over
+the kinds uses :data:`KIND_NAMES`, or a subset derived from a property of the
+kinds (:func:`spec_fields`, :func:`kubeflow_status`, ``uses_ssh``); a table of
+per-kind data stays in its test, and fails when a kind it should cover has no
+entry in it (:func:`per_kind`, :func:`kind_entry`): a new kind is never
+silently left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+from t9k_operator.kube import Resource
+from t9k_operator.reconcilers.kinds import registry
+
+T = TypeVar("T")
+
+KINDS = registry.KINDS
+"""Every registered job kind (each with ``.crd`` and ``.model``), in the registry's order."""
+
+KIND_NAMES: tuple[str, ...] = tuple(kind.crd.kind for kind in KINDS)
+"""The CRD kind of every registered job kind (``PyTorchTrainingJob``, ...), in the same order."""
+
+by_kind = registry.by_kind
+"""The registered kind whose CRD's kind is ``name`` (KeyError if none)."""
+
+
+def kind_resource(name: str) -> Resource:
+    """The API resource of the registered kind ``name``, from the identity its CRD declares."""
+    crd = by_kind(name).crd
+    return Resource(crd.group, crd.version, crd.plural, crd.kind)
+
+
+def spec_fields(name: str) -> frozenset[str]:
+    """The top-level fields of the kind's spec as users write them (``runMode``, ``elastic``)."""
+    model = by_kind(name).crd.spec_model
+    return frozenset(field.alias or key for key, field in model.model_fields.items())
+
+
+def status_fields(name: str) -> frozenset[str]:
+    """The top-level fields of the kind's status as stored (``t9kConditions``, ...)."""
+    model = by_kind(name).crd.status_model
+    return frozenset(field.alias or key for key, field in model.model_fields.items())
+
+
+def kubeflow_status(name: str) -> bool:
+    """Whether the kind stores a Kubeflow-style status (MSJob: its own conditions, the
+    engine's apart in ``t9kConditions``) rather than the engine's (``phase``)."""
+    return "t9kConditions" in status_fields(name)
+
+
+def per_kind(
+    table: Mapping[str, T], name: str, kinds: Iterable[str] = KIND_NAMES
+) -> Mapping[str, T]:
+    """``table``, asserting it has an entry for each of ``kinds`` (every registered
+    kind unless told) and for no other. ``name`` says which table, for the message."""
+    wanted = list(kinds)
+    missing = [kind for kind in wanted if kind not in table]
+    unknown = sorted(set(table) - set(wanted))
+    problems = []
+    if missing:
+        problems.append(
+            f"{name} has no entry for {', '.join(missing)}: add one "
+            f"(its kinds, from the registry: {', '.join(wanted)})"
+        )
+    if unknown:
+        problems.append(
+            f"{name} has an entry for {', '.join(unknown)}, which it should not have "
+            f"(its kinds: {', '.join(wanted) or 'none'})"
+        )
+    if problems:
+        raise AssertionError("; ".join(problems))
+    return table
+
+
+def kind_entry(table: Mapping[str, T], name: str, kind: str) -> T:
+    """``table[kind]``, or a failure naming the kind and the table (``name``) to add it to."""
+    if kind not in table:
+        raise AssertionError(f"{name} has no entry for {kind}, a registered kind: add one")
+    return table[kind]

@@ -1,0 +1,168 @@
+"""The integration contract, proven by a toy: one class and one registry line,
+and every hook reaches the job through the apply step and the engine, which
+never name it.
+
+The toy stands for a queueing system of the simplest kind: a job waits, with
+no pods, until a cluster-scoped Ticket named after it exists; it then gets a
+Toy child (its claim), its pods carry the ticket's number, its status says
+which ticket it holds, and it gives the claim back when it finishes or pauses.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from t9k_operator.__main__ import parse_args
+from t9k_operator.builders.common import child_metadata, job_labels
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.integrations import registry
+from t9k_operator.reconcilers.integrations.contract import (
+    Action,
+    Base,
+    Caches,
+    Event,
+    JobInput,
+    Templates,
+    Watch,
+)
+from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
+from t9k_operator.resources import Resource
+from tests.kinds import KIND_NAMES
+from tests.unit.reconcilers.test_job_reconciler import JOBS, Harness
+
+TICKETS = Resource("toy.example", "v1", "tickets", "Ticket", namespaced=False)
+TOYS = Resource("toy.example", "v1", "toys", "Toy")
+
+
+@dataclass(frozen=True)
+class ToyState:
+    ticket: Obj | None
+    claim: Obj | None
+    want: Obj
+
+
+class Toy(Base[ToyState]):
+    name = "toy"
+
+    @staticmethod
+    def add_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--toy", action="store_true", help="queue jobs with the toy")
+
+    @staticmethod
+    def check_flags(args: argparse.Namespace) -> str | None:
+        return None
+
+    @staticmethod
+    def from_flags(args: argparse.Namespace) -> Toy | None:
+        return Toy() if args.toy else None
+
+    def watches(self) -> tuple[Watch, ...]:
+        return (Watch(TOYS, owned=True), Watch(TICKETS))
+
+    def observe(self, job: JobInput, caches: Caches) -> tuple[ToyState, JobView]:
+        view = job.view
+        ticket = caches.get(TICKETS, None, view.name)
+        claim = caches.get(TOYS, view.namespace, f"{view.name}-claim")
+        want = {
+            "apiVersion": TOYS.api_version,
+            "kind": "Toy",
+            "metadata": child_metadata(
+                job.job, f"{view.name}-claim", job_labels(view.kind, view.name)
+            ),
+        }
+        return ToyState(ticket, claim, want), view
+
+    def gate(self, state: ToyState, view: JobView) -> Gate | None:
+        if state.ticket is not None:
+            return None
+        message = f"waiting for a ticket named {view.name}"
+        return Gate("WaitingForTicket", message, Hold.ALL, event=message)
+
+    def children(
+        self, state: ToyState, view: JobView, templates: Templates, pods: int
+    ) -> list[Action]:
+        if state.ticket is None or state.claim is not None:
+            return []
+        return [Action("create", TOYS, state.want, "the job's Toy")]
+
+    def release(self, state: ToyState, view: JobView) -> list[Action]:
+        return [] if state.claim is None else [Action("delete", TOYS, state.claim, "the job's Toy")]
+
+    def decorate(self, state: ToyState, view: JobView, pod: Obj) -> None:
+        assert state.ticket is not None, "no pod is built while the gate holds"
+        pod["metadata"].setdefault("labels", {})["toy.example/ticket"] = str(state.ticket["number"])
+
+    def status(self, state: ToyState, view: JobView, status: Obj) -> list[Event]:
+        if state.ticket is not None:
+            status["toy"] = {"ticket": state.ticket["number"]}
+        return []
+
+
+@pytest.fixture
+def toy_registered(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """The toy listed in the registry (its one line), and the flags that turn it on."""
+    monkeypatch.setattr(registry, "INTEGRATIONS", (*registry.INTEGRATIONS, Toy))
+    return registry.configure(parse_args(["--toy"]))
+
+
+def harness(kind: str, integrations: tuple[Any, ...]) -> Harness:
+    h = Harness(kind, integrations=integrations)
+    h.children.append(TOYS)
+    h.watched.append((TICKETS, None))
+    return h
+
+
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_a_registered_integration_gates_decorates_adds_children_status_and_releases(
+    kind: str, toy_registered: tuple[Any, ...]
+) -> None:
+    assert [type(i) for i in toy_registered][-1] is Toy, "configured from its own flag"
+    h = harness(kind, toy_registered)
+    h.run()
+    assert h.pod_names() == [], "the gate holds every pod back"
+    assert h.fake.of_kind("Toy") == []
+    status = h.job()["status"]
+    conditions = {c["type"]: c for c in status.get("t9kConditions") or status["conditions"]}
+    assert conditions["Running"]["reason"] == "WaitingForTicket"
+    assert "WaitingForTicket" in h.recorder.reasons()
+    assert status["phase"] == "Pending" and "toy" not in status
+
+    h.fake.put(TICKETS, {"metadata": {"name": "j"}, "number": 7})
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+    assert all(p["metadata"]["labels"]["toy.example/ticket"] == "7" for p in h.fake.of_kind("Pod"))
+    (claim,) = h.fake.of_kind("Toy")
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == h.job()["metadata"]["uid"]
+    assert h.job()["status"]["toy"] == {"ticket": 7}
+
+    for (k, _, _), obj in h.fake.objects.items():
+        if k == "Pod":
+            obj["status"] = {"phase": "Succeeded"}
+    h.run()
+    assert h.job()["status"]["phase"] == "Succeeded"
+    assert h.fake.of_kind("Toy") == [], "given back once the job has finished"
+
+
+def test_without_its_flag_the_toy_is_off(toy_registered: tuple[Any, ...]) -> None:
+    assert Toy not in [type(i) for i in registry.configure(parse_args([]))]
+    h = harness("PyTorchTrainingJob", registry.configure(parse_args([])))
+    h.run()
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2], "nothing gates the job"
+
+
+def test_every_integration_in_the_registry_is_configured_from_its_own_flags() -> None:
+    """Each listed integration adds its flags and reads them back; the default
+    flags turn on exactly those that need no flag (gang scheduling's warnings,
+    the job's TensorBoard)."""
+    parser = argparse.ArgumentParser()
+    registry.add_flags(parser)
+    defaults = {type(i) for i in registry.configure(parser.parse_args([]))}
+    assert defaults < set(registry.INTEGRATIONS)
+    everything = registry.configure(parse_args(["--kueue", "--gang-scheduler=volcano"]))
+    assert [type(i) for i in everything] == list(registry.INTEGRATIONS)
+    for integration in everything:
+        assert integration.name and integration.watches() is not None
