@@ -30,7 +30,7 @@ from tests.integration.test_gang_schedulers import gpus_in_use
 from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_resource, per_kind, spec_fields
 
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
-BACKENDS = ["volcano", "coscheduling"]
+BACKENDS = list(gang.BACKENDS)
 
 
 Notes = dict[str, str]

@@ -24,6 +24,7 @@ class FakeKube:
         self.objects: dict[tuple[str, str, str], Obj] = {}  # (kind, namespace, name)
         self.resources: dict[str, Resource] = {}
         self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name), in order
+        self.reads: list[tuple[str, str]] = []  # (kind, name) of every get, in order
         self.fail: dict[tuple[str, str], list[ApiError]] = {}  # (verb, kind) -> errors to raise
         self._rv = itertools.count(100)
         self._uid = itertools.count(1)
@@ -61,6 +62,7 @@ class FakeKube:
             raise errors.pop(0)
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        self.reads.append((resource.kind, name))
         obj = self.objects.get((resource.kind, namespace or "", name))
         if obj is None:
             raise NotFound(f"{resource.plural} {name!r} not found")

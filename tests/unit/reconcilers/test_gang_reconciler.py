@@ -44,11 +44,11 @@ def set_pods(h: Harness, phase: str) -> None:
     h.sync()
 
 
-@pytest.mark.parametrize("config", [VOLCANO, COSCHEDULING], ids=["volcano", "coscheduling"])
+@pytest.mark.parametrize("backend", gang.BACKENDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_group_comes_before_the_pods_and_the_pods_join_it(
-    kind: str, config: GangScheduling
-) -> None:
+def test_the_group_comes_before_the_pods_and_the_pods_join_it(kind: str, backend: str) -> None:
+    """Every gang scheduler the operator knows, its pods' scheduler named by the flag."""
+    config = GangScheduling(gang.backend(backend, f"my-{backend}"))
     h = Harness(kind, asking(kind), gang=config)
     h.run()
     assert h.pod_names() == JOBS[kind][2]
@@ -58,11 +58,15 @@ def test_the_group_comes_before_the_pods_and_the_pods_join_it(
     assert group["apiVersion"] == be.api_version and group["metadata"]["name"] == GROUP
     assert group["spec"]["minMember"] == MIN_MEMBER[kind]
     assert group["metadata"]["ownerReferences"][0]["kind"] == kind
+    assert be.scheduler_name == f"my-{backend}"
     if be.queues:
         assert group["spec"]["queue"] == "research"
-        assert group["spec"]["priorityClassName"] == "t9k-priority-50"
     else:
         assert "queue" not in group["spec"]
+    if be.priority_in_group:
+        assert group["spec"]["priorityClassName"] == "t9k-priority-50"
+    else:
+        assert "priorityClassName" not in group["spec"]
     creates = [(k, n) for verb, k, n in h.fake.writes if verb == "create"]
     assert creates.index(("PodGroup", GROUP)) < min(
         i for i, (k, _) in enumerate(creates) if k == "Pod"

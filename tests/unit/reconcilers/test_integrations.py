@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from t9k_operator.__main__ import parse_args
+from t9k_operator.builders import gang
 from t9k_operator.builders.common import child_metadata, job_labels
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations import registry
@@ -29,11 +32,13 @@ from t9k_operator.reconcilers.integrations.contract import (
     Templates,
     Watch,
 )
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import Resource
 from tests.kinds import KIND_NAMES
 from tests.unit.reconcilers.test_job_reconciler import JOBS, Harness
 
+ROOT = Path(__file__).resolve().parents[3]
 TICKETS = Resource("toy.example", "v1", "tickets", "Ticket", namespaced=False)
 TOYS = Resource("toy.example", "v1", "toys", "Toy")
 
@@ -166,3 +171,33 @@ def test_every_integration_in_the_registry_is_configured_from_its_own_flags() ->
     assert [type(i) for i in everything] == list(registry.INTEGRATIONS)
     for integration in everything:
         assert integration.name and integration.watches() is not None
+
+
+def every_integration_on() -> tuple[Any, ...]:
+    """Each integration in the registry, configured on (its flags set)."""
+    on = registry.configure(parse_args(["--kueue", f"--gang-scheduler={gang.BACKENDS[0]}"]))
+    assert {type(i) for i in on} == set(registry.INTEGRATIONS), "every one has a flag set here"
+    return on
+
+
+def test_the_cluster_role_grants_what_every_integration_reads_and_its_needed_apis() -> None:
+    """What an integration caches is listed and watched under the shipped
+    ClusterRole; a new integration fails here until hack/gen_rbac.py grants it."""
+    rules = yaml.safe_load((ROOT / "manifests" / "rbac" / "20-cluster-role.yaml").read_text())
+    granted = {
+        (group, resource, verb)
+        for rule in rules["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    integrations = list(every_integration_on())
+    integrations += [GangScheduling(gang.backend(name)) for name in gang.BACKENDS]
+    for integration in integrations:
+        for watch in integration.watches():
+            for verb in ("list", "watch"):
+                key = (watch.resource.group, watch.resource.plural, verb)
+                assert key in granted, f"{integration.name}: {key} is not granted"
+            if watch.owned:
+                key = (watch.resource.group, watch.resource.plural, "create")
+                assert key in granted, f"{integration.name}: its children's create is not granted"

@@ -332,3 +332,27 @@ def test_without_a_gang_scheduler_kueue_serves_the_queue_and_nothing_holds_the_j
     h.run()
     assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
     assert "GangSchedulerUnavailable" not in h.recorder.reasons()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_reconcile_path_reads_priorities_and_flavors_from_the_caches(kind: str) -> None:
+    """A queued job with a priority, admitted to a flavor, starts without one
+    read from the API server: the WorkloadPriorityClass, the PriorityClass and
+    the ResourceFlavor come from informers, as every other read does."""
+    h = Harness(kind, queued(kind, priority=50), kueue=KUEUE)
+    h.fake.put(POD_PRIORITY_CLASSES, {"metadata": {"name": "t9k-priority-50"}, "value": 50})
+    h.fake.put(
+        RESOURCE_FLAVORS, {"metadata": {"name": "a100"}, "spec": {"nodeLabels": {"gpu": "a100"}}}
+    )
+    h.run()
+    assert workload(h)["spec"]["priority"] == 50
+    admitted = copy.deepcopy(ADMITTED)
+    admitted["admission"]["podSetAssignments"] = [
+        {"name": name, "flavors": {"cpu": "a100"}, "count": count}
+        for name, count in POD_SETS[kind].items()
+    ]
+    kueue_sets(h, admitted)
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+    assert all(p["spec"]["nodeSelector"]["gpu"] == "a100" for p in h.fake.of_kind("Pod"))
+    assert h.fake.reads == [], "no GET on the reconcile path"
