@@ -23,6 +23,7 @@ from t9k_operator.api.colossalai import TRAINING_CONTAINER, ColossalAIJobObject
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
+    KindFacts,
     PodMode,
     child_metadata,
     headless_service,
@@ -36,8 +37,12 @@ from t9k_operator.objects import Obj
 Job = ColossalAIJobObject
 
 TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
+LAUNCHER = "launcher"
+"""The launcher pod's container, which runs ``colossalai run`` (its exit decides)."""
 """The worker's training container: the one of this name, else the template's first."""
 DEBUG_COMMAND = ("sleep", "inf")
+FACTS = KindFacts((*TRAINING_CONTAINERS, LAUNCHER), DEBUG_COMMAND)
+
 """What each replica runs in debug mode unless runMode.debug says otherwise."""
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 MASTER_PORT = 29500
@@ -148,7 +153,7 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
     name = job.name
     spec = job.spec.launcher
     container: Obj = {
-        "name": "launcher",
+        "name": LAUNCHER,
         "image": spec.image,
         "command": list(command)
         if command is not None

@@ -40,6 +40,16 @@ def ssh_secret_name(job_name: str) -> str:
 
 
 @dataclass(frozen=True)
+class KindFacts:
+    """What a kind's pods are, stated once in its builders and read by its kind
+    module: the container that trains (in order of preference, else the
+    first), and what debug pods run unless the job says otherwise."""
+
+    training_containers: tuple[str, ...]
+    debug_command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PodMode:
     """How a pod is to be built: normally, for debugging, or after a pause."""
 

@@ -26,6 +26,7 @@ from t9k_operator.api.deepspeed_config import DeepSpeedConfig
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     NORMAL,
+    KindFacts,
     PodMode,
     headless_service,
     pod_name,
@@ -40,6 +41,8 @@ TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
 """The training container: the one of this name, else the template's first."""
 SSHD = "/usr/sbin/sshd"
 DEBUG_COMMAND = (SSHD, "-D")
+FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
+
 """What each worker runs in debug mode unless runMode.debug says otherwise."""
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"

@@ -23,6 +23,7 @@ from t9k_operator.api.msjob import (
 )
 from t9k_operator.builders.common import (
     NORMAL,
+    KindFacts,
     PodMode,
     child_metadata,
     headless_service,
@@ -38,6 +39,7 @@ Job = MSJobObject
 TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
 MS_ROLE = {SCHEDULER: "MS_SCHED", PS: "MS_PSERVER", WORKER: "MS_WORKER"}
 DEBUG_COMMAND = ("sleep", "inf")
+FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
 
 
 def job_scheduler_port(job: Job) -> int:

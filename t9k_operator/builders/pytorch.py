@@ -20,6 +20,7 @@ from dataclasses import replace
 from t9k_operator.api.pytorch import PyTorchTrainingJobObject, ReplicaSpec, TorchrunConfig
 from t9k_operator.builders.common import (
     NORMAL,
+    KindFacts,
     PodMode,
     headless_service,
     pod_name,
@@ -35,6 +36,7 @@ DEFAULT_MASTER_PORT = 23456
 MASTER_PORT_NAME = "pytorchjob-port"
 C10D_PORT = 29400
 DEBUG_COMMAND = ("sleep", "inf")
+FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
 
 
 def replica_counts(job: Job) -> list[tuple[str, int, ReplicaSpec]]:

@@ -34,12 +34,8 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
     return None
 
 
-class ColossalAIKind(KindBase[Job]):
+class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
-    crd = CRD
-    model = Job
-    training_containers: tuple[str, ...] = (*build.TRAINING_CONTAINERS, "launcher")
-    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
     uses_ssh = True
 
     def view(self, job: Job) -> JobView:

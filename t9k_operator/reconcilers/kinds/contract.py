@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import ValidationError
 
 from t9k_operator.api.crd import CrdInfo, JobObject
+from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kinds.pods import ReplicaState
@@ -52,12 +53,18 @@ class JobKind(Protocol[J]):
     """Its identity and CRD (declared in its API module)."""
     model: type[J]
     """Its API model of a whole object."""
-    training_containers: tuple[str, ...]
-    """Names of the container that trains, in order of preference (else the first)."""
-    debug_command: tuple[str, ...]
-    """What debug pods run unless the job says otherwise."""
     uses_ssh: bool
     """Whether replicas talk over ssh: the job then gets its own key Secret."""
+
+    @property
+    def training_containers(self) -> tuple[str, ...]:
+        """Names of the container that trains, in order of preference (else the first)."""
+        ...
+
+    @property
+    def debug_command(self) -> tuple[str, ...]:
+        """What debug pods run unless the job says otherwise."""
+        ...
 
     # -- reading the job -------------------------------------------------------------
 
@@ -143,10 +150,30 @@ def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
 
 
 class KindBase(Generic[J]):
-    """The hook defaults most kinds keep: create any role at once, clean up every
+    """A kind's identity, given as class keywords (``class PyTorchKind(KindBase[Job],
+    crd=CRD, model=Job, facts=build.FACTS)``: the facts its builders state), and
+    the hook defaults most kinds keep: create any role at once, clean up every
     type, store the engine's status as it is, no ssh, every field acted on."""
 
+    crd: CrdInfo
+    model: type[J]
+    facts: KindFacts
     uses_ssh = False
+
+    def __init_subclass__(
+        cls, *, crd: CrdInfo, model: type[Any], facts: KindFacts, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.crd, cls.model, cls.facts = crd, model, facts
+
+    @property
+    def training_containers(self) -> tuple[str, ...]:
+        return self.facts.training_containers
+
+    @property
+    def debug_command(self) -> tuple[str, ...]:
+        return self.facts.debug_command
+
     not_acted_on: tuple[str, ...] = ()
     """Fields the API stores but this operator does not act on (yet): a job
     that sets one gets a Warning Event saying so."""

@@ -38,11 +38,7 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
     return effective_worker_count(spec)
 
 
-class DeepSpeedKind(KindBase[Job]):
-    crd = CRD
-    model = Job
-    training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
-    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
+class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     uses_ssh = True
 
     def view(self, job: Job) -> JobView:

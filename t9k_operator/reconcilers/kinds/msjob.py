@@ -60,12 +60,8 @@ class MSJobView(JobView):
     """``successPolicy: AllWorkers``: the job succeeds when every Worker has."""
 
 
-class MSJobKind(KindBase[Job]):
+class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.ttlSecondsAfterFinished",)
-    crd = CRD
-    model = Job
-    training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
-    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
     def view(self, job: Job) -> JobView:
         spec = job.spec

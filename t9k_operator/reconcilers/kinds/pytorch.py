@@ -42,12 +42,8 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
     return sum(spec.replica_count(rs) for rs in spec.replica_specs)
 
 
-class PyTorchKind(KindBase[Job]):
+class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
-    crd = CRD
-    model = Job
-    training_containers: tuple[str, ...] = build.TRAINING_CONTAINERS
-    debug_command: tuple[str, ...] = build.DEBUG_COMMAND
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
