@@ -12,8 +12,11 @@ headless Service and is the prefix of its pods' names, so the CRD refuses a
 name that is not a DNS-1035 label (:data:`JOB_NAME_RULE`) or that leaves a
 pod name longer than a DNS label; those root CEL rules are built from
 :func:`last_index_cel`, :func:`pod_name_fits_cel` and
-:func:`pod_name_length_rule`. Their Python side is :func:`check_job_name`,
-which :class:`JobObject` runs on parsing, with the same messages.
+:func:`pod_name_length_rule` (:func:`worker_pod_name_fits_cel` for a kind whose
+workers are ``spec.worker``). Their Python side is :func:`check_job_name`,
+which :class:`JobObject` runs on parsing, with the same messages, and
+:func:`last_pod_name_fits`, with which a kind's object tells whether its pod
+names fit.
 """
 
 from __future__ import annotations
@@ -208,18 +211,27 @@ ELASTIC_SCALE = ScaleSubresource(
 
 # -- job and pod names ---------------------------------------------------------------------
 
-JOB_NAME_RULE: dict[str, Any] = {
-    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-    "message": (
-        "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
-        "starting with a letter): it also names the job's headless Service"
-    ),
-    "fieldPath": ".metadata.name",
-}
+DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def _on_name(rule: str, message: str) -> dict[str, Any]:
+    """A root CEL rule about metadata.name (its errors name .metadata.name)."""
+    return {"rule": rule, "message": message, "fieldPath": ".metadata.name"}
+
+
+def dns_1035_name_rule(message: str) -> dict[str, Any]:
+    """A root CEL rule: metadata.name is a DNS-1035 label (:data:`DNS_1035_PATTERN`),
+    refused with ``message`` (a kind says what its name also names)."""
+    return _on_name(f"self.metadata.name.matches('^{DNS_1035_PATTERN}$')", message)
+
+
+JOB_NAME_RULE: dict[str, Any] = dns_1035_name_rule(
+    "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
+    "starting with a letter): it also names the job's headless Service"
+)
 """A root CEL rule for kinds whose name also names a Service."""
 
 MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
-DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 
 
 def matches_dns_1035(name: str) -> bool:
@@ -239,6 +251,12 @@ def check_job_name(name: str, pod_names_fit: Callable[[], bool], too_long: str) 
         raise ValueError(MSG_JOB_NAME)
     if not pod_names_fit():
         raise ValueError(too_long)
+
+
+def last_pod_name_fits(job_name: str, replica_type: str, replicas: int) -> bool:
+    """Whether ``<job>-<replica type>-<last index>`` fits in a DNS label, for
+    ``replicas`` pods (none: index 0); the Python side of :func:`pod_name_fits_cel`."""
+    return len(f"{job_name}-{replica_type}-{max(replicas - 1, 0)}") <= DNS_LABEL_MAX
 
 
 def last_index_cel(replicas: str, *, elastic: bool = False) -> str:
@@ -264,6 +282,16 @@ def pod_name_fits_cel(middle_size: str, last_index: str, *, extra: int = 0) -> s
     )
 
 
+def worker_pod_name_fits_cel(replica_type: str, *, elastic: bool = False) -> str:
+    """CEL on the object, for a kind whose workers are ``spec.worker``: whether
+    ``<metadata.name>-<replica type>-<last index>`` fits in a DNS label (true while
+    spec.worker.replicas is unset; with ``elastic``, as :func:`last_index_cel`)."""
+    replicas = "self.spec.worker.replicas"
+    return f"!has(self.spec.worker) || !has({replicas}) || " + pod_name_fits_cel(
+        f"size('-{replica_type}-')", last_index_cel(replicas, elastic=elastic)
+    )
+
+
 def pod_name_length_rule(rule: str, message: str) -> dict[str, Any]:
     """A root CEL rule on the length of metadata.name (errors name .metadata.name)."""
-    return {"rule": rule, "message": message, "fieldPath": ".metadata.name"}
+    return _on_name(rule, message)

@@ -99,7 +99,7 @@ def unavailable(exc: Unavailable) -> Problem:
     return Problem("FailedCreate", message, fail=False)
 
 
-class Caches:
+class InformerCaches:
     """The informers a job's reconcile reads, as the integrations ask for them."""
 
     def __init__(self, informers: InformerFactory, watches: Sequence[Watch]) -> None:
@@ -123,7 +123,9 @@ class Caches:
 class Writer:
     """Writes the children of one kind's jobs."""
 
-    def __init__(self, client: KubeClient, caches: Caches, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, client: KubeClient, caches: InformerCaches, pool: ThreadPoolExecutor
+    ) -> None:
         self.client, self.caches, self.pool = client, caches, pool
 
     def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | None:
@@ -205,21 +207,25 @@ class Writer:
             if action.soft:
                 return Refusal(found, clash=True, permanent=True)
             return cannot_have(action.what, action.label, found)
-        except NotFound:
-            if action.verb == "create":
-                raise
-            return None  # gone meanwhile: nothing left to do
-        except Conflict:
-            if action.soft or action.verb != "create":
+        except NotFound as exc:
+            if action.verb != "create":
+                return None  # gone meanwhile: nothing left to do
+            return self._refused(action, exc)
+        except Conflict as exc:
+            if action.verb != "create":
                 return Refusal("changed meanwhile", conflict=True)
-            raise
+            return self._refused(action, exc)
         except ApiError as exc:
             if action.verb not in ("create", "replace"):
                 raise
-            if action.soft:
-                return Refusal(exc.message, permanent=refusal_is_permanent(exc))
-            return cannot_have(action.what, action.label, exc)
+            return self._refused(action, exc)
         return None
+
+    @staticmethod
+    def _refused(action: Action, exc: ApiError) -> Problem | Refusal:
+        if action.soft:
+            return Refusal(exc.message, permanent=refusal_is_permanent(exc))
+        return cannot_have(action.what, action.label, exc)
 
     def pods(
         self, pods: list[Obj], key: str, uid: str, rlog: Any

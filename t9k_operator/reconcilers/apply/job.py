@@ -43,7 +43,7 @@ from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.apply.children import (
     CREATE_PARALLEL,
-    Caches,
+    InformerCaches,
     Problem,
     Writer,
     unavailable,
@@ -59,9 +59,9 @@ from t9k_operator.reconcilers.integrations.contract import (
     Unavailable,
     controller_of,
 )
-from t9k_operator.reconcilers.kinds.contract import ChildNotReady, JobKind, PodMode, read
+from t9k_operator.reconcilers.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
 from t9k_operator.reconcilers.kinds.pods import ReplicaState, replica_state
-from t9k_operator.reconcilers.kinds.view import Gate, Hold
+from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Resource
 from t9k_operator.runtime.controller import Controller, ControllerContext, Result
 from t9k_operator.runtime.sshkeys import generate_keypair
@@ -92,7 +92,7 @@ class _Pass:
 
     key: str
     stored: Obj  # as last written
-    read: Any  # the kind's Read: the parsed job and its view
+    read: Read[Any]  # the parsed job and its view, as the integrations left it
     seen: tuple[planning.Seen, ...]
     states: dict[tuple[str, int], ReplicaState]
     now: datetime
@@ -112,7 +112,7 @@ class JobReconciler:
         self.jobs = ctx.informers.informer(self.resource)
         metrics.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
         watches = [w for i in integrations for w in i.watches()]
-        self.caches = Caches(ctx.informers, watches)
+        self.caches = InformerCaches(ctx.informers, watches)
         self.pods = self.caches.informer(PODS)
         # Threads start on first use: a kind with no jobs costs none.
         pool = ThreadPoolExecutor(
@@ -198,7 +198,7 @@ class JobReconciler:
         return Result(requeue_after=plan.requeue_after)
 
     def _prepare(
-        self, seen: tuple[planning.Seen, ...], view: Any, uid: str, rlog: Any
+        self, seen: tuple[planning.Seen, ...], view: JobView, uid: str, rlog: Any
     ) -> tuple[tuple[planning.Seen, ...], bool]:
         """Apply what the integrations keep in every phase; a refusal goes back to
         its integration. Returns their states and whether to retry."""
