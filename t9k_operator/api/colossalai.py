@@ -41,9 +41,9 @@ from t9k_operator.api.crd import (
     JOB_NAME_RULE,
     JobObject,
     job_crd,
-    last_index_cel,
-    pod_name_fits_cel,
+    last_pod_name_fits,
     pod_name_length_rule,
+    worker_pod_name_fits_cel,
 )
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
@@ -66,14 +66,12 @@ from t9k_operator.api.specs import (
     deadline_field,
     scheduler_field,
 )
-from t9k_operator.api.status import JobStatus
-from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_schema
+from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_field
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
-    TensorBoardDependentStatus,
+    T9kJobStatus,
     TensorBoardSpec,
     tensorboard_spec_field,
-    tensorboard_status_field,
 )
 
 KIND = "ColossalAIJob"
@@ -316,12 +314,8 @@ class WorkerSpec(T9kModel):
             "(colossalai run --extra_launch_args)."
         ),
     )
-    template: PodTemplate = Field(
-        description=(
-            "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
-            "kept as written; spec.containers must hold at least one container."
-        ),
-        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
+    template: PodTemplate = pod_template_field(
+        "workers", _TEMPLATE_SCHEMA, more="; spec.containers must hold at least one container."
     )
 
     @field_validator("template")
@@ -447,18 +441,16 @@ class ColossalAIJobSpec(T9kModel):
 
 def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
     """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-    last = max(spec.worker.replicas - 1, 0)
-    longest = max(len(f"-{LAUNCHER}"), len(f"-{WORKER}-{last}"))
-    return len(job_name) + longest <= DNS_LABEL_MAX
+    return len(f"{job_name}-{LAUNCHER}") <= DNS_LABEL_MAX and last_pod_name_fits(
+        job_name, WORKER, spec.worker.replicas
+    )
 
 
 # -- status and the object --------------------------------------------------------------------
 
 
-class ColossalAIJobStatus(JobStatus):
+class ColossalAIJobStatus(T9kJobStatus):
     """Observed state of a ColossalAIJob, written by the operator (tasks launcher and worker)."""
-
-    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
 
 
 class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
@@ -470,12 +462,9 @@ class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
         return pod_names_fit(self.name, self.spec)
 
 
-_REPLICAS = "self.spec.worker.replicas"
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
     f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
-    f"(!has(self.spec.worker) || !has({_REPLICAS}) || "
-    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel(_REPLICAS))
-    + ")",
+    f"({worker_pod_name_fits_cel(WORKER)})",
     MSG_POD_NAME_LENGTH,
 )
 

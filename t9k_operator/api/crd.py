@@ -9,7 +9,8 @@ job kinds share).
 
 The rules on the whole object live here too. A job's name also names its
 headless Service and is the prefix of its pods' names, so the CRD refuses a
-name that is not a DNS-1035 label (:data:`JOB_NAME_RULE`) or that leaves a
+name that is not a DNS-1035 label (:data:`JOB_NAME_RULE`, from
+:func:`dns_1035_name_rule`) or that leaves a
 pod name longer than a DNS label; those root CEL rules are built from
 :func:`last_index_cel`, :func:`pod_name_fits_cel` and
 :func:`pod_name_length_rule` (:func:`worker_pod_name_fits_cel` for a kind whose

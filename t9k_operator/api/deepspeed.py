@@ -34,9 +34,9 @@ from t9k_operator.api.crd import (
     JOB_NAME_RULE,
     JobObject,
     job_crd,
-    last_index_cel,
-    pod_name_fits_cel,
+    last_pod_name_fits,
     pod_name_length_rule,
+    worker_pod_name_fits_cel,
 )
 from t9k_operator.api.deepspeed_config import DEFAULT_SLOTS, DeepSpeedConfig, RunKind
 from t9k_operator.api.schema import (
@@ -56,14 +56,12 @@ from t9k_operator.api.specs import (
     run_policy_field,
     scheduler_field,
 )
-from t9k_operator.api.status import JobStatus
-from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_schema
+from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_field
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
-    TensorBoardDependentStatus,
+    T9kJobStatus,
     TensorBoardSpec,
     tensorboard_spec_field,
-    tensorboard_status_field,
 )
 
 KIND = "DeepSpeedJob"
@@ -215,13 +213,7 @@ class WorkerSpec(T9kModel):
             "spec.runPolicy.backoffLimit."
         ),
     )
-    template: PodTemplate = Field(
-        description=(
-            "Pod template of the workers (a Kubernetes PodTemplateSpec: metadata and spec), "
-            "kept as written."
-        ),
-        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
-    )
+    template: PodTemplate = pod_template_field("workers", _TEMPLATE_SCHEMA)
 
     @field_validator("template")
     @classmethod
@@ -401,17 +393,14 @@ def effective_worker_count(spec: DeepSpeedJobSpec) -> int:
 
 def pod_name_fits(job_name: str, spec: DeepSpeedJobSpec) -> bool:
     """Whether ``<job>-worker-<last index>`` fits in a DNS label (63 characters)."""
-    last = max(spec.max_workers - 1, 0)
-    return len(f"{job_name}-{WORKER}-{last}") <= DNS_LABEL_MAX
+    return last_pod_name_fits(job_name, WORKER, spec.max_workers)
 
 
 # -- status and the object --------------------------------------------------------------------
 
 
-class DeepSpeedJobStatus(JobStatus):
+class DeepSpeedJobStatus(T9kJobStatus):
     """Observed state of a DeepSpeedJob, written by the operator."""
-
-    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
 
 
 class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
@@ -423,11 +412,8 @@ class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
         return pod_name_fits(self.name, self.spec)
 
 
-_REPLICAS = "self.spec.worker.replicas"
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    f"!has(self.spec.worker) || !has({_REPLICAS}) || "
-    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel(_REPLICAS, elastic=True)),
-    MSG_POD_NAME_LENGTH,
+    worker_pod_name_fits_cel(WORKER, elastic=True), MSG_POD_NAME_LENGTH
 )
 
 CRD = job_crd(

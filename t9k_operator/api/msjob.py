@@ -28,17 +28,27 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from t9k_operator.api.base import T9kModel
-from t9k_operator.api.crd import JOB_NAME_RULE, CrdInfo, JobObject, PrinterColumn, reason_column
+from t9k_operator.api.crd import (
+    JOB_NAME_RULE,
+    CrdInfo,
+    JobObject,
+    PrinterColumn,
+    last_index_cel,
+    last_pod_name_fits,
+    pod_name_length_rule,
+    reason_column,
+)
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
     MAX_INT32,
     MAX_REPLICAS,
     MSG_TOO_MANY_REPLICAS,
     cel_strings,
+    preserved_object_schema,
 )
 from t9k_operator.api.specs import deadline_field
 from t9k_operator.api.status import Condition, JobStatus
-from t9k_operator.api.template import PodTemplate, pod_template_schema
+from t9k_operator.api.template import PodTemplate, named_container, pod_template_field
 
 GROUP = "mindspore.gitee.com"
 VERSION = "v1"
@@ -171,16 +181,6 @@ class MSRunPolicy(T9kModel):
 # -- spec.msReplicaSpecs ------------------------------------------------------------------
 
 
-def _preserved(description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """An object schema that declares ``properties`` and keeps every other field."""
-    return {
-        "type": "object",
-        "additionalProperties": True,
-        "description": description,
-        "properties": properties,
-    }
-
-
 _CONTAINERS = "self.spec.containers"
 MINDSPORE_CONTAINER_RULE: dict[str, Any] = {
     "rule": (
@@ -192,14 +192,14 @@ MINDSPORE_CONTAINER_RULE: dict[str, Any] = {
 
 _TEMPLATE_SCHEMA: dict[str, Any] = {
     "properties": {
-        "spec": _preserved(
+        "spec": preserved_object_schema(
             "Pod spec of the role's pods, kept as written.",
             {
                 "containers": {
                     "type": "array",
                     "maxItems": MAX_CONTAINERS,
                     "description": ("Containers of the role's pods; one must be named mindspore."),
-                    "items": _preserved(
+                    "items": preserved_object_schema(
                         "A container, kept as written.",
                         {
                             "name": {
@@ -219,11 +219,7 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
 
 def mindspore_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The template's container named mindspore; None without one."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for container in containers:
-        if isinstance(container, Mapping) and container.get("name") == TRAINING_CONTAINER:
-            return container
-    return None
+    return named_container(template, TRAINING_CONTAINER)
 
 
 def scheduler_port(template: Mapping[str, Any]) -> int:
@@ -254,13 +250,13 @@ class MSReplicaSpec(T9kModel):
             "codes 130, 137, 138 and 143). Unset: Never."
         ),
     )
-    template: PodTemplate = Field(
-        description=(
-            "Pod template of the role (a Kubernetes PodTemplateSpec: metadata and spec), "
-            "kept as written. It must have a container named mindspore; its port named "
-            "msjob-port (default 2222) is the scheduler port."
+    template: PodTemplate = pod_template_field(
+        "role",
+        _TEMPLATE_SCHEMA,
+        more=(
+            ". It must have a container named mindspore; its port named msjob-port "
+            "(default 2222) is the scheduler port."
         ),
-        json_schema_extra=pod_template_schema(_TEMPLATE_SCHEMA),
     )
 
     @field_validator("template")
@@ -362,7 +358,7 @@ def pod_name(job_name: str, role: str, index: int) -> str:
 def pod_names_fit(job_name: str, spec: MSJobSpec) -> bool:
     """Whether the last pod name of every role fits in a DNS label (63 characters)."""
     return all(
-        len(pod_name(job_name, role, max(replica.replicas - 1, 0))) <= DNS_LABEL_MAX
+        last_pod_name_fits(job_name, role.lower(), replica.replicas)
         for role, replica in spec.ms_replica_specs.items()
     )
 
@@ -439,15 +435,12 @@ class MSJobObject(JobObject[MSJobSpec, MSJobStatus]):
 
 
 _SPECS = "self.spec.msReplicaSpecs"
-_LAST = f"({_SPECS}[k].replicas > 0 ? {_SPECS}[k].replicas - 1 : 0)"
-POD_NAME_LENGTH_RULE: dict[str, Any] = {
-    "rule": (
-        f"!has(self.spec) || !has({_SPECS}) || {_SPECS}.all(k, !has({_SPECS}[k].replicas) || "
-        f"size(self.metadata.name) + size(k) + 2 + size(string({_LAST})) <= {DNS_LABEL_MAX})"
-    ),
-    "message": MSG_POD_NAME_LENGTH,
-    "fieldPath": ".metadata.name",
-}
+_LAST = last_index_cel(f"{_SPECS}[k].replicas")
+POD_NAME_LENGTH_RULE = pod_name_length_rule(
+    f"!has(self.spec) || !has({_SPECS}) || {_SPECS}.all(k, !has({_SPECS}[k].replicas) || "
+    f"size(self.metadata.name) + size(k) + 2 + size(string({_LAST})) <= {DNS_LABEL_MAX})",
+    MSG_POD_NAME_LENGTH,
+)
 
 CRD = CrdInfo(
     group=GROUP,

@@ -27,11 +27,11 @@ from t9k_operator.api.crd import (
     JobObject,
     job_crd,
     last_index_cel,
+    last_pod_name_fits,
     pod_name_fits_cel,
     pod_name_length_rule,
 )
 from t9k_operator.api.schema import (
-    DNS_LABEL_MAX,
     MAX_INT32,
     MAX_REPLICA_SPECS,
     MAX_REPLICAS,
@@ -48,14 +48,12 @@ from t9k_operator.api.specs import (
     run_policy_field,
     scheduler_field,
 )
-from t9k_operator.api.status import JobStatus
-from t9k_operator.api.template import PodTemplate, pod_template_schema
+from t9k_operator.api.template import PodTemplate, pod_template_field
 from t9k_operator.api.tensorboard import (
     TENSORBOARD_NAME_RULE,
-    TensorBoardDependentStatus,
+    T9kJobStatus,
     TensorBoardSpec,
     tensorboard_spec_field,
-    tensorboard_status_field,
 )
 
 KIND = "PyTorchTrainingJob"
@@ -113,13 +111,7 @@ class ReplicaSpec(T9kModel):
             "Warning Event FieldNotActedOn."
         ),
     )
-    template: PodTemplate = Field(
-        description=(
-            "Pod template of the replicas (a Kubernetes PodTemplateSpec: metadata and spec), "
-            "kept as written."
-        ),
-        json_schema_extra=pod_template_schema(),
-    )
+    template: PodTemplate = pod_template_field("replicas")
 
 
 class TorchrunConfig(T9kModel):
@@ -257,10 +249,8 @@ class PyTorchTrainingJobSpec(T9kModel):
         return self.elastic.clamp(replica.replicas)
 
 
-class PyTorchTrainingJobStatus(JobStatus):
+class PyTorchTrainingJobStatus(T9kJobStatus):
     """Observed state of a PyTorchTrainingJob, written by the operator."""
-
-    tensorboard: TensorBoardDependentStatus | None = tensorboard_status_field()
 
 
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
@@ -274,7 +264,7 @@ class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTraining
         elastic = self.spec.elastic
         high = elastic.max_replicas if elastic is not None and elastic.max_replicas else 0
         return all(
-            len(f"{self.name}-{rs.type}-{max(max(rs.replicas, high) - 1, 0)}") <= DNS_LABEL_MAX
+            last_pod_name_fits(self.name, rs.type, max(rs.replicas, high))
             for rs in self.spec.replica_specs
         )
 

@@ -7,9 +7,10 @@ containers, their command, env and ports) must have the shape it expects, or
 no pod could be built from it; :func:`pod_template_shape_error` says where it
 has not, and :data:`PodTemplate` makes that a validation error of the model.
 
-In the CRD a template field gets the full Kubernetes PodTemplateSpec schema
-(:func:`pod_template_schema`), so a typo such as ``comand:`` is refused at
-admission; a kind lays its own descriptions, limits and CEL rules over it.
+In the CRD a template field (declared with :func:`pod_template_field`) gets
+the full Kubernetes PodTemplateSpec schema (:func:`pod_template_schema`), so
+a typo such as ``comand:`` is refused at admission; a kind lays its own
+descriptions, limits and CEL rules over it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, POD_TEMPLATE_SPEC
 
@@ -105,8 +106,8 @@ def check_pod_template(template: dict[str, Any]) -> dict[str, Any]:
 
 
 PodTemplate = Annotated[dict[str, Any], AfterValidator(check_pod_template)]
-"""A pod template as the operator reads it; give its field
-``json_schema_extra=pod_template_schema(...)`` so the CRD validates it."""
+"""A pod template as the operator reads it; declare its field with
+:func:`pod_template_field` so the CRD validates it."""
 
 
 # -- schema and containers -------------------------------------------------------------
@@ -118,11 +119,39 @@ def pod_template_schema(overlay: Mapping[str, Any] | None = None) -> dict[str, A
     return {KUBERNETES_SCHEMA: POD_TEMPLATE_SPEC, **(overlay or {})}
 
 
-def named_or_first_container(template: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    """The pod template's container called ``name``, else its first; None without any."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for container in containers:
+def pod_template_field(
+    pods: str, overlay: Mapping[str, Any] | None = None, *, more: str = "."
+) -> Any:
+    """A kind's required :data:`PodTemplate` field, the template of its ``pods``
+    (e.g. "workers"): described alike by every kind, ``more`` ending the
+    description (a full stop, or a clause of the kind's own); in the CRD,
+    :func:`pod_template_schema` with ``overlay``."""
+    return Field(
+        description=(
+            f"Pod template of the {pods} (a Kubernetes PodTemplateSpec: metadata and spec), "
+            f"kept as written{more}"
+        ),
+        json_schema_extra=pod_template_schema(overlay),
+    )
+
+
+def _containers(template: Mapping[str, Any]) -> Any:
+    return (template.get("spec") or {}).get("containers") or []
+
+
+def named_container(template: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The pod template's container called ``name``; None without one."""
+    for container in _containers(template):
         if isinstance(container, Mapping) and container.get("name") == name:
             return container
+    return None
+
+
+def named_or_first_container(template: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The pod template's container called ``name``, else its first; None without any."""
+    named = named_container(template, name)
+    if named is not None:
+        return named
+    containers = _containers(template)
     first = containers[0] if containers else None
     return first if isinstance(first, Mapping) else None

@@ -6,7 +6,8 @@ of its namespace. Users create one on its own, or give a T9k job a
 ``tensorboardSpec``: the job then owns a TensorBoard of its own name, built
 from that very spec (:class:`TensorBoardSpec` is both), and reports it in
 ``status.tensorboard`` (:class:`TensorBoardDependentStatus`, the shape of the
-T9k product docs: action, dependent, note, ready, reason, type).
+T9k product docs: action, dependent, note, ready, reason, type), which
+:class:`T9kJobStatus` adds to the job status every T9k kind writes.
 
 It is not a job kind: it has no replicas, restarts or phases, and is served by
 a controller of its own (``reconcilers/tensorboard.py``); the registry lists its
@@ -33,10 +34,12 @@ from t9k_operator.api.crd import (
     JobObject,
     PrinterColumn,
     check_job_name,
+    dns_1035_name_rule,
     matches_dns_1035,
     pod_name_length_rule,
 )
 from t9k_operator.api.schema import DNS_LABEL_MAX, KUBERNETES_SCHEMA, RESOURCE_REQUIREMENTS
+from t9k_operator.api.status import JobStatus
 
 GROUP = "tensorstack.dev"
 VERSION = "v1beta1"
@@ -321,9 +324,12 @@ class TensorBoardDependentStatus(T9kModel):
     )
 
 
-def tensorboard_status_field() -> Any:
-    """``status.tensorboard`` of a T9k job kind."""
-    return Field(
+class T9kJobStatus(JobStatus):
+    """The status of a T9k job kind: :class:`JobStatus` and ``status.tensorboard``.
+    Each kind subclasses it under its own name, whose docstring describes the
+    kind's status in its CRD."""
+
+    tensorboard: TensorBoardDependentStatus | None = Field(
         default=None,
         description=(
             "State of the job's TensorBoard (spec.tensorboardSpec), as last seen: ready or "
@@ -334,11 +340,7 @@ def tensorboard_status_field() -> Any:
 
 # -- the CRD -----------------------------------------------------------------------------
 
-NAME_RULE: dict[str, Any] = {
-    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-    "message": MSG_NAME,
-    "fieldPath": ".metadata.name",
-}
+NAME_RULE = dns_1035_name_rule(MSG_NAME)
 NAME_LENGTH_RULE = pod_name_length_rule(f"size(self.metadata.name) <= {MAX_NAME}", MSG_NAME_LENGTH)
 
 _READY = '.status.conditions[?(@.type=="Ready")]'

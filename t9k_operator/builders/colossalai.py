@@ -37,13 +37,12 @@ from t9k_operator.objects import Obj
 Job = ColossalAIJobObject
 
 TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
+"""The worker's training container: the one of this name, else the template's first."""
 LAUNCHER = "launcher"
 """The launcher pod's container, which runs ``colossalai run`` (its exit decides)."""
-"""The worker's training container: the one of this name, else the template's first."""
 DEBUG_COMMAND = ("sleep", "inf")
-FACTS = KindFacts((*TRAINING_CONTAINERS, LAUNCHER), DEBUG_COMMAND)
-
 """What each replica runs in debug mode unless runMode.debug says otherwise."""
+FACTS = KindFacts((*TRAINING_CONTAINERS, LAUNCHER), DEBUG_COMMAND)
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 MASTER_PORT = 29500
 

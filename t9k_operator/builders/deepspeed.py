@@ -41,9 +41,8 @@ TRAINING_CONTAINERS = (TRAINING_CONTAINER,)
 """The training container: the one of this name, else the template's first."""
 SSHD = "/usr/sbin/sshd"
 DEBUG_COMMAND = (SSHD, "-D")
-FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
-
 """What each worker runs in debug mode unless runMode.debug says otherwise."""
+FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_DIR = "/root/.ssh"
 ENV_FILE = "/root/.deepspeed_env"

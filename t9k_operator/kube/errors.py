@@ -88,15 +88,19 @@ class TransportError(ApiError):
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
+    cls.status: cls
+    for cls in (
+        BadRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        Conflict,
+        Gone,
+        Invalid,
+        TooManyRequests,
+    )
 }
+"""The class of each 4xx status that has one, keyed by the status it declares."""
 
 
 def error_from_response(status: int, data: bytes, retry_after: str | None = None) -> ApiError:
