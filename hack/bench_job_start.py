@@ -27,19 +27,69 @@ t9k-bench-unscheduled`` and the annotation ``kwok.t9k.dev/manual: "true"``, so
 neither kube-scheduler (whose client limit of 50 QPS would dominate the
 figures) nor KWOK's stages touch them.
 
+The operator's integrations, for ``defaults`` and ``tuned`` only (the other
+scenarios have no operator, or an older one, and refuse them):
+
+* ``--kueue``: the cluster runs Kueue (``hack/cluster.py up --kueue``) and
+  the operator ``--kueue``. Before the operator starts, the bench makes the
+  WorkloadPriorityClass ``t9k-priority-50`` (from
+  manifests/kueue/workload-priority-classes.yaml), a ResourceFlavor whose
+  ``nodeLabels`` are ``type: kwok`` (every KWOK node's), a ClusterQueue
+  open to its namespace with CPU quota for every pod at once, and the
+  LocalQueue ``bench``, and waits for the queues to be Active. Every job
+  names the LocalQueue (label ``kueue.x-k8s.io/queue-name`` and
+  ``spec.scheduler.t9kScheduler.queue``) and priority 50, and each replica
+  requests 100m of CPU (Kueue assigns flavors only to requested
+  resources): the operator creates each job's Workload with the class's
+  priority, and once Kueue admits it, pods whose node selector has the
+  flavor's labels.
+* ``--gang volcano|coscheduling``: the cluster runs that gang scheduler
+  (``up --gang``) and the operator ``--gang-scheduler=<backend>``: every job
+  gets a PodGroup. The operator gives its pods the backend's
+  ``schedulerName`` (``volcano``, ``scheduler-plugins-scheduler``) over the
+  template's ``t9k-bench-unscheduled``, so the gang scheduler, not
+  kube-scheduler, binds them, as the option means; they keep
+  ``kwok.t9k.dev/manual``, so KWOK still leaves their status alone, and the
+  stand-in kubelet marks a pod Running once it sees it bound to a node (not
+  at once, as without a gang scheduler: a kubelet runs only pods bound to
+  its node). Since the cluster's four KWOK nodes hold 110 pods each, the
+  bench adds nodes of the same shape (``kwok-bench-node-<i>``) for a
+  quarter more pods than the run has. With ``--kueue`` too, the jobs' pods
+  name the PriorityClass ``t9k-priority-50`` (from
+  manifests/scheduling/priority-classes.yaml, made too).
+
+A run whose pods lack the expected ``schedulerName`` (or, with ``--kueue``,
+the flavor's node labels) says how many in its row.
+
 Measured from the moment the bench starts submitting: the time until every
 pod exists (the bench's watch saw it) and until every job's status says
-Running; the operator's CPU seconds (``/proc/<pid>/stat``, from just before
-the submission to the end) and its peak RSS (``VmHWM``) and RSS at ready; the
-API server's writes during the run, by verb and resource (the difference of
+Running; the operator's own reads of the API server until every job is
+Running ("operator GET/LIST": the difference of its
+``rest_client_requests_total`` of method GET before the first submission
+and then; GET covers gets, lists and the start of a watch); the operator's
+CPU seconds (``/proc/<pid>/stat``, from just before the submission to the
+end) and its peak RSS (``VmHWM``) and RSS at ready; the API server's writes
+during the run, by verb and resource (the difference of
 ``apiserver_request_total`` before and after; it has no user-agent label, so
 writes are told apart by resource: the bench's are the jobs' creates and the
 pod status patches of the stand-in kubelet).
 
+The operator's reconciles read only their informers' caches, so "operator
+GET/LIST" is 0 unless something reads past them, or an informer watches
+again. The API server closes watchers that do not take its events in time
+(``apiserver_terminated_watchers_total``; on this 2-core machine, under
+load, all of a resource's watchers at once); a run where it did says "the
+API server closed N watchers" in its row, and each of the operator's
+informers whose watch it closed watches again from its last resourceVersion:
+one GET each, counted in the column.
+
 Prints one table per size, then the ratios issue 17 sets as targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
 ``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
-runs each three times, interleaved, and takes the targets from the medians.
+runs each three times, interleaved, and takes the targets from the medians;
+``--kueue`` and ``--gang volcano`` (above) run the operator's scenarios only
+(by default those of the default plan), and ``--json FILE`` writes every
+run's figures, ``operator_reads`` among them.
 """
 
 from __future__ import annotations
@@ -48,6 +98,7 @@ import argparse
 import contextlib
 import gc
 import json
+import math
 import os
 import re
 import signal
@@ -65,19 +116,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from t9k_operator.builders import kueue as kueue_objects  # noqa: E402
 from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
+from t9k_operator.builders.gang import (  # noqa: E402
+    BACKENDS,
+    DEFAULT_SCHEDULER_NAMES,
+    priority_class,
+)
 from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.reconcilers.apply.job import CREATE_PARALLEL  # noqa: E402
+from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
+from t9k_operator.reconcilers.integrations.kueue import (  # noqa: E402
+    POD_PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+)
 from t9k_operator.reconcilers.kinds.contract import PodMode, read  # noqa: E402
 from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind  # noqa: E402
 from t9k_operator.resources import (  # noqa: E402
     CONFIGMAPS,
     EVENTS,
     NAMESPACES,
+    NODES,
     PODS,
     SECRETS,
     SERVICES,
@@ -88,6 +153,7 @@ NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 SCHEDULER = "t9k-bench-unscheduled"
 SCENARIOS = ("ceiling", "writes", "defaults", "tuned", "baseline")
+OPERATOR_SCENARIOS = ("defaults", "tuned")  # this tree's operator: --kueue and --gang apply
 TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
@@ -112,15 +178,83 @@ BUDGET = {
     ("POST", "services", ""),
     ("PUT", "pytorchtrainingjobs", "status"),
     ("PATCH", "pytorchtrainingjobs", "status"),
+    ("POST", "workloads", ""),  # --kueue
+    ("POST", "podgroups", ""),  # --gang
 }
+# The operator's reads, from its own rest_client_requests_total: its client
+# labels a request by its HTTP method, so gets, lists and the start of a watch
+# are all GET; the others are there should a client ever label them apart.
+READ_METHODS = ("GET", "LIST", "WATCH")
+REQUESTS_METRIC = "rest_client_requests_total"
+
+# --kueue: every job waits in this LocalQueue (of a ClusterQueue of its own,
+# open to the bench's namespace only) at this priority, the
+# WorkloadPriorityClass ``t9k-priority-50``; its one ResourceFlavor has node
+# labels every KWOK node carries, so the admitted pods' node selector gets
+# them and they stay placeable. Each replica asks for a little CPU: Kueue
+# assigns a flavor to the resources a pod set requests, and to none when it
+# requests nothing.
+LOCAL_QUEUE = "bench"
+CLUSTER_QUEUE = "t9k-bench"
+FLAVOR = "t9k-bench"
+FLAVOR_LABELS = {"type": "kwok"}
+PRIORITY = 50
+CPU_MILLIS = 100  # per replica, with --kueue
+KUEUE_API = f"{kueue_objects.GROUP}/{kueue_objects.VERSION}"
+CLUSTER_QUEUES = Resource(
+    kueue_objects.GROUP, kueue_objects.VERSION, "clusterqueues", "ClusterQueue", namespaced=False
+)
+LOCAL_QUEUES = Resource(kueue_objects.GROUP, kueue_objects.VERSION, "localqueues", "LocalQueue")
+# --gang: a gang scheduler binds the pods, so they must fit on the nodes; the
+# local cluster's four hold 110 pods each (its NODE_CAPACITY), and the bench
+# adds more of the same shape for a quarter more pods than the run has.
+PODS_PER_NODE = 110
+NODE_HEADROOM = 1.25
 
 
 def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def job_body(name: str, replicas: int) -> dict[str, Any]:
-    return {
+@dataclass(frozen=True)
+class Integrations:
+    """What this tree's operator runs with besides a scenario's own flags:
+    ``--kueue`` and ``--gang BACKEND`` (one of the operator's gang schedulers)."""
+
+    kueue: bool = False
+    gang: str | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.kueue or self.gang is not None
+
+    def cluster_flags(self) -> tuple[str, ...]:
+        """``hack/cluster.py up``'s flags that start what the operator needs."""
+        gang = ("--gang", self.gang) if self.gang else ()
+        return (*gang, *(("--kueue",) if self.kueue else ()))
+
+    def operator_flags(self) -> tuple[str, ...]:
+        gang = (f"--gang-scheduler={self.gang}",) if self.gang else ()
+        return (*(("--kueue",) if self.kueue else ()), *gang)
+
+    def scheduler(self) -> str:
+        """The schedulerName the operator's pods end up with."""
+        return DEFAULT_SCHEDULER_NAMES[self.gang] if self.gang else SCHEDULER
+
+    def __str__(self) -> str:
+        return " ".join(self.operator_flags()) or "none"
+
+
+def job_body(name: str, replicas: int, using: Integrations | None = None) -> dict[str, Any]:
+    """A job of ``replicas`` workers; with ``--kueue`` it names the LocalQueue
+    (Kueue's label and its ``t9kScheduler.queue``), the priority
+    :data:`PRIORITY` and asks :data:`CPU_MILLIS` of CPU a replica."""
+    container: dict[str, Any] = {
+        "name": "pytorch",
+        "image": "pytorch/pytorch:2.0.0-cuda11.7-cudnn8-devel",
+        "command": ["python", "dist_mnist.py"],
+    }
+    job: dict[str, Any] = {
         "apiVersion": "batch.tensorstack.dev/v1beta1",
         "kind": "PyTorchTrainingJob",
         "metadata": {"name": name, "namespace": NAMESPACE},
@@ -132,21 +266,73 @@ def job_body(name: str, replicas: int) -> dict[str, Any]:
                     "restartPolicy": "OnFailure",
                     "template": {
                         "metadata": {"annotations": {"kwok.t9k.dev/manual": "true"}},
-                        "spec": {
-                            "schedulerName": SCHEDULER,
-                            "containers": [
-                                {
-                                    "name": "pytorch",
-                                    "image": "pytorch/pytorch:2.0.0-cuda11.7-cudnn8-devel",
-                                    "command": ["python", "dist_mnist.py"],
-                                }
-                            ],
-                        },
+                        "spec": {"schedulerName": SCHEDULER, "containers": [container]},
                     },
                 }
             ]
         },
     }
+    if using is not None and using.kueue:
+        job["metadata"]["labels"] = {kueue_objects.QUEUE_LABEL: LOCAL_QUEUE}
+        job["spec"]["scheduler"] = {"t9kScheduler": {"queue": LOCAL_QUEUE, "priority": PRIORITY}}
+        container["resources"] = {"requests": {"cpu": f"{CPU_MILLIS}m"}}
+    return job
+
+
+def scenario_plan(
+    sizes: list[str], chosen: list[str] | None, using: Integrations
+) -> dict[str, tuple[str, ...]]:
+    """Each size's scenarios: ``chosen`` for every size, else its default
+    (:data:`DEFAULT_PLAN`). With ``--kueue`` or ``--gang`` only the operator's
+    scenarios: the default plan keeps those, and ``chosen`` may name no other
+    (ValueError, saying which)."""
+    for s in chosen or ():
+        if s not in SCENARIOS:
+            raise ValueError(f"unknown scenario {s!r}")
+    if chosen is not None and using.on:
+        others = [s for s in chosen if s not in OPERATOR_SCENARIOS]
+        if others:
+            raise ValueError(
+                f"{using} runs only with this tree's operator (scenarios "
+                f"{', '.join(OPERATOR_SCENARIOS)}), not {', '.join(others)}"
+            )
+    out = {}
+    for size in sizes:
+        plan = tuple(chosen) if chosen is not None else DEFAULT_PLAN.get(size, SCENARIOS)
+        out[size] = tuple(s for s in plan if s in OPERATOR_SCENARIOS) if using.on else plan
+    return out
+
+
+def count_requests(metrics: str, methods: tuple[str, ...] = READ_METHODS) -> int | None:
+    """The requests of ``methods`` in a process's ``rest_client_requests_total``
+    (every code and host), from its /metrics text; None when it has none."""
+    total, found = 0.0, False
+    for line in metrics.splitlines():
+        if not line.startswith(REQUESTS_METRIC + "{"):
+            continue
+        found = True
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
+        if labels.get("method", "").upper() in methods:
+            total += float(line.rpartition(" ")[2])
+    return int(total) if found else None
+
+
+def closed_watchers(metrics: str) -> Counter[str]:
+    """The watchers the API server closed because they did not take its events
+    in time (``apiserver_terminated_watchers_total``), by resource, from its
+    /metrics text. A client then watches again: an informer's re-watch is a
+    GET in its ``rest_client_requests_total``."""
+    out: Counter[str] = Counter()
+    for line in metrics.splitlines():
+        if line.startswith("apiserver_terminated_watchers_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
+            out[labels.get("resource", "")] += int(float(line.rpartition(" ")[2]))
+    return out
+
+
+def nodes_to_add(pods: int, present: int) -> int:
+    """KWOK nodes to add so that ``pods`` fit with :data:`NODE_HEADROOM` to spare."""
+    return max(0, math.ceil(pods * NODE_HEADROOM / PODS_PER_NODE) - present)
 
 
 def ceiling_pods(jobs: int, replicas: int) -> list[dict[str, Any]]:
@@ -384,9 +570,11 @@ class Cluster:
             text=True,
         ).stdout
 
-    def up(self) -> None:
+    def up(self, *flags: str) -> None:
+        """A fresh cluster, with ``hack/cluster.py up``'s ``flags`` (gang
+        schedulers, Kueue)."""
         self.cluster("down")
-        self.kubeconfig = Path(self.cluster("up").strip().splitlines()[-1])
+        self.kubeconfig = Path(self.cluster("up", *flags).strip().splitlines()[-1])
         state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
         self.bin_dir = Path(state["bin_dir"])
         self.pids = {k: int(v) for k, v in state["pids"].items()}
@@ -425,13 +613,20 @@ class Cluster:
         thread.start()
         return thread
 
-    def writes(self) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], float]]:
+    def metrics(self) -> str:
+        """The API server's /metrics."""
+        return self.kubectl("get", "--raw", "/metrics")
+
+    def writes(
+        self, metrics: str | None = None
+    ) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], float]]:
         """apiserver_request_total of the write verbs, by (verb, resource,
         subresource); and the server's seconds spent on them (the sum of
-        apiserver_request_duration_seconds), by the same key."""
+        apiserver_request_duration_seconds), by the same key; from
+        ``metrics`` (the server's /metrics text) or a scrape now."""
         out: Counter[tuple[str, str, str]] = Counter()
         seconds: dict[tuple[str, str, str], float] = {}
-        for line in self.kubectl("get", "--raw", "/metrics").splitlines():
+        for line in (self.metrics() if metrics is None else metrics).splitlines():
             total = line.startswith("apiserver_request_total{")
             spent = line.startswith("apiserver_request_duration_seconds_sum{")
             if not (total or spent):
@@ -448,13 +643,159 @@ class Cluster:
         return out, seconds
 
 
+def wait_until(what: str, check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def manifest_object(path: Path, name: str) -> dict[str, Any]:
+    """The object ``name`` of the multi-document manifest ``path``."""
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc["metadata"]["name"] == name:
+            return dict(doc)
+    raise LookupError(f"no {name} in {path}")
+
+
+def active(obj: dict[str, Any]) -> bool:
+    """Whether a Kueue queue's condition ``Active`` is True."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
+
+
+def kueue_queues(pods: int) -> list[tuple[Resource, dict[str, Any]]]:
+    """The ResourceFlavor (with node labels), the ClusterQueue (open to the
+    bench's namespace, with CPU quota for all ``pods`` at once) and the
+    LocalQueue the bench's jobs wait in, in the order to create them."""
+
+    def obj(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+        return {"apiVersion": KUEUE_API, "kind": kind, "metadata": {"name": name}, **fields}
+
+    namespaces = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
+    quota = [{"name": "cpu", "nominalQuota": f"{pods * CPU_MILLIS}m"}]
+    return [
+        (RESOURCE_FLAVORS, obj("ResourceFlavor", FLAVOR, spec={"nodeLabels": FLAVOR_LABELS})),
+        (
+            CLUSTER_QUEUES,
+            obj(
+                "ClusterQueue",
+                CLUSTER_QUEUE,
+                spec={
+                    "namespaceSelector": namespaces,
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": FLAVOR, "resources": quota}],
+                        }
+                    ],
+                },
+            ),
+        ),
+        (LOCAL_QUEUES, obj("LocalQueue", LOCAL_QUEUE, spec={"clusterQueue": CLUSTER_QUEUE})),
+    ]
+
+
+def prepare(client: KubeClient, using: Integrations, pods: int, timeout: float = 60) -> None:
+    """What the integrations need, made before the operator starts (so its
+    informers list it at start): with ``--kueue`` the WorkloadPriorityClass of
+    :data:`PRIORITY` (from manifests/kueue; with ``--gang`` too, the
+    PriorityClass of that name from manifests/scheduling, which the pods then
+    name) and the queues, Active; with ``--gang`` the nodes for ``pods``."""
+    if using.kueue:
+        name = priority_class(PRIORITY)
+        wpcs = ROOT / "manifests" / "kueue" / "workload-priority-classes.yaml"
+        client.create(WORKLOAD_PRIORITY_CLASSES, manifest_object(wpcs, name))
+        if using.gang:
+            pcs = ROOT / "manifests" / "scheduling" / "priority-classes.yaml"
+            client.create(POD_PRIORITY_CLASSES, manifest_object(pcs, name))
+        for resource, body in kueue_queues(pods):
+            client.create(resource, body, NAMESPACE if resource.namespaced else None)
+        wait_until(
+            "the ClusterQueue Active",
+            lambda: active(client.get(CLUSTER_QUEUES, CLUSTER_QUEUE)),
+            timeout,
+        )
+        wait_until(
+            "the LocalQueue Active",
+            lambda: active(client.get(LOCAL_QUEUES, LOCAL_QUEUE, NAMESPACE)),
+            timeout,
+        )
+    if using.gang:
+        add_nodes(client, pods, timeout)
+
+
+def add_nodes(client: KubeClient, pods: int, timeout: float) -> None:
+    """KWOK nodes like the cluster's first (its labels, annotations and
+    capacity), as many as :func:`nodes_to_add` says, Ready."""
+    nodes = client.list(NODES)["items"]
+    first = next(n for n in nodes if n["metadata"]["name"] == "kwok-node-0")
+    capacity = int(first["status"]["capacity"]["pods"])
+    if capacity != PODS_PER_NODE:
+        raise RuntimeError(
+            f"kwok-node-0 holds {capacity} pods, the bench counts on {PODS_PER_NODE}"
+        )
+    names = [f"kwok-bench-node-{i}" for i in range(nodes_to_add(pods, len(nodes)))]
+    for name in names:
+        meta = first["metadata"]
+        client.create(
+            NODES,
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": dict(meta.get("annotations") or {}),
+                    "labels": {**meta["labels"], "kubernetes.io/hostname": name},
+                },
+                "status": {
+                    "capacity": first["status"]["capacity"],
+                    "allocatable": first["status"]["allocatable"],
+                },
+            },
+        )
+
+    def ready() -> bool:
+        by_name = {n["metadata"]["name"]: n for n in client.list(NODES)["items"]}
+        return all(
+            any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in (by_name[n].get("status") or {}).get("conditions") or []
+            )
+            for n in names
+        )
+
+    if names:
+        log(f"added {len(names)} KWOK nodes for {pods} pods")
+        wait_until(f"{len(names)} KWOK nodes Ready", ready, timeout)
+
+
 class StandIn:
     """A stand-in kubelet: follows the bench's pods, marks each Running at once
-    with one status patch, and notes when it first saw each pod and job."""
+    with one status patch, and notes when it first saw each pod and job.
 
-    def __init__(self, client: KubeClient, expect_pods: int, expect_jobs: int) -> None:
+    With ``bound_only`` (a gang scheduler places the pods) it marks a pod only
+    once a scheduler has bound it to a node, as a kubelet would. Pods whose
+    ``schedulerName`` is not ``scheduler``, or whose node selector lacks
+    ``node_labels`` (a Kueue flavor's), are counted in ``misplaced``."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        expect_pods: int,
+        expect_jobs: int,
+        *,
+        bound_only: bool = False,
+        scheduler: str = SCHEDULER,
+        node_labels: dict[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.expect_pods, self.expect_jobs = expect_pods, expect_jobs
+        self.bound_only, self.scheduler = bound_only, scheduler
+        self.node_labels = node_labels or {}
+        self.misplaced = 0
+        self._marking: set[str] = set()  # pods handed to the pool to mark Running
         self.pod_seen: dict[str, float] = {}
         self.job_running: dict[str, float] = {}
         self.pods_done = threading.Event()
@@ -526,14 +867,25 @@ class StandIn:
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         name = pod["metadata"]["name"]
-        if kind == "DELETED" or name in self.pod_seen:
+        if kind == "DELETED":
             return
-        self.pod_seen[name] = time.monotonic()
-        if (pod.get("status") or {}).get("phase") != "Running":
-            with contextlib.suppress(RuntimeError):  # stopping
-                self._pool.submit(self._run_logged, pod)
-        if len(self.pod_seen) >= self.expect_pods:
-            self.pods_done.set()
+        if name not in self.pod_seen:
+            self.pod_seen[name] = time.monotonic()
+            spec = pod["spec"]
+            selector = spec.get("nodeSelector") or {}
+            if spec.get("schedulerName") != self.scheduler or any(
+                selector.get(k) != v for k, v in self.node_labels.items()
+            ):
+                self.misplaced += 1
+            if len(self.pod_seen) >= self.expect_pods:
+                self.pods_done.set()
+        if name in self._marking or (pod.get("status") or {}).get("phase") == "Running":
+            return
+        if self.bound_only and not pod["spec"].get("nodeName"):
+            return  # not placed yet: its scheduler's binding comes as a MODIFIED
+        self._marking.add(name)
+        with contextlib.suppress(RuntimeError):  # stopping
+            self._pool.submit(self._run_logged, pod)
 
     def _on_job(self, kind: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
@@ -654,6 +1006,16 @@ class Operator:
                     out["limiter_wait_s"] = out.get("limiter_wait_s", 0.0) + value
         return out
 
+    def reads(self) -> int | None:
+        """Its reads of the API server so far (:func:`count_requests` of its
+        /metrics); None when it does not answer or counts no requests."""
+        url = f"http://127.0.0.1:{self.metrics}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return count_requests(resp.read().decode())
+        except OSError:
+            return None
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -691,6 +1053,13 @@ class Run:
     cpu_to_pods: dict[str, float] = field(default_factory=dict)
     cpu_to_end: dict[str, float] = field(default_factory=dict)
     rep: int = 0  # which of --repeat runs (0: the only one)
+    # The operator's GETs (gets, lists, watches) from just before the first
+    # submission until every job was Running (None: no operator, or it does
+    # not count its requests).
+    operator_reads: int | None = None
+    integrations: str = "none"  # the operator's --kueue / --gang-scheduler flags
+    # Watchers the API server closed over the same span, by resource (everyone's).
+    closed_watchers: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -708,18 +1077,32 @@ def run_one(
     extra_flags: tuple[str, ...] = (),
     pprof: int = 0,
     rep: int = 0,
+    using: Integrations | None = None,
 ) -> Run:
+    using = using or Integrations()
     jobs, replicas = (int(x) for x in size.split("x"))
-    run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep)
+    run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep, integrations=str(using))
     tag = f"{size}-{scenario}" + (f"-{rep}" if rep else "")
-    cluster.up()
+    try:
+        cluster.up(*using.cluster_flags())
+    except BaseException:
+        with contextlib.suppress(Exception):  # an add-on that did not start
+            cluster.down()
+        raise
     operator: Operator | None = None
     writer: Writer | None = None
     client = KubeClient.from_config(
         str(cluster.kubeconfig),
         options=ClientOptions(qps=1e6, burst=1_000_000, pool_size=64, user_agent="t9k-bench"),
     )
-    standin = StandIn(client, jobs * replicas, jobs)
+    standin = StandIn(
+        client,
+        jobs * replicas,
+        jobs,
+        bound_only=using.gang is not None,
+        scheduler=using.scheduler(),
+        node_labels=FLAVOR_LABELS if using.kueue else None,
+    )
     try:
         source = sources["baseline" if scenario == "baseline" else "tree"]
         cluster.kubectl(
@@ -729,16 +1112,19 @@ def run_one(
         with contextlib.suppress(AlreadyExists):
             client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         pods = ceiling_pods(jobs, replicas) if scenario == "ceiling" else []
+        bodies = [job_body(f"job-{j}", replicas, using) for j in range(jobs)]
+        prepare(client, using, jobs * replicas)
         if scenario == "writes":
             writer = Writer(cluster.kubeconfig, replicas, concurrency, logs / f"{tag}.log")
         elif scenario != "ceiling":
-            flags = (*(TUNED if scenario == "tuned" else ()), *extra_flags)
+            flags = (*(TUNED if scenario == "tuned" else ()), *using.operator_flags(), *extra_flags)
             operator = Operator(source, cluster.kubeconfig, logs / f"{tag}.log", *flags)
             operator.wait_ready()
             run.rss_ready_mib = proc_kib(operator.proc.pid, "VmRSS") / 1024
         standin.start()
         time.sleep(1.0)  # the watches are open
-        before, lat0 = cluster.writes()
+        server0 = cluster.metrics()
+        before, lat0 = cluster.writes(server0)
         # The controller: the operator, or the writes scenario's stand-in for it.
         ctl = operator.proc if operator else writer.proc if writer else None
         cpu0 = proc_cpu(ctl.pid) if ctl else 0.0
@@ -747,26 +1133,30 @@ def run_one(
         )
         meter.mark("start")
         profiling = cluster.profile(pprof, logs / f"{tag}.apiserver.pprof") if pprof else None
+        reads0 = operator.reads() if operator else None
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
                 list(pool.map(lambda p: client.create(PODS, p, NAMESPACE), pods))
             else:
-                list(
-                    pool.map(
-                        lambda j: client.create(JOBS, job_body(f"job-{j}", replicas), NAMESPACE),
-                        range(jobs),
-                    )
-                )
+                list(pool.map(lambda body: client.create(JOBS, body, NAMESPACE), bodies))
         if standin.pods_done.wait(timeout):
             meter.mark("pods")
             run.pods_s = max(standin.pod_seen.values()) - t0
         if scenario != "ceiling" and standin.jobs_done.wait(timeout):
             run.running_s = max(standin.job_running.values()) - t0
+        if operator is not None:
+            reads1 = operator.reads()
+            if reads0 is not None and reads1 is not None:
+                run.operator_reads = reads1 - reads0
+            log(f"operator GET/LIST: {reads0} before the first submission, {reads1} after")
         if scenario == "ceiling":
             # Every pod marked Running: the stand-in's share of the server's work is done.
             standin.all_marked.wait(timeout)
         meter.mark("end")
+        closed = closed_watchers(cluster.metrics())  # kubectl: after the CPU meter's end
+        closed.subtract(closed_watchers(server0))
+        run.closed_watchers = {k: v for k, v in sorted(closed.items()) if v > 0}
         if profiling is not None:
             profiling.join(pprof + 30)
         run.cpu_to_pods = meter.spent("start", "pods")
@@ -799,6 +1189,19 @@ def run_one(
             run.note = (
                 f"timed out: {len(standin.pod_seen)} pods, {len(standin.job_running)} jobs Running"
             )
+        if standin.misplaced:
+            where = f"schedulerName {using.scheduler()}" + (
+                f", node selector {FLAVOR_LABELS}" if using.kueue else ""
+            )
+            run.note = (
+                f"{run.note}; " * bool(run.note) + f"{standin.misplaced} pods without {where}"
+            )
+        if run.closed_watchers:
+            # Everyone's watches of that resource, the operator's among them: its
+            # informers watch again, a GET each (in "operator GET/LIST").
+            by = ", ".join(f"{k} {v}" for k, v in run.closed_watchers.items())
+            what = f"the API server closed {sum(run.closed_watchers.values())} watchers ({by})"
+            run.note = f"{run.note}; " * bool(run.note) + what
         if standin.restarts:
             # A watch the API server closed: the objects listed again were seen late.
             run.note = f"{run.note}; " * bool(run.note) + f"{standin.restarts} watch restarts"
@@ -888,20 +1291,21 @@ def fmt(v: float | None, spec: str = ".1f") -> str:
 
 def table(runs: list[Run]) -> str:
     rows = [
-        "| scenario | all pods exist (s) | all jobs Running (s) | operator CPU (s) | "
-        "CPU per job (ms) | RSS at ready / peak (MiB) | writes on the reconcile budget "
-        "(per job) | Events | API writes by verb and resource |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| scenario | all pods exist (s) | all jobs Running (s) | operator GET/LIST | "
+        "operator CPU (s) | CPU per job (ms) | RSS at ready / peak (MiB) | writes on the "
+        "reconcile budget (per job) | Events | API writes by verb and resource |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in runs:
         per_job = r.budget_writes / r.jobs if r.jobs else 0
         cpu_job = None if r.cpu_s is None else 1000 * r.cpu_s / r.jobs
         rss = "-" if r.rss_peak_mib is None else f"{fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)}"
         writes = ", ".join(f"{k} {v}" for k, v in r.writes.items())
+        reads = "-" if r.operator_reads is None else str(r.operator_reads)
         rows.append(
             f"| {r.label}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
-            f"{fmt(r.running_s)} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | {rss} | "
-            f"{r.budget_writes} ({per_job:.2f}) | {r.events} | {writes} |"
+            f"{fmt(r.running_s)} | {reads} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | "
+            f"{rss} | {r.budget_writes} ({per_job:.2f}) | {r.events} | {writes} |"
         )
     return "\n".join(rows)
 
@@ -958,10 +1362,15 @@ def cpu(runs: list[Run]) -> str:
     submission until every pod exists, and until the end (every job Running,
     or every pod marked Running in the ceiling)."""
     cores = os.cpu_count() or 1
+    # The add-ons' processes (gang schedulers, Kueue) when a run had them.
+    addons = sorted(
+        {k for r in runs for k in r.cpu_to_end} - {*CPU_COLUMNS, "machine", "machine_all", "wall"}
+    )
+    columns = (*CPU_COLUMNS, *addons)
     rows = [
         "| size | scenario | until | wall (s) | machine busy, core-s (share of "
-        f"{cores} cores) | " + " | ".join(CPU_COLUMNS) + " | the rest |",
-        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in CPU_COLUMNS) + " | --- |",
+        f"{cores} cores) | " + " | ".join(columns) + " | the rest |",
+        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in columns) + " | --- |",
     ]
     for r in runs:
         for until, spent in (("pods exist", r.cpu_to_pods), ("end", r.cpu_to_end)):
@@ -969,7 +1378,7 @@ def cpu(runs: list[Run]) -> str:
                 continue
             busy, wall = spent["machine"], spent["wall"]
             share = busy / (wall * cores) if wall > 0 else 0.0
-            named = [spent.get(c) for c in CPU_COLUMNS]
+            named = [spent.get(c) for c in columns]
             rest = busy - sum(v for v in named if v is not None)
             rows.append(
                 f"| {r.size} | {r.label} | {until} | {wall:.1f} | {busy:.1f} ({share:.0%}) | "
@@ -1123,6 +1532,19 @@ def main() -> int:
         help="run each size's scenarios this many times, interleaved, so the machine's "
         "drift meets every scenario alike; the targets take each scenario's median run",
     )
+    parser.add_argument(
+        "--kueue",
+        action="store_true",
+        help="start Kueue in the cluster and run the operator with --kueue: every job names "
+        f"the LocalQueue {LOCAL_QUEUE!r} and the priority {PRIORITY} (defaults and tuned only)",
+    )
+    parser.add_argument(
+        "--gang",
+        choices=BACKENDS,
+        default=None,
+        help="start this gang scheduler in the cluster and run the operator with "
+        "--gang-scheduler=GANG: the gang scheduler places the pods (defaults and tuned only)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
@@ -1133,15 +1555,15 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     chosen = None if args.scenarios is None else [s.strip() for s in args.scenarios.split(",")]
-    for s in chosen or []:
-        if s not in SCENARIOS:
-            parser.error(f"unknown scenario {s!r}")
+    using = Integrations(kueue=args.kueue, gang=args.gang)
+    try:
+        plan = scenario_plan(sizes, chosen, using)
+    except ValueError as exc:
+        parser.error(str(exc))
     logs = Path(tempfile.mkdtemp(prefix="t9k-bench-"))
     sources = {"tree": ROOT}
     worktree = logs / "baseline"
-    needs_baseline = any(
-        "baseline" in (chosen or DEFAULT_PLAN.get(size, SCENARIOS)) for size in sizes
-    )
+    needs_baseline = any("baseline" in plan[size] for size in sizes)
     if needs_baseline:
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), args.baseline],
@@ -1154,7 +1576,7 @@ def main() -> int:
     runs: list[Run] = []
     try:
         for size, rep in ((z, r) for z in sizes for r in range(args.repeat)):
-            for scenario in chosen or DEFAULT_PLAN.get(size, SCENARIOS):
+            for scenario in plan[size]:
                 log(f"{size} {scenario}" + (f" #{rep + 1}" if args.repeat > 1 else ""))
                 started = time.monotonic()
                 extra = tuple(args.operator_flags.split()) if scenario != "baseline" else ()
@@ -1169,11 +1591,13 @@ def main() -> int:
                     extra,
                     args.pprof,
                     rep + 1 if args.repeat > 1 else 0,
+                    using,
                 )
                 runs.append(run)
                 log(
                     f"{size} {scenario}: pods {fmt(run.pods_s)} s, Running "
-                    f"{fmt(run.running_s)} s, CPU {fmt(run.cpu_s, '.2f')} s "
+                    f"{fmt(run.running_s)} s, operator GET/LIST {run.operator_reads}, "
+                    f"CPU {fmt(run.cpu_s, '.2f')} s "
                     f"(run {time.monotonic() - started:.0f} s) {run.note}"
                 )
     finally:
@@ -1185,7 +1609,10 @@ def main() -> int:
             )
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
-    print(f"ceiling concurrency: {args.concurrency} threads; baseline: {args.baseline}")
+    print(
+        f"ceiling concurrency: {args.concurrency} threads; baseline: {args.baseline}; "
+        f"integrations: {using}"
+    )
     for size in sizes:
         print(f"\n### {size}\n")
         print(table([r for r in runs if r.size == size]))

@@ -1,0 +1,130 @@
+"""The job-start bench's pure helpers for its ``--kueue`` and ``--gang`` runs
+and its count of the operator's reads (hack/bench_job_start.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests import hack_scripts
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return hack_scripts.load("bench_job_start")
+
+
+METRICS = """\
+# HELP rest_client_requests_total Requests this process sent to the API server.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 41.0
+rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2.0
+rest_client_requests_total{code="<error>",host="127.0.0.1:6443",method="GET"} 1.0
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 800.0
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 400.0
+# HELP rest_client_requests_created Requests this process sent to the API server.
+# TYPE rest_client_requests_created gauge
+rest_client_requests_created{code="200",host="127.0.0.1:6443",method="GET"} 1.7e+09
+"""
+
+
+def test_reads_are_every_get_of_any_code(bench: ModuleType) -> None:
+    assert bench.count_requests(METRICS) == 44
+    assert bench.count_requests(METRICS, ("POST", "PUT")) == 1200
+
+
+def test_no_request_counter_is_none_not_zero(bench: ModuleType) -> None:
+    assert bench.count_requests("process_cpu_seconds_total 1.5\n") is None
+    only_writes = 'rest_client_requests_total{code="201",host="h",method="POST"} 3.0\n'
+    assert bench.count_requests(only_writes) == 0
+
+
+def test_integrations_flags(bench: ModuleType) -> None:
+    plain = bench.Integrations()
+    assert (plain.cluster_flags(), plain.operator_flags(), str(plain)) == ((), (), "none")
+    assert plain.scheduler() == bench.SCHEDULER
+    both = bench.Integrations(kueue=True, gang="volcano")
+    assert both.cluster_flags() == ("--gang", "volcano", "--kueue")
+    assert both.operator_flags() == ("--kueue", "--gang-scheduler=volcano")
+    assert both.scheduler() == "volcano"
+    assert bench.Integrations(gang="coscheduling").scheduler() == "scheduler-plugins-scheduler"
+
+
+def test_a_kueue_job_names_the_queue_a_priority_and_a_request(bench: ModuleType) -> None:
+    job = bench.job_body("job-0", 4, bench.Integrations(kueue=True))
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": bench.LOCAL_QUEUE}
+    assert job["spec"]["scheduler"] == {
+        "t9kScheduler": {"queue": bench.LOCAL_QUEUE, "priority": bench.PRIORITY}
+    }
+    (container,) = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"]
+    assert container["resources"] == {"requests": {"cpu": f"{bench.CPU_MILLIS}m"}}
+    # Without Kueue (a gang scheduler alone too) the job is the plain one.
+    plain = bench.job_body("job-0", 4)
+    assert bench.job_body("job-0", 4, bench.Integrations(gang="volcano")) == plain
+    assert "labels" not in plain["metadata"] and "scheduler" not in plain["spec"]
+
+
+def test_the_queues_hold_every_pod_at_once_on_a_flavor_with_node_labels(
+    bench: ModuleType,
+) -> None:
+    (flavor_r, flavor), (cq_r, cq), (lq_r, lq) = bench.kueue_queues(800)
+    assert (flavor_r.kind, cq_r.kind, lq_r.kind) == ("ResourceFlavor", "ClusterQueue", "LocalQueue")
+    assert flavor["spec"]["nodeLabels"] == bench.FLAVOR_LABELS
+    (group,) = cq["spec"]["resourceGroups"]
+    assert group["flavors"] == [
+        {
+            "name": flavor["metadata"]["name"],
+            "resources": [{"name": "cpu", "nominalQuota": "80000m"}],
+        }
+    ]
+    assert lq["spec"] == {"clusterQueue": cq["metadata"]["name"]}
+    assert lq["metadata"]["name"] == bench.LOCAL_QUEUE
+
+
+def test_the_priority_classes_come_from_the_manifests(bench: ModuleType) -> None:
+    name = f"t9k-priority-{bench.PRIORITY}"
+    wpc = bench.manifest_object(ROOT / "manifests/kueue/workload-priority-classes.yaml", name)
+    assert (wpc["kind"], wpc["value"]) == ("WorkloadPriorityClass", bench.PRIORITY)
+    pc = bench.manifest_object(ROOT / "manifests/scheduling/priority-classes.yaml", name)
+    assert (pc["kind"], pc["value"]) == ("PriorityClass", bench.PRIORITY)
+
+
+def test_integrations_run_only_with_the_operator(bench: ModuleType) -> None:
+    kueue = bench.Integrations(kueue=True)
+    sizes = ["200x4", "1000x4"]
+    assert bench.scenario_plan(sizes, None, kueue) == {
+        "200x4": ("defaults", "tuned"),
+        "1000x4": ("tuned",),
+    }
+    assert bench.scenario_plan(sizes, ["tuned"], kueue) == {
+        "200x4": ("tuned",),
+        "1000x4": ("tuned",),
+    }
+    with pytest.raises(ValueError, match="ceiling, baseline"):
+        bench.scenario_plan(sizes, ["ceiling", "tuned", "baseline"], kueue)
+    with pytest.raises(ValueError, match="writes"):
+        bench.scenario_plan(sizes, ["writes"], bench.Integrations(gang="coscheduling"))
+    assert bench.scenario_plan(["200x4"], None, bench.Integrations()) == {"200x4": bench.SCENARIOS}
+    with pytest.raises(ValueError, match="unknown scenario"):
+        bench.scenario_plan(sizes, ["fastest"], bench.Integrations())
+
+
+def test_nodes_for_a_gang_run(bench: ModuleType) -> None:
+    assert bench.nodes_to_add(800, 4) == 6  # 1,000 pods' room: 10 nodes of 110
+    assert bench.nodes_to_add(40, 4) == 0
+
+
+def test_closed_watchers_by_resource(bench: ModuleType) -> None:
+    metrics = (
+        "# HELP apiserver_terminated_watchers_total [ALPHA] Counter of watchers closed.\n"
+        'apiserver_terminated_watchers_total{group="",resource="pods"} 9\n'
+        'apiserver_terminated_watchers_total{group="batch.tensorstack.dev",'
+        'resource="pytorchtrainingjobs"} 1\n'
+        'apiserver_watch_events_total{group="",resource="pods",version="v1"} 5000\n'
+    )
+    assert bench.closed_watchers(metrics) == {"pods": 9, "pytorchtrainingjobs": 1}
+    assert not bench.closed_watchers("")  # none closed yet: the counter has no series
