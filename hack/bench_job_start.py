@@ -63,10 +63,12 @@ the flavor's node labels) says how many in its row.
 
 Measured from the moment the bench starts submitting: the time until every
 pod exists (the bench's watch saw it) and until every job's status says
-Running; the operator's own reads of the API server until every job is
-Running ("operator GET/LIST": the difference of its
-``rest_client_requests_total`` of method GET before the first submission
-and then; GET covers gets, lists and the start of a watch); the operator's
+Running; the operator's reads of the API server until every job is Running
+("operator GET/LIST, reconciles / informers": the differences, before the
+first submission and then, of its ``rest_client_requests_total`` of method
+GET, which covers gets, list pages and the start of a watch, and of its
+``t9k_informer_requests_total``, the informers' own list pages and
+watches; the reconciles' reads are the first less the second); the operator's
 CPU seconds (``/proc/<pid>/stat``, from just before the submission to the
 end) and its peak RSS (``VmHWM``) and RSS at ready; the API server's writes
 during the run, by verb and resource (the difference of
@@ -74,14 +76,14 @@ during the run, by verb and resource (the difference of
 writes are told apart by resource: the bench's are the jobs' creates and the
 pod status patches of the stand-in kubelet).
 
-The operator's reconciles read only their informers' caches, so "operator
-GET/LIST" is 0 unless something reads past them, or an informer watches
-again. The API server closes watchers that do not take its events in time
-(``apiserver_terminated_watchers_total``; on this 2-core machine, under
+The operator's reconciles read only their informers' caches, so their
+GET/LIST is 0 unless something reads past them. The informers' is 0 unless a
+watch ended: the API server closes watchers that do not take its events in
+time (``apiserver_terminated_watchers_total``; on this 2-core machine, under
 load, all of a resource's watchers at once); a run where it did says "the
 API server closed N watchers" in its row, and each of the operator's
 informers whose watch it closed watches again from its last resourceVersion:
-one GET each, counted in the column.
+one request each, in the informers' column.
 
 Prints one table per size, then the ratios issue 17 sets as targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
@@ -89,7 +91,7 @@ Prints one table per size, then the ratios issue 17 sets as targets. Run:
 runs each three times, interleaved, and takes the targets from the medians;
 ``--kueue`` and ``--gang volcano`` (above) run the operator's scenarios only
 (by default those of the default plan), and ``--json FILE`` writes every
-run's figures, ``operator_reads`` among them.
+run's figures, ``operator_reads`` and ``informer_reads`` among them.
 """
 
 from __future__ import annotations
@@ -313,6 +315,20 @@ def count_requests(metrics: str, methods: tuple[str, ...] = READ_METHODS) -> int
         found = True
         labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
         if labels.get("method", "").upper() in methods:
+            total += float(line.rpartition(" ")[2])
+    return int(total) if found else None
+
+
+INFORMER_METRIC = "t9k_informer_requests_total"
+
+
+def informer_requests(metrics: str) -> int | None:
+    """The informers' own requests (list pages and watches, every resource)
+    in a process's ``t9k_informer_requests_total``; None when it has none."""
+    total, found = 0.0, False
+    for line in metrics.splitlines():
+        if line.startswith(INFORMER_METRIC + "{"):
+            found = True
             total += float(line.rpartition(" ")[2])
     return int(total) if found else None
 
@@ -1006,15 +1022,19 @@ class Operator:
                     out["limiter_wait_s"] = out.get("limiter_wait_s", 0.0) + value
         return out
 
-    def reads(self) -> int | None:
-        """Its reads of the API server so far (:func:`count_requests` of its
-        /metrics); None when it does not answer or counts no requests."""
+    def reads(self) -> tuple[int, int] | None:
+        """Its GETs of the API server so far (:func:`count_requests` of its
+        /metrics) and how many of them its informers sent
+        (:func:`informer_requests`); None when it does not answer or counts
+        neither."""
         url = f"http://127.0.0.1:{self.metrics}/metrics"
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
-                return count_requests(resp.read().decode())
+                text = resp.read().decode()
         except OSError:
             return None
+        gets, informers = count_requests(text), informer_requests(text)
+        return None if gets is None or informers is None else (gets, informers)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -1056,7 +1076,8 @@ class Run:
     # The operator's GETs (gets, lists, watches) from just before the first
     # submission until every job was Running (None: no operator, or it does
     # not count its requests).
-    operator_reads: int | None = None
+    operator_reads: int | None = None  # the reconciles' (GETs less the informers')
+    informer_reads: int | None = None  # the informers' list pages and watches
     integrations: str = "none"  # the operator's --kueue / --gang-scheduler flags
     # Watchers the API server closed over the same span, by resource (everyone's).
     closed_watchers: dict[str, int] = field(default_factory=dict)
@@ -1148,8 +1169,12 @@ def run_one(
         if operator is not None:
             reads1 = operator.reads()
             if reads0 is not None and reads1 is not None:
-                run.operator_reads = reads1 - reads0
-            log(f"operator GET/LIST: {reads0} before the first submission, {reads1} after")
+                run.informer_reads = reads1[1] - reads0[1]
+                run.operator_reads = reads1[0] - reads0[0] - run.informer_reads
+            log(
+                f"operator GET/LIST (all, informers'): {reads0} before the first "
+                f"submission, {reads1} after"
+            )
         if scenario == "ceiling":
             # Every pod marked Running: the stand-in's share of the server's work is done.
             standin.all_marked.wait(timeout)
@@ -1198,7 +1223,7 @@ def run_one(
             )
         if run.closed_watchers:
             # Everyone's watches of that resource, the operator's among them: its
-            # informers watch again, a GET each (in "operator GET/LIST").
+            # informers watch again, a GET each (in the informers' column).
             by = ", ".join(f"{k} {v}" for k, v in run.closed_watchers.items())
             what = f"the API server closed {sum(run.closed_watchers.values())} watchers ({by})"
             run.note = f"{run.note}; " * bool(run.note) + what
@@ -1291,7 +1316,8 @@ def fmt(v: float | None, spec: str = ".1f") -> str:
 
 def table(runs: list[Run]) -> str:
     rows = [
-        "| scenario | all pods exist (s) | all jobs Running (s) | operator GET/LIST | "
+        "| scenario | all pods exist (s) | all jobs Running (s) | operator GET/LIST, "
+        "reconciles / informers | "
         "operator CPU (s) | CPU per job (ms) | RSS at ready / peak (MiB) | writes on the "
         "reconcile budget (per job) | Events | API writes by verb and resource |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -1301,7 +1327,7 @@ def table(runs: list[Run]) -> str:
         cpu_job = None if r.cpu_s is None else 1000 * r.cpu_s / r.jobs
         rss = "-" if r.rss_peak_mib is None else f"{fmt(r.rss_ready_mib)} / {fmt(r.rss_peak_mib)}"
         writes = ", ".join(f"{k} {v}" for k, v in r.writes.items())
-        reads = "-" if r.operator_reads is None else str(r.operator_reads)
+        reads = "-" if r.operator_reads is None else f"{r.operator_reads} / {r.informer_reads}"
         rows.append(
             f"| {r.label}{' (' + r.note + ')' if r.note else ''} | {fmt(r.pods_s)} | "
             f"{fmt(r.running_s)} | {reads} | {fmt(r.cpu_s, '.2f')} | {fmt(cpu_job, '.1f')} | "
@@ -1596,7 +1622,8 @@ def main() -> int:
                 runs.append(run)
                 log(
                     f"{size} {scenario}: pods {fmt(run.pods_s)} s, Running "
-                    f"{fmt(run.running_s)} s, operator GET/LIST {run.operator_reads}, "
+                    f"{fmt(run.running_s)} s, operator GET/LIST {run.operator_reads} "
+                    f"(informers {run.informer_reads}), "
                     f"CPU {fmt(run.cpu_s, '.2f')} s "
                     f"(run {time.monotonic() - started:.0f} s) {run.note}"
                 )

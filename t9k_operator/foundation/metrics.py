@@ -88,6 +88,14 @@ API_REQUESTS = _collector(
     "('<error>' when none came), method and host (controller-runtime's name).",
     ["code", "method", "host"],
 )
+INFORMER_REQUESTS = _collector(
+    Counter,
+    "t9k_informer_requests_total",
+    "Requests the informers sent to the API server, by resource and verb: each page of a "
+    "list and each start of a watch. Relists and re-watches show here; the rest of "
+    "rest_client_requests_total's GETs are the reconciles' own reads.",
+    ["resource", "verb"],
+)
 API_LIMITER_WAIT = _collector(
     Histogram,
     "t9k_client_rate_limiter_wait_seconds",

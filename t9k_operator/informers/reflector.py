@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
+from t9k_operator.kube.client import collect
 from t9k_operator.kube.errors import ApiError, Gone, TransportError, error_from_status_object
 from t9k_operator.objects import Obj
 
@@ -145,11 +147,21 @@ class ResourceListerWatcher:
         self.label_selector = label_selector
 
     def list(self) -> tuple[list[Obj], str]:
-        return self.client.list_all(
-            self.resource, self.namespace, label_selector=self.label_selector
-        )
+        """Every object, a page per request, each counted in
+        ``t9k_informer_requests_total``."""
+        requests = metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="list")
+
+        def counted() -> Iterator[Obj]:
+            for page in self.client.list_pages(
+                self.resource, self.namespace, label_selector=self.label_selector
+            ):
+                requests.inc()
+                yield page
+
+        return collect(counted())
 
     def watch(self, resource_version: str, timeout_seconds: int) -> WatchEvents:
+        metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="watch").inc()
         return self.client.watch(
             self.resource,
             self.namespace,

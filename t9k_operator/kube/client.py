@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import json
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -101,6 +101,16 @@ class WatchStream:
             self._response.close()
         except Exception:
             pass
+
+
+def collect(pages: Iterable[Obj]) -> tuple[list[Obj], str]:
+    """The items of a list's pages, and its resourceVersion (the last page's)."""
+    items: list[Obj] = []
+    meta: Obj = {}
+    for page in pages:
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+    return items, str(meta.get("resourceVersion", ""))
 
 
 class KubeClient:
@@ -243,16 +253,16 @@ class KubeClient:
         }
         return self.request("GET", resource.path(namespace), query=query)
 
-    def list_all(
+    def list_pages(
         self,
         resource: Resource,
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
         page_size: int = 500,
-    ) -> tuple[builtins.list[Obj], str]:
-        """Every item (paginated) and the list's resourceVersion."""
-        items: builtins.list[Obj] = []
+    ) -> Iterator[Obj]:
+        """Each page of a paginated list, one request each; the last has no
+        ``continue`` token and carries the list's resourceVersion."""
         token: str | None = None
         while True:
             page = self.list(
@@ -262,11 +272,23 @@ class KubeClient:
                 limit=page_size,
                 continue_token=token,
             )
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
+            yield page
+            token = (page.get("metadata") or {}).get("continue") or None
             if not token:
-                return items, str(meta.get("resourceVersion", ""))
+                return
+
+    def list_all(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[builtins.list[Obj], str]:
+        """Every item (paginated) and the list's resourceVersion."""
+        return collect(
+            self.list_pages(resource, namespace, label_selector=label_selector, page_size=page_size)
+        )
 
     def watch(
         self,

@@ -37,6 +37,20 @@ def test_reads_are_every_get_of_any_code(bench: ModuleType) -> None:
     assert bench.count_requests(METRICS, ("POST", "PUT")) == 1200
 
 
+def test_the_informers_requests_every_resource_and_verb(bench: ModuleType) -> None:
+    metrics = METRICS + (
+        "# TYPE t9k_informer_requests_total counter\n"
+        't9k_informer_requests_total{resource="pods",verb="list"} 2.0\n'
+        't9k_informer_requests_total{resource="pods",verb="watch"} 3.0\n'
+        't9k_informer_requests_total{resource="leases",verb="watch"} 1.0\n'
+        't9k_informer_requests_created{resource="pods",verb="list"} 1.7e+09\n'
+    )
+    assert bench.informer_requests(metrics) == 6
+    # The reconciles' reads: every GET less the informers' own.
+    assert bench.count_requests(metrics) - bench.informer_requests(metrics) == 38
+    assert bench.informer_requests(METRICS) is None
+
+
 def test_no_request_counter_is_none_not_zero(bench: ModuleType) -> None:
     assert bench.count_requests("process_cpu_seconds_total 1.5\n") is None
     only_writes = 'rest_client_requests_total{code="201",host="h",method="POST"} 3.0\n'

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+from prometheus_client import REGISTRY
 
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.informers.reflector import (
@@ -568,9 +569,11 @@ class FakeKubeClient:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self.stream = FakeStream([])
 
-    def list_all(self, *args: Any, **kwargs: Any) -> tuple[list[Obj], str]:
-        self.calls.append(("list_all", args, kwargs))
-        return [pod("a")], "7"
+    def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[Obj]:
+        """Two pages: a list of more objects than one page holds."""
+        self.calls.append(("list_pages", args, kwargs))
+        yield {"metadata": {"continue": "more"}, "items": [pod("a")]}
+        yield {"metadata": {"resourceVersion": "7"}, "items": [pod("b")]}
 
     def watch(self, *args: Any, **kwargs: Any) -> FakeStream:
         self.calls.append(("watch", args, kwargs))
@@ -583,10 +586,19 @@ def test_resource_lister_watcher_adapts_kube_client() -> None:
         cast("KubeClient", client), PODS, namespace="ns1", label_selector="app=x"
     )
 
-    assert lw.list() == ([pod("a")], "7")
+    def requests(verb: str) -> float:
+        value = REGISTRY.get_sample_value(
+            "t9k_informer_requests_total", {"resource": "pods", "verb": verb}
+        )
+        return value or 0.0
+
+    before = requests("list"), requests("watch")
+    assert lw.list() == ([pod("a"), pod("b")], "7")
     assert lw.watch("7", 321) is client.stream
+    # Each page and each watch is a request of the informers', counted.
+    assert (requests("list"), requests("watch")) == (before[0] + 2, before[1] + 1)
     assert client.calls == [
-        ("list_all", (PODS, "ns1"), {"label_selector": "app=x"}),
+        ("list_pages", (PODS, "ns1"), {"label_selector": "app=x"}),
         (
             "watch",
             (PODS, "ns1"),
