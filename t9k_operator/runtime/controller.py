@@ -189,6 +189,7 @@ class Controller:
             metrics.ACTIVE_WORKERS.labels(self.name).dec()
             metrics.RECONCILE_TIME.labels(self.name).observe(self._clock.monotonic() - started)
         metrics.RECONCILE_TOTAL.labels(self.name, outcome).inc()
+        log.debug("reconciled", outcome=outcome)  # every write of this pass is done
 
 
 # -- handlers that map objects to keys ---------------------------------------------

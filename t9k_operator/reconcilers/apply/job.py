@@ -173,7 +173,13 @@ class JobReconciler:
         states = self._replicas(job["metadata"]["uid"])
         p = _Pass(key, job, replace(parsed, view=view), seen, states, now)
         plan = planning.plan(self.kind, view, seen, states, now)
-        current = self._write(p, plan, first=not job.get("status"), rlog=rlog)
+        try:
+            current = self._write(p, plan, first=not job.get("status"), rlog=rlog)
+        except NotFound:
+            # Deleted after the cache last saw it: its children go with it, and
+            # the informer's delete event ends this key's records.
+            rlog.info("the job is gone; nothing to do")
+            return Result()
         p = replace(p, stored=current)
         for state in plan.delete:
             try:
@@ -354,12 +360,5 @@ class JobReconciler:
                 key = (str(labels[REPLICA_TYPE]), int(labels[REPLICA_INDEX]))
             except (KeyError, ValueError):
                 continue
-            out[key] = replica_state(pod, self._training_container(pod))
+            out[key] = replica_state(pod, self.kind.training_containers)
         return out
-
-    def _training_container(self, pod: Obj) -> str | None:
-        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-        for wanted in self.kind.training_containers:
-            if wanted in names:
-                return wanted
-        return None

@@ -1,14 +1,30 @@
 """Reading a pod the way the engine needs it: one :class:`ReplicaState`.
 
-Pure: a pod dict in, a small frozen value out. The training container's exit
-code decides restarts (``ExitCode`` policy) and failure messages; a pod that is
-Failed without one (evicted, node lost) still counts as failed.
+Pure: a pod dict in, a small frozen value out. A replica is its training
+container: the container the builders launched the training in, found by name
+in the pod's spec with the rule the builders use
+(:func:`~t9k_operator.builders.common.training_container_index`: the kind's
+conventional name, else the first container), then by that name in the status.
+Kubelet lists ``containerStatuses`` sorted by name, not in the spec's order
+(pkg/kubelet/kubelet_pods.go, ``convertToAPIContainerStatuses``), so a
+position in that list says nothing.
+
+The training container's exit code decides restarts (``ExitCode`` policy) and
+failure messages. Once it has terminated the replica has ended, whatever else
+runs in the pod: kubelet keeps a pod ``Running`` while any regular container
+runs (``getPhase`` in the same file), so a log shipper or mesh proxy beside
+the training would otherwise hold the replica, and the job, open for ever.
+Native sidecars (init containers with ``restartPolicy: Always``) are never the
+training container. A pod that is Failed without a training exit code
+(evicted, node lost) still counts as failed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from t9k_operator.builders.common import training_container_index
 from t9k_operator.objects import Obj
 
 # Exit codes that ``restartPolicy: ExitCode`` treats as transient (seed 001).
@@ -26,6 +42,9 @@ class ReplicaState:
     message: str = ""
     containers: tuple[tuple[str, str, int | None, str], ...] = ()  # name, state, code, reason
     unschedulable: str = ""  # the scheduler's message while it cannot place the pod
+    # The pod's own phase, when it differs from the replica's: a training
+    # container that has ended in a pod that other containers keep Running.
+    pod_phase: str = ""
 
     @property
     def ended(self) -> bool:
@@ -56,20 +75,28 @@ def _container_view(status: Obj) -> tuple[str, str, int | None, str]:
     return (status.get("name", ""), "Waiting", None, str(waiting.get("reason") or ""))
 
 
-def replica_state(pod: Obj, training_container: str | None = None) -> ReplicaState:
-    """Summarize ``pod``; ``training_container`` names the container whose exit
-    code counts (default: the first container status)."""
+def training_container(pod: Obj, names: Sequence[str]) -> str | None:
+    """The name of the pod's training container: ``names`` (the kind's
+    conventional ones) in that order, else the pod's first container, as the
+    builders chose it. None for a pod without containers."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if not containers:
+        return None
+    name = containers[training_container_index(pod, names)].get("name")
+    return None if name is None else str(name)
+
+
+def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
+    """Summarize ``pod``, whose training container is found with
+    ``training_names`` (:func:`training_container`)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     statuses = status.get("containerStatuses") or []
     views = tuple(_container_view(s) for s in statuses)
-    chosen = None
-    for s in statuses:
-        if training_container is not None and s.get("name") == training_container:
-            chosen = s
-            break
-    if chosen is None and statuses:
-        chosen = statuses[0]
+    wanted = training_container(pod, training_names)
+    chosen = next((s for s in statuses if s.get("name") == wanted), None)
+    phase = str(status.get("phase") or "Pending")
+    pod_phase = ""
     exit_code = None
     reason = str(status.get("reason") or "")
     message = str(status.get("message") or "")
@@ -79,6 +106,15 @@ def replica_state(pod: Obj, training_container: str | None = None) -> ReplicaSta
             exit_code = term.get("exitCode")
             reason = reason or str(term.get("reason") or "")
             message = message or str(term.get("message") or "")
+            ended = "Succeeded" if exit_code == 0 else "Failed"
+            # Ended, though sidecars may keep the pod going (the pod has
+            # restartPolicy Never, so the container never runs again); or a
+            # sidecar's failure failed a pod whose training succeeded. A pod
+            # the node failed (a reason of its own: Evicted) stays failed.
+            if phase not in ("Succeeded", "Failed") or (
+                phase == "Failed" and ended == "Succeeded" and not status.get("reason")
+            ):
+                pod_phase, phase = phase, ended
     unschedulable = ""
     for cond in status.get("conditions") or []:
         if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
@@ -91,12 +127,13 @@ def replica_state(pod: Obj, training_container: str | None = None) -> ReplicaSta
         unschedulable=unschedulable,
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
-        phase=str(status.get("phase") or "Pending"),
+        phase=phase,
         terminating=bool(meta.get("deletionTimestamp")),
         exit_code=exit_code,
         reason=reason,
         message=message,
         containers=views,
+        pod_phase=pod_phase,
     )
 
 

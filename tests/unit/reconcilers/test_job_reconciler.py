@@ -15,11 +15,12 @@ import time
 from typing import Any
 
 import pytest
+from pytest_mock import MockerFixture
 
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
-from t9k_operator.kube import Conflict, Invalid, ServerError
+from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
 from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
@@ -183,6 +184,15 @@ def test_status_comes_first_then_the_children(kind: str) -> None:
     assert h.recorder.reasons().count("Created") == 1
 
 
+def test_a_job_deleted_since_the_cache_saw_it_ends_the_reconcile_quietly() -> None:
+    # A namespace being torn down deletes the job while its key waits in the
+    # queue: the status write meets NotFound. That is no error to retry.
+    h = Harness("PyTorchTrainingJob")
+    h.fake.fail_next("replace_status", h.kind.crd.kind, NotFound("gone"))
+    assert h.reconcile() == Result()
+    assert h.fake.writes == [], "nothing is created for a job that is gone"
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_created_is_told_once_when_the_first_status_write_conflicts(kind: str) -> None:
     h = Harness(kind)
@@ -296,7 +306,7 @@ def _wide_job(replicas: int) -> dict[str, Any]:
     return job
 
 
-def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
+def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches(mocker: MockerFixture) -> None:
     from t9k_operator.reconcilers.apply.job import CREATE_PARALLEL
 
     h = Harness("PyTorchTrainingJob", _wide_job(40))
@@ -317,7 +327,7 @@ def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
             with lock:
                 active -= 1
 
-    h.fake.create = create  # type: ignore[method-assign]
+    mocker.patch.object(h.fake, "create", side_effect=create)
     h.reconcile()
     names = h.pod_names()
     assert names == sorted(f"j-worker-{i}" for i in range(40))  # every one, once
@@ -325,7 +335,7 @@ def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches() -> None:
     assert 1 < peak <= CREATE_PARALLEL
 
 
-def test_a_refused_pod_stops_the_batches_early() -> None:
+def test_a_refused_pod_stops_the_batches_early(mocker: MockerFixture) -> None:
     h = Harness("PyTorchTrainingJob", _wide_job(64))
     # Batches of 1 (worker-0), then 2 (worker-1, worker-2): worker-2 is refused,
     # and no third batch starts.
@@ -341,7 +351,7 @@ def test_a_refused_pod_stops_the_batches_early() -> None:
                 raise ServerError("exceeded quota")
             return real_create(resource, body, *args, **kwargs)
 
-    h.fake.create = create  # type: ignore[method-assign]
+    mocker.patch.object(h.fake, "create", side_effect=create)
     assert h.reconcile() == Result(requeue=True)
     assert h.pod_names() == ["j-worker-0", "j-worker-1"]
     assert calls == 1 + 1 + 2  # the Service, then three pods

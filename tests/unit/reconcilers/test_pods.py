@@ -6,12 +6,23 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.kinds.pods import ReplicaState, replica_state, should_restart
+from t9k_operator.reconcilers.kinds.pods import (
+    ReplicaState,
+    replica_state,
+    should_restart,
+    training_container,
+)
 
 
-def pod_with(phase: str, statuses: list[dict[str, Any]], **status: Any) -> dict[str, Any]:
+def pod_with(
+    phase: str, statuses: list[dict[str, Any]], containers: tuple[str, ...] = (), **status: Any
+) -> dict[str, Any]:
+    """A pod whose spec lists ``containers`` (default: those of ``statuses``, in
+    their order) and whose status is ``statuses``, as given."""
+    names = containers or tuple(s["name"] for s in statuses)
     return {
         "metadata": {"name": "p", "uid": "u"},
+        "spec": {"containers": [{"name": n, "image": "x"} for n in names]},
         "status": {"phase": phase, "containerStatuses": statuses, **status},
     }
 
@@ -20,16 +31,73 @@ def terminated(name: str, code: int, reason: str = "Error") -> dict[str, Any]:
     return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason}}}
 
 
+def running(name: str) -> dict[str, Any]:
+    return {"name": name, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+
+
 def test_training_container_exit_code_wins() -> None:
     pod = pod_with("Failed", [terminated("sidecar", 0, "Completed"), terminated("pytorch", 137)])
-    s = replica_state(pod, "pytorch")
+    s = replica_state(pod, ("pytorch",))
     assert (s.phase, s.exit_code, s.reason) == ("Failed", 137, "Error")
-    assert replica_state(pod).exit_code == 0  # default: the first container
     assert s.containers == (
         ("sidecar", "Terminated", 0, "Completed"),
         ("pytorch", "Terminated", 137, "Error"),
     )
     assert "exit code 137" in s.describe_failure()
+
+
+def test_without_the_conventional_name_the_first_spec_container_decides() -> None:
+    # Kubelet sorts containerStatuses by name: the builders launched training in
+    # the template's first container, "trainer", which is listed second.
+    statuses = [terminated("aaa-log", 0, "Completed"), terminated("trainer", 137)]
+    pod = pod_with("Failed", statuses, containers=("trainer", "aaa-log"))
+    s = replica_state(pod, ("pytorch",))
+    assert (s.phase, s.exit_code) == ("Failed", 137)
+    assert training_container(pod, ("pytorch",)) == "trainer"
+    assert training_container(pod, ("aaa-log", "pytorch")) == "aaa-log"
+    assert training_container({"spec": {"containers": []}}, ("pytorch",)) is None
+
+
+def test_a_pod_without_the_training_containers_status_has_no_exit_code() -> None:
+    pod = pod_with("Failed", [terminated("aaa-log", 0)], containers=("trainer", "aaa-log"))
+    assert replica_state(pod, ()).exit_code is None
+
+
+@pytest.mark.parametrize(("code", "phase"), [(1, "Failed"), (137, "Failed"), (0, "Succeeded")])
+def test_a_sidecar_still_running_does_not_keep_an_ended_replica_alive(
+    code: int, phase: str
+) -> None:
+    # Kubelet keeps the pod Running while any regular container runs.
+    pod = pod_with(
+        "Running", [running("istio-proxy"), terminated("pytorch", code)], ("pytorch", "istio-proxy")
+    )
+    s = replica_state(pod, ("pytorch",))
+    assert (s.phase, s.pod_phase, s.exit_code, s.ended) == (phase, "Running", code, True)
+
+
+def test_a_running_training_container_keeps_the_pods_phase() -> None:
+    pod = pod_with("Running", [terminated("aaa-log", 1), running("pytorch")])
+    s = replica_state(pod, ("pytorch",))
+    assert (s.phase, s.pod_phase, s.exit_code, s.ended) == ("Running", "", None, False)
+
+
+def test_a_sidecars_failure_does_not_fail_a_replica_whose_training_succeeded() -> None:
+    pod = pod_with("Failed", [terminated("log", 2), terminated("pytorch", 0, "Completed")])
+    s = replica_state(pod, ("pytorch",))
+    assert (s.phase, s.pod_phase, s.exit_code) == ("Succeeded", "Failed", 0)
+    # The node's failure of the pod stays a failure.
+    evicted = pod_with(
+        "Failed", [terminated("pytorch", 0, "Completed")], reason="Evicted", message="memory"
+    )
+    assert replica_state(evicted, ("pytorch",)).phase == "Failed"
+
+
+def test_a_native_sidecar_is_never_the_training_container() -> None:
+    pod = pod_with("Running", [running("trainer")], containers=("trainer",))
+    pod["spec"]["initContainers"] = [{"name": "proxy", "restartPolicy": "Always"}]
+    pod["status"]["initContainerStatuses"] = [terminated("proxy", 1)]
+    s = replica_state(pod, ())
+    assert (s.phase, s.exit_code) == ("Running", None)
 
 
 def test_evicted_pod_without_exit_code() -> None:
