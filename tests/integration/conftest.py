@@ -40,6 +40,7 @@ from tests.integration.cluster import (
     env_flag,
     request_token,
 )
+from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 
 OPERATOR_NAMESPACE = "t9k-system"
@@ -69,6 +70,12 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def admin(cluster: Cluster) -> KubeClient:
     return cluster.admin()
+
+
+@pytest.fixture
+def kubelet(admin: KubeClient) -> Kubelet:
+    """Drives manual pods' status as their kubelet would (tests/integration/kubelet.py)."""
+    return Kubelet(admin)
 
 
 def _add(what: str, start: Callable[[], T]) -> T:

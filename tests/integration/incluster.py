@@ -28,7 +28,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -317,13 +316,6 @@ class OperatorPod:
         self.proxy.close()
         subprocess.run(["umount", "-l", str(self.dir / "sa")], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> float:
-    """Seconds until ``predicate`` held (polled every 0.1 s)."""
-    start = time.monotonic()
-    wait_for(predicate, timeout, what)
-    return time.monotonic() - start
 
 
 def run_image(

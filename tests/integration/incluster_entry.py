@@ -22,24 +22,15 @@ from __future__ import annotations
 
 import ctypes
 import os
-import stat
 import sys
 from pathlib import Path
 
 # What every container's start does alike, shared with the pod host's.
 sys.path.insert(0, str(Path(__file__).resolve().with_name("podhost")))
-from container_start import bind, bind_kubelet_files, overlay_root, read_spec, sh
+from container_start import bind, bind_kubelet_files, make_dev, overlay_root, read_spec, sh
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
-DEVICES = {  # runc's default devices: name -> (major, minor)
-    "null": (1, 3),
-    "zero": (1, 5),
-    "full": (1, 7),
-    "random": (1, 8),
-    "urandom": (1, 9),
-    "tty": (5, 0),
-}
 
 
 def resolve_in(root: Path, path: str) -> Path:
@@ -68,24 +59,6 @@ def resolve_in(root: Path, path: str) -> Path:
             continue
         here.append(part)
     return root.joinpath(*here)
-
-
-def make_dev(root: Path) -> None:
-    dev = root / "dev"
-    sh("mount", "-t", "tmpfs", "-o", "mode=0755,size=65536k,nosuid,noexec", "tmpfs", str(dev))
-    for name, (major, minor) in DEVICES.items():
-        os.mknod(dev / name, stat.S_IFCHR | 0o666, os.makedev(major, minor))
-        (dev / name).chmod(0o666)
-    for name, target in (
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ):
-        (dev / name).symlink_to(target)
-    (dev / "shm").mkdir()
-    sh("mount", "-t", "tmpfs", "-o", "mode=1777,size=65536k,nosuid,nodev,noexec", "shm",
-       str(dev / "shm"))  # fmt: skip
 
 
 def main() -> None:

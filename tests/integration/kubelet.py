@@ -4,63 +4,235 @@ Pods that carry the annotation ``kwok.t9k.dev/manual: "true"`` are left alone
 by the KWOK stages (hack/kwok/stages.yaml); a test moves them to Running,
 Succeeded or Failed with chosen exit codes and restart counts through the
 pod's status subresource, exactly where a kubelet writes.
+
+What a real kubelet does, and this stand-in does too (the kubelet's source is
+pkg/kubelet/kubelet_pods.go of Kubernetes 1.34):
+
+* It runs only pods bound to its node: ``run`` and ``terminate`` wait for a
+  scheduler's binding (``spec.nodeName``) and fail the test without one.
+* ``containerStatuses`` and ``initContainerStatuses`` are sorted by container
+  name, not listed in the spec's order (``convertToAPIContainerStatuses``
+  ends with ``sort.Sort(kubetypes.SortedContainerStatuses(statuses))``).
+* Every pod has an IP of its own and its node's ``hostIP``/``hostIPs``
+  (``generateAPIPodStatus``); the stand-in gives the node's InternalIP (or,
+  for a KWOK node that reports none, an address of that node's own) and an
+  address made from the pod's uid.
+* The kubelet writes its own conditions, ``PodScheduled`` among them, which it
+  re-asserts ``True`` (``generateAPIPodStatus``: "set all Kubelet-owned
+  conditions"), keeping the time it first became true.
+* The phase follows ``getPhase``: ``Running`` while any regular container
+  runs, whatever the others' exit codes; once every regular container has
+  terminated, ``Succeeded`` if all exited 0, else ``Failed`` (restartPolicy
+  Never, as the operator's pods have). Native sidecars (init containers with
+  ``restartPolicy: Always``) do not count, and run until the regular
+  containers have ended, when the kubelet stops them; regular init containers
+  have terminated with 0 before any regular container started.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.resources import PODS
+from t9k_operator.resources import NODES, PODS
 
 MANUAL = {"kwok.t9k.dev/manual": "true"}
+BIND_TIMEOUT = 30.0
+"""How long ``run``/``terminate`` wait for a scheduler to bind the pod."""
+# Conditions only the kubelet writes; any other (DisruptionTarget, a readiness
+# gate's) is kept as it is (generateAPIPodStatus).
+KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def pod_ip(uid: str) -> str:
+    """A pod address of its own, from its uid (10.244.0.0/16, as a CNI's)."""
+    digest = hashlib.blake2b(uid.encode(), digest_size=2).digest()
+    return f"10.244.{digest[0]}.{max(digest[1], 1)}"
+
+
+def native_sidecar(container: dict[str, Any]) -> bool:
+    return container.get("restartPolicy") == "Always"
+
+
+def phase_of(statuses: Iterable[dict[str, Any]]) -> str:
+    """A pod's phase from its regular containers' statuses, as ``getPhase``
+    reaches it for a pod with restartPolicy Never whose init containers have
+    all completed."""
+    running = stopped = succeeded = waiting = 0
+    for s in statuses:
+        state = s.get("state") or {}
+        if "running" in state:
+            running += 1
+        elif "terminated" in state:
+            stopped += 1
+            succeeded += state["terminated"].get("exitCode") == 0
+        else:
+            waiting += 1
+    if waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    return "Succeeded" if stopped == succeeded else "Failed"
+
+
+def _sorted(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(statuses, key=lambda s: str(s["name"]))
+
+
 class Kubelet:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
-    def _containers(self, namespace: str, name: str) -> tuple[dict[str, Any], list[str]]:
-        pod = self.client.get(PODS, name, namespace)
-        return pod, [c["name"] for c in pod["spec"]["containers"]]
+    def _bound(self, namespace: str, name: str) -> dict[str, Any]:
+        """The pod once a scheduler has bound it (a kubelet sees no other)."""
+        deadline = time.monotonic() + BIND_TIMEOUT
+        while True:
+            pod = self.client.get(PODS, name, namespace)
+            if pod["spec"].get("nodeName"):
+                return pod
+            if time.monotonic() > deadline:
+                raise AssertionError(f"pod {namespace}/{name} was never bound to a node")
+            time.sleep(0.1)
 
-    def _write(self, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        return self.client.patch(PODS, name, {"status": status}, namespace, subresource="status")
+    def _host_ip(self, node: str) -> str:
+        """The node's InternalIP; the local cluster's KWOK nodes report none, so
+        then an address of the node's own from its name (172.18.0.0/16, as a
+        kind cluster's nodes have)."""
+        addresses = (self.client.get(NODES, node).get("status") or {}).get("addresses") or []
+        for a in addresses:
+            if a.get("type") == "InternalIP":
+                return str(a["address"])
+        digest = hashlib.blake2b(node.encode(), digest_size=2).digest()
+        return f"172.18.{digest[0]}.{max(digest[1], 2)}"
+
+    def _write(
+        self,
+        pod: dict[str, Any],
+        phase: str,
+        containers: list[dict[str, Any]],
+        init_containers: list[dict[str, Any]],
+        *,
+        ready: bool,
+        reason: str | None = None,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        meta, old = pod["metadata"], pod.get("status") or {}
+        now = _now()
+        since = {c["type"]: c.get("lastTransitionTime") for c in old.get("conditions") or []}
+        host_ip = self._host_ip(pod["spec"]["nodeName"])
+        ip = pod_ip(meta["uid"])
+        kept = [c for c in old.get("conditions") or [] if c["type"] not in KUBELET_CONDITIONS]
+        kept = [c for c in kept if c["type"] != "PodScheduled"]
+
+        def condition(type_: str, true: bool, why: str | None = None) -> dict[str, Any]:
+            was = next((c for c in old.get("conditions") or [] if c["type"] == type_), None)
+            status = "True" if true else "False"
+            out = {
+                "type": type_,
+                "status": status,
+                "lastTransitionTime": (
+                    since.get(type_) if was and was.get("status") == status else now
+                )
+                or now,
+            }
+            if why:
+                out["reason"] = why
+            return out
+
+        done = None if ready else "PodCompleted"
+        status: dict[str, Any] = {
+            "phase": phase,
+            "startTime": old.get("startTime") or now,
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "qosClass": old.get("qosClass") or "BestEffort",
+            "conditions": [
+                *kept,
+                condition("PodReadyToStartContainers", True),
+                condition("Initialized", True),
+                condition("Ready", ready, done),
+                condition("ContainersReady", ready, done),
+                condition("PodScheduled", True),
+            ],
+            "containerStatuses": _sorted(containers),
+        }
+        if init_containers:
+            status["initContainerStatuses"] = _sorted(init_containers)
+        if reason:
+            status["reason"] = reason
+            status["message"] = message or reason
+        return self.client.patch(
+            PODS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
+        )
+
+    @staticmethod
+    def _running(c: dict[str, Any], started: str, restart_count: int = 0) -> dict[str, Any]:
+        return {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": True,
+            "started": True,
+            "restartCount": restart_count,
+            "state": {"running": {"startedAt": started}},
+        }
+
+    @staticmethod
+    def _ended(
+        c: dict[str, Any],
+        code: int,
+        started: str,
+        *,
+        reason: str | None = None,
+        message: str | None = None,
+        restart_count: int = 0,
+    ) -> dict[str, Any]:
+        terminated: dict[str, Any] = {
+            "exitCode": code,
+            "reason": reason or ("Completed" if code == 0 else "Error"),
+            "startedAt": started,
+            "finishedAt": _now(),
+        }
+        if message:
+            terminated["message"] = message
+        return {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "started": False,
+            "restartCount": restart_count,
+            "state": {"terminated": terminated},
+        }
+
+    def _init_statuses(
+        self, pod: dict[str, Any], started: str, *, sidecars_run: bool
+    ) -> list[dict[str, Any]]:
+        out = []
+        for c in pod["spec"].get("initContainers") or []:
+            if native_sidecar(c) and sidecars_run:
+                out.append(self._running(c, started))
+            else:
+                out.append(self._ended(c, 0, started))
+        return out
 
     def run(self, namespace: str, name: str, *, restart_count: int = 0) -> dict[str, Any]:
-        pod, containers = self._containers(namespace, name)
-        now = _now()
-        return self._write(
-            namespace,
-            name,
-            {
-                "phase": "Running",
-                "startTime": pod.get("status", {}).get("startTime") or now,
-                "podIP": "10.244.0.99",
-                "conditions": [
-                    {"type": "Initialized", "status": "True", "lastTransitionTime": now},
-                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
-                ],
-                "containerStatuses": [
-                    {
-                        "name": c,
-                        "image": "x",
-                        "imageID": "",
-                        "ready": True,
-                        "started": True,
-                        "restartCount": restart_count,
-                        "state": {"running": {"startedAt": now}},
-                    }
-                    for c in containers
-                ],
-            },
-        )
+        """Every container running (native sidecars too), once the pod is bound."""
+        pod = self._bound(namespace, name)
+        started = (pod.get("status") or {}).get("startTime") or _now()
+        containers = [self._running(c, started, restart_count) for c in pod["spec"]["containers"]]
+        inits = self._init_statuses(pod, started, sidecars_run=True)
+        return self._write(pod, "Running", containers, inits, ready=True)
 
     def terminate(
         self,
@@ -73,52 +245,45 @@ class Kubelet:
         reason: str | None = None,
         pod_reason: str | None = None,
         message: str | None = None,
+        running: Iterable[str] = (),
     ) -> dict[str, Any]:
-        """End the pod. ``exit_code`` goes to ``container`` (default: the first);
-        other containers exit 0. Non-zero ends the pod Failed."""
-        pod, containers = self._containers(namespace, name)
-        target = container or containers[0]
-        now = _now()
-        started = pod.get("status", {}).get("startTime") or now
+        """End ``container`` (default: the spec's first) with ``exit_code``; the
+        other regular containers exit 0, except those named in ``running``
+        (sidecars), which go on running and keep the pod Running. Native
+        sidecars stop once no regular container runs."""
+        pod = self._bound(namespace, name)
+        spec_containers = pod["spec"]["containers"]
+        target = container or spec_containers[0]["name"]
+        keep = set(running)
+        started = (pod.get("status") or {}).get("startTime") or _now()
         statuses = []
-        for c in containers:
-            code = exit_code if c == target else 0
-            terminated: dict[str, Any] = {
-                "exitCode": code,
-                "reason": reason or ("Completed" if code == 0 else "Error"),
-                "startedAt": started,
-                "finishedAt": now,
-            }
-            if message and c == target:
-                terminated["message"] = message
-            statuses.append(
-                {
-                    "name": c,
-                    "image": "x",
-                    "imageID": "",
-                    "ready": False,
-                    "started": False,
-                    "restartCount": restart_count,
-                    "state": {"terminated": terminated},
-                }
-            )
-        status: dict[str, Any] = {
-            "phase": "Succeeded" if exit_code == 0 else "Failed",
-            "startTime": started,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "False",
-                    "reason": "PodCompleted",
-                    "lastTransitionTime": now,
-                },
-            ],
-            "containerStatuses": statuses,
-        }
-        if pod_reason:
-            status["reason"] = pod_reason
-            status["message"] = message or pod_reason
-        return self._write(namespace, name, status)
+        for c in spec_containers:
+            if c["name"] in keep:
+                statuses.append(self._running(c, started, restart_count))
+            elif c["name"] == target:
+                statuses.append(
+                    self._ended(
+                        c,
+                        exit_code,
+                        started,
+                        reason=reason,
+                        message=message,
+                        restart_count=restart_count,
+                    )
+                )
+            else:
+                statuses.append(self._ended(c, 0, started, restart_count=restart_count))
+        phase = phase_of(statuses)
+        inits = self._init_statuses(pod, started, sidecars_run=phase == "Running")
+        return self._write(
+            pod,
+            phase,
+            statuses,
+            inits,
+            ready=False,
+            reason=pod_reason,
+            message=message if pod_reason else None,
+        )
 
     def succeed(self, namespace: str, name: str, **kw: Any) -> dict[str, Any]:
         return self.terminate(namespace, name, exit_code=0, **kw)
@@ -127,31 +292,21 @@ class Kubelet:
         return self.terminate(namespace, name, exit_code=exit_code, **kw)
 
     def evict(self, namespace: str, name: str) -> dict[str, Any]:
-        """Failed without an exit code, as when the node evicts the pod."""
-        _pod, containers = self._containers(namespace, name)
+        """Failed without an exit code of the training's own, as when the node
+        evicts the pod: every container killed (137)."""
+        pod = self._bound(namespace, name)
+        started = (pod.get("status") or {}).get("startTime") or _now()
+        statuses = [
+            self._ended(c, 137, started, reason="ContainerStatusUnknown")
+            for c in pod["spec"]["containers"]
+        ]
+        inits = self._init_statuses(pod, started, sidecars_run=False)
         return self._write(
-            namespace,
-            name,
-            {
-                "phase": "Failed",
-                "reason": "Evicted",
-                "message": "The node was low on resource: memory.",
-                "containerStatuses": [
-                    {
-                        "name": c,
-                        "image": "x",
-                        "imageID": "",
-                        "ready": False,
-                        "restartCount": 0,
-                        "state": {
-                            "terminated": {
-                                "exitCode": 137,
-                                "reason": "ContainerStatusUnknown",
-                                "finishedAt": _now(),
-                            }
-                        },
-                    }
-                    for c in containers
-                ],
-            },
+            pod,
+            "Failed",
+            statuses,
+            inits,
+            ready=False,
+            reason="Evicted",
+            message="The node was low on resource: memory.",
         )

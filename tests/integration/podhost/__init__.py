@@ -19,16 +19,28 @@ What is reproduced, and from where:
   lower layers are an :class:`Image` (whiteouts and added files) over this
   machine's root, and a private upper layer, as containerd's snapshots are.
   Init containers run one by one to completion before the others start; a
-  failed one fails the pod. Each container has private mount, UTS, IPC and
-  PID namespaces, the pod's hostname, kubelet's managed ``/etc/hosts``,
-  ``/etc/hostname`` and ``/etc/resolv.conf``, and runs as root with the
-  container runtime's default capability set (nothing else).
-* **Env and command** follow kubelet: ``HOSTNAME`` and ``HOME``, the image's
-  ``PATH``, the container's ``env`` (``value`` and the downward-API fields
-  ``metadata.name``, ``metadata.namespace``, ``status.podIP``), and
-  ``$(NAME)`` references expanded in env values, ``command`` and ``args``
-  exactly as kubelet's expansion does (``$$`` is a literal ``$``; an unknown
-  reference stays as written).
+  failed one fails the pod. The pod's containers share its network, IPC and
+  UTS namespaces (held by a sandbox process, as the runtime's pause
+  container holds them) and each has mount and PID namespaces of its own;
+  they see the pod's hostname, kubelet's managed ``/etc/hosts``,
+  ``/etc/hostname`` and ``/etc/resolv.conf``, runc's default ``/dev`` (a
+  tmpfs with the default devices, a private devpts, and the pod's one
+  64 MiB ``/dev/shm``, as containerd's CRI mounts into each container)
+  and a read-only ``/sys``, with the container runtime's default
+  capability set (nothing else).
+* **securityContext**: the container's ``runAsUser``/``runAsGroup`` over the
+  pod's, the pod's ``supplementalGroups`` and ``fsGroup`` as supplementary
+  groups (root otherwise, as these images name no user; an unknown uid gets
+  gid 0), ``runAsNonRoot`` refusing root; and kubelet's ``fsGroup``
+  ownership of the pod's emptyDir, Secret, ConfigMap and projected volumes.
+* **Env and command** follow kubelet: ``HOSTNAME`` and ``HOME`` (the user's,
+  from the image's /etc/passwd), the image's ``PATH``, the container's
+  ``envFrom`` (ConfigMaps and Secrets, with ``prefix``; a missing
+  non-optional one fails the pod), then its ``env`` (``value`` and the
+  downward-API fields ``metadata.name``, ``metadata.namespace``,
+  ``status.podIP``), and ``$(NAME)`` references expanded in env values,
+  ``command`` and ``args`` exactly as kubelet's expansion does (``$$`` is a
+  literal ``$``; an unknown reference stays as written).
 * **The network**: each pod has a network namespace of its own with one
   address, joined to the others by a bridge in a namespace of this test's
   (nothing is added to the machine's own network). Cluster DNS answers the

@@ -9,6 +9,8 @@ never through the tests package (which needs the project's dependencies)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +73,44 @@ def bind_kubelet_files(root: Path, spec: dict[str, Any]) -> None:
         (spec["resolv"], "etc/resolv.conf"),
     ):
         bind(src, root / dest, is_dir=False)
+
+
+DEVICES = {  # runc's default devices: name -> (major, minor)
+    "null": (1, 3),
+    "zero": (1, 5),
+    "full": (1, 7),
+    "random": (1, 8),
+    "urandom": (1, 9),
+    "tty": (5, 0),
+}
+
+
+def make_dev(root: Path, shm: str | None = None) -> None:
+    """The container's /dev as runc makes it (its default spec): a tmpfs with
+    the default devices, the /proc/self/fd links, a private devpts, the IPC
+    namespace's mqueue, and /dev/shm: ``shm`` bound in, the pod's (containerd's
+    CRI makes one 64 MiB tmpfs per pod sandbox and mounts it into each of its
+    containers), else a 64 MiB tmpfs of the container's own."""
+    dev = root / "dev"
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755,size=65536k,nosuid,noexec", "tmpfs", str(dev))
+    for name, (major, minor) in DEVICES.items():
+        os.mknod(dev / name, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+        (dev / name).chmod(0o666)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ):
+        (dev / name).symlink_to(target)
+    for name in ("pts", "shm", "mqueue"):
+        (dev / name).mkdir()
+    sh("mount", "-t", "devpts", "-o", "newinstance,ptmxmode=0666,mode=0620,gid=5,nosuid,noexec",
+       "devpts", str(dev / "pts"))  # fmt: skip
+    if shm is not None:
+        sh("mount", "--bind", shm, str(dev / "shm"))
+    else:
+        sh("mount", "-t", "tmpfs", "-o", "mode=1777,size=65536k,nosuid,nodev,noexec", "shm",
+           str(dev / "shm"))  # fmt: skip
+    sh("mount", "-t", "mqueue", "-o", "nosuid,nodev,noexec", "mqueue", str(dev / "mqueue"))

@@ -261,6 +261,7 @@ class PodRun:
         self.exit_codes: dict[str, int] = {}
         self.mounts: list[Path] = []
         self.phase = "Pending"
+        self.sandbox: subprocess.Popen[bytes] | None = None
 
     # ---------------------------------------------------------------- setup
 
@@ -272,6 +273,7 @@ class PodRun:
     def start(self) -> None:
         self.dir.mkdir(parents=True)
         self._network()
+        self._sandbox()
         self._volumes()
         self.write_hosts()
         self.node.refresh_dns()
@@ -307,6 +309,34 @@ class PodRun:
         _run("ip", "-n", ns, "addr", "add", f"{self.ip}/24", "dev", "eth0")
         _run("ip", "-n", ns, "link", "set", "eth0", "up")
         _run("ip", "-n", ns, "link", "set", "lo", "up")
+
+    def _sandbox(self) -> None:
+        """The pod's sandbox, as the runtime's pause container: a process that
+        holds the namespaces every container of the pod shares (network, IPC
+        and UTS with the pod's hostname); each container joins them and gets
+        mount and PID namespaces of its own."""
+        self.sandbox = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, "unshare", "--ipc", "--uts", "--",
+             "sh", "-c", f"hostname {self.hostname} && exec sleep infinity"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        # The pod's /dev/shm, which containerd's CRI makes per sandbox.
+        shm = self.dir / "shm"
+        shm.mkdir()
+        _run("mount", "-t", "tmpfs", "-o", "mode=1777,size=65536k,nosuid,nodev,noexec", "shm",
+             str(shm))  # fmt: skip
+        self.mounts.append(shm)
+        pid = self.sandbox.pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "sleep":
+                    return
+            if self.sandbox.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"{self.name}: the pod's sandbox did not start")
 
     def write_hosts(self) -> None:
         lines = [
@@ -370,6 +400,11 @@ class PodRun:
                 atomic_write(target, self._projected(vol["projected"]))
             else:
                 raise AssertionError(f"the pod host cannot make volume {vol}")
+            fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
+            if fs_group is not None and "persistentVolumeClaim" not in vol:
+                # kubelet's SetVolumeOwnership (pkg/volume/volume_linux.go):
+                # Secret, ConfigMap and projected volumes are read-only ones.
+                set_volume_ownership(target, int(fs_group), read_only="emptyDir" not in vol)
 
     def _projected(self, source: Mapping[str, Any]) -> dict[str, tuple[bytes, int]]:
         mode = source.get("defaultMode", 0o644)
@@ -397,14 +432,46 @@ class PodRun:
 
     # ---------------------------------------------------------- containers
 
+    def user(self, c: Mapping[str, Any]) -> dict[str, Any]:
+        """The container's uid, gid and supplementary groups: its
+        securityContext over the pod's (``runAsUser``, ``runAsGroup``), the
+        pod's ``supplementalGroups`` and ``fsGroup``; root by default (these
+        images name no user). A uid the image's /etc/passwd lacks gets gid 0,
+        as containerd gives it."""
+        pod_sc = self.pod["spec"].get("securityContext") or {}
+        sc = c.get("securityContext") or {}
+        uid = int(sc.get("runAsUser", pod_sc.get("runAsUser", 0)))
+        if (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True) and uid == 0:
+            # kubelet refuses to start it: CreateContainerConfigError.
+            raise PodFailed(f"{self.name}/{c['name']}: runAsNonRoot and the image runs as root")
+        entry = next((e for e in _passwd() if e[1] == uid), None)
+        gid = int(sc.get("runAsGroup", pod_sc.get("runAsGroup", entry[2] if entry else 0)))
+        groups = [int(g) for g in pod_sc.get("supplementalGroups") or []]
+        if "fsGroup" in pod_sc:
+            groups.append(int(pod_sc["fsGroup"]))
+        return {
+            "uid": uid,
+            "gid": gid,
+            "groups": sorted(set(groups)),
+            "home": entry[3] if entry else "/",
+        }
+
     def container_env(self, c: Mapping[str, Any]) -> dict[str, str]:
-        env: dict[str, str] = {"PATH": IMAGE_PATH, "HOSTNAME": self.hostname, "HOME": "/root"}
+        """kubelet's makeEnvironmentVariables: ``envFrom`` sources in order (a
+        key with '=' is skipped; ``prefix`` prepended), then ``env`` (values
+        ``$(NAME)``-expanded against what came before), then the Service
+        variables not already set; ``HOSTNAME``, ``HOME`` and the image's
+        ``PATH`` under them."""
+        home = self.user(c)["home"]
+        env: dict[str, str] = {"PATH": IMAGE_PATH, "HOSTNAME": self.hostname, "HOME": home}
         fields = {
             "metadata.name": self.name,
             "metadata.namespace": self.node.namespace,
             "status.podIP": self.ip,
         }
         declared: dict[str, str] = {}
+        for source in c.get("envFrom") or []:
+            declared.update(self._env_from(c, source))
         for item in c.get("env") or []:
             if "valueFrom" in item:
                 ref = (item["valueFrom"].get("fieldRef") or {}).get("fieldPath")
@@ -418,6 +485,27 @@ class PodRun:
         env.update(declared)
         env.update(self.extra_env)
         return env
+
+    def _env_from(self, c: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, str]:
+        for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            if key not in source:
+                continue
+            ref = source[key]
+            obj = self.node.objects.get((kind, ref["name"]))
+            if obj is None:
+                if ref.get("optional"):
+                    return {}
+                raise PodFailed(
+                    f"{self.name}/{c['name']}: {kind.lower()} {ref['name']} not found "
+                    "(CreateContainerConfigError)"
+                )
+            data = {k: str(v) for k, v in (obj.get("data") or {}).items()}
+            if kind == "Secret":
+                data = {k: base64.b64decode(v).decode() for k, v in data.items()}
+                data.update(obj.get("stringData") or {})
+            prefix = source.get("prefix", "")
+            return {prefix + k: v for k, v in data.items() if "=" not in prefix + k}
+        raise AssertionError(f"the pod host cannot read envFrom {source}")
 
     def _container_spec(self, c: Mapping[str, Any]) -> dict[str, Any]:
         env = self.container_env(c)
@@ -450,6 +538,8 @@ class PodRun:
             "workingDir": c.get("workingDir") or "/",
             "argv": argv,
             "env": env,
+            "user": self.user(c),
+            "shm": str(self.dir / "shm"),
             "capabilities": list(RUNTIME_CAPABILITIES),
         }
 
@@ -458,16 +548,18 @@ class PodRun:
         spec_file = self.dir / f"{c['name']}.json"
         spec_file.write_text(json.dumps(spec))
         log = open(self.dir / f"{c['name']}.log", "wb")  # noqa: SIM115 - handed to the child
+        assert self.sandbox is not None
         proc = subprocess.Popen(
             [
-                "ip",
-                "netns",
-                "exec",
-                self.netns,
+                "nsenter",
+                "-t",
+                str(self.sandbox.pid),
+                "--net",
+                "--ipc",
+                "--uts",
+                "--",
                 "unshare",
                 "--mount",
-                "--uts",
-                "--ipc",
                 "--pid",
                 "--fork",
                 "--propagation",
@@ -508,7 +600,7 @@ class PodRun:
         outer = self.procs[container].pid
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            # ip netns exec -> unshare -> (fork) the container's pid 1
+            # nsenter -> unshare -> (fork) the container's pid 1
             for pid in _descendants(outer):
                 with contextlib.suppress(OSError):
                     started = str(ENTRY) not in Path(f"/proc/{pid}/cmdline").read_text()
@@ -528,6 +620,10 @@ class PodRun:
         pid = self._container_pid(container)
         spec = json.loads((self.dir / f"{container}.json").read_text())
         caps = ",".join(f"+{c}" for c in RUNTIME_CAPABILITIES)
+        user = spec["user"]
+        groups = ",".join(str(g) for g in user["groups"])
+        ids = [f"--reuid={user['uid']}", f"--regid={user['gid']}"]
+        ids.append(f"--groups={groups}" if groups else "--clear-groups")
         return subprocess.run(
             [
                 "nsenter",
@@ -542,6 +638,7 @@ class PodRun:
                 "-w",
                 "--",
                 "/usr/bin/setpriv",
+                *ids,
                 f"--bounding-set=-all,{caps}",
                 "--",
                 *argv,
@@ -557,7 +654,7 @@ class PodRun:
         for pid in out.stdout.split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
-        for proc in self.procs.values():
+        for proc in [*self.procs.values(), *([self.sandbox] if self.sandbox else [])]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -566,6 +663,16 @@ class PodRun:
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
         self.mounts.clear()
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def _passwd() -> list[tuple[str, int, int, str]]:
+    """The image's users (this machine's /etc/passwd): name, uid, gid, home."""
+    out = []
+    for line in Path("/etc/passwd").read_text().splitlines():
+        parts = line.split(":")
+        if len(parts) >= 7 and parts[2].isdigit() and parts[3].isdigit():
+            out.append((parts[0], int(parts[2]), int(parts[3]), parts[5]))
+    return out
 
 
 def _descendants(pid: int) -> list[int]:
@@ -587,6 +694,22 @@ def _ns_pid(pid: int) -> int:
         if line.startswith("NSpid:"):
             return int(line.split()[-1])
     return -1
+
+
+def set_volume_ownership(target: Path, fs_group: int, *, read_only: bool) -> None:
+    """What kubelet does to a volume for a pod's ``fsGroup``: every file and
+    folder (symlinks too, not followed) group-owned by it, group-readable
+    (and writable unless the volume is read-only), folders searchable and
+    setgid so new files inherit the group."""
+    for path in [target, *target.rglob("*")]:
+        os.lchown(path, -1, fs_group)
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        mask = 0o440 if read_only else 0o660
+        if stat.S_ISDIR(info.st_mode):
+            mask |= stat.S_ISGID | 0o110
+        path.chmod(stat.S_IMODE(info.st_mode) | mask)
 
 
 def payload(
