@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from t9k_operator.api import pytorch
@@ -10,7 +11,8 @@ from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import EVENTS, PODS
 from tests.integration.cluster import wait_for
-from tests.integration.kubelet import MANUAL
+from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.operator_process import OperatorProcess
 
 PYTORCH = resource_of(pytorch.CRD)
 
@@ -56,6 +58,34 @@ def pytorch_job(
     }
 
 
+def with_containers(
+    body: dict[str, Any], names: list[str], native_sidecars: list[str] | None = None
+) -> dict[str, Any]:
+    """``body`` with every replica's containers named ``names`` (the first is the
+    template's training container when no container has the conventional name)
+    and, optionally, native sidecars (init containers with restartPolicy Always)."""
+    for rs in body["spec"]["replicaSpecs"]:
+        spec = rs["template"]["spec"]
+        first = spec["containers"][0]
+        spec["containers"] = [
+            {**first, "name": names[0]},
+            *({"name": n, "image": "fluent/fluent-bit:3.2"} for n in names[1:]),
+        ]
+        if native_sidecars:
+            spec["initContainers"] = [
+                {"name": n, "image": "envoyproxy/envoy:v1.33", "restartPolicy": "Always"}
+                for n in native_sidecars
+            ]
+    return body
+
+
+def run_all(kubelet: Kubelet, jobs: Jobs, job: str, pods: list[str]) -> None:
+    """Start ``pods`` as their kubelet would, and wait for ``job`` to be Running."""
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    jobs.wait_phase(job, "Running")
+
+
 class Jobs:
     def __init__(self, client: KubeClient, namespace: str, resource: Resource = PYTORCH) -> None:
         self.client = client
@@ -73,6 +103,18 @@ class Jobs:
 
     def patch_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         return self.client.patch(self.resource, name, {"spec": spec}, self.namespace)
+
+    def settle(self, name: str, operator: OperatorProcess, timeout: float = 20) -> None:
+        """Wait until the operator has acted on everything it could see of the
+        job now: a reconcile of it that began after now has finished (a job's
+        reconciles never overlap, so every one before has too). Touches the
+        job's annotations so that such a reconcile comes. A check that nothing
+        happened (no pod deleted) is only proof after this."""
+        key = f"{self.namespace}/{name}"
+        before = operator.reconciles_of(key)
+        touch = {"metadata": {"annotations": {"t9k.test/settle": str(time.monotonic_ns())}}}
+        self.client.patch(self.resource, name, touch, self.namespace)
+        wait_for(lambda: operator.reconciles_of(key) > before, timeout, f"a reconcile of {key}")
 
     def wait_phase(self, name: str, phase: str, timeout: float = 30) -> dict[str, Any]:
         def reached() -> dict[str, Any] | None:
@@ -92,12 +134,19 @@ class Jobs:
         return None
 
     def pods(self, name: str) -> dict[str, dict[str, Any]]:
+        """The job's pods by name, less those being deleted (Terminating)."""
+        return {
+            n: p
+            for n, p in self.all_pods(name).items()
+            if not p["metadata"].get("deletionTimestamp")
+        }
+
+    def all_pods(self, name: str) -> dict[str, dict[str, Any]]:
+        """The job's pods by name, Terminating ones too."""
         items, _ = self.client.list_all(
             PODS, self.namespace, label_selector=f"t9k.dev/job-name={name}"
         )
-        return {
-            p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")
-        }
+        return {p["metadata"]["name"]: p for p in items}
 
     def wait_pods(self, name: str, names: list[str], timeout: float = 20) -> dict[str, Any]:
         def present() -> dict[str, Any] | None:

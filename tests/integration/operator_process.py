@@ -87,6 +87,14 @@ class OperatorProcess:
         self._log.flush()
         return self.log_path.read_text(errors="replace")[-6000:]
 
+    def reconciles_of(self, key: str) -> int:
+        """How many reconciles of ``key`` have finished, every write of each
+        done (the controller's debug line "reconciled", from the whole log)."""
+        text = self.log_path.read_text(errors="replace")
+        return sum(
+            1 for line in text.splitlines() if '"reconciled"' in line and f'"key": "{key}"' in line
+        )
+
     def terminate(self, timeout: float = 40) -> int:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)

@@ -15,6 +15,7 @@ from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
 from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_colossalai_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
@@ -57,11 +58,6 @@ def cj(
 @pytest.fixture
 def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace, COLOSSALAI)
-
-
-@pytest.fixture
-def kubelet(admin: KubeClient) -> Kubelet:
-    return Kubelet(admin)
 
 
 def all_pods(name: str, workers: int) -> list[str]:
@@ -131,12 +127,15 @@ def test_a_failed_worker_fails_the_job_at_once(jobs: Jobs, kubelet: Kubelet) -> 
 @pytest.mark.parametrize(
     ("clean", "left"), [(True, {"cu-launcher"}), (False, set(all_pods("cu", 2)))]
 )
-def test_clean_up_workers(jobs: Jobs, kubelet: Kubelet, clean: bool, left: set[str]) -> None:
+def test_clean_up_workers(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, clean: bool, left: set[str]
+) -> None:
     jobs.create(cj("cu", 2, runPolicy={"cleanUpWorkers": clean}))
     run_all(jobs, kubelet, "cu", 2)
     kubelet.succeed(jobs.namespace, "cu-launcher")
     jobs.wait_phase("cu", "Succeeded")
-    wait_for(lambda: set(jobs.pods("cu")) == left, 10, f"pods left {left}")
+    jobs.settle("cu", operator)  # the cleanup pass has run: what is left stays
+    assert set(jobs.pods("cu")) == left
 
 
 def test_pause_resume_and_debug(jobs: Jobs, kubelet: Kubelet) -> None:

@@ -16,6 +16,7 @@ from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
 from tests.integration.jobs import Jobs, provide_claims
 from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
@@ -57,11 +58,6 @@ def ds_job(
 @pytest.fixture
 def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace, DEEPSPEED)
-
-
-@pytest.fixture
-def kubelet(admin: KubeClient) -> Kubelet:
-    return Kubelet(admin)
 
 
 def hostfile(jobs: Jobs, name: str) -> str:
@@ -146,7 +142,9 @@ def _secret(jobs: Jobs, name: str) -> dict[str, Any] | None:
     return next((s for s in items if s["metadata"]["name"] == name), None)
 
 
-def test_success_follows_worker_zero(jobs: Jobs, kubelet: Kubelet) -> None:
+def test_success_follows_worker_zero(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
     jobs.create(ds_job("ok", 2, runPolicy={"cleanUpPolicy": "Unfinished"}))
     pods = jobs.wait_pods("ok", ["ok-worker-0", "ok-worker-1"])
     for p in pods:
@@ -154,7 +152,8 @@ def test_success_follows_worker_zero(jobs: Jobs, kubelet: Kubelet) -> None:
     jobs.wait_phase("ok", "Running")
     kubelet.succeed(jobs.namespace, "ok-worker-0")
     jobs.wait_phase("ok", "Succeeded")
-    wait_for(lambda: set(jobs.pods("ok")) == {"ok-worker-0"}, 10, "sshd workers cleaned up")
+    jobs.settle("ok", operator)
+    assert set(jobs.pods("ok")) == {"ok-worker-0"}, "sshd workers cleaned up"
 
 
 @pytest.mark.parametrize("failing", ["fl-worker-0", "fl-worker-1"])
@@ -252,11 +251,14 @@ def test_every_seed_example_runs(jobs: Jobs, example: str) -> None:
     ("policy", "left"),
     [("None", {"cl-worker-0", "cl-worker-1"}), ("All", set()), ("Unfinished", {"cl-worker-0"})],
 )
-def test_cleanup_policies(jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]) -> None:
+def test_cleanup_policies(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, policy: str, left: set[str]
+) -> None:
     jobs.create(ds_job("cl", 2, runPolicy={"cleanUpPolicy": policy}))
     pods = jobs.wait_pods("cl", ["cl-worker-0", "cl-worker-1"])
     for p in pods:
         kubelet.run(jobs.namespace, p)
     kubelet.succeed(jobs.namespace, "cl-worker-0")
     jobs.wait_phase("cl", "Succeeded")
-    wait_for(lambda: set(jobs.pods("cl")) == left, 10, f"pods left {left}")
+    jobs.settle("cl", operator)  # the cleanup pass has run: what is left stays
+    assert set(jobs.pods("cl")) == left

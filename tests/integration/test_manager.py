@@ -9,6 +9,7 @@ from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import LEASES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, pytorch_job
+from tests.integration.leases import recording
 from tests.integration.operator_process import OperatorProcess
 
 LEASE_NS = "t9k-system"
@@ -62,14 +63,16 @@ def test_two_managers_one_leader_and_handover_on_kill(
     Jobs(admin, namespace).wait_pods("le", ["le-worker-0"])
     wait_for(lambda: reconciles(leader) > 0, 10, "the leader to reconcile")
     assert reconciles(standby) == 0
-    leader.kill()  # kill -9: no release, the lease must expire
-    killed_at = time.monotonic()
-    wait_for(lambda: leader_status(standby, lease) == 1, 15, "the standby to take over")
-    took = time.monotonic() - killed_at
-    # The standby may take the lease only once it expired: 6 s after the last
-    # renewal it observed. That renewal was at most one retry period (1 s, with
-    # 1.2 jitter) before the kill, and the standby looks once per retry period.
-    assert 6 - 1.2 - 0.5 <= took <= 6 + 2 * 1.2 + 1.0, f"hand-over took {took:.1f}s"
+    with recording(admin, LEASE_NS, lease) as record:
+        leader.kill()  # kill -9: no release, the lease must expire
+        wait_for(lambda: leader_status(standby, lease) == 1, 15, "the standby to take over")
+        wait_for(lambda: lease_holder(admin, lease) != holder, 5, "the Lease to name it")
+    # The standby may take the lease only once it expired: 6 s after it saw the
+    # last renewal, which it looks for once per retry period (1 s, 1.2 with
+    # jitter). Read from the Lease, as the electors wrote it.
+    last = record.last_by(holder)
+    took = record.gap(last, record.first_after(last, lease_holder(admin, lease)))
+    assert 6 <= took <= 6 + 2 * 1.2 + 1.0, f"hand-over took {took:.2f}s: {record.versions()}"
     new_holder = lease_holder(admin, lease)
     assert new_holder and new_holder != holder
     # The new leader starts its workers and takes up the job.
@@ -93,20 +96,25 @@ def test_sigterm_exits_zero_and_releases_the_lease(
 
 
 def test_released_lease_is_taken_at_once(
-    start_operator: Callable[..., OperatorProcess],
+    start_operator: Callable[..., OperatorProcess], admin: KubeClient
 ) -> None:
     lease = f"test-release-{int(time.time())}"
     args = ("--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
     a = start_operator(*args)
     a.wait_ready()
     wait_for(lambda: leader_status(a, lease) == 1, 20, "a leads")
+    a_holder = lease_holder(admin, lease)
     b = start_operator(*args)
     b.wait_ready()
-    assert a.terminate() == 0
-    stopped_at = time.monotonic()
-    wait_for(lambda: leader_status(b, lease) == 1, 10, "b takes the released lease")
-    # Released, not expired: well under the 6 s lease duration.
-    assert time.monotonic() - stopped_at < 4
+    with recording(admin, LEASE_NS, lease) as record:
+        assert a.terminate() == 0
+        wait_for(lambda: leader_status(b, lease) == 1, 10, "b takes the released lease")
+        wait_for(lambda: lease_holder(admin, lease) not in ("", a_holder), 5, "the Lease names b")
+    # Released, not expired: b takes it at its next try, well under the 6 s
+    # lease duration. Read from the Lease, as the electors wrote it.
+    released = record.released()
+    took = record.gap(released, record.first_after(released, lease_holder(admin, lease)))
+    assert 0 <= took < 4, f"b took the lease {took:.2f}s after the release: {record.versions()}"
 
 
 def test_readyz_waits_for_caches_and_bad_flags_fail_fast(

@@ -14,6 +14,7 @@ from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_msjob_models import SPEC_EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("operator")
@@ -51,11 +52,6 @@ def msjob(name: str, roles: dict[str, dict[str, Any]], **spec: Any) -> dict[str,
 @pytest.fixture
 def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace, MSJOB)
-
-
-@pytest.fixture
-def kubelet(admin: KubeClient) -> Kubelet:
-    return Kubelet(admin)
 
 
 def env(pod: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +180,9 @@ def test_restart_policies(jobs: Jobs, kubelet: Kubelet, policy: str, restarts: b
         ("None", {"ms-scheduler-0", "ms-worker-0"}),
     ],
 )
-def test_clean_pod_policy(jobs: Jobs, kubelet: Kubelet, policy: str | None, left: set[str]) -> None:
+def test_clean_pod_policy(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, policy: str | None, left: set[str]
+) -> None:
     run_policy = {"cleanPodPolicy": policy} if policy else {}
     jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1)}, runPolicy=run_policy))
     pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])
@@ -192,7 +190,8 @@ def test_clean_pod_policy(jobs: Jobs, kubelet: Kubelet, policy: str | None, left
         kubelet.run(jobs.namespace, p)
     kubelet.succeed(jobs.namespace, "ms-worker-0")
     jobs.wait_phase("ms", "Succeeded")
-    wait_for(lambda: set(jobs.pods("ms")) == left, 10, f"pods left {left}")
+    jobs.settle("ms", operator)  # the cleanup pass has run: what is left stays
+    assert set(jobs.pods("ms")) == left
 
 
 def test_the_seed_example_runs_to_the_end(jobs: Jobs) -> None:

@@ -12,7 +12,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
-from tests.integration.jobs import Jobs, pytorch_job
+from tests.integration.jobs import Jobs, pytorch_job, run_all, with_containers
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_pytorch_models import SPEC_EXAMPLES
@@ -23,17 +23,6 @@ pytestmark = pytest.mark.usefixtures("operator")
 @pytest.fixture
 def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace)
-
-
-@pytest.fixture
-def kubelet(admin: KubeClient) -> Kubelet:
-    return Kubelet(admin)
-
-
-def run_all(kubelet: Kubelet, jobs: Jobs, job: str, pods: list[str]) -> None:
-    for p in pods:
-        kubelet.run(jobs.namespace, p)
-    jobs.wait_phase(job, "Running")
 
 
 def env_of(pod: dict[str, Any]) -> dict[str, str]:
@@ -111,6 +100,69 @@ def test_never_fails_the_job_at_once_with_the_reason(jobs: Jobs, kubelet: Kubele
     )
 
 
+def test_a_sidecar_still_running_does_not_hold_a_failed_replica(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    # The training container exits 1 while a log shipper beside it runs on:
+    # kubelet keeps the pod Running, and the replica is still restarted.
+    body = with_containers(
+        pytorch_job(
+            "sc",
+            [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")],
+            runPolicy={"cleanUpPolicy": "All"},
+        ),
+        ["pytorch", "log-shipper"],
+    )
+    jobs.create(body)
+    pods = jobs.wait_pods("sc", ["sc-master-0", "sc-worker-0"])
+    run_all(kubelet, jobs, "sc", list(pods))
+    pod = kubelet.fail(jobs.namespace, "sc-worker-0", exit_code=1, running=["log-shipper"])
+    assert pod["status"]["phase"] == "Running"
+    jobs.wait_new_pod("sc", "sc-worker-0", pods["sc-worker-0"]["metadata"]["uid"])
+    wait_for(lambda: jobs.status("sc").get("restartCount") == 1, 10, "restartCount 1")
+    assert "exit code 1" in jobs.wait_event("sc", "Restarting")[2]
+    # The master's training succeeds with its sidecar still running: the job
+    # has succeeded, not held open by the pod kubelet still calls Running.
+    kubelet.run(jobs.namespace, "sc-worker-0")
+    pod = kubelet.succeed(jobs.namespace, "sc-master-0", running=["log-shipper"])
+    assert pod["status"]["phase"] == "Running"
+    jobs.wait_phase("sc", "Succeeded")
+    # cleanUpPolicy All: the pods still running, sidecars and all, are deleted.
+    wait_for(lambda: not jobs.pods("sc"), 20, "the finished job's pods deleted")
+
+
+def test_the_training_containers_exit_code_decides_whatever_the_status_order(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    # No container has the conventional name: the builders launch training in
+    # the template's first, "trainer"; kubelet lists "aaa-log" first (by name).
+    body = with_containers(pytorch_job("co", [("worker", 2, "ExitCode")]), ["trainer", "aaa-log"])
+    jobs.create(body)
+    pods = jobs.wait_pods("co", ["co-worker-0", "co-worker-1"])
+    assert "RANK" in {e["name"] for e in pods["co-worker-1"]["spec"]["containers"][0]["env"]}
+    run_all(kubelet, jobs, "co", list(pods))
+    pod = kubelet.fail(jobs.namespace, "co-worker-1", exit_code=137, container="trainer")
+    assert [c["name"] for c in pod["status"]["containerStatuses"]] == ["aaa-log", "trainer"]
+    jobs.wait_new_pod("co", "co-worker-1", pods["co-worker-1"]["metadata"]["uid"])
+    assert "exit code 137" in jobs.wait_event("co", "Restarting")[2]
+    assert jobs.status("co")["restartCount"] == 1
+    assert jobs.status("co")["phase"] != "Failed"
+
+
+def test_a_native_sidecar_is_neither_the_training_container_nor_keeps_it_alive(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    body = with_containers(pytorch_job("ns", [("worker", 1, "Never")]), ["trainer"], ["aaa-proxy"])
+    jobs.create(body)
+    pods = jobs.wait_pods("ns", ["ns-worker-0"])
+    run_all(kubelet, jobs, "ns", list(pods))
+    pod = kubelet.fail(jobs.namespace, "ns-worker-0", exit_code=3)
+    assert pod["status"]["initContainerStatuses"][0]["name"] == "aaa-proxy"
+    jobs.wait_phase("ns", "Failed")
+    failed = jobs.condition("ns", "Failed")
+    assert failed is not None and "exit code 3" in failed["message"]
+
+
 @pytest.mark.parametrize(("code", "restarts"), [(137, True), (143, True), (1, False)])
 def test_exit_code_policy(jobs: Jobs, kubelet: Kubelet, code: int, restarts: bool) -> None:
     jobs.create(pytorch_job("ec", [("node", 2, "ExitCode")]))
@@ -170,7 +222,7 @@ def test_active_deadline_fails_the_job_on_time(jobs: Jobs, kubelet: Kubelet) -> 
     [("None", {"cu-master-0", "cu-worker-0"}), ("All", set()), ("Unfinished", {"cu-master-0"})],
 )
 def test_cleanup_policy_after_success(
-    jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, policy: str, left: set[str]
 ) -> None:
     jobs.create(
         pytorch_job(
@@ -183,7 +235,8 @@ def test_cleanup_policy_after_success(
     run_all(kubelet, jobs, "cu", list(pods))
     kubelet.succeed(jobs.namespace, "cu-master-0")
     jobs.wait_phase("cu", "Succeeded")
-    wait_for(lambda: set(jobs.pods("cu")) == left, 10, f"pods left {left}")
+    jobs.settle("cu", operator)  # the cleanup pass has run: what is left stays
+    assert set(jobs.pods("cu")) == left
 
 
 @pytest.mark.parametrize(
@@ -191,7 +244,7 @@ def test_cleanup_policy_after_success(
     [("None", {"cf-master-0", "cf-worker-0"}), ("All", set()), ("Unfinished", {"cf-worker-0"})],
 )
 def test_cleanup_policy_after_failure(
-    jobs: Jobs, kubelet: Kubelet, policy: str, left: set[str]
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess, policy: str, left: set[str]
 ) -> None:
     jobs.create(
         pytorch_job(
@@ -204,7 +257,8 @@ def test_cleanup_policy_after_failure(
     run_all(kubelet, jobs, "cf", list(pods))
     kubelet.fail(jobs.namespace, "cf-worker-0", exit_code=2)
     jobs.wait_phase("cf", "Failed")
-    wait_for(lambda: set(jobs.pods("cf")) == left, 10, f"pods left {left}")
+    jobs.settle("cf", operator)
+    assert set(jobs.pods("cf")) == left
 
 
 def test_pause_then_resume_with_resume_specs(jobs: Jobs, kubelet: Kubelet) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from pytest_mock import MockerFixture
 
 from t9k_operator.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound, ServerError
 from t9k_operator.objects import Obj
@@ -26,17 +27,9 @@ class FakeEventClient:
         self.events: dict[tuple[str, str], Obj] = {}
         self.calls: list[tuple[str, str, str]] = []  # (verb, namespace, name)
         self.patches: list[tuple[str, Obj, str]] = []  # (name, patch, patch_type)
-        self.fail_with: Exception | None = None
-        self.fail_times = 0
-
-    def _maybe_fail(self) -> None:
-        if self.fail_with is not None and self.fail_times != 0:
-            self.fail_times -= 1
-            raise self.fail_with
 
     def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         assert resource == EVENTS
-        self._maybe_fail()
         ns = namespace or body["metadata"]["namespace"]
         name = body["metadata"]["name"]
         self.calls.append(("create", ns, name))
@@ -56,7 +49,6 @@ class FakeEventClient:
         patch_type: str = "merge",
     ) -> Obj:
         assert resource == EVENTS
-        self._maybe_fail()
         ns = namespace or ""
         self.calls.append(("patch", ns, name))
         self.patches.append((name, copy.deepcopy(patch), patch_type))
@@ -196,13 +188,35 @@ def test_patch_not_found_creates_a_new_event(
     assert client.only()["count"] == 2
 
 
+def inject(
+    mocker: MockerFixture,
+    client: FakeEventClient,
+    error: Exception,
+    times: int = 1,
+    verbs: tuple[str, ...] = ("create", "patch"),
+) -> None:
+    """Make the client's next ``times`` calls of ``verbs`` (-1: every call)
+    raise ``error``, as the API server would answer them."""
+    left = times
+    for verb in verbs:
+        real = getattr(client, verb)
+
+        def effect(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            nonlocal left
+            if left != 0:
+                left -= 1
+                raise error
+            return _real(*args, **kwargs)
+
+        mocker.patch.object(client, verb, side_effect=effect)
+
+
 def test_failed_patch_keeps_the_event_for_later_repeats(
-    recorder: EventRecorder, client: FakeEventClient
+    recorder: EventRecorder, client: FakeEventClient, mocker: MockerFixture
 ) -> None:
     recorder.record(pod(), "Normal", "Started", "started")
     recorder.flush()
-    client.fail_with = Forbidden("no patch for you")
-    client.fail_times = 1
+    inject(mocker, client, Forbidden("no patch for you"))
     recorder.record(pod(), "Normal", "Started", "started")
     recorder.flush()
     recorder.record(pod(), "Normal", "Started", "started")
@@ -263,14 +277,16 @@ def test_full_queue_drops_without_blocking(client: FakeEventClient, clock: FakeC
     assert len(client.events) == 2
 
 
-def test_record_never_raises(recorder: EventRecorder, client: FakeEventClient) -> None:
-    client.fail_with = RuntimeError("client bug")
-    client.fail_times = -1  # always
+def test_record_never_raises(
+    recorder: EventRecorder, client: FakeEventClient, mocker: MockerFixture
+) -> None:
+    inject(mocker, client, RuntimeError("client bug"), times=-1)
     recorder.record(pod(), "Warning", "Failed", "boom")
     recorder.flush()
     assert client.events == {}
 
-    client.fail_with = ApiError("forbidden", status=403)
+    mocker.stopall()
+    inject(mocker, client, ApiError("forbidden", status=403), times=-1)
     recorder.record(pod(), "Warning", "Failed", "boom")
     recorder.flush()
     assert client.events == {}
@@ -283,10 +299,9 @@ def test_record_never_raises(recorder: EventRecorder, client: FakeEventClient) -
 
 
 def test_transient_errors_are_retried(
-    recorder: EventRecorder, client: FakeEventClient, clock: FakeClock
+    recorder: EventRecorder, client: FakeEventClient, clock: FakeClock, mocker: MockerFixture
 ) -> None:
-    client.fail_with = ServerError("etcd busy")
-    client.fail_times = 1
+    inject(mocker, client, ServerError("etcd busy"))
     before = clock.monotonic()
     recorder.record(pod(), "Normal", "Created", "ok")
     recorder.flush()

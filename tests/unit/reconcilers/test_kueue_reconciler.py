@@ -95,9 +95,10 @@ EVICTED = {
 
 
 def running(h: Harness) -> None:
-    for (kind, _, _), obj in h.fake.objects.items():
-        if kind == "Pod":
-            obj["status"] = {"phase": "Running"}
+    pods = [obj for (kind, _, _), obj in h.fake.objects.items() if kind == "Pod"]
+    assert pods, "no pod to run"
+    for obj in pods:
+        obj["status"] = {"phase": "Running"}
     h.sync()
 
 
@@ -203,9 +204,10 @@ def test_finishing_gives_the_quota_back(kind: str) -> None:
     h.run()
     kueue_sets(h, ADMITTED)
     h.run()
-    for (k, _, _), obj in h.fake.objects.items():
-        if k == "Pod":
-            obj["status"] = {"phase": "Succeeded"}
+    pods = [obj for (k, _, _), obj in h.fake.objects.items() if k == "Pod"]
+    assert len(pods) == sum(POD_SETS[kind].values())
+    for obj in pods:
+        obj["status"] = {"phase": "Succeeded"}
     h.sync()
     h.run()
     assert h.job()["status"]["phase"] == "Succeeded"
@@ -290,7 +292,9 @@ def test_with_a_gang_scheduler_kueue_takes_the_queue_and_the_group_places_the_po
     assert "QueueNotSupported" not in h.recorder.reasons()
     kueue_sets(h, ADMITTED)
     h.run()
-    for pod in h.fake.of_kind("Pod"):
+    pods = h.fake.of_kind("Pod")
+    assert pods, "admitted, the job has pods"
+    for pod in pods:
         assert pod["spec"]["schedulerName"] == "volcano"
         assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == WORKLOAD
 

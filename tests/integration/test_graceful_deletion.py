@@ -1,0 +1,244 @@
+"""Restart, pause/resume, scale-down and cleanup while the old pods are still
+Terminating.
+
+A real kubelet takes a deleted pod's name away only once its containers have
+stopped, up to the pod's grace period (30 s by default; a training image
+checkpointing on SIGTERM takes its time). The local cluster's KWOK stages do
+the same for a pod still running: it stays Terminating for
+``kwok.t9k.dev/stop-duration`` (hack/kwok/stages.yaml), here :data:`STOP`.
+Each test samples the job's pods every 0.1 s throughout and checks that no
+replica ever had two pods, that the replacement came once the name was free
+(and not much later), and that the operator never counted an error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.integration.cluster import wait_for
+from tests.integration.jobs import Jobs, pytorch_job, run_all, with_containers
+from tests.integration.kubelet import Kubelet
+from tests.integration.operator_process import OperatorProcess
+
+STOP_SECONDS = 4
+STOP = {"kwok.t9k.dev/stop-duration": f"{STOP_SECONDS}s"}
+SIDECAR = "log-shipper"
+
+
+@pytest.fixture
+def jobs(admin: Any, namespace: str) -> Jobs:
+    return Jobs(admin, namespace)
+
+
+@dataclass
+class Samples:
+    """What the job's pods were at each sample: (time, {name: (uid, terminating)})."""
+
+    seen: list[tuple[float, dict[str, tuple[str, bool]]]] = field(default_factory=list)
+
+    def gone_at(self, name: str, uid: str) -> float:
+        """When the pod ``name`` of ``uid`` was first seen gone."""
+        present = False
+        for t, pods in self.seen:
+            if pods.get(name, ("", False))[0] == uid:
+                present = True
+            elif present:
+                return t
+        raise AssertionError(f"{name} ({uid}) never seen, or never seen gone")
+
+    def created_at(self, name: str, old_uid: str) -> tuple[float, str]:
+        """When a pod ``name`` other than ``old_uid`` was first seen, and its uid."""
+        for t, pods in self.seen:
+            uid = pods.get(name, ("", False))[0]
+            if uid and uid != old_uid:
+                return t, uid
+        raise AssertionError(f"no new {name} seen")
+
+    def terminating(self, name: str, uid: str) -> bool:
+        return any(pods.get(name) == (uid, True) for _, pods in self.seen)
+
+    def most_live(self) -> int:
+        return max((sum(not term for _, term in p.values()) for _, p in self.seen), default=0)
+
+
+@contextmanager
+def sampling(jobs: Jobs, job: str) -> Iterator[Samples]:
+    samples = Samples()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            pods = jobs.all_pods(job)
+            samples.seen.append(
+                (
+                    time.monotonic(),
+                    {
+                        n: (p["metadata"]["uid"], bool(p["metadata"].get("deletionTimestamp")))
+                        for n, p in pods.items()
+                    },
+                )
+            )
+            stop.wait(0.1)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join(5)
+    assert samples.seen, "the sampler took no sample"
+
+
+def wait_terminating(jobs: Jobs, job: str) -> None:
+    """Every pod of ``job`` is being deleted (and some pod is left)."""
+    wait_for(
+        lambda: (
+            (pods := jobs.all_pods(job))
+            and all(p["metadata"].get("deletionTimestamp") for p in pods.values())
+        ),
+        10,
+        f"every pod of {job} Terminating",
+    )
+
+
+def errors(operator: OperatorProcess, jobs: Jobs) -> list[str]:
+    """The operator's failed reconciles of this test's jobs, from its log (the
+    operator serves every test, and its error counter counts them all)."""
+    return [
+        line
+        for line in operator.log_path.read_text(errors="replace").splitlines()
+        if '"reconcile failed"' in line and f'"key": "{jobs.namespace}/' in line
+    ]
+
+
+def replaced_promptly(samples: Samples, name: str, old_uid: str) -> str:
+    """The replacement of ``name`` came after the old pod had gone, within a
+    few seconds (the operator reacts to the deletion's event); its uid."""
+    gone = samples.gone_at(name, old_uid)
+    created, uid = samples.created_at(name, old_uid)
+    assert created >= gone, f"{name} was replaced while the old pod was still there"
+    assert created - gone < 5, f"{name} was replaced {created - gone:.1f} s after its name was free"
+    return uid
+
+
+def test_a_restart_waits_for_the_terminating_pod_and_counts_once(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
+    # The training container fails while a sidecar runs on: the pod is still
+    # running when the operator deletes it, so it stays Terminating a while.
+    body = with_containers(
+        pytorch_job("gr", [("worker", 2, "OnFailure")], annotations=STOP), ["pytorch", SIDECAR]
+    )
+    jobs.create(body)
+    pods = jobs.wait_pods("gr", ["gr-worker-0", "gr-worker-1"])
+    run_all(kubelet, jobs, "gr", list(pods))
+    old = pods["gr-worker-1"]["metadata"]["uid"]
+    with sampling(jobs, "gr") as samples:
+        kubelet.fail(jobs.namespace, "gr-worker-1", exit_code=1, running=[SIDECAR])
+        new = jobs.wait_new_pod("gr", "gr-worker-1", old, timeout=STOP_SECONDS + 20)
+        kubelet.run(jobs.namespace, "gr-worker-1")
+        jobs.wait_phase("gr", "Running")
+    assert samples.terminating("gr-worker-1", old), "the old pod was never seen Terminating"
+    assert replaced_promptly(samples, "gr-worker-1", old) == new["metadata"]["uid"]
+    assert samples.most_live() <= 2
+    assert jobs.status("gr")["restartCount"] == 1
+    assert [e[1] for e in jobs.events("gr")].count("Restarting") == 1
+    assert not errors(operator, jobs)
+
+
+def test_pause_and_resume_while_the_pods_are_terminating(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
+    jobs.create(pytorch_job("gp", [("worker", 2, "OnFailure")], annotations=STOP))
+    pods = jobs.wait_pods("gp", ["gp-worker-0", "gp-worker-1"])
+    run_all(kubelet, jobs, "gp", list(pods))
+    with sampling(jobs, "gp") as samples:
+        jobs.patch_spec("gp", {"runMode": {"pause": {"enabled": True}}})
+        jobs.wait_phase("gp", "Paused")
+        # Resumed before the paused pods are gone: the new ones wait for the names.
+        wait_terminating(jobs, "gp")
+        assert set(jobs.all_pods("gp")) == {"gp-worker-0", "gp-worker-1"}
+        jobs.patch_spec("gp", {"runMode": {"pause": {"enabled": False}}})
+        for name in ("gp-worker-0", "gp-worker-1"):
+            jobs.wait_new_pod("gp", name, pods[name]["metadata"]["uid"], timeout=STOP_SECONDS + 20)
+        run_all(kubelet, jobs, "gp", ["gp-worker-0", "gp-worker-1"])
+    for name in ("gp-worker-0", "gp-worker-1"):
+        replaced_promptly(samples, name, pods[name]["metadata"]["uid"])
+    assert samples.most_live() <= 2
+    assert jobs.status("gp")["restartCount"] == 0
+    assert not errors(operator, jobs)
+
+
+def test_scale_down_then_up_while_a_pod_is_terminating(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
+    jobs.create(
+        pytorch_job(
+            "gs",
+            [("node", 3, "ExitCode")],
+            annotations=STOP,
+            torchrunConfig={"enabled": True},
+            elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": 3},
+        )
+    )
+    pods = jobs.wait_pods("gs", ["gs-node-0", "gs-node-1", "gs-node-2"])
+    run_all(kubelet, jobs, "gs", list(pods))
+    old = pods["gs-node-2"]["metadata"]["uid"]
+    with sampling(jobs, "gs") as samples:
+        jobs.patch_spec("gs", {"elastic": {"expectedReplicas": 2}})
+        wait_for(
+            lambda: (
+                (jobs.all_pods("gs").get("gs-node-2") or {})
+                .get("metadata", {})
+                .get("deletionTimestamp")
+            ),
+            10,
+            "gs-node-2 Terminating",
+        )
+        # Wanted again before it has gone: it comes back once its name is free.
+        jobs.patch_spec("gs", {"elastic": {"expectedReplicas": 3}})
+        jobs.wait_new_pod("gs", "gs-node-2", old, timeout=STOP_SECONDS + 20)
+    replaced_promptly(samples, "gs-node-2", old)
+    assert samples.most_live() <= 3
+    assert jobs.status("gs")["restartCount"] == 0
+    assert not errors(operator, jobs)
+
+
+def test_cleanup_of_a_finished_job_while_its_pods_terminate(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
+    body = with_containers(
+        pytorch_job(
+            "gc",
+            [("master", 1, "Never"), ("worker", 2, "Never")],
+            annotations=STOP,
+            runPolicy={"cleanUpPolicy": "All"},
+        ),
+        ["pytorch", SIDECAR],
+    )
+    jobs.create(body)
+    pods = jobs.wait_pods("gc", ["gc-master-0", "gc-worker-0", "gc-worker-1"])
+    run_all(kubelet, jobs, "gc", list(pods))
+    with sampling(jobs, "gc") as samples:
+        kubelet.succeed(jobs.namespace, "gc-master-0", running=[SIDECAR])
+        jobs.wait_phase("gc", "Succeeded")
+        wait_terminating(jobs, "gc")
+        wait_for(lambda: not jobs.all_pods("gc"), STOP_SECONDS + 20, "every pod gone")
+        time.sleep(1.0)  # a reconcile after the last pod went would recreate nothing
+    for name, pod in pods.items():
+        assert samples.terminating(name, pod["metadata"]["uid"]), f"{name} never Terminating"
+    assert not any(
+        uid != pods[name]["metadata"]["uid"]
+        for _, seen in samples.seen
+        for name, (uid, _) in seen.items()
+    ), "a pod was created after the job finished"
+    assert jobs.status("gc")["phase"] == "Succeeded"
+    assert not errors(operator, jobs)
