@@ -39,7 +39,7 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
 test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
-	$(VENV)/bin/pytest tests
+	$(VENV)/bin/pytest tests/unit tests/integration
 
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image)
 	bash hack/ensure-test-deps.sh

@@ -12,7 +12,7 @@ silently left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from t9k_operator.kube import Resource
@@ -83,3 +83,18 @@ def kind_entry(table: Mapping[str, T], name: str, kind: str) -> T:
     if kind not in table:
         raise AssertionError(f"{name} has no entry for {kind}, a registered kind: add one")
     return table[kind]
+
+
+def in_turn(
+    options: Sequence[str], offset: int = 0, kinds: Sequence[str] = KIND_NAMES
+) -> list[tuple[str, str]]:
+    """One (kind, option) pair per option (a gang backend, say), the kinds taken
+    in turn from ``offset``: a scenario run once per option, with a different
+    kind in each, and with another offset in the next scenario, so that the
+    scenarios together run every kind without running every kind on every one."""
+    return [(kinds[(offset + i) % len(kinds)], o) for i, o in enumerate(options)]
+
+
+def each_kind(options: Sequence[str], kinds: Sequence[str] = KIND_NAMES) -> list[tuple[str, str]]:
+    """Every kind once (a smoke run of each), on the options in turn."""
+    return [(k, options[i % len(options)]) for i, k in enumerate(kinds)]

@@ -5,6 +5,10 @@ Each test gets its own ClusterQueue of 24 GPUs (the cluster has 32), a
 LocalQueue ``team`` in its namespace, and an operator running with
 ``--kueue``. A job of 3 pods of 8 GPUs fills the quota, so two such jobs
 exceed it: one runs, the other waits for admission without pods.
+
+What Kueue does with a Workload does not depend on the kind (the kinds'
+Workloads are unit-tested): the quota scenario runs every kind, the others
+one kind each, the next in turn, so that together they meet every kind.
 """
 
 from __future__ import annotations
@@ -23,9 +27,16 @@ from tests.integration.jobs import Jobs
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_jobs import bound, engine_condition, gpu_job
 from tests.integration.test_gang_schedulers import gpus_in_use
-from tests.kinds import KIND_NAMES, kind_resource, spec_fields
+from tests.kinds import KIND_NAMES, in_turn, kind_resource, spec_fields
 
 KUEUE = "kueue.x-k8s.io"
+
+
+def one_kind(offset: int) -> list[str]:
+    """The kind a Kueue scenario runs with: the next in turn (tests/kinds.py)."""
+    return [kind for kind, _ in in_turn(["kueue"], offset)]
+
+
 FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", namespaced=False)
 CLUSTER_QUEUES = Resource(KUEUE, "v1beta1", "clusterqueues", "ClusterQueue", namespaced=False)
 LOCAL_QUEUES = Resource(KUEUE, "v1beta1", "localqueues", "LocalQueue")
@@ -171,7 +182,7 @@ def test_two_jobs_over_the_quota_run_one_after_the_other(
     wait_for(lambda: workloads(jobs) == [], 30, "the finished jobs' Workloads deleted")
 
 
-@pytest.mark.parametrize("kind", KIND_NAMES)
+@pytest.mark.parametrize("kind", one_kind(1))
 @pytest.mark.usefixtures("kueue_operator")
 def test_the_higher_priority_is_admitted_first(
     kind: str, queue: str, jobs_of: Callable[[str], Jobs]
@@ -203,7 +214,7 @@ def test_the_higher_priority_is_admitted_first(
     jobs.wait_phase("low", "Succeeded", 90)
 
 
-@pytest.mark.parametrize("kind", KIND_NAMES)
+@pytest.mark.parametrize("kind", one_kind(2))
 @pytest.mark.usefixtures("kueue_operator")
 def test_pausing_and_deleting_a_job_give_its_quota_back(
     kind: str, queue: str, jobs_of: Callable[[str], Jobs]
@@ -226,7 +237,7 @@ def test_pausing_and_deleting_a_job_give_its_quota_back(
     wait_for(lambda: bound(jobs, "first") == 3, 60, "first admitted once second deleted")
 
 
-@pytest.mark.parametrize("kind", KIND_NAMES)
+@pytest.mark.parametrize("kind", one_kind(3))
 @pytest.mark.usefixtures("kueue_operator")
 def test_a_preempted_job_stops_resumes_and_finishes(
     kind: str, preempting_queue: str, jobs_of: Callable[[str], Jobs]
