@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,6 +234,18 @@ def _has_default_sa(client: KubeClient, namespace: str) -> bool:
         return True
     except NotFound:
         return False
+
+
+@contextlib.contextmanager
+def in_background(run: Callable[[], None], stop: Callable[[], None]) -> Iterator[None]:
+    """``run`` in a daemon thread for the block; then ``stop()`` and a join."""
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop()
+        thread.join(5)
 
 
 def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from t9k_operator.kube import KubeClient, TransportError
 from t9k_operator.resources import LEASES
+from tests.integration.cluster import in_background
 
 
 def micro_time(stamp: str) -> datetime:
@@ -90,10 +91,5 @@ def recording(client: KubeClient, namespace: str, name: str) -> Iterator[LeaseRe
         except TransportError:
             pass  # closed at the end of the block
 
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    try:
+    with in_background(follow, stream.close):
         yield record
-    finally:
-        stream.close()
-        thread.join(5)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import wait_for
+from tests.integration.cluster import in_background, wait_for
 from tests.integration.jobs import Jobs, pytorch_job, run_all, with_containers
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -87,13 +87,8 @@ def sampling(jobs: Jobs, job: str) -> Iterator[Samples]:
             )
             stop.wait(0.1)
 
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
+    with in_background(loop, stop.set):
         yield samples
-    finally:
-        stop.set()
-        thread.join(5)
     assert samples.seen, "the sampler took no sample"
 
 
