@@ -256,9 +256,12 @@ def test_every_log_line_of_a_reconcile_carries_its_reconcile_id(
     controller.process("ns/bad")
     ids = [line.get("reconcile_id") for line in captured]
     assert all(ids), captured
-    first, second, third = ids[0:2], ids[2:4], ids[4:]
+    # Each reconcile: its two steps, then (a failure's log line and) "reconciled".
+    first, second, third = ids[0:3], ids[3:6], ids[6:]
     assert len(set(first)) == 1 and len(set(second)) == 1 and len(set(third)) == 1
     assert len({first[0], second[0], third[0]}) == 3  # one id per reconcile
+    done = [(line["key"], line["outcome"]) for line in captured if line["event"] == "reconciled"]
+    assert done == [("ns/a", "success"), ("ns/a", "success"), ("ns/bad", "error")]
     failed = [line for line in captured if line["event"] == "reconcile failed"]
     assert failed and failed[0]["key"] == "ns/bad" and failed[0]["controller"] == "unit-obs"
     # The id does not leak into what the worker logs between reconciles.
