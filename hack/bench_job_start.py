@@ -18,8 +18,8 @@ For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
   under any controller that makes those writes (``ceiling`` makes only the pods);
 * ``defaults``: this tree's operator at its default flags;
 * ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
-* ``baseline``: the operator at ``--baseline`` (default a08a3ab, the code
-  issue 17 measured), checked out into a temporary git worktree, at its defaults.
+* ``baseline``: the operator at ``--baseline`` (default a08a3ab, the
+  operator before its job-start work), checked out into a temporary git worktree, at its defaults.
 
 A stand-in kubelet in the bench marks every pod Running at once (one status
 patch, as a kubelet does). The pods carry ``schedulerName:
@@ -85,7 +85,7 @@ API server closed N watchers" in its row, and each of the operator's
 informers whose watch it closed watches again from its last resourceVersion:
 one request each, in the informers' column.
 
-Prints one table per size, then the ratios issue 17 sets as targets. Run:
+Prints one table per size, then the ratios of the job-start targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
 ``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
 runs each three times, interleaved, and takes the targets from the medians;
