@@ -113,6 +113,7 @@ import time
 import tracemalloc
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,18 +306,22 @@ def scenario_plan(
     return out
 
 
+def samples(metrics: str, name: str) -> Iterator[tuple[dict[str, str], float]]:
+    """Each sample of the labelled metric ``name`` in a /metrics text: its
+    labels and its value."""
+    for line in metrics.splitlines():
+        if line.startswith(name + "{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
+            yield labels, float(line.rpartition(" ")[2])
+
+
 def count_requests(metrics: str, methods: tuple[str, ...] = READ_METHODS) -> int | None:
     """The requests of ``methods`` in a process's ``rest_client_requests_total``
     (every code and host), from its /metrics text; None when it has none."""
-    total, found = 0.0, False
-    for line in metrics.splitlines():
-        if not line.startswith(REQUESTS_METRIC + "{"):
-            continue
-        found = True
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
-        if labels.get("method", "").upper() in methods:
-            total += float(line.rpartition(" ")[2])
-    return int(total) if found else None
+    found = list(samples(metrics, REQUESTS_METRIC))
+    if not found:
+        return None
+    return int(sum(v for labels, v in found if labels.get("method", "").upper() in methods))
 
 
 INFORMER_METRIC = "t9k_informer_requests_total"
@@ -325,12 +330,8 @@ INFORMER_METRIC = "t9k_informer_requests_total"
 def informer_requests(metrics: str) -> int | None:
     """The informers' own requests (list pages and watches, every resource)
     in a process's ``t9k_informer_requests_total``; None when it has none."""
-    total, found = 0.0, False
-    for line in metrics.splitlines():
-        if line.startswith(INFORMER_METRIC + "{"):
-            found = True
-            total += float(line.rpartition(" ")[2])
-    return int(total) if found else None
+    found = [v for _, v in samples(metrics, INFORMER_METRIC)]
+    return int(sum(found)) if found else None
 
 
 def closed_watchers(metrics: str) -> Counter[str]:
@@ -339,10 +340,8 @@ def closed_watchers(metrics: str) -> Counter[str]:
     /metrics text. A client then watches again: an informer's re-watch is a
     GET in its ``rest_client_requests_total``."""
     out: Counter[str] = Counter()
-    for line in metrics.splitlines():
-        if line.startswith("apiserver_terminated_watchers_total{"):
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
-            out[labels.get("resource", "")] += int(float(line.rpartition(" ")[2]))
+    for labels, value in samples(metrics, "apiserver_terminated_watchers_total"):
+        out[labels.get("resource", "")] += int(value)
     return out
 
 
@@ -642,20 +641,22 @@ class Cluster:
         ``metrics`` (the server's /metrics text) or a scrape now."""
         out: Counter[tuple[str, str, str]] = Counter()
         seconds: dict[tuple[str, str, str], float] = {}
-        for line in (self.metrics() if metrics is None else metrics).splitlines():
-            total = line.startswith("apiserver_request_total{")
-            spent = line.startswith("apiserver_request_duration_seconds_sum{")
-            if not (total or spent):
-                continue
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.partition("}")[0]))
-            if labels.get("verb") not in WRITE_VERBS:
-                continue
-            key = (labels["verb"], labels.get("resource", ""), labels.get("subresource", ""))
-            value = float(line.rpartition(" ")[2])
-            if total:
-                out[key] += int(value)
-            else:
-                seconds[key] = seconds.get(key, 0.0) + value
+        text = self.metrics() if metrics is None else metrics
+
+        def written(name: str) -> Iterator[tuple[tuple[str, str, str], float]]:
+            for labels, value in samples(text, name):
+                if labels.get("verb") in WRITE_VERBS:
+                    key = (
+                        labels["verb"],
+                        labels.get("resource", ""),
+                        labels.get("subresource", ""),
+                    )
+                    yield key, value
+
+        for key, value in written("apiserver_request_total"):
+            out[key] += int(value)
+        for key, value in written("apiserver_request_duration_seconds_sum"):
+            seconds[key] = seconds.get(key, 0.0) + value
         return out, seconds
 
 

@@ -126,23 +126,17 @@ class Kubelet:
     ) -> dict[str, Any]:
         meta, old = pod["metadata"], pod.get("status") or {}
         now = _now()
-        since = {c["type"]: c.get("lastTransitionTime") for c in old.get("conditions") or []}
+        was = {c["type"]: c for c in old.get("conditions") or []}
         host_ip = self._host_ip(pod["spec"]["nodeName"])
         ip = pod_ip(meta["uid"])
-        kept = [c for c in old.get("conditions") or [] if c["type"] not in KUBELET_CONDITIONS]
-        kept = [c for c in kept if c["type"] != "PodScheduled"]
+        kept = [c for t, c in was.items() if t not in (*KUBELET_CONDITIONS, "PodScheduled")]
 
         def condition(type_: str, true: bool, why: str | None = None) -> dict[str, Any]:
-            was = next((c for c in old.get("conditions") or [] if c["type"] == type_), None)
+            """A kubelet-owned condition; its time moves only when its status does."""
             status = "True" if true else "False"
-            out = {
-                "type": type_,
-                "status": status,
-                "lastTransitionTime": (
-                    since.get(type_) if was and was.get("status") == status else now
-                )
-                or now,
-            }
+            before = was.get(type_) or {}
+            same = before.get("status") == status and before.get("lastTransitionTime")
+            out = {"type": type_, "status": status, "lastTransitionTime": same or now}
             if why:
                 out["reason"] = why
             return out

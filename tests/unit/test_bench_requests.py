@@ -142,3 +142,16 @@ def test_closed_watchers_by_resource(bench: ModuleType) -> None:
     )
     assert bench.closed_watchers(metrics) == {"pods": 9, "pytorchtrainingjobs": 1}
     assert not bench.closed_watchers("")  # none closed yet: the counter has no series
+
+
+def test_the_servers_writes_by_verb_resource_and_subresource(bench: ModuleType) -> None:
+    metrics = (
+        'apiserver_request_total{code="201",resource="pods",subresource="",verb="POST"} 5\n'
+        'apiserver_request_total{code="200",resource="pods",subresource="",verb="GET"} 9\n'
+        'apiserver_request_total{code="200",resource="pods",subresource="status",verb="PATCH"} 2\n'
+        'apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="POST"} 0.5\n'
+        'apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="GET"} 7.0\n'
+    )
+    writes, seconds = bench.Cluster.writes(None, metrics)  # the text given: no scrape
+    assert dict(writes) == {("POST", "pods", ""): 5, ("PATCH", "pods", "status"): 2}
+    assert seconds == {("POST", "pods", ""): 0.5}

@@ -27,6 +27,15 @@ def read_spec() -> dict[str, Any]:
     return spec
 
 
+def setpriv_ids(user: dict[str, Any]) -> list[str]:
+    """setpriv's options that make the process the container's ``user``
+    (``uid``, ``gid``, supplementary ``groups``)."""
+    groups = ",".join(str(g) for g in user["groups"])
+    ids = [f"--reuid={user['uid']}", f"--regid={user['gid']}"]
+    ids.append(f"--groups={groups}" if groups else "--clear-groups")
+    return ids
+
+
 def mount_point(path: Path, is_dir: bool) -> None:
     if is_dir:
         path.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,15 @@ import os
 import sys
 from pathlib import Path
 
-from container_start import bind, bind_kubelet_files, make_dev, overlay_root, read_spec, sh
+from container_start import (
+    bind,
+    bind_kubelet_files,
+    make_dev,
+    overlay_root,
+    read_spec,
+    setpriv_ids,
+    sh,
+)
 
 
 def main() -> None:
@@ -36,13 +44,9 @@ def main() -> None:
     os.chdir(spec["workingDir"])
     caps = ",".join(f"+{c}" for c in spec["capabilities"])
     sys.stdout.flush()
-    user = spec["user"]
-    groups = ",".join(str(g) for g in user["groups"])
-    ids = [f"--reuid={user['uid']}", f"--regid={user['gid']}"]
-    ids.append(f"--groups={groups}" if groups else "--clear-groups")
     os.execve(
         "/usr/bin/setpriv",
-        ["setpriv", *ids, f"--bounding-set=-all,{caps}", "--", *spec["argv"]],
+        ["setpriv", *setpriv_ids(spec["user"]), f"--bounding-set=-all,{caps}", "--", *spec["argv"]],
         spec["env"],
     )
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.integration.podhost.container_start import setpriv_ids
+
 ENTRY = Path(__file__).with_name("entry.py")
 # containerd's and Docker's default capability set for a container.
 RUNTIME_CAPABILITIES = (
@@ -456,13 +458,12 @@ class PodRun:
             "home": entry[3] if entry else "/",
         }
 
-    def container_env(self, c: Mapping[str, Any]) -> dict[str, str]:
+    def container_env(self, c: Mapping[str, Any], home: str) -> dict[str, str]:
         """kubelet's makeEnvironmentVariables: ``envFrom`` sources in order (a
         key with '=' is skipped; ``prefix`` prepended), then ``env`` (values
         ``$(NAME)``-expanded against what came before), then the Service
         variables not already set; ``HOSTNAME``, ``HOME`` and the image's
-        ``PATH`` under them."""
-        home = self.user(c)["home"]
+        ``PATH`` under them (``home``: the user's, :meth:`user`)."""
         env: dict[str, str] = {"PATH": IMAGE_PATH, "HOSTNAME": self.hostname, "HOME": home}
         fields = {
             "metadata.name": self.name,
@@ -508,7 +509,8 @@ class PodRun:
         raise AssertionError(f"the pod host cannot read envFrom {source}")
 
     def _container_spec(self, c: Mapping[str, Any]) -> dict[str, Any]:
-        env = self.container_env(c)
+        user = self.user(c)
+        env = self.container_env(c, user["home"])
         argv = [kubelet_expand(a, env) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
         if not c.get("command"):
             raise AssertionError(
@@ -538,7 +540,7 @@ class PodRun:
             "workingDir": c.get("workingDir") or "/",
             "argv": argv,
             "env": env,
-            "user": self.user(c),
+            "user": user,
             "shm": str(self.dir / "shm"),
             "capabilities": list(RUNTIME_CAPABILITIES),
         }
@@ -620,10 +622,6 @@ class PodRun:
         pid = self._container_pid(container)
         spec = json.loads((self.dir / f"{container}.json").read_text())
         caps = ",".join(f"+{c}" for c in RUNTIME_CAPABILITIES)
-        user = spec["user"]
-        groups = ",".join(str(g) for g in user["groups"])
-        ids = [f"--reuid={user['uid']}", f"--regid={user['gid']}"]
-        ids.append(f"--groups={groups}" if groups else "--clear-groups")
         return subprocess.run(
             [
                 "nsenter",
@@ -638,7 +636,7 @@ class PodRun:
                 "-w",
                 "--",
                 "/usr/bin/setpriv",
-                *ids,
+                *setpriv_ids(spec["user"]),
                 f"--bounding-set=-all,{caps}",
                 "--",
                 *argv,
