@@ -29,7 +29,7 @@ from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import ROOT, Cluster, create_namespace, delete_quietly, wait_for
-from tests.integration.jobs import Jobs
+from tests.integration.jobs import Jobs, finish
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_schedulers import gpus_in_use
@@ -43,6 +43,10 @@ from tests.kinds import (
     per_kind,
     spec_fields,
 )
+
+# Run on one pytest-xdist worker, so that only its cluster starts the gang
+# schedulers and Kueue (session fixtures), once.
+pytestmark = pytest.mark.xdist_group("add-ons")
 
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 BACKENDS = list(gang.BACKENDS)
@@ -185,17 +189,24 @@ def jobs_of(admin: KubeClient, namespace: str) -> Callable[[str], Jobs]:
 @pytest.mark.parametrize(("kind", "backend"), each_kind(BACKENDS), indirect=["backend"])
 @pytest.mark.usefixtures("gang_operator")
 def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
-    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
 ) -> None:
     jobs = jobs_of(kind)
-    jobs.create(gpu_job(kind, "job-a", run="6s"))
-    jobs.create(gpu_job(kind, "job-b", run="6s"))
+    jobs.create(gpu_job(kind, "job-a", manual=True))
+    jobs.create(gpu_job(kind, "job-b", manual=True))
     seen: list[tuple[int, int]] = []  # bound pods of (job-a, job-b), in order
+    finished: list[str] = []  # the jobs whose pods the test ended, in order
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         a, b = bound(jobs, "job-a"), bound(jobs, "job-b")
         if not seen or seen[-1] != (a, b):
             seen.append((a, b))
+        # A job that is whole does its work and ends: its pods succeed, which
+        # frees its GPUs for the other.
+        for name, count in (("job-a", a), ("job-b", b)):
+            if count == 3 and name not in finished:
+                finished.append(name)
+                finish(kubelet, jobs, name)
         phases = {jobs.status(n).get("phase") for n in ("job-a", "job-b")}
         if phases == {"Succeeded"}:
             break
@@ -203,11 +214,12 @@ def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
     else:
         raise AssertionError(f"no progress: bound pods seen {seen}")
     # Until one job is whole, the other has none bound: never the deadlock's shape
-    # (both partly bound). After that the first job's pods end one by one while the
+    # (both partly bound). After that the first job's pods end while the
     # scheduler binds the second's, so both may show some then.
     whole = next(i for i, (a, b) in enumerate(seen) if 3 in (a, b))
     assert all(0 in pair for pair in seen[: whole + 1]), seen
     assert any(a == 3 for a, _ in seen) and any(b == 3 for _, b in seen), seen
+    assert sorted(finished) == ["job-a", "job-b"], finished
     for name in ("job-a", "job-b"):
         status = jobs.status(name)
         assert status["podGroup"]["scheduler"] == backend
@@ -224,7 +236,7 @@ def test_two_jobs_that_deadlock_one_by_one_run_one_after_the_other(
 
 @pytest.mark.usefixtures("gang_operator")
 def test_same_named_jobs_in_two_namespaces_keep_their_groups_apart(
-    backend: str, jobs_of: Callable[[str], Jobs], admin: KubeClient
+    backend: str, jobs_of: Callable[[str], Jobs], admin: KubeClient, kubelet: Kubelet
 ) -> None:
     """Two teams each run ``train``. scheduler-plugins' PodGroup controller
     counts a group's pods by their group label in every namespace: had the
@@ -232,8 +244,10 @@ def test_same_named_jobs_in_two_namespaces_keep_their_groups_apart(
     be marked Finished before it ran (and never updated again)."""
     kind = "PyTorchTrainingJob"
     first = jobs_of(kind)
-    first.create(gpu_job(kind, "train", run="1s"))
-    first.wait_phase("train", "Succeeded", 60)
+    first.create(gpu_job(kind, "train", manual=True))
+    wait_for(lambda: bound(first, "train") == 3, 60, "the first job bound")
+    finish(kubelet, first, "train")
+    first.wait_phase("train", "Succeeded", 30)
     kept = first.pods("train")  # cleanUpPolicy None: the finished pods stay
     assert {p["status"]["phase"] for p in kept.values()} == {"Succeeded"}
     other = create_namespace(admin, "t-same-named-jobs")
@@ -253,11 +267,12 @@ def test_same_named_jobs_in_two_namespaces_keep_their_groups_apart(
         delete_quietly(admin, NAMESPACES, other, None)
 
 
-def occupy(jobs: Jobs, kind: str, backend: str, run: str) -> str | None:
-    """Start a job that takes all 32 GPUs of the cluster for ``run`` (so no pod
-    of a waiting job can even be reserved on a free node meanwhile); the queue
-    the next jobs name (Volcano's default; coscheduling has none)."""
-    jobs.create(gpu_job(kind, "blocker", run=run, pods=4))
+def occupy(jobs: Jobs, kind: str, backend: str) -> str | None:
+    """Start a job ``blocker`` that takes all 32 GPUs of the cluster until the
+    test finishes it (so no pod of a waiting job can even be reserved on a
+    free node meanwhile); the queue the next jobs name (Volcano's default;
+    coscheduling has none)."""
+    jobs.create(gpu_job(kind, "blocker", manual=True, pods=4))
     wait_for(lambda: bound(jobs, "blocker") == 4, 60, "the blocker bound")
     return "default" if backend == "volcano" else None
 
@@ -273,8 +288,8 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
     kind: str, backend: str, jobs_of: Callable[[str], Jobs]
 ) -> None:
     jobs = jobs_of(kind)
-    queue = occupy(jobs, kind, backend, run="60s")
-    jobs.create(gpu_job(kind, "waits", run="1s", queue=queue))
+    queue = occupy(jobs, kind, backend)
+    jobs.create(gpu_job(kind, "waits", manual=True, queue=queue))
     running = wait_for(
         lambda: (
             (c := engine_condition(jobs, "waits", "Running"))
@@ -309,18 +324,19 @@ assert set(PRIORITY_ORDERED) <= set(BACKENDS)
 @pytest.mark.parametrize(("kind", "backend"), in_turn(PRIORITY_ORDERED, 2), indirect=["backend"])
 @pytest.mark.usefixtures("gang_operator")
 def test_of_two_waiting_jobs_the_higher_priority_goes_first(
-    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
 ) -> None:
     """Of two jobs waiting in one queue, the higher priority's group is placed
-    first, and the other only once the first has room to end."""
+    first, and the other only once the first has ended."""
     jobs = jobs_of(kind)
-    queue = occupy(jobs, kind, backend, run="8s")
-    jobs.create(gpu_job(kind, "low", run="4s", queue=queue, priority=10))
+    queue = occupy(jobs, kind, backend)
+    jobs.create(gpu_job(kind, "low", manual=True, queue=queue, priority=10))
     time.sleep(1)  # low is the older of the two waiting jobs
-    jobs.create(gpu_job(kind, "high", run="4s", queue=queue, priority=90))
+    jobs.create(gpu_job(kind, "high", manual=True, queue=queue, priority=90))
     for name, value in (("low", 10), ("high", 90)):
         pods = wait_for(lambda n=name: len(jobs.pods(n)) == 3 and jobs.pods(n), 20, "pods")
         assert {p["spec"].get("priority") for p in pods.values()} == {value}
+    finish(kubelet, jobs, "blocker")
     first = wait_for(
         lambda: next((n for n in ("high", "low") if bound(jobs, n) == 3), None),
         90,
@@ -328,7 +344,10 @@ def test_of_two_waiting_jobs_the_higher_priority_goes_first(
     )
     assert first == "high"
     assert bound(jobs, "low") == 0
-    jobs.wait_phase("low", "Succeeded", 90)
+    finish(kubelet, jobs, "high")
+    wait_for(lambda: bound(jobs, "low") == 3, 90, "low placed once high ended")
+    finish(kubelet, jobs, "low")
+    jobs.wait_phase("low", "Succeeded", 30)
 
 
 ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}

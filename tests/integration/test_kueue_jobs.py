@@ -13,7 +13,6 @@ one kind each, the next in turn, so that together they meet every kind.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,11 +22,16 @@ from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.reconcilers.integrations.kueue import WORKLOADS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
-from tests.integration.jobs import Jobs
+from tests.integration.jobs import Jobs, finish
+from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_jobs import bound, engine_condition, gpu_job
 from tests.integration.test_gang_schedulers import gpus_in_use
 from tests.kinds import KIND_NAMES, in_turn, kind_resource, spec_fields
+
+# Run on one pytest-xdist worker, so that only its cluster starts the gang
+# schedulers and Kueue (session fixtures), once.
+pytestmark = pytest.mark.xdist_group("add-ons")
 
 KUEUE = "kueue.x-k8s.io"
 
@@ -147,12 +151,12 @@ def workloads(jobs: Jobs) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_two_jobs_over_the_quota_run_one_after_the_other(
-    kind: str, queue: str, jobs_of: Callable[[str], Jobs]
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
 ) -> None:
     jobs = jobs_of(kind)
-    jobs.create(gpu_job(kind, "job-a", run="5s", queue=queue))
+    jobs.create(gpu_job(kind, "job-a", manual=True, queue=queue))
     wait_for(lambda: bound(jobs, "job-a") == 3, 60, "job-a admitted and bound")
-    jobs.create(gpu_job(kind, "job-b", run="5s", queue=queue))
+    jobs.create(gpu_job(kind, "job-b", manual=True, queue=queue))
     waiting = wait_for(
         lambda: (
             (c := waiting_for_admission(jobs, "job-b"))
@@ -167,32 +171,27 @@ def test_two_jobs_over_the_quota_run_one_after_the_other(
     assert status["phase"] == "Pending" and pods_of(jobs, "job-b") == 0
     assert status["workload"]["queue"] == queue and status["workload"]["admitted"] is False
     assert "WaitingForAdmission" in [reason for _, reason, _ in jobs.events("job-b")]
-    seen: set[tuple[int, int]] = set()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        seen.add((bound(jobs, "job-a"), bound(jobs, "job-b")))
-        if jobs.status("job-b").get("phase") == "Succeeded":
-            break
-        time.sleep(0.3)
-    else:
-        raise AssertionError(f"job-b never finished; seen {sorted(seen)}")
-    assert jobs.status("job-a")["phase"] == "Succeeded"
-    # job-b's pods came only once job-a's Workload was gone (its quota returned).
+    # job-a does its work and ends; only then is its quota returned and job-b admitted.
+    finish(kubelet, jobs, "job-a")
+    jobs.wait_phase("job-a", "Succeeded", 30)
+    wait_for(lambda: bound(jobs, "job-b") == 3, 60, "job-b admitted once job-a ended")
     assert jobs.status("job-b")["workload"]["admitted"] is True
+    finish(kubelet, jobs, "job-b")
+    jobs.wait_phase("job-b", "Succeeded", 30)
     wait_for(lambda: workloads(jobs) == [], 30, "the finished jobs' Workloads deleted")
 
 
 @pytest.mark.parametrize("kind", one_kind(1))
 @pytest.mark.usefixtures("kueue_operator")
 def test_the_higher_priority_is_admitted_first(
-    kind: str, queue: str, jobs_of: Callable[[str], Jobs]
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
 ) -> None:
     jobs = jobs_of(kind)
-    jobs.create(gpu_job(kind, "blocker", run="6s", queue=queue))
+    jobs.create(gpu_job(kind, "blocker", manual=True, queue=queue))
     wait_for(lambda: bound(jobs, "blocker") == 3, 60, "the blocker admitted")
-    jobs.create(gpu_job(kind, "low", run="3s", queue=queue, priority=10))
+    jobs.create(gpu_job(kind, "low", manual=True, queue=queue, priority=10))
     wait_for(lambda: waiting_for_admission(jobs, "low"), 30, "low waiting")
-    jobs.create(gpu_job(kind, "high", run="3s", queue=queue, priority=90))
+    jobs.create(gpu_job(kind, "high", manual=True, queue=queue, priority=90))
     wait_for(lambda: waiting_for_admission(jobs, "high"), 30, "high waiting")
     by_name = wait_for(
         lambda: (
@@ -205,13 +204,18 @@ def test_the_higher_priority_is_admitted_first(
     )
     assert by_name["high"]["spec"]["priority"] == 90
     assert by_name["high"]["spec"]["priorityClassName"] == gang.priority_class(90)
+    finish(kubelet, jobs, "blocker")
     first = wait_for(
         lambda: next((n for n in ("high", "low") if pods_of(jobs, n)), None),
         60,
         "a waiting job admitted",
     )
     assert first == "high" and pods_of(jobs, "low") == 0
-    jobs.wait_phase("low", "Succeeded", 90)
+    wait_for(lambda: bound(jobs, "high") == 3, 60, "high bound")
+    finish(kubelet, jobs, "high")
+    wait_for(lambda: bound(jobs, "low") == 3, 60, "low admitted once high ended")
+    finish(kubelet, jobs, "low")
+    jobs.wait_phase("low", "Succeeded", 30)
 
 
 @pytest.mark.parametrize("kind", one_kind(2))
@@ -240,13 +244,15 @@ def test_pausing_and_deleting_a_job_give_its_quota_back(
 @pytest.mark.parametrize("kind", one_kind(3))
 @pytest.mark.usefixtures("kueue_operator")
 def test_a_preempted_job_stops_resumes_and_finishes(
-    kind: str, preempting_queue: str, jobs_of: Callable[[str], Jobs]
+    kind: str, preempting_queue: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
 ) -> None:
     jobs = jobs_of(kind)
-    jobs.create(gpu_job(kind, "low", run="15s", queue=preempting_queue, priority=10))
+    jobs.create(gpu_job(kind, "low", manual=True, queue=preempting_queue, priority=10))
     wait_for(lambda: bound(jobs, "low") == 3, 60, "low admitted")
+    for name in jobs.pods("low"):
+        kubelet.run(jobs.namespace, name)
     wait_for(lambda: jobs.status("low").get("phase") == "Running", 30, "low running")
-    jobs.create(gpu_job(kind, "high", run="4s", queue=preempting_queue, priority=90))
+    jobs.create(gpu_job(kind, "high", manual=True, queue=preempting_queue, priority=90))
     evicted = wait_for(
         lambda: (
             (c := engine_condition(jobs, "low", "Running"))
@@ -263,8 +269,19 @@ def test_a_preempted_job_stops_resumes_and_finishes(
     assert pods_of(jobs, "low") == 0 or all(
         p["metadata"].get("deletionTimestamp") for p in jobs.pods("low").values()
     )
-    jobs.wait_phase("high", "Succeeded", 60)
-    jobs.wait_phase("low", "Succeeded", 90)
+    finish(kubelet, jobs, "high")
+    jobs.wait_phase("high", "Succeeded", 30)
+    # low is admitted again once high's quota is back, with new pods.
+    wait_for(
+        lambda: (
+            bound(jobs, "low") == 3
+            and not any(p["metadata"].get("deletionTimestamp") for p in jobs.pods("low").values())
+        ),
+        60,
+        "low admitted again",
+    )
+    finish(kubelet, jobs, "low")
+    jobs.wait_phase("low", "Succeeded", 30)
     assert jobs.status("low")["restartCount"] == 0, "an eviction is not a failure"
 
 
@@ -275,21 +292,29 @@ def test_kueue_admits_and_volcano_places_the_whole_gang(
     kueue_ready: None,
     start_operator: Callable[..., OperatorProcess],
     admin: KubeClient,
+    kubelet: Kubelet,
 ) -> None:
     wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
     start_operator("--kueue", "--gang-scheduler=volcano").wait_ready()
     kind = "PyTorchTrainingJob"
     jobs = jobs_of(kind)
-    jobs.create(gpu_job(kind, "job-a", run="5s", queue=queue))
-    jobs.create(gpu_job(kind, "job-b", run="5s", queue=queue))
-    wait_for(
-        lambda: {bound(jobs, "job-a"), bound(jobs, "job-b")} == {0, 3},
+    jobs.create(gpu_job(kind, "job-a", manual=True, queue=queue))
+    jobs.create(gpu_job(kind, "job-b", manual=True, queue=queue))
+    first = wait_for(
+        lambda: (
+            {bound(jobs, "job-a"), bound(jobs, "job-b")} == {0, 3}
+            and ("job-a" if bound(jobs, "job-a") else "job-b")
+        ),
         60,
         "one job admitted and placed whole",
     )
+    second = "job-b" if first == "job-a" else "job-a"
+    finish(kubelet, jobs, first)
+    wait_for(lambda: bound(jobs, second) == 3, 60, f"{second} admitted and placed whole")
     for name in ("job-a", "job-b"):
         pods = jobs.pods(name)
         assert all(p["spec"]["schedulerName"] == "volcano" for p in pods.values())
+    finish(kubelet, jobs, second)
     for name in ("job-a", "job-b"):
-        jobs.wait_phase(name, "Succeeded", 90)
+        jobs.wait_phase(name, "Succeeded", 30)
         assert jobs.status(name)["podGroup"]["queue"] == gang.DEFAULT_QUEUE
