@@ -70,26 +70,39 @@ class Samples:
 
 @contextmanager
 def sampling(jobs: Jobs, job: str) -> Iterator[Samples]:
+    """Samples of the job's pods every 0.1 s through the block, and one more
+    after it (so what the block waited for is in the record even when the
+    machine is busy and the sampler's last read came before it); an error of
+    the sampler's fails the test instead of ending the record early."""
     samples = Samples()
     stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def sample() -> None:
+        pods = jobs.all_pods(job)
+        samples.seen.append(
+            (
+                time.monotonic(),
+                {
+                    n: (p["metadata"]["uid"], bool(p["metadata"].get("deletionTimestamp")))
+                    for n, p in pods.items()
+                },
+            )
+        )
 
     def loop() -> None:
-        while not stop.is_set():
-            pods = jobs.all_pods(job)
-            samples.seen.append(
-                (
-                    time.monotonic(),
-                    {
-                        n: (p["metadata"]["uid"], bool(p["metadata"].get("deletionTimestamp")))
-                        for n, p in pods.items()
-                    },
-                )
-            )
-            stop.wait(0.1)
+        try:
+            while not stop.is_set():
+                sample()
+                stop.wait(0.1)
+        except Exception as exc:  # reported when the block ends
+            failed.append(exc)
 
     with in_background(loop, stop.set):
         yield samples
-    assert samples.seen, "the sampler took no sample"
+    if failed:
+        raise AssertionError(f"the sampler failed: {failed[0]!r}")
+    sample()
 
 
 def wait_terminating(jobs: Jobs, job: str) -> None:
