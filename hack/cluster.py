@@ -27,8 +27,10 @@ Binaries are looked for, in order: ``$T9K_CLUSTER_BIN_DIR`` (a folder of
 prebuilt binaries); the cache ``~/.cache/t9k-operator/bin/<versions>/``; the
 official release downloads (skipped fast when offline); and last, a build with
 the local Go toolchain from the Go module proxy (hack/k8s and hack/etcd are
-small wrapper modules; KWOK installs as it is). Only the standard library is
-used here, so this runs before the project's virtualenv exists.
+small wrapper modules). KWOK is always built from its module's source, with
+one change that makes its pod deletes a kubelet's (``KWOK_PATCHES``). Only
+the standard library is used here, so this runs before the project's
+virtualenv exists.
 
 Gang schedulers (versions in hack/versions.env too) run beside kube-scheduler
 on request, each for the pods naming its ``schedulerName``: the Volcano
@@ -188,7 +190,7 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
     """Official release binaries, where the network allows. False when offline."""
     if os.environ.get("T9K_NO_DOWNLOAD") == "1":
         return False
-    k8s, etcd, kwok = v["KUBERNETES_VERSION"], v["ETCD_VERSION"], v["KWOK_VERSION"]
+    k8s, etcd = v["KUBERNETES_VERSION"], v["ETCD_VERSION"]
     probe = f"https://dl.k8s.io/release/{k8s}/bin/linux/amd64/kubectl.sha256"
     try:
         urllib.request.urlopen(probe, timeout=3).read()
@@ -200,12 +202,6 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
         for tool in K8S_TOOLS:
             url = f"https://dl.k8s.io/release/{k8s}/bin/linux/amd64/{tool}"
             log(f"downloading {url}")
-            urllib.request.urlretrieve(url, tmp / tool)
-        for tool in ("kwok",):
-            url = (
-                f"https://github.com/kubernetes-sigs/kwok/releases/download/{kwok}/"
-                f"{tool}-linux-amd64"
-            )
             urllib.request.urlretrieve(url, tmp / tool)
         url = (
             f"https://github.com/etcd-io/etcd/releases/download/{etcd}/"
@@ -224,7 +220,7 @@ def _download(dest: Path, v: dict[str, str]) -> bool:
             ],
             check=True,
         )
-        for tool in ALL_TOOLS:
+        for tool in (*K8S_TOOLS, "etcd"):  # kwok is always built: _build_kwok
             (tmp / tool).chmod(0o755)
             (tmp / tool).replace(dest / tool)
         return True
@@ -254,12 +250,20 @@ def _go(what: str, args: list[str], cwd: Path | None, env: dict[str, str], logfi
         )
 
 
-def _build(dest: Path, v: dict[str, str]) -> None:
+def _need_go() -> None:
     if not shutil.which("go"):
         raise BuildError(
             "cluster: no Go toolchain on PATH, and no binaries to use: "
             "install Go or set T9K_CLUSTER_BIN_DIR"
         )
+
+
+def _build_log(dest: Path) -> Path:
+    return dest.parent / f"{dest.name.split('.tmp-')[0].lstrip('.')}.build.log"
+
+
+def _build(dest: Path, v: dict[str, str]) -> None:
+    _need_go()
     env = _go_env()
     k8s = v["KUBERNETES_VERSION"]
     minor = k8s.lstrip("v").split(".")[1]
@@ -270,7 +274,7 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         f"-X k8s.io/component-base/version.gitMinor={minor} "
         "-X k8s.io/component-base/version.gitTreeState=clean"
     )
-    logfile = dest.parent / f"{dest.name.split('.tmp-')[0].lstrip('.')}.build.log"
+    logfile = _build_log(dest)
     logfile.unlink(missing_ok=True)
     started = time.monotonic()
     log(
@@ -295,22 +299,76 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         env,
         logfile,
     )
-    log(f"building kwok {v['KWOK_VERSION']}")
-    _go(
-        f"kwok {v['KWOK_VERSION']} (sigs.k8s.io/kwok/cmd/kwok)",
-        [
-            "go",
-            "install",
-            "-trimpath",
-            "-ldflags",
-            "-s -w",
-            f"sigs.k8s.io/kwok/cmd/kwok@{v['KWOK_VERSION']}",
-        ],
-        None,
-        {**env, "GOBIN": str(dest), "GOFLAGS": ""},
-        logfile,
-    )
+    _build_kwok(dest, v, env, logfile)
     log(f"binaries built in {time.monotonic() - started:.0f}s")
+
+
+# KWOK deletes a pod by its name alone (pkg/kwok/controllers/pod_controller.go,
+# deleteResource). A kubelet deletes the pod it has finished with under a UID
+# precondition (pkg/kubelet/status/status_manager.go, syncPod:
+# ``deleteOptions.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))``),
+# so its delete never removes a newer pod of the same name. KWOK plays a pod's
+# delete stage from a delay queue fed by the pod's events, through a second
+# goroutine: an event of the old pod that is still in that goroutine when the
+# pod goes queues one more delete, which fires a second later and, by name,
+# removes the replacement the operator has just created (seen on a busy machine
+# as a resumed job's replica vanishing once, then created again). The build adds
+# the kubelet's precondition; a delete that finds another pod under the name
+# fails with a Conflict, which KWOK logs and drops.
+KWOK_PATCHES = (
+    (
+        "pkg/kwok/controllers/pod_controller.go",
+        "err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)",
+        "opt := deleteOpt\n"
+        "\topt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))\n"
+        "\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opt)",
+    ),
+)
+KWOK_BUILD = hashlib.sha256(repr(KWOK_PATCHES).encode()).hexdigest()[:8]
+
+
+def _build_kwok(dest: Path, v: dict[str, str], env: dict[str, str], logfile: Path) -> None:
+    """kwok from its module's source at the pinned version, with KWOK_PATCHES."""
+    version = v["KWOK_VERSION"]
+    log(f"building kwok {version} (with the kubelet's UID precondition on pod deletes)")
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@{version}"],
+        env={**env, "GOFLAGS": ""},
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise BuildError(
+            f"cluster: go mod download sigs.k8s.io/kwok@{version}: {out.stdout}{out.stderr}"
+        )
+    source = Path(json.loads(out.stdout)["Dir"])
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".kwok-src-") as tmp:
+        tree = Path(tmp) / "kwok"
+        shutil.copytree(source, tree)
+        for path in (tree, *tree.rglob("*")):
+            path.chmod(path.stat().st_mode | 0o200)  # the module cache's copy is read-only
+        for rel, old, new in KWOK_PATCHES:
+            file = tree / rel
+            text = file.read_text()
+            if text.count(old) != 1:
+                raise BuildError(f"cluster: kwok {version}'s {rel} no longer has: {old}")
+            file.write_text(text.replace(old, new))
+        _go(
+            f"kwok {version} (sigs.k8s.io/kwok/cmd/kwok, patched: hack/cluster.py KWOK_PATCHES)",
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags",
+                "-s -w",
+                "-o",
+                str(dest / "kwok"),
+                "./cmd/kwok",
+            ],
+            tree,
+            {**env, "GOFLAGS": "-mod=mod"},
+            logfile,
+        )
 
 
 @contextlib.contextmanager
@@ -408,10 +466,16 @@ def ensure_binaries() -> Path:
             raise SystemExit(f"cluster: T9K_CLUSTER_BIN_DIR={folder} lacks {', '.join(missing)}")
         return folder
     v = versions()
-    tag = f"k8s-{v['KUBERNETES_VERSION']}_etcd-{v['ETCD_VERSION']}_kwok-{v['KWOK_VERSION']}"
+    tag = (
+        f"k8s-{v['KUBERNETES_VERSION']}_etcd-{v['ETCD_VERSION']}"
+        f"_kwok-{v['KWOK_VERSION']}-{KWOK_BUILD}"
+    )
 
     def produce(tmp: Path) -> None:
-        if not _download(tmp, v):
+        if _download(tmp, v):
+            _need_go()
+            _build_kwok(tmp, v, _go_env(), _build_log(tmp))
+        else:
             _build(tmp, v)
 
     return _obtain(tag, "the binaries are", ALL_TOOLS, (), produce)

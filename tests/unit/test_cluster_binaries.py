@@ -43,6 +43,9 @@ out=""
 prev=""
 for a in "$@"; do [ "$prev" = "-o" ] && out=$a; prev=$a; done
 [ "$1" = install ] && out="$GOBIN/kwok"
+# What kwok was built from (KWOK_PATCHES applied), for the tests to read.
+kwok_src=pkg/kwok/controllers/pod_controller.go
+if [ -f "$kwok_src" ]; then cp "$kwok_src" "$FAKE_GO_LOG.kwok"; fi
 printf '#!/bin/sh\\necho fake\\n' > "$out"
 chmod +x "$out"
 """
@@ -52,6 +55,11 @@ _CLUSTER = hack_scripts.load("cluster")
 GANGS = _CLUSTER.GANGS
 ADDONS = _CLUSTER.ADDONS  # the gang schedulers and Kueue
 INSTALL_TOOLS = _CLUSTER.TOOLS  # Helm, kustomize, prometheus-operator's CRDs
+KWOK = f"sigs.k8s.io/kwok@{_CLUSTER.versions()['KWOK_VERSION']}"
+# The line of kwok's source that KWOK_PATCHES rewrites, as the module has it.
+KWOK_DELETE = (
+    "\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)\n"
+)
 
 
 @pytest.fixture
@@ -67,6 +75,11 @@ def env(tmp_path: Path) -> dict[str, str]:
             crd = src / f"{g.module}@{g.version}" / path
             crd.parent.mkdir(parents=True, exist_ok=True)
             crd.write_text(f"# {g.name} {path}\n")
+    kwok = src / KWOK / "pkg" / "kwok" / "controllers" / "pod_controller.go"
+    kwok.parent.mkdir(parents=True)
+    kwok.write_text(f"func (c *PodController) deleteResource() error {{\n{KWOK_DELETE}}}\n")
+    for path in (src / KWOK, *(src / KWOK).rglob("*")):  # read-only, as in the module cache
+        path.chmod(path.stat().st_mode & ~0o222)
     return {
         **{k: v for k, v in os.environ.items() if k not in ("T9K_CLUSTER_BIN_DIR", "T9K_NO_BUILD")},
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
@@ -119,9 +132,32 @@ def test_builds_into_place_complete(env: dict[str, str]) -> None:
     assert [
         p.name for p in folder.parent.iterdir() if p.name.startswith(".") and "tmp" in p.name
     ] == []
-    assert len(go_calls(env)) == 3  # k8s, etcd, kwok
+    assert len(go_calls(env)) == 4  # k8s, etcd, kwok's source, kwok
     again = binaries(env)
-    assert again.stdout == result.stdout and len(go_calls(env)) == 3  # cached: no build
+    assert again.stdout == result.stdout and len(go_calls(env)) == 4  # cached: no build
+
+
+def test_kwok_is_built_deleting_pods_under_a_uid_precondition(env: dict[str, str]) -> None:
+    """As a kubelet deletes the pod it has finished with: never a newer pod of the same name."""
+    result = binaries(env)
+    assert result.returncode == 0, result.stderr
+    built = Path(env["FAKE_GO_LOG"] + ".kwok").read_text()
+    assert KWOK_DELETE not in built
+    assert "opt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))" in built
+    assert "Delete(ctx, pod.Name, opt)" in built
+    assert Path(result.stdout.strip()).name.endswith(f"-{_CLUSTER.KWOK_BUILD}")
+
+
+def test_a_kwok_source_without_the_patched_line_fails_the_build_by_name(
+    env: dict[str, str],
+) -> None:
+    source = Path(env["FAKE_GO_SRC"]) / KWOK / "pkg" / "kwok" / "controllers" / "pod_controller.go"
+    source.parent.chmod(0o755)
+    source.chmod(0o644)
+    source.write_text("package controllers\n")
+    result = binaries(env)
+    assert result.returncode != 0
+    assert "pkg/kwok/controllers/pod_controller.go no longer has" in result.stderr
 
 
 def test_a_half_built_folder_is_rebuilt_not_used(env: dict[str, str]) -> None:
@@ -134,7 +170,7 @@ def test_a_half_built_folder_is_rebuilt_not_used(env: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr
     assert "incomplete" in result.stderr
     assert all(os.access(folder / t, os.X_OK) for t in TOOLS) and (folder / ".complete").exists()
-    assert len(go_calls(env)) == 6
+    assert len(go_calls(env)) == 8
 
 
 def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
@@ -188,7 +224,7 @@ def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert outs[0][0] == outs[1][0]
-    assert len(go_calls(env)) == 3  # one build, not two into the same folder
+    assert len(go_calls(env)) == 4  # one build, not two into the same folder
     assert any("waiting for it" in err for _, err in outs)
 
 
@@ -218,7 +254,7 @@ def test_gang_schedulers_build_into_their_own_folders_with_their_crds(
     assert not [p for p in cache_bin.iterdir() if ".tmp-" in p.name]
     calls = go_calls(env)
     builds = [c for c in calls if " build " in c]
-    assert len(builds) == 2 + 1 + 2  # k8s, etcd; volcano; scheduler-plugins' two
+    assert len(builds) == 3 + 1 + 2  # k8s, etcd, kwok; volcano; scheduler-plugins' two
     assert any(c.startswith(str(ROOT / "hack" / "volcano") + " ") for c in builds)
     again = binaries(env, gang="all")
     assert again.returncode == 0 and len(go_calls(env)) == len(calls)  # cached
@@ -299,7 +335,7 @@ def test_kueue_builds_into_its_own_folder_with_all_its_crds_by_default(
         )
     ]
     builds = [c for c in go_calls(env) if " build " in c]
-    assert len(builds) == 2 + 1  # k8s, etcd; kueue (kwok is `go install`)
+    assert len(builds) == 3 + 1  # k8s, etcd, kwok; kueue
     assert builds[-1].startswith(str(ROOT / "hack" / "kueue") + " ")
     assert f"sigs.k8s.io/kueue/pkg/version.GitVersion={kueue.version}" in builds[-1]
     assert binaries(env, T9K_NO_BUILD="1").returncode == 0  # --no-kueue: not looked at
