@@ -38,8 +38,15 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
 	$(VENV)/bin/ruff format t9k_operator tests hack
 
-test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on a local cluster it starts
-	$(VENV)/bin/pytest tests/unit tests/integration
+# The integration tests run on TEST_WORKERS pytest-xdist workers, each against
+# a local cluster of its own (t9k-test-gw0, ...): a test mostly waits on its
+# cluster, so two workers take about half the time on two cores.
+TEST_WORKERS ?= 2
+PYTEST_INTEGRATION = $(VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) tests/integration
+
+test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on local clusters it starts (TEST_WORKERS=2)
+	$(VENV)/bin/pytest tests/unit
+	$(PYTEST_INTEGRATION)
 
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image)
 	bash hack/ensure-test-deps.sh
@@ -50,8 +57,8 @@ binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kust
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
-integration: $(STAMP) test-deps binaries rootfs ## integration tests only
-	$(VENV)/bin/pytest tests/integration
+integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
+	$(PYTEST_INTEGRATION)
 
 cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
 	$(PYTHON) hack/cluster.py up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)

@@ -283,3 +283,14 @@ def delete_quietly(
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def session_cluster_name() -> str:
+    """The name of this test process's cluster: ``$T9K_TEST_CLUSTER`` (default
+    ``t9k-test``), and under pytest-xdist the worker's id after it
+    (``t9k-test-gw0``): each worker runs its share of the tests serially
+    against a cluster of its own, so a test that counts on the whole cluster
+    (its GPUs, its CRDs) still has it to itself."""
+    name = os.environ.get("T9K_TEST_CLUSTER", "t9k-test")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{name}-{worker}" if worker else name

@@ -17,7 +17,6 @@ the RBAC in manifests/rbac/, never as cluster-admin.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from tests.integration.cluster import (
     delete_quietly,
     env_flag,
     request_token,
+    session_cluster_name,
 )
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -57,9 +57,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    name = os.environ.get("T9K_TEST_CLUSTER", "t9k-test")
     try:
-        handle = Cluster.start(name)
+        handle = Cluster.start(session_cluster_name())
     except RuntimeError as exc:
         pytest.fail(f"the local cluster could not be started: {exc}", pytrace=False)
     yield handle

@@ -23,6 +23,10 @@ from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.resources import NODES, PODS
 from tests.integration.cluster import GangScheduler, wait_for
 
+# Run on one pytest-xdist worker, so that only its cluster starts the gang
+# schedulers and Kueue (session fixtures), once.
+pytestmark = pytest.mark.xdist_group("add-ons")
+
 GPU = "nvidia.com/gpu"
 NODE_GPUS = 8
 GROUP_SIZE = 3

@@ -27,6 +27,9 @@ from tests import hack_scripts
 from tests.integration.cluster import ROOT
 from tests.integration.incluster import run_image
 
+# Run on one pytest-xdist worker: one buildah store, set up once.
+pytestmark = pytest.mark.xdist_group("image")
+
 SITE = "opt/t9k-operator/lib/python3.11/site-packages"
 
 

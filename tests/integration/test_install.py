@@ -35,6 +35,7 @@ from tests.integration.cluster import (
     delete_quietly,
     env_flag,
     request_token,
+    session_cluster_name,
     wait_for,
 )
 from tests.integration.install import (
@@ -49,6 +50,10 @@ from tests.integration.install import (
 )
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess
+
+# Run on one pytest-xdist worker: the second cluster (``fresh``) and the
+# tools are started and obtained once.
+pytestmark = pytest.mark.xdist_group("install")
 
 RULES = ROOT / "manifests" / "monitoring" / "rules.yaml"
 DASHBOARD = ROOT / "manifests" / "monitoring" / "dashboard.json"
@@ -340,7 +345,7 @@ def test_namespaced_overlay_runs_a_pytorch_job_under_its_role_alone(
 @pytest.fixture(scope="module")
 def fresh(tools: Tools) -> Iterator[Cluster]:
     """A second cluster, for installing and uninstalling for real."""
-    name = os.environ.get("T9K_TEST_CLUSTER", "t9k-test") + "-fresh"
+    name = session_cluster_name() + "-fresh"
     try:
         handle = Cluster.start(name)
     except RuntimeError as exc:

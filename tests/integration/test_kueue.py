@@ -51,6 +51,10 @@ import pytest
 from t9k_operator.kube import Invalid, KubeClient, NotFound, Resource
 from tests.integration.cluster import Kueue, wait_for
 
+# Run on one pytest-xdist worker, so that only its cluster starts the gang
+# schedulers and Kueue (session fixtures), once.
+pytestmark = pytest.mark.xdist_group("add-ons")
+
 GPU = "nvidia.com/gpu"
 QUOTA = 16
 PODS_PER_WORKLOAD = 2
