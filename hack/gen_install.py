@@ -58,6 +58,7 @@ VALUE_FLAGS = {
     "--kube-api-qps": ("kubeAPI.qps", int),
     "--kube-api-burst": ("kubeAPI.burst", int),
     "--log-level": ("logLevel", str),
+    "--pod-start-timeout": ("podStartTimeout", int),
 }
 # Flags the chart passes as the manifests do (ports and probes are fixed).
 FIXED_FLAGS = (
@@ -408,6 +409,11 @@ VALUES_NOTES = {
     "concurrentReconciles": "workers per job kind",
     "kubeAPI": "client-side rate limit (docs/benchmarks.md)",
     "logLevel": "debug, info, warning or error",
+    "podStartTimeout": (
+        "seconds a job's pod placed on a node may take to start before the job\n"
+        "# fails (0: no limit; a job may set the annotation\n"
+        "# t9k.dev/pod-start-timeout-seconds; docs/kinds.md)"
+    ),
     "extraArgs": (
         "more flags, e.g. [--gang-scheduler=volcano] or [--kueue]\n# (README: Running the operator)"
     ),

@@ -22,6 +22,7 @@ from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
+from t9k_operator.reconcilers.engine import DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations import registry as integrations
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.runtime import logging as oplogging
@@ -119,6 +120,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="seconds to let running reconciles finish on SIGTERM (default 30)",
     )
+    p.add_argument(
+        "--pod-start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT,
+        help=(
+            "seconds a job's pod, once placed on a node, may take to start before the job "
+            f"fails (default {DEFAULT_START_TIMEOUT:g}; 0: no limit; a job may set its own "
+            "with the annotation t9k.dev/pod-start-timeout-seconds)"
+        ),
+    )
     integrations.add_flags(p)
     p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
     p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
@@ -132,6 +143,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         < args.leader_elect_lease_duration
     ):
         p.error("leader election needs retry-period < renew-deadline < lease-duration")
+    if args.pod_start_timeout < 0:
+        p.error("--pod-start-timeout must be 0 (no limit) or more")
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
         p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
     problem = integrations.check_flags(args)
@@ -220,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     manager = Manager(
         client,
         options,
-        functools.partial(build_controllers, integrations=enabled),
+        functools.partial(
+            build_controllers, integrations=enabled, pod_start_timeout=args.pod_start_timeout
+        ),
         election_client=election_client,
         events_client=events_client,
     )

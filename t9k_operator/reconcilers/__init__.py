@@ -14,6 +14,7 @@ from typing import Any
 
 from t9k_operator.reconcilers.apply.job import JobReconciler
 from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
+from t9k_operator.reconcilers.engine import DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.runtime.controller import Controller, ControllerContext
@@ -23,8 +24,14 @@ CONTROLLERS = len(KINDS) + len(OTHER_CRDS)
 
 
 def build_controllers(
-    ctx: ControllerContext, integrations: Sequence[Integration[Any]] = ()
+    ctx: ControllerContext,
+    integrations: Sequence[Integration[Any]] = (),
+    pod_start_timeout: float = DEFAULT_START_TIMEOUT,
 ) -> list[Controller]:
-    """One controller per job kind, all with ``integrations``, and the TensorBoard's."""
-    jobs = [JobReconciler(kind, ctx, tuple(integrations)).controller for kind in KINDS]
+    """One controller per job kind, all with ``integrations`` and the start
+    timeout of a job that sets none, and the TensorBoard's."""
+    jobs = [
+        JobReconciler(kind, ctx, tuple(integrations), pod_start_timeout).controller
+        for kind in KINDS
+    ]
     return [*jobs, TensorBoardReconciler(ctx).controller]

@@ -24,6 +24,11 @@ def test_defaults_follow_controller_runtime() -> None:
     assert args.concurrent_reconciles == 4
 
 
+def test_pod_start_timeout_defaults_to_ten_minutes_and_zero_turns_it_off() -> None:
+    assert parse_args([]).pod_start_timeout == 600.0
+    assert parse_args(["--pod-start-timeout=0"]).pod_start_timeout == 0.0
+
+
 def test_default_client_limit_is_chosen_for_job_starts() -> None:
     """50/100, not controller-runtime's 20/30: a job start is 7 limited writes,
     and the API server's priority and fairness protects it (README, the flag)."""
@@ -47,6 +52,7 @@ def test_default_client_limit_is_chosen_for_job_starts() -> None:
         ["--gang-scheduler=kube-batch"],
         ["--gang-scheduler-name=volcano"],  # a name without a gang scheduler
         ["--gang-unavailable=ignore"],
+        ["--pod-start-timeout=-1"],
     ],
 )
 def test_bad_flags_exit_2(argv: list[str]) -> None:

@@ -13,10 +13,18 @@ from t9k_operator.reconcilers.engine.conditions import (
     parse_time,
     set_condition,
 )
-from t9k_operator.reconcilers.engine.rules import CREATE_BATCH, Plan, Pods, Rules, plan
+from t9k_operator.reconcilers.engine.rules import (
+    CREATE_BATCH,
+    DEFAULT_START_TIMEOUT,
+    Plan,
+    Pods,
+    Rules,
+    plan,
+)
 
 __all__ = [
     "CREATE_BATCH",
+    "DEFAULT_START_TIMEOUT",
     "TERMINAL",
     "Plan",
     "Pods",

@@ -30,6 +30,7 @@ class Reason(StrEnum):
     SCHEDULE_TIMEOUT = "ScheduleTimeout"
     SUCCEEDED = "Succeeded"
     INVALID_SPEC = "InvalidSpec"
+    POD_CANNOT_START = "PodCannotStart"
 
 
 # -- time helpers -------------------------------------------------------------------

@@ -25,7 +25,14 @@ Rules, in order of precedence:
    pod's uid goes into ``status.countedFailures`` in the same status write
    that raises ``restartCount``, so a crash between the write and the delete
    neither loses nor double-counts it. At the limit nothing is recreated.
-6. **Outcome**: the kind decides success and failure from the replicas'
+6. **Pods that cannot start**: a pod placed on a node whose container
+   kubelet cannot start (its waiting reason: ImagePullBackOff, a missing
+   Secret, ...) is named in the Running condition, with one Event. A cause no
+   wait cures (an image reference that cannot be parsed, a key missing from
+   an existing ConfigMap or Secret) fails the job at once, reason
+   ``PodCannotStart``; any other fails it once the pod has not started within
+   the start timeout of its placement (``job.start_timeout``; 0: never).
+7. **Outcome**: the kind decides success and failure from the replicas'
    states (PyTorch: the master's exit; DeepSpeed: worker-0; ...). A replica
    failed for good fails the job at once, with the reason.
 
@@ -59,6 +66,10 @@ from t9k_operator.reconcilers.engine.conditions import (
 from t9k_operator.reconcilers.engine.replicas import render_replicas, role_restarts
 from t9k_operator.reconcilers.kinds.pods import ReplicaState, should_restart
 from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Role
+
+DEFAULT_START_TIMEOUT = 600.0
+"""Seconds a placed pod may take to start when neither the job nor the
+operator says otherwise (``--pod-start-timeout``)."""
 
 CREATE_BATCH = 256
 """At most this many pods are planned for creation in one pass (the next pass
@@ -112,6 +123,7 @@ def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     _scale_down(p)
     _create_missing(p)
     _restart_or_fail(p)
+    _cannot_start(p)
     _outcome(p)
     if p.status["phase"] not in TERMINAL:
         _progress(p)
@@ -331,8 +343,58 @@ def _restart_or_fail(p: _Pass) -> None:
         )
 
 
+# What the user changes when a pod cannot start for good, by kubelet's reason.
+_FIX = {
+    "InvalidImageName": "the image",
+    "ErrImageNeverPull": "the image or imagePullPolicy",
+    "CreateContainerConfigError": "the env or envFrom (or add the key)",
+}
+
+
+def _not_started(p: _Pass) -> list[tuple[str, ReplicaState]]:
+    """The wanted replicas placed on a node whose training has not started, by type."""
+    return [
+        (type_, s)
+        for (type_, index), s in sorted(p.pods.items())
+        if (type_, index) in p.desired and s.node and not (s.terminating or s.ended or s.started)
+    ]
+
+
+def _cannot_start(p: _Pass) -> None:
+    """6. A placed pod that kubelet cannot start fails the job: at once when no
+    wait cures the cause, else once the start timeout has run out."""
+    timeout = DEFAULT_START_TIMEOUT if p.job.start_timeout is None else p.job.start_timeout
+    for type_, state in _not_started(p):
+        waiting = state.waiting
+        if waiting is not None and waiting.permanent:
+            fix = _FIX.get(waiting.reason, "the pod template")
+            message = (
+                f"Pod {state.name} cannot start: {waiting.describe()}; "
+                f"fix {fix} of container {waiting.container} in the {type_} replicas' template"
+            )
+            p.failures.append((state, Reason.POD_CANNOT_START, message))
+            continue
+        placed = parse_time(state.placed_at)
+        if not timeout or placed is None:
+            continue
+        deadline = placed + timedelta(seconds=timeout)
+        if p.now < deadline:
+            p.out.wake_in((deadline - p.now).total_seconds())
+            continue
+        why = (
+            waiting.describe()
+            if waiting is not None
+            else f"its containers are still being created (kubectl describe pod {state.name})"
+        )
+        message = (
+            f"Pod {state.name} did not start within {timeout:g}s of its placement "
+            f"on node {state.node}: {why}"
+        )
+        p.failures.append((state, Reason.POD_CANNOT_START, message))
+
+
 def _outcome(p: _Pass) -> None:
-    """6. A replica failed for good fails the job at once; else the kind decides."""
+    """7. A replica failed for good fails the job at once; else the kind decides."""
     if p.job.debug:
         return
     if p.failures:
@@ -438,9 +500,16 @@ def _progress(p: _Pass) -> None:
     else:
         p.condition("ReplicaFailure", "False", Reason.NONE, "All pods are running normally.")
     running = all_created and all(s.phase in ("Running", "Succeeded") for s in present.values())
+    blocked = [s for _, s in _not_started(p) if s.waiting is not None]
     if running:
         status["phase"] = "Running"
         p.condition("Running", "True", Reason.NONE, "The job is running.")
+    elif blocked:
+        if p.resuming:
+            status["phase"] = "Resuming"
+        elif status["phase"] != "Running":
+            status["phase"] = "Pending"
+        _not_starting(p, blocked)
     elif p.resuming:
         status["phase"] = "Resuming"
     elif status["phase"] != "Running":
@@ -473,6 +542,25 @@ def _unschedulable(p: _Pass, stuck: list[ReplicaState]) -> None:
     if before.get("reason") != Reason.UNSCHEDULABLE:
         p.event("Warning", Reason.UNSCHEDULABLE, message)
     p.condition("Running", "False", Reason.UNSCHEDULABLE, message)
+
+
+# Reasons kubelet alternates for one cause: one Event for the lot.
+_SAME_CAUSE = {"ErrImagePull": "ImagePullBackOff"}
+
+
+def _not_starting(p: _Pass, blocked: list[ReplicaState]) -> None:
+    """A job with a placed pod that kubelet cannot start names the pod, the
+    container and kubelet's reason and message (one Event when it begins)."""
+    first = blocked[0]
+    assert first.waiting is not None
+    reason = first.waiting.reason
+    message = f"Pod {first.name} cannot start: {first.waiting.describe()}"
+    if len(blocked) > 1:
+        message += f" (and {len(blocked) - 1} more pods of the job)"
+    before = str((get_condition(p.status, "Running") or {}).get("reason") or "")
+    if _SAME_CAUSE.get(before, before) != _SAME_CAUSE.get(reason, reason):
+        p.event("Warning", reason, message)
+    p.condition("Running", "False", reason, message)
 
 
 def _waiting_on(p: _Pass, gate: Gate, more: str = "") -> None:

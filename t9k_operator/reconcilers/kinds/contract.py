@@ -237,6 +237,28 @@ def parse(model: type[J], job: Stored) -> tuple[J | None, str | None]:
         return None, f"invalid spec: {path}: {message}"
 
 
+START_TIMEOUT_ANNOTATION = "t9k.dev/pod-start-timeout-seconds"
+"""A job's own limit on how long one of its pods, once placed on a node, may
+take to start (whole seconds; 0: none), instead of the operator's
+``--pod-start-timeout``. An annotation, so that every kind has it with its
+API unchanged."""
+
+
+def start_timeout(meta: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """The job's :data:`START_TIMEOUT_ANNOTATION` (None when unset), or an error
+    naming it."""
+    value = (meta.get("annotations") or {}).get(START_TIMEOUT_ANNOTATION)
+    if value is None:
+        return None, None
+    text = str(value).strip()
+    if not text.isdigit():
+        return None, (
+            f"invalid spec: metadata.annotations[{START_TIMEOUT_ANNOTATION}]: "
+            f"must be a whole number of seconds (0: no limit), not {value!r}"
+        )
+    return float(int(text)), None
+
+
 def job_view(
     kind: str,
     meta: Mapping[str, Any],
@@ -249,6 +271,8 @@ def job_view(
     """A JobView (or the kind's extension of it, ``view``) from the job's
     metadata, plus the kind's fields; no roles when ``error`` says the spec
     cannot be run."""
+    timeout, annotation_error = start_timeout(meta)
+    error = error or annotation_error
     return view(
         kind=kind,
         namespace=meta["namespace"],
@@ -257,6 +281,7 @@ def job_view(
         generation=int(meta.get("generation") or 0),
         roles=() if error else roles,
         spec_error=error,
+        start_timeout=timeout,
         **fields,
     )
 

@@ -30,6 +30,46 @@ from t9k_operator.objects import Obj
 # Exit codes that ``restartPolicy: ExitCode`` treats as transient (seed 001).
 RESTARTABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
 
+# The reasons kubelet gives a container that waits as it should: its sandbox,
+# volumes and image being made ready, or an init container still to finish
+# (pkg/kubelet/kubelet_pods.go). Any other reason of a waiting container is
+# kubelet's word on why it cannot start: ErrImagePull, ImagePullBackOff,
+# InvalidImageName, ErrImageNeverPull (pkg/kubelet/images/types.go),
+# CreateContainerConfigError, CreateContainerError, the hook errors
+# (pkg/kubelet/kuberuntime), RunContainerError, CreatePodSandboxError
+# (pkg/kubelet/container/sync_result.go).
+STARTING_REASONS = frozenset({"", "ContainerCreating", "PodInitializing"})
+
+# Reasons no wait cures: the image reference cannot be parsed, or the pod may
+# not pull an image the node does not have. The user must change the pod.
+PERMANENT_REASONS = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+
+# How kubelet says that an env var's ConfigMap or Secret lacks the key it
+# names (pkg/kubelet/kubelet_pods.go, makeEnvironmentVariables): the object
+# exists, so no wait cures it. A missing object ("... not found") may yet be
+# created.
+MISSING_KEY = "couldn't find key"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A container of a placed pod that kubelet cannot start, and why."""
+
+    container: str
+    reason: str
+    message: str = ""
+
+    @property
+    def permanent(self) -> bool:
+        return self.reason in PERMANENT_REASONS or (
+            self.reason == "CreateContainerConfigError" and MISSING_KEY in self.message
+        )
+
+    def describe(self) -> str:
+        return f"container {self.container}: {self.reason}" + (
+            f": {self.message}" if self.message else ""
+        )
+
 
 @dataclass(frozen=True)
 class ReplicaState:
@@ -45,6 +85,10 @@ class ReplicaState:
     # The pod's own phase, when it differs from the replica's: a training
     # container that has ended in a pod that other containers keep Running.
     pod_phase: str = ""
+    node: str = ""  # the node the pod is placed on ("" until then)
+    placed_at: str = ""  # when the scheduler placed it (its PodScheduled condition)
+    waiting: Waiting | None = None  # a container kubelet cannot start (init containers first)
+    started: bool = False  # the training container has run (or is running)
 
     @property
     def ended(self) -> bool:
@@ -115,7 +159,7 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
                 phase == "Failed" and ended == "Succeeded" and not status.get("reason")
             ):
                 pod_phase, phase = phase, ended
-    unschedulable = ""
+    unschedulable = placed_at = ""
     for cond in status.get("conditions") or []:
         if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
             "PodScheduled",
@@ -123,7 +167,15 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
             "Unschedulable",
         ):
             unschedulable = str(cond.get("message") or "no node fits")
+        if (cond.get("type"), cond.get("status")) == ("PodScheduled", "True"):
+            placed_at = str(cond.get("lastTransitionTime") or "")
+    state = (chosen or {}).get("state") or {}
+    last = (chosen or {}).get("lastState") or {}
     return ReplicaState(
+        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        placed_at=placed_at,
+        waiting=_waiting(status),
+        started=any(k in s for s in (state, last) for k in ("running", "terminated")),
         unschedulable=unschedulable,
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
@@ -135,6 +187,20 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
         containers=views,
         pod_phase=pod_phase,
     )
+
+
+def _waiting(status: Obj) -> Waiting | None:
+    """The first container (init containers first, as kubelet starts them)
+    that waits for a reason other than starting as it should."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for c in status.get(key) or []:
+            waiting = (c.get("state") or {}).get("waiting")
+            if waiting is None:
+                continue
+            reason = str(waiting.get("reason") or "")
+            if reason not in STARTING_REASONS:
+                return Waiting(str(c.get("name", "")), reason, str(waiting.get("message") or ""))
+    return None
 
 
 def should_restart(policy: str, state: ReplicaState) -> bool:

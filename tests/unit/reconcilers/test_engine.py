@@ -25,7 +25,7 @@ from t9k_operator.reconcilers.integrations.tensorboard import (
 )
 from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
 from t9k_operator.reconcilers.kinds.contract import PodMode
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
+from t9k_operator.reconcilers.kinds.pods import ReplicaState, Waiting
 from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Override, Role
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -582,3 +582,121 @@ def test_a_held_job_creates_no_pods_and_says_why() -> None:
     init = get_condition(held.status, "Initialized")
     assert init is not None and init["reason"] == "GangSchedulerUnavailable"
     assert held.status["phase"] == "Pending"
+
+
+# -- pods that cannot start ---------------------------------------------------------------
+
+
+def stuck(
+    type_: str, i: int, reason: str, message: str = "", placed: datetime = T0
+) -> ReplicaState:
+    """A pod placed on node-1 at ``placed`` whose container kubelet cannot start."""
+    return pod(
+        type_,
+        i,
+        "Pending",
+        node="node-1",
+        placed_at=fmt_time(placed),
+        waiting=Waiting("pytorch", reason, message),
+    )
+
+
+def test_a_pod_that_cannot_start_is_named_in_the_running_condition_with_one_event() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 1)] = stuck("worker", 1, "ImagePullBackOff", 'Back-off pulling image "x:nope"')
+    p = step(j, pods)
+    running_cond = get_condition(p.status, "Running")
+    assert running_cond is not None
+    assert (p.status["phase"], running_cond["status"], running_cond["reason"]) == (
+        "Pending",
+        "False",
+        "ImagePullBackOff",
+    )
+    message = (
+        "Pod j-worker-1 cannot start: container pytorch: ImagePullBackOff: "
+        'Back-off pulling image "x:nope"'
+    )
+    assert running_cond["message"] == message
+    assert p.events == [("Warning", "ImagePullBackOff", message)]
+    assert p.finished is None
+    assert p.requeue_after == pytest.approx(600.0)  # the start timeout, from the placement
+    # Kubelet alternates ErrImagePull and ImagePullBackOff for one cause: no second Event.
+    pods[("worker", 1)] = stuck("worker", 1, "ErrImagePull", "manifest unknown")
+    again = step(replace(j, status=p.status), pods, T0 + timedelta(seconds=20))
+    assert again.events == []
+    assert get_condition(again.status, "Running")["reason"] == "ErrImagePull"  # type: ignore[index]
+
+
+def test_a_running_jobs_replacement_that_cannot_start_is_named_too() -> None:
+    j = job()
+    first = step(j, running(j))
+    assert first.status["phase"] == "Running"
+    pods = running(j)
+    pods[("worker", 0)] = stuck("worker", 0, "CreateContainerConfigError", 'secret "s" not found')
+    p = step(replace(j, status=first.status), pods)
+    c = get_condition(p.status, "Running")
+    assert p.status["phase"] == "Running"
+    assert c is not None and (c["status"], c["reason"]) == ("False", "CreateContainerConfigError")
+    assert "j-worker-0" in c["message"] and 'secret "s" not found' in c["message"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "fix"),
+    [
+        ("InvalidImageName", 'Failed to apply default image tag "Bad Image"', "fix the image of"),
+        ("ErrImageNeverPull", "image not present", "fix the image or imagePullPolicy of"),
+        (
+            "CreateContainerConfigError",
+            "couldn't find key TOKEN in Secret ns/creds",
+            "fix the env or envFrom (or add the key) of",
+        ),
+    ],
+)
+def test_a_cause_no_wait_cures_fails_the_job_at_once(reason: str, message: str, fix: str) -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 1)] = stuck("worker", 1, reason, message)
+    p = step(j, pods)
+    assert p.status["phase"] == "Failed"
+    assert p.finished is not None and p.finished.reason == "PodCannotStart"
+    assert p.finished.message == (
+        f"Pod j-worker-1 cannot start: container pytorch: {reason}: {message}; "
+        f"{fix} container pytorch in the worker replicas' template"
+    )
+
+
+def test_a_pod_that_has_not_started_by_its_start_timeout_fails_the_job() -> None:
+    j = job(start_timeout=120.0)
+    pods = running(j)
+    pods[("worker", 1)] = stuck("worker", 1, "ImagePullBackOff", "pull access denied")
+    early = step(j, pods, T0 + timedelta(seconds=100))
+    assert early.finished is None and early.requeue_after == pytest.approx(20.0)
+    p = step(j, pods, T0 + timedelta(seconds=120))
+    assert p.finished is not None and p.finished.reason == "PodCannotStart"
+    assert p.finished.message == (
+        "Pod j-worker-1 did not start within 120s of its placement on node node-1: "
+        "container pytorch: ImagePullBackOff: pull access denied"
+    )
+
+
+def test_a_pod_still_being_created_at_its_timeout_says_where_to_look() -> None:
+    j = job(start_timeout=60.0)
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Pending", node="node-2", placed_at=fmt_time(T0))
+    p = step(j, pods, T0 + timedelta(seconds=61))
+    assert p.finished is not None
+    assert p.finished.message == (
+        "Pod j-worker-0 did not start within 60s of its placement on node node-2: "
+        "its containers are still being created (kubectl describe pod j-worker-0)"
+    )
+
+
+def test_no_start_timeout_for_a_pod_not_yet_placed_or_with_the_limit_off() -> None:
+    pods = running(job())
+    pods[("worker", 0)] = pod("worker", 0, "Pending", unschedulable="0/4 nodes are available")
+    late = T0 + timedelta(days=1)
+    assert step(job(start_timeout=60.0), pods, late).finished is None
+    pods[("worker", 0)] = stuck("worker", 0, "ImagePullBackOff")
+    off = step(job(start_timeout=0.0), pods, late)
+    assert off.finished is None and off.requeue_after is None

@@ -132,3 +132,82 @@ def test_new_and_terminating_pods() -> None:
 )
 def test_should_restart(policy: str, phase: str, code: int | None, expected: bool) -> None:
     assert should_restart(policy, ReplicaState("p", "u", phase, exit_code=code)) is expected
+
+
+def waiting(name: str, reason: str, message: str = "") -> dict[str, Any]:
+    return {"name": name, "state": {"waiting": {"reason": reason, "message": message}}}
+
+
+PLACED = {
+    "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ]
+}
+
+
+def placed(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["spec"]["nodeName"] = "node-1"
+    return pod
+
+
+def test_a_container_that_cannot_start_is_named_with_kubelets_reason() -> None:
+    msg = 'Back-off pulling image "img:nope"'
+    pod = placed(
+        pod_with(
+            "Pending",
+            [waiting("aaa-log", "ContainerCreating"), waiting("pytorch", "ImagePullBackOff", msg)],
+            **PLACED,
+        )
+    )
+    s = replica_state(pod, ("pytorch",))
+    assert s.waiting is not None
+    assert (s.waiting.container, s.waiting.reason, s.waiting.message) == (
+        "pytorch",
+        "ImagePullBackOff",
+        msg,
+    )
+    assert not s.waiting.permanent
+    assert (s.node, s.placed_at, s.started) == ("node-1", "2026-01-01T00:00:00Z", False)
+
+
+def test_an_init_container_that_cannot_start_comes_first() -> None:
+    pod = pod_with(
+        "Pending",
+        [waiting("pytorch", "PodInitializing")],
+        initContainerStatuses=[waiting("fetch", "InvalidImageName", "couldn't parse image")],
+    )
+    s = replica_state(pod, ("pytorch",))
+    assert s.waiting is not None and (s.waiting.container, s.waiting.reason) == (
+        "fetch",
+        "InvalidImageName",
+    )
+    assert s.waiting.permanent
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "permanent"),
+    [
+        ("InvalidImageName", "", True),
+        ("ErrImageNeverPull", "", True),
+        ("CreateContainerConfigError", "couldn't find key TOKEN in Secret ns/creds", True),
+        ("CreateContainerConfigError", 'secret "creds" not found', False),
+        ("ErrImagePull", "", False),
+        ("ImagePullBackOff", "", False),
+        ("CreateContainerError", "", False),
+    ],
+)
+def test_which_causes_no_wait_cures(reason: str, message: str, permanent: bool) -> None:
+    s = replica_state(pod_with("Pending", [waiting("pytorch", reason, message)]), ("pytorch",))
+    assert s.waiting is not None and s.waiting.permanent is permanent
+
+
+def test_containers_starting_as_they_should_are_not_waiting() -> None:
+    pod = pod_with("Pending", [waiting("pytorch", "ContainerCreating"), waiting("b", "")])
+    assert replica_state(pod, ("pytorch",)).waiting is None
+
+
+def test_a_training_container_that_ran_has_started() -> None:
+    restarted = {**waiting("pytorch", "CrashLoopBackOff"), "lastState": terminated("x", 1)["state"]}
+    assert replica_state(pod_with("Running", [running("pytorch")]), ("pytorch",)).started
+    assert replica_state(pod_with("Running", [restarted]), ("pytorch",)).started
+    assert not replica_state(pod_with("Pending", []), ("pytorch",)).started

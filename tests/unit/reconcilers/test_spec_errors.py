@@ -43,3 +43,18 @@ def test_fields_not_acted_on_are_found_where_set() -> None:
     paths = ("spec.scheduler", "spec.tensorboardSpec", "spec.replicaSpecs[].scalingWeight")
     assert present_fields(job, paths) == ["spec.scheduler", "spec.replicaSpecs[].scalingWeight"]
     assert present_fields({"spec": {"replicaSpecs": "x"}}, paths) == []
+
+
+def test_a_start_timeout_annotation_that_is_not_whole_seconds_names_the_annotation() -> None:
+    from t9k_operator.reconcilers.kinds.contract import START_TIMEOUT_ANNOTATION, job_view
+
+    meta = {"name": "a", "namespace": "n", "uid": "u"}
+    good = job_view("K", {**meta, "annotations": {START_TIMEOUT_ANNOTATION: "900"}}, ())
+    assert (good.start_timeout, good.spec_error) == (900.0, None)
+    assert job_view("K", meta, ()).start_timeout is None  # the operator's, then
+    bad = job_view("K", {**meta, "annotations": {START_TIMEOUT_ANNOTATION: "10m"}}, ())
+    assert bad.spec_error == (
+        "invalid spec: metadata.annotations[t9k.dev/pod-start-timeout-seconds]: "
+        "must be a whole number of seconds (0: no limit), not '10m'"
+    )
+    assert bad.roles == ()  # nothing is run from it: the job fails, naming the annotation
