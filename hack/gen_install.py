@@ -59,6 +59,7 @@ VALUE_FLAGS = {
     "--kube-api-burst": ("kubeAPI.burst", int),
     "--log-level": ("logLevel", str),
     "--pod-start-timeout": ("podStartTimeout", int),
+    "--disruption-limit": ("disruptionLimit", int),
 }
 # Flags the chart passes as the manifests do (ports and probes are fixed).
 FIXED_FLAGS = (
@@ -409,6 +410,11 @@ VALUES_NOTES = {
     "concurrentReconciles": "workers per job kind",
     "kubeAPI": "client-side rate limit (docs/benchmarks.md)",
     "logLevel": "debug, info, warning or error",
+    "disruptionLimit": (
+        "evictions, preemptions and lost nodes a job's replicas may suffer, each\n"
+        "# recreated without counting against backoffLimit, before the job fails\n"
+        "# (0: no limit; docs/kinds.md)"
+    ),
     "podStartTimeout": (
         "seconds a job's pod placed on a node may take to start before the job\n"
         "# fails (0: no limit; a job may set the annotation\n"

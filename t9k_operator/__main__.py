@@ -22,7 +22,7 @@ from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
-from t9k_operator.reconcilers.engine import DEFAULT_START_TIMEOUT
+from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations import registry as integrations
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.runtime import logging as oplogging
@@ -130,6 +130,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "with the annotation t9k.dev/pod-start-timeout-seconds)"
         ),
     )
+    p.add_argument(
+        "--disruption-limit",
+        type=int,
+        default=DEFAULT_DISRUPTION_LIMIT,
+        help=(
+            "disruptions (evictions, preemptions, lost nodes) a job's replicas may suffer, "
+            "each recreated without counting against backoffLimit, before the job fails "
+            f"(default {DEFAULT_DISRUPTION_LIMIT}; 0: no limit)"
+        ),
+    )
     integrations.add_flags(p)
     p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
     p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
@@ -145,6 +155,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("leader election needs retry-period < renew-deadline < lease-duration")
     if args.pod_start_timeout < 0:
         p.error("--pod-start-timeout must be 0 (no limit) or more")
+    if args.disruption_limit < 0:
+        p.error("--disruption-limit must be 0 (no limit) or more")
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
         p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
     problem = integrations.check_flags(args)
@@ -234,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         client,
         options,
         functools.partial(
-            build_controllers, integrations=enabled, pod_start_timeout=args.pod_start_timeout
+            build_controllers,
+            integrations=enabled,
+            pod_start_timeout=args.pod_start_timeout,
+            disruption_limit=args.disruption_limit,
         ),
         election_client=election_client,
         events_client=events_client,

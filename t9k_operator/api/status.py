@@ -176,11 +176,19 @@ class JobStatus(T9kModel):
         default=0,
         description="Replica recreations so far, counted against spec.runPolicy.backoffLimit.",
     )
+    disruption_count: int = Field(
+        default=0,
+        description=(
+            "Replicas recreated after a disruption (evicted, preempted, their node lost), "
+            "not counted against spec.runPolicy.backoffLimit; past the operator's "
+            "--disruption-limit the job fails."
+        ),
+    )
     counted_failures: list[str] = Field(
         default=[],
         description=(
-            "Operator bookkeeping: UIDs of failed pods already counted in restartCount, "
-            "so that a restart is counted exactly once."
+            "Operator bookkeeping: UIDs of failed pods already counted in restartCount "
+            "or disruptionCount, so that each is counted exactly once."
         ),
     )
     ready_replicas: int = Field(default=0, description="Replicas running and ready.")

@@ -14,7 +14,7 @@ from typing import Any
 
 from t9k_operator.reconcilers.apply.job import JobReconciler
 from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
-from t9k_operator.reconcilers.engine import DEFAULT_START_TIMEOUT
+from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.runtime.controller import Controller, ControllerContext
@@ -27,11 +27,15 @@ def build_controllers(
     ctx: ControllerContext,
     integrations: Sequence[Integration[Any]] = (),
     pod_start_timeout: float = DEFAULT_START_TIMEOUT,
+    disruption_limit: int = DEFAULT_DISRUPTION_LIMIT,
 ) -> list[Controller]:
-    """One controller per job kind, all with ``integrations`` and the start
-    timeout of a job that sets none, and the TensorBoard's."""
+    """One controller per job kind, all with ``integrations``, the start
+    timeout of a job that sets none and the disruption limit, and the
+    TensorBoard's."""
     jobs = [
-        JobReconciler(kind, ctx, tuple(integrations), pod_start_timeout).controller
+        JobReconciler(
+            kind, ctx, tuple(integrations), pod_start_timeout, disruption_limit
+        ).controller
         for kind in KINDS
     ]
     return [*jobs, TensorBoardReconciler(ctx).controller]

@@ -123,6 +123,7 @@ class Kubelet:
         ready: bool,
         reason: str | None = None,
         message: str | None = None,
+        extra: tuple[dict[str, Any], ...] = (),
     ) -> dict[str, Any]:
         meta, old = pod["metadata"], pod.get("status") or {}
         now = _now()
@@ -130,6 +131,7 @@ class Kubelet:
         host_ip = self._host_ip(pod["spec"]["nodeName"])
         ip = pod_ip(meta["uid"])
         kept = [c for t, c in was.items() if t not in (*KUBELET_CONDITIONS, "PodScheduled")]
+        kept = [c for c in kept if c["type"] not in {e["type"] for e in extra}] + list(extra)
 
         def condition(type_: str, true: bool, why: str | None = None) -> dict[str, Any]:
             """A kubelet-owned condition; its time moves only when its status does."""
@@ -287,13 +289,24 @@ class Kubelet:
 
     def evict(self, namespace: str, name: str) -> dict[str, Any]:
         """Failed without an exit code of the training's own, as when the node
-        evicts the pod: every container killed (137)."""
+        evicts the pod under resource pressure: every container killed (137),
+        the pod's reason ``Evicted``, and first the condition
+        ``DisruptionTarget`` (reason ``TerminationByKubelet``) that kubelet's
+        eviction manager adds with the same message
+        (pkg/kubelet/eviction/eviction_manager.go, evictPod)."""
         pod = self._bound(namespace, name)
+        message = (
+            "The node was low on resource: memory. Threshold quantity: 100Mi, available: 52Mi."
+        )
+        disruption = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "TerminationByKubelet",
+            "message": message,
+            "lastTransitionTime": _now(),
+        }
         started = (pod.get("status") or {}).get("startTime") or _now()
-        statuses = [
-            self._ended(c, 137, started, reason="ContainerStatusUnknown")
-            for c in pod["spec"]["containers"]
-        ]
+        statuses = [self._ended(c, 137, started, reason="Error") for c in pod["spec"]["containers"]]
         inits = self._init_statuses(pod, started, sidecars_run=False)
         return self._write(
             pod,
@@ -302,5 +315,6 @@ class Kubelet:
             inits,
             ready=False,
             reason="Evicted",
-            message="The node was low on resource: memory.",
+            message=message,
+            extra=(disruption,),
         )

@@ -105,10 +105,12 @@ class JobReconciler:
         ctx: ControllerContext,
         integrations: tuple[Integration[Any], ...] = (),
         pod_start_timeout: float = engine.DEFAULT_START_TIMEOUT,
+        disruption_limit: int = engine.DEFAULT_DISRUPTION_LIMIT,
     ) -> None:
         self.kind = kind
         self.integrations = integrations
         self.pod_start_timeout = pod_start_timeout  # for a job that sets none
+        self.disruption_limit = disruption_limit
         self.resource = resource_of(kind.crd)
         self.client, self.recorder, self.clock = ctx.client, ctx.recorder, ctx.clock
         self.jobs = ctx.informers.informer(self.resource)
@@ -171,8 +173,13 @@ class JobReconciler:
         if parsed.job is not None:
             found = JobInput(self.kind, job, parsed.job, view, now)
             view, seen = planning.observe(self.integrations, found, self.caches)
-        if view.start_timeout is None:
-            view = replace(view, start_timeout=self.pod_start_timeout)
+        view = replace(
+            view,
+            disruption_limit=self.disruption_limit,
+            start_timeout=(
+                self.pod_start_timeout if view.start_timeout is None else view.start_timeout
+            ),
+        )
         seen, retry = self._prepare(seen, view, job["metadata"]["uid"], rlog)
         states = self._replicas(job["metadata"]["uid"])
         p = _Pass(key, job, replace(parsed, view=view), seen, states, now)

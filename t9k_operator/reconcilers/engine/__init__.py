@@ -15,6 +15,7 @@ from t9k_operator.reconcilers.engine.conditions import (
 )
 from t9k_operator.reconcilers.engine.rules import (
     CREATE_BATCH,
+    DEFAULT_DISRUPTION_LIMIT,
     DEFAULT_START_TIMEOUT,
     Plan,
     Pods,
@@ -24,6 +25,7 @@ from t9k_operator.reconcilers.engine.rules import (
 
 __all__ = [
     "CREATE_BATCH",
+    "DEFAULT_DISRUPTION_LIMIT",
     "DEFAULT_START_TIMEOUT",
     "TERMINAL",
     "Plan",

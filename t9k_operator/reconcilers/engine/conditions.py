@@ -31,6 +31,8 @@ class Reason(StrEnum):
     SUCCEEDED = "Succeeded"
     INVALID_SPEC = "InvalidSpec"
     POD_CANNOT_START = "PodCannotStart"
+    DISRUPTED = "Disrupted"
+    TOO_MANY_DISRUPTIONS = "TooManyDisruptions"
 
 
 # -- time helpers -------------------------------------------------------------------

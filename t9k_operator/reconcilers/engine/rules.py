@@ -25,6 +25,11 @@ Rules, in order of precedence:
    pod's uid goes into ``status.countedFailures`` in the same status write
    that raises ``restartCount``, so a crash between the write and the delete
    neither loses nor double-counts it. At the limit nothing is recreated.
+   A replica whose pod was disrupted (its ``DisruptionTarget`` condition:
+   evicted, preempted, its node lost) is no failure of the training: it is
+   recreated whatever the policy, counted in ``disruptionCount`` instead
+   (the same once-only bookkeeping), with an Event; past the job's
+   ``disruption_limit`` the job fails, ``TooManyDisruptions``.
 6. **Pods that cannot start**: a pod placed on a node whose container
    kubelet cannot start (its waiting reason: ImagePullBackOff, a missing
    Secret, ...) is named in the Running condition, with one Event. A cause no
@@ -70,6 +75,10 @@ from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Ro
 DEFAULT_START_TIMEOUT = 600.0
 """Seconds a placed pod may take to start when neither the job nor the
 operator says otherwise (``--pod-start-timeout``)."""
+
+DEFAULT_DISRUPTION_LIMIT = 10
+"""Disruptions a job's replicas may suffer before it fails, unless the
+operator says otherwise (``--disruption-limit``)."""
 
 CREATE_BATCH = 256
 """At most this many pods are planned for creation in one pass (the next pass
@@ -147,6 +156,8 @@ class _Pass:
         }
         if self.prev.get("completionTime"):
             self.status["completionTime"] = self.prev["completionTime"]
+        if self.prev.get("disruptionCount"):
+            self.status["disruptionCount"] = int(self.prev["disruptionCount"])
         self.out.status = self.status
         self.conds: list[Obj] = self.status["conditions"]
         self.desired = _Desired({r.type: r.replicas for r in job.roles})
@@ -312,7 +323,12 @@ def _restart_or_fail(p: _Pass) -> None:
     counted = set(p.counted)
     for (type_, index), state in sorted(p.pods.items()):
         role = roles.get(type_)
-        if role is None or index >= role.replicas or state.terminating or not state.ended:
+        if role is None or index >= role.replicas:
+            continue
+        if state.disruption and (state.terminating or state.phase == "Failed"):
+            _disrupted(p, state, counted)
+            continue
+        if state.terminating or not state.ended:
             continue
         if not should_restart(role.restart_policy, state):
             if state.phase == "Failed":
@@ -391,6 +407,37 @@ def _cannot_start(p: _Pass) -> None:
             f"on node {state.node}: {why}"
         )
         p.failures.append((state, Reason.POD_CANNOT_START, message))
+
+
+def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> None:
+    """A replica whose pod was disrupted is recreated (once its pod is gone)
+    without counting against backoffLimit; past the disruption limit the job fails."""
+    if state.uid in counted:
+        if not state.terminating:
+            p.out.delete.append(state)  # counted before a crash; finish the recreation
+        return
+    why = state.disruption + (f": {state.disruption_message}" if state.disruption_message else "")
+    where = f" on node {state.node}" if state.node else ""
+    done = int(p.status.get("disruptionCount") or 0)
+    limit = p.job.disruption_limit
+    if limit and done >= limit:
+        message = (
+            f"Pod {state.name} was disrupted{where} ({why}); the job's replicas have been "
+            f"disrupted {done} times, its limit"
+        )
+        p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
+        return
+    p.status["disruptionCount"] = done + 1
+    p.counted.append(state.uid)
+    counted.add(state.uid)
+    if not state.terminating:
+        p.out.delete.append(state)
+    p.event(
+        "Warning",
+        Reason.DISRUPTED,
+        f"Pod {state.name} was disrupted{where} ({why}): it is recreated, not counted "
+        f"against backoffLimit (disruption {done + 1}" + (f" of {limit})" if limit else ")"),
+    )
 
 
 def _outcome(p: _Pass) -> None:

@@ -51,6 +51,15 @@ PERMANENT_REASONS = frozenset({"InvalidImageName", "ErrImageNeverPull"})
 MISSING_KEY = "couldn't find key"
 
 
+# Why a pod was disrupted: the reason of its DisruptionTarget condition, which
+# the component that ends it writes first (PreemptionByScheduler,
+# DeletionByTaintManager, EvictionByEvictionAPI, DeletionByPodGC,
+# TerminationByKubelet: k8s.io/api/core/v1, "pod disruption conditions"), or
+# for a kubelet that writes none, the pod's own reason when its node evicted
+# (Evicted) or preempted (Preempting) it.
+DISRUPTED_POD_REASONS = frozenset({"Evicted", "Preempting"})
+
+
 @dataclass(frozen=True)
 class Waiting:
     """A container of a placed pod that kubelet cannot start, and why."""
@@ -89,6 +98,8 @@ class ReplicaState:
     placed_at: str = ""  # when the scheduler placed it (its PodScheduled condition)
     waiting: Waiting | None = None  # a container kubelet cannot start (init containers first)
     started: bool = False  # the training container has run (or is running)
+    disruption: str = ""  # why the pod was disrupted ("" when it was not): a reason
+    disruption_message: str = ""
 
     @property
     def ended(self) -> bool:
@@ -159,8 +170,13 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
                 phase == "Failed" and ended == "Succeeded" and not status.get("reason")
             ):
                 pod_phase, phase = phase, ended
-    unschedulable = placed_at = ""
+    unschedulable = placed_at = disruption = disruption_message = ""
+    if status.get("reason") in DISRUPTED_POD_REASONS:
+        disruption, disruption_message = str(status["reason"]), message
     for cond in status.get("conditions") or []:
+        if (cond.get("type"), cond.get("status")) == ("DisruptionTarget", "True"):
+            disruption = str(cond.get("reason") or "DisruptionTarget")
+            disruption_message = str(cond.get("message") or "")
         if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
             "PodScheduled",
             "False",
@@ -176,6 +192,8 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
         placed_at=placed_at,
         waiting=_waiting(status),
         started=any(k in s for s in (state, last) for k in ("running", "terminated")),
+        disruption=disruption,
+        disruption_message=disruption_message,
         unschedulable=unschedulable,
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),

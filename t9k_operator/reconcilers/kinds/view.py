@@ -97,6 +97,10 @@ class JobView:
     spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
     gang: GangRequest = NO_GANG  # what the job asks of a (gang) scheduler and a queue
     gates: tuple[Gate, ...] = ()  # what holds the job back, from its integrations and the apply
+    disruption_limit: int = 10  # engine.DEFAULT_DISRUPTION_LIMIT
+    """Disruptions (evictions, preemptions, lost nodes) the job's replicas may
+    suffer, each recreated without counting against ``backoff_limit``, before
+    the job fails (the operator's ``--disruption-limit``; 0: no limit)."""
     start_timeout: float | None = None
     """Seconds a pod placed on a node may take to start its containers before
     the job fails (the job's annotation ``t9k.dev/pod-start-timeout-seconds``;

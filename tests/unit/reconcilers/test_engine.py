@@ -700,3 +700,77 @@ def test_no_start_timeout_for_a_pod_not_yet_placed_or_with_the_limit_off() -> No
     pods[("worker", 0)] = stuck("worker", 0, "ImagePullBackOff")
     off = step(job(start_timeout=0.0), pods, late)
     assert off.finished is None and off.requeue_after is None
+
+
+# -- disruptions ---------------------------------------------------------------------------
+
+
+def evicted(type_: str, i: int, terminating: bool = False) -> ReplicaState:
+    return pod(
+        type_,
+        i,
+        "Running" if terminating else "Failed",
+        code=None if terminating else 137,
+        terminating=terminating,
+        node="node-3",
+        disruption="TerminationByKubelet",
+        disruption_message="The node was low on resource: memory.",
+    )
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "ExitCode", "Always"])
+def test_a_disrupted_replica_is_recreated_uncounted_whatever_its_policy(policy: str) -> None:
+    j = job(roles=(Role("master", 1, policy), Role("worker", 2, policy)))
+    pods = running(j)
+    pods[("worker", 1)] = evicted("worker", 1)
+    p = step(j, pods)
+    assert p.finished is None
+    assert deleted(p) == ["j-worker-1"]
+    assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
+    assert p.status["countedFailures"] == ["uid-worker-1-Failed"]
+    assert p.events == [
+        (
+            "Warning",
+            "Disrupted",
+            "Pod j-worker-1 was disrupted on node node-3 (TerminationByKubelet: The node was "
+            "low on resource: memory.): it is recreated, not counted against backoffLimit "
+            "(disruption 1 of 10)",
+        )
+    ]
+    # After a crash between the status write and the delete: deleted, not counted again.
+    again = step(replace(j, status=p.status), pods)
+    assert deleted(again) == ["j-worker-1"] and again.status["disruptionCount"] == 1
+    assert again.events == []
+
+
+def test_a_pod_being_evicted_is_counted_once_and_left_to_go() -> None:
+    j = job()
+    pods = running(j)
+    pods[("master", 0)] = evicted("master", 0, terminating=True)
+    p = step(j, pods)
+    assert deleted(p) == [] and p.status["disruptionCount"] == 1
+    assert [e[1] for e in p.events] == ["Disrupted"]
+    gone = {k: v for k, v in pods.items() if k != ("master", 0)}
+    after = step(replace(j, status=p.status), gone)
+    assert [(t, i) for t, i, _ in after.create] == [("master", 0)]
+    assert after.status["disruptionCount"] == 1 and after.status["restartCount"] == 0
+
+
+def test_past_the_disruption_limit_the_job_fails() -> None:
+    j = job(disruption_limit=2, status={"phase": "Running", "disruptionCount": 2})
+    pods = running(j)
+    pods[("worker", 0)] = evicted("worker", 0)
+    p = step(j, pods)
+    assert p.finished is not None and p.finished.reason == "TooManyDisruptions"
+    assert p.finished.message == (
+        "Pod j-worker-0 was disrupted on node node-3 (TerminationByKubelet: The node was low "
+        "on resource: memory.); the job's replicas have been disrupted 2 times, its limit"
+    )
+
+
+def test_an_ordinary_failure_still_counts_against_backoff_limit() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 137)
+    p = step(j, pods)
+    assert (p.status["restartCount"], p.status.get("disruptionCount")) == (1, None)

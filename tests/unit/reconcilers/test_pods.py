@@ -211,3 +211,26 @@ def test_a_training_container_that_ran_has_started() -> None:
     assert replica_state(pod_with("Running", [running("pytorch")]), ("pytorch",)).started
     assert replica_state(pod_with("Running", [restarted]), ("pytorch",)).started
     assert not replica_state(pod_with("Pending", []), ("pytorch",)).started
+
+
+def test_a_disrupted_pod_says_why_from_its_disruption_target_condition() -> None:
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting",
+    }
+    s = replica_state(pod_with("Running", [running("pytorch")], conditions=[condition]))
+    assert (s.disruption, s.disruption_message) == (
+        "EvictionByEvictionAPI",
+        "Eviction API: evicting",
+    )
+
+
+def test_a_pod_its_kubelet_evicted_without_the_condition_is_disrupted_too() -> None:
+    evicted = pod_with(
+        "Failed", [terminated("pytorch", 137)], reason="Evicted", message="low on memory"
+    )
+    s = replica_state(evicted, ("pytorch",))
+    assert (s.disruption, s.disruption_message) == ("Evicted", "low on memory")
+    assert replica_state(pod_with("Failed", [terminated("pytorch", 1)])).disruption == ""
