@@ -384,7 +384,7 @@ def chart_values(deployment: dict[str, Any]) -> tuple[dict[str, Any], str]:
         "nodeSelector": {},
         "tolerations": [],
         "crds": {"install": True},
-        "priorityClasses": {"install": True},
+        "priorityClasses": {"install": True, "preemptionPolicy": "PreemptLowerPriority"},
         "metrics": {"service": {"enabled": True}},
         "serviceMonitor": {"enabled": False, "interval": "30s", "labels": {}},
         "prometheusRule": {"enabled": False, "labels": {}},
@@ -424,7 +424,10 @@ VALUES_NOTES = {
         "more flags, e.g. [--gang-scheduler=volcano] or [--kueue]\n# (README: Running the operator)"
     ),
     "crds": "the CRDs are templates: upgraded by `helm upgrade`, kept by `helm uninstall`",
-    "priorityClasses": "t9k-priority-0..100, behind spec.scheduler.t9kScheduler.priority",
+    "priorityClasses": (
+        "t9k-priority-0..100, behind spec.scheduler.t9kScheduler.priority;\n"
+        "# preemptionPolicy Never: priority orders waiting jobs, never evicts"
+    ),
     "metrics": "the t9k-operator-metrics Service in front of /metrics",
     "serviceMonitor": (
         "needs Prometheus Operator's CRDs; labels: what its serviceMonitorSelector\n# wants"
@@ -754,7 +757,11 @@ def chart_files(objs: list[dict[str, Any]]) -> dict[Path, str]:
     out[t / "leader-election-role.yaml"] = head + "---\n".join(
         _template(o, ".Values.leaderElection.enabled") for o in leader
     )
-    priority = [o for o in objs if o["kind"] == "PriorityClass"]
+    priority = [
+        {**o, "preemptionPolicy": "@@=.Values.priorityClasses.preemptionPolicy@@"}
+        for o in objs
+        if o["kind"] == "PriorityClass"
+    ]
     out[t / "priority-classes.yaml"] = head + "---\n".join(
         _template(o, ".Values.priorityClasses.install") for o in priority
     )

@@ -16,8 +16,11 @@ Two backends, chosen by the operator's ``--gang-scheduler`` flag:
 
 The group is named after the job and owned by it. A T9k job's integer
 ``priority`` becomes the PriorityClass ``t9k-priority-<n>`` (installed with
-the operator, one per level 0..100, ``preemptionPolicy: Never``: priority
-orders waiting jobs, it never evicts running ones).
+the operator, one per level 0..100, ``preemptionPolicy:
+PreemptLowerPriority``: as the T9k docs say, a job of higher priority may
+evict pods of lower priority to get room, and waiting jobs are ordered by it;
+the Helm value ``priorityClasses.preemptionPolicy: Never`` keeps the order
+and drops the eviction).
 
 Pure functions, like every builder.
 """
@@ -186,14 +189,15 @@ def priority_classes() -> list[Obj]:
                 "labels": {"app.kubernetes.io/part-of": OPERATOR},
             },
             "value": level,
-            "preemptionPolicy": "Never",
+            "preemptionPolicy": "PreemptLowerPriority",
             # No `globalDefault: false`: the API server does not store a false
             # globalDefault, so a second field manager applying the same
             # manifest (Helm after kubectl, a test beside an install) would
             # meet a server-side apply conflict on it. Absent means false.
             "description": (
                 f"T9k job priority {level} (spec.scheduler.t9kScheduler.priority): orders "
-                "waiting jobs of a queue, higher first; never preempts running pods."
+                "waiting jobs of a queue, higher first, and lets a job's pods preempt pods "
+                "of lower priority to get room (see preemptionPolicy)."
             ),
         }
         for level in range(MAX_PRIORITY + 1)

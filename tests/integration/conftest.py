@@ -156,6 +156,12 @@ def crds_installed(cluster: Cluster) -> None:
 
 
 @pytest.fixture(scope="session")
+def priority_classes(cluster: Cluster) -> None:
+    """The PriorityClasses behind the T9k priorities, as the install applies them."""
+    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "scheduling"))
+
+
+@pytest.fixture(scope="session")
 def operator_kubeconfig(
     cluster: Cluster,
     admin: KubeClient,

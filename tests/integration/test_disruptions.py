@@ -4,14 +4,17 @@ drain`` does) is recreated without counting against ``backoffLimit``,
 whatever its restart policy, with an Event, and counted in
 ``status.disruptionCount``.
 
-The Eviction API is the real API server's: it writes the pod's
-``DisruptionTarget`` condition before deleting it, and KWOK keeps the pod
-Terminating for its stop duration as a kubelet would. A node-pressure
+The Eviction API is the real API server's and preemption the real
+kube-scheduler's: each writes the pod's ``DisruptionTarget`` condition before
+deleting it, and KWOK keeps the pod Terminating for its stop duration as a
+kubelet would. A node-pressure
 eviction is written by the stand-in kubelet as kubelet's eviction manager
 writes it (tests/integration/kubelet.py ``evict``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -20,6 +23,7 @@ from t9k_operator.resources import PODS
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, pytorch_job, run_all
 from tests.integration.kubelet import Kubelet
+from tests.integration.test_gang_schedulers import gpus_in_use
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -71,3 +75,52 @@ def test_a_pod_evicted_through_the_eviction_api_is_recorded_and_recreated(
     wait_for(lambda: jobs.status("dr").get("phase") == "Running", 30, "the job running again")
     status = jobs.status("dr")
     assert (status["restartCount"], status["disruptionCount"]) == (0, 1)
+
+
+def gpu_job(name: str, workers: int, priority: int) -> dict[str, Any]:
+    """A job of ``workers`` pods of 8 GPUs each (a whole KWOK node) that run
+    until deleted, at the T9k priority ``priority``."""
+    body = pytorch_job(
+        name,
+        [("worker", workers, "Never")],
+        manual=False,
+        annotations={"kwok.t9k.dev/run-duration": "600s"},
+    )
+    template = body["spec"]["replicaSpecs"][0]["template"]["spec"]
+    template["priorityClassName"] = f"t9k-priority-{priority}"
+    gpus = {"nvidia.com/gpu": "8"}
+    template["containers"][0]["resources"] = {"limits": gpus, "requests": gpus}
+    return body
+
+
+def bound(jobs: Jobs, name: str) -> int:
+    return sum(1 for p in jobs.pods(name).values() if p["spec"].get("nodeName"))
+
+
+@pytest.mark.usefixtures("priority_classes")
+def test_a_replica_preempted_by_a_higher_priority_job_is_recreated_uncounted(
+    jobs: Jobs, admin: KubeClient
+) -> None:
+    """The shipped classes let a job of higher priority preempt lower ones, as the
+    T9k docs promise; the preempted job loses no backoffLimit to it and says why."""
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
+    jobs.create(gpu_job("low", 4, 10))  # all 32 GPUs of the cluster
+    jobs.wait_phase("low", "Running", 60)
+    jobs.create(gpu_job("high", 2, 90))
+    wait_for(lambda: bound(jobs, "high") == 2, 60, "the high-priority job placed by preemption")
+    disrupted = wait_for(
+        lambda: (
+            (seen := [m for _, r, m in jobs.events("low") if r == "Disrupted"])
+            and len(seen) == 2
+            and seen
+        ),
+        30,
+        "both preempted replicas of the low job recorded",
+    )
+    assert all("(PreemptionByScheduler" in m for m in disrupted), disrupted
+    status = jobs.status("low")
+    assert status["phase"] != "Failed"  # restartPolicy Never, yet no failure
+    assert (status["restartCount"], status["disruptionCount"]) == (0, 2)
+    # The two replicas are created again, and wait for room.
+    wait_for(lambda: len(jobs.pods("low")) == 4, 30, "the preempted replicas recreated")
+    assert bound(jobs, "low") == 2

@@ -28,7 +28,7 @@ import pytest
 from t9k_operator.builders import gang
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.resources import NAMESPACES
-from tests.integration.cluster import ROOT, Cluster, create_namespace, delete_quietly, wait_for
+from tests.integration.cluster import create_namespace, delete_quietly, wait_for
 from tests.integration.jobs import Jobs, finish
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -440,9 +440,3 @@ def test_a_restarted_replica_rejoins_its_running_gang(
 
 def _backend_of(pod: dict[str, Any]) -> str:
     return "volcano" if pod["spec"]["schedulerName"] == "volcano" else "coscheduling"
-
-
-@pytest.fixture(scope="session")
-def priority_classes(cluster: Cluster) -> None:
-    """The PriorityClasses behind the T9k priorities, as the install applies them."""
-    cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "scheduling"))
