@@ -78,6 +78,30 @@ class ReplicaStatus(T9kModel):
     )
 
 
+class RestartRecord(T9kModel):
+    """One replica the operator recreated: why, where, and whether it counted."""
+
+    time: str = Field(description="When the operator decided to recreate it (RFC 3339).")
+    replica: str = Field(description="Name of the pod that ended.")
+    exit_code: int | None = Field(
+        default=None, description="Exit code of its training container, when it had one."
+    )
+    reason: str = Field(
+        default="",
+        description=(
+            "Why it ended: kubelet's reason (Error, OOMKilled, ...) or the disruption "
+            "(EvictionByEvictionAPI, PreemptionByScheduler, TerminationByKubelet, ...)."
+        ),
+    )
+    node: str = Field(default="", description="The node it ran on.")
+    counted: bool = Field(
+        description=(
+            "Whether it counted against spec.runPolicy.backoffLimit (a failure) or not "
+            "(a disruption, counted in disruptionCount)."
+        )
+    )
+
+
 class TaskStatus(T9kModel):
     """The replicas of one replica type."""
 
@@ -182,6 +206,15 @@ class JobStatus(T9kModel):
             "Replicas recreated after a disruption (evicted, preempted, their node lost), "
             "not counted against spec.runPolicy.backoffLimit; past the operator's "
             "--disruption-limit the job fails."
+        ),
+    )
+    restarts: list[RestartRecord] = Field(
+        default=[],
+        max_length=10,
+        description=(
+            "The last 10 replicas the operator recreated, oldest first: when, which, why, "
+            "on which node, and whether it counted against backoffLimit. Kept after the job "
+            "has finished."
         ),
     )
     counted_failures: list[str] = Field(

@@ -40,6 +40,7 @@ def test_a_replica_its_kubelet_evicted_is_recreated_uncounted_even_under_never(
     pods = jobs.wait_pods("ev", ["ev-master-0", "ev-worker-0"])
     run_all(kubelet, jobs, "ev", list(pods))
     old = pods["ev-worker-0"]["metadata"]["uid"]
+    node = jobs.pods("ev")["ev-worker-0"]["spec"]["nodeName"]  # bound by now: it ran
     kubelet.evict(jobs.namespace, "ev-worker-0")
     jobs.wait_new_pod("ev", "ev-worker-0", old, 20)
     status = jobs.status("ev")
@@ -49,6 +50,10 @@ def test_a_replica_its_kubelet_evicted_is_recreated_uncounted_even_under_never(
     assert message.startswith("Pod ev-worker-0 was disrupted on node ")
     assert "(TerminationByKubelet: The node was low on resource: memory." in message
     assert message.endswith("not counted against backoffLimit (disruption 1 of 10)")
+    (record,) = jobs.status("ev")["restarts"]
+    assert record["replica"] == "ev-worker-0" and record["counted"] is False
+    assert (record["exitCode"], record["reason"]) == (137, "TerminationByKubelet")
+    assert record["node"] == node
 
 
 def test_a_pod_evicted_through_the_eviction_api_is_recorded_and_recreated(

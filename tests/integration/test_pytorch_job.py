@@ -72,6 +72,7 @@ def test_on_failure_recreates_the_pod_and_counts_the_restart(jobs: Jobs, kubelet
     pods = jobs.wait_pods("onf", ["onf-master-0", "onf-worker-0"])
     run_all(kubelet, jobs, "onf", list(pods))
     old = pods["onf-worker-0"]["metadata"]["uid"]
+    node = jobs.pods("onf")["onf-worker-0"]["spec"]["nodeName"]  # bound by now: it ran
     kubelet.fail(jobs.namespace, "onf-worker-0", exit_code=1)
     jobs.wait_new_pod("onf", "onf-worker-0", old)
     wait_for(lambda: jobs.status("onf").get("restartCount") == 1, 10, "restartCount 1")
@@ -81,7 +82,15 @@ def test_on_failure_recreates_the_pod_and_counts_the_restart(jobs: Jobs, kubelet
     assert tasks == {"master": 0, "worker": 1}
     kubelet.run(jobs.namespace, "onf-worker-0")
     kubelet.succeed(jobs.namespace, "onf-master-0")
-    jobs.wait_phase("onf", "Succeeded")
+    done = jobs.wait_phase("onf", "Succeeded")
+    # The record of the restart outlives the job's run.
+    (record,) = done["restarts"]
+    assert {k: record[k] for k in ("replica", "exitCode", "counted")} == {
+        "replica": "onf-worker-0",
+        "exitCode": 1,
+        "counted": True,
+    }
+    assert record["node"] == node
 
 
 def test_never_fails_the_job_at_once_with_the_reason(jobs: Jobs, kubelet: Kubelet) -> None:

@@ -29,7 +29,9 @@ Rules, in order of precedence:
    evicted, preempted, its node lost) is no failure of the training: it is
    recreated whatever the policy, counted in ``disruptionCount`` instead
    (the same once-only bookkeeping), with an Event; past the job's
-   ``disruption_limit`` the job fails, ``TooManyDisruptions``.
+   ``disruption_limit`` the job fails, ``TooManyDisruptions``. Both kinds
+   of recreation go into ``status.restarts`` (the last ten: when, which
+   replica, why, on which node, counted or not), which outlives the job.
 6. **Pods that cannot start**: a pod placed on a node whose container
    kubelet cannot start (its waiting reason: ImagePullBackOff, a missing
    Secret, ...) is named in the Running condition, with one Event. A cause no
@@ -75,6 +77,9 @@ from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Ro
 DEFAULT_START_TIMEOUT = 600.0
 """Seconds a placed pod may take to start when neither the job nor the
 operator says otherwise (``--pod-start-timeout``)."""
+
+RESTARTS_KEPT = 10
+"""How many recreated replicas ``status.restarts`` remembers (the newest)."""
 
 DEFAULT_DISRUPTION_LIMIT = 10
 """Disruptions a job's replicas may suffer before it fails, unless the
@@ -158,6 +163,8 @@ class _Pass:
             self.status["completionTime"] = self.prev["completionTime"]
         if self.prev.get("disruptionCount"):
             self.status["disruptionCount"] = int(self.prev["disruptionCount"])
+        if self.prev.get("restarts"):
+            self.status["restarts"] = [dict(r) for r in self.prev["restarts"]]
         self.out.status = self.status
         self.conds: list[Obj] = self.status["conditions"]
         self.desired = _Desired({r.type: r.replicas for r in job.roles})
@@ -171,6 +178,14 @@ class _Pass:
 
     def condition(self, type_: str, status: str, reason: str, message: str) -> None:
         set_condition(self.conds, type_, status, reason, message, self.now)
+
+    def record(self, state: ReplicaState, reason: str, counted: bool) -> None:
+        """Keep the last :data:`RESTARTS_KEPT` recreations in ``status.restarts``."""
+        entry: Obj = {"time": fmt_time(self.now), "replica": state.name}
+        if state.exit_code is not None:
+            entry["exitCode"] = state.exit_code
+        entry |= {"reason": reason, "node": state.node, "counted": counted}
+        self.status["restarts"] = [*self.status.get("restarts", []), entry][-RESTARTS_KEPT:]
 
     def event(self, type_: str, reason: str, message: str) -> None:
         self.out.events.append((type_, str(reason), message))
@@ -351,6 +366,7 @@ def _restart_or_fail(p: _Pass) -> None:
         counted.add(state.uid)
         p.out.delete.append(state)
         p.out.restarts += 1
+        p.record(state, state.reason, counted=True)
         code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
         p.event(
             "Warning" if state.phase == "Failed" else "Normal",
@@ -428,6 +444,7 @@ def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> None:
         p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
         return
     p.status["disruptionCount"] = done + 1
+    p.record(state, state.disruption, counted=False)
     p.counted.append(state.uid)
     counted.add(state.uid)
     if not state.terminating:

@@ -774,3 +774,37 @@ def test_an_ordinary_failure_still_counts_against_backoff_limit() -> None:
     pods[("worker", 0)] = pod("worker", 0, "Failed", 137)
     p = step(j, pods)
     assert (p.status["restartCount"], p.status.get("disruptionCount")) == (1, None)
+
+
+def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> None:
+    j = job(backoff_limit=100)
+    status: dict[str, Any] = {}
+    for n in range(12):
+        pods = running(j)
+        failed = pod("worker", 0, "Failed", 1, node="node-1", reason="Error")
+        pods[("worker", 0)] = replace(failed, uid=f"u{n}")
+        if n == 11:
+            pods[("worker", 0)] = replace(evicted("worker", 0), uid=f"u{n}")
+        p = step(replace(j, status=status), pods, T0 + timedelta(minutes=n))
+        status = p.status
+    kept = status["restarts"]
+    assert len(kept) == 10
+    assert kept[0] == {
+        "time": fmt_time(T0 + timedelta(minutes=2)),
+        "replica": "j-worker-0",
+        "exitCode": 1,
+        "reason": "Error",
+        "node": "node-1",
+        "counted": True,
+    }
+    assert kept[-1] == {
+        "time": fmt_time(T0 + timedelta(minutes=11)),
+        "replica": "j-worker-0",
+        "exitCode": 137,
+        "reason": "TerminationByKubelet",
+        "node": "node-3",
+        "counted": False,
+    }
+    # A finished job keeps them.
+    done = step(replace(j, status={**status, "phase": "Succeeded"}), running(j))
+    assert done.status["restarts"] == kept
