@@ -46,7 +46,7 @@ from t9k_operator.api.schema import (
     cel_strings,
     preserved_object_schema,
 )
-from t9k_operator.api.specs import deadline_field
+from t9k_operator.api.specs import RestartScope, deadline_field
 from t9k_operator.api.status import Condition, JobStatus
 from t9k_operator.api.template import PodTemplate, named_container, pod_template_field
 
@@ -162,6 +162,16 @@ class MSRunPolicy(T9kModel):
         ),
     )
     active_deadline_seconds: int | None = deadline_field()
+    restart_scope: RestartScope = Field(
+        default="Replica",
+        description=(
+            "An extension of Kubeflow's run policy. Replica (the default, as Kubeflow "
+            "documents): a replica that is restarted is recreated alone. Job: any replica restart "
+            "recreates every replica of the job, as one attempt counted once against "
+            "backoffLimit; for launchers whose ranks cannot re-join a running group one at "
+            "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."
+        ),
+    )
     ttl_seconds_after_finished: int | None = Field(
         default=None,
         ge=0,

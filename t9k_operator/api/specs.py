@@ -38,6 +38,7 @@ from t9k_operator.api.schema import (
 
 CleanUpPolicy = Literal["None", "All", "Unfinished"]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+RestartScope = Literal["Replica", "Job"]
 """When the operator recreates a failed replica (ExitCode: only after a retryable exit code)."""
 
 
@@ -97,6 +98,16 @@ class RunPolicy(T9kModel):
         description=(
             "Which replicas are deleted when the job has finished: None (keep all, "
             "e.g. to read their logs), All, or Unfinished (only replicas still running)."
+        ),
+    )
+    restart_scope: RestartScope = Field(
+        default="Replica",
+        description=(
+            "An extension of the T9k API. Replica (the default, as T9k documents): a "
+            "replica that is restarted is recreated alone. Job: any replica restart "
+            "recreates every replica of the job, as one attempt counted once against "
+            "backoffLimit; for launchers whose ranks cannot re-join a running group one at "
+            "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."
         ),
     )
 

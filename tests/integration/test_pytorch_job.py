@@ -93,6 +93,25 @@ def test_on_failure_recreates_the_pod_and_counts_the_restart(jobs: Jobs, kubelet
     assert record["node"] == node
 
 
+def test_restart_scope_job_recreates_every_replica_as_one_counted_attempt(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    body = pytorch_job("whole", [("master", 1, "OnFailure"), ("worker", 2, "OnFailure")])
+    body["spec"]["runPolicy"] = {"restartScope": "Job"}
+    jobs.create(body)
+    names = ["whole-master-0", "whole-worker-0", "whole-worker-1"]
+    pods = jobs.wait_pods("whole", names)
+    run_all(kubelet, jobs, "whole", names)
+    kubelet.fail(jobs.namespace, "whole-worker-1", exit_code=1)
+    for name in names:  # every replica, not only the one that failed
+        jobs.wait_new_pod("whole", name, pods[name]["metadata"]["uid"], 30)
+    status = jobs.status("whole")
+    assert status["restartCount"] == 1
+    _, _, message = jobs.wait_event("whole", "Restarting")
+    assert "with every other replica of the job (restartScope Job)" in message
+    run_all(kubelet, jobs, "whole", names)
+
+
 def test_never_fails_the_job_at_once_with_the_reason(jobs: Jobs, kubelet: Kubelet) -> None:
     jobs.create(pytorch_job("nev", [("master", 1, "Never"), ("worker", 2, "Never")]))
     pods = jobs.wait_pods("nev", ["nev-master-0", "nev-worker-0", "nev-worker-1"])

@@ -336,12 +336,15 @@ def _restart_or_fail(p: _Pass) -> None:
         return  # debug pods' exits neither restart them nor end the job
     roles = {r.type: r for r in p.job.roles}
     counted = set(p.counted)
+    whole = p.job.restart_scope == "Job"
+    recreating = False  # a replica is recreated by this pass (whole: so is every other)
+    attempt = False  # whole: this pass has counted the job's restart already
     for (type_, index), state in sorted(p.pods.items()):
         role = roles.get(type_)
         if role is None or index >= role.replicas:
             continue
         if state.disruption and (state.terminating or state.phase == "Failed"):
-            _disrupted(p, state, counted)
+            recreating |= _disrupted(p, state, counted)
             continue
         if state.terminating or not state.ended:
             continue
@@ -349,8 +352,14 @@ def _restart_or_fail(p: _Pass) -> None:
             if state.phase == "Failed":
                 p.failures.append((state, Reason.REPLICA_FAILED, state.describe_failure()))
             continue
-        if state.uid in counted:
-            p.out.delete.append(state)  # counted before a crash; finish the restart
+        if state.uid in counted or attempt:
+            # Counted before a crash, or (whole) part of the attempt this pass
+            # counted: finish the restart, counting nothing more.
+            if state.uid not in counted:
+                p.counted.append(state.uid)
+                counted.add(state.uid)
+            p.out.delete.append(state)
+            recreating = True
             continue
         limit = p.job.backoff_limit
         if p.status["restartCount"] >= limit:
@@ -367,12 +376,31 @@ def _restart_or_fail(p: _Pass) -> None:
         p.out.delete.append(state)
         p.out.restarts += 1
         p.record(state, state.reason, counted=True)
+        recreating = True
+        attempt = whole
         code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
+        also = " with every other replica of the job (restartScope Job)" if whole else ""
         p.event(
             "Warning" if state.phase == "Failed" else "Normal",
             Reason.RESTARTING,
-            f"Restarting {state.name}{code}: restart {p.status['restartCount']} of {limit}",
+            f"Restarting {state.name}{code}{also}: restart {p.status['restartCount']} of {limit}",
         )
+    if whole and recreating:
+        _restart_all(p, counted)
+
+
+def _restart_all(p: _Pass, counted: set[str]) -> None:
+    """restartScope Job: every other replica of the job is recreated with the one
+    that restarts, in the same attempt. Their uids join the counted ones, so a
+    replica that fails meanwhile (its peer gone) is part of this attempt too."""
+    planned = {s.uid for s in p.out.delete}
+    for key, state in sorted(p.pods.items()):
+        if key not in p.desired or state.terminating or state.uid in planned:
+            continue
+        p.out.delete.append(state)
+        if state.uid not in counted:
+            p.counted.append(state.uid)
+            counted.add(state.uid)
 
 
 # What the user changes when a pod cannot start for good, by kubelet's reason.
@@ -425,13 +453,15 @@ def _cannot_start(p: _Pass) -> None:
         p.failures.append((state, Reason.POD_CANNOT_START, message))
 
 
-def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> None:
+def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> bool:
     """A replica whose pod was disrupted is recreated (once its pod is gone)
-    without counting against backoffLimit; past the disruption limit the job fails."""
+    without counting against backoffLimit; past the disruption limit the job
+    fails. Whether it is recreated."""
     if state.uid in counted:
-        if not state.terminating:
-            p.out.delete.append(state)  # counted before a crash; finish the recreation
-        return
+        if state.terminating:
+            return False  # counted, and on its way: nothing more to do
+        p.out.delete.append(state)  # counted before a crash; finish the recreation
+        return True
     why = state.disruption + (f": {state.disruption_message}" if state.disruption_message else "")
     where = f" on node {state.node}" if state.node else ""
     done = int(p.status.get("disruptionCount") or 0)
@@ -442,7 +472,7 @@ def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> None:
             f"disrupted {done} times, its limit"
         )
         p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
-        return
+        return False
     p.status["disruptionCount"] = done + 1
     p.record(state, state.disruption, counted=False)
     p.counted.append(state.uid)
@@ -455,6 +485,7 @@ def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> None:
         f"Pod {state.name} was disrupted{where} ({why}): it is recreated, not counted "
         f"against backoffLimit (disruption {done + 1}" + (f" of {limit})" if limit else ")"),
     )
+    return True
 
 
 def _outcome(p: _Pass) -> None:

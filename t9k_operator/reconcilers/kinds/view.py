@@ -86,6 +86,7 @@ class JobView:
     generation: int
     roles: tuple[Role, ...]
     backoff_limit: int = 3
+    restart_scope: str = "Replica"  # Replica | Job: what one replica's restart recreates
     active_deadline_seconds: int | None = None
     cleanup_policy: str = "None"  # None | All | Unfinished
     debug: bool = False

@@ -808,3 +808,51 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
     # A finished job keeps them.
     done = step(replace(j, status={**status, "phase": "Succeeded"}), running(j))
     assert done.status["restarts"] == kept
+
+
+# -- restartScope Job -----------------------------------------------------------------------
+
+
+def test_restart_scope_job_recreates_every_replica_as_one_attempt() -> None:
+    j = job(restart_scope="Job")
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    pods[("worker", 1)] = pod("worker", 1, "Failed", 1)  # its peer died: one attempt
+    p = step(j, pods)
+    assert deleted(p) == ["j-master-0", "j-worker-0", "j-worker-1"]
+    assert p.status["restartCount"] == 1
+    assert sorted(p.status["countedFailures"]) == sorted(s.uid for s in pods.values())
+    assert [m for _, r, m in p.events if r == "Restarting"] == [
+        "Restarting j-worker-0 (exit code 1) with every other replica of the job "
+        "(restartScope Job): restart 1 of 3"
+    ]
+    # The master fails before its deletion shows: part of the same attempt.
+    pods[("master", 0)] = replace(pods[("master", 0)], phase="Failed", exit_code=1)
+    again = step(replace(j, status=p.status), pods)
+    assert again.status["restartCount"] == 1 and again.events == []
+    # Once the old pods are going, nothing more is deleted; new pods come as names free.
+    going = {k: replace(v, terminating=True) for k, v in pods.items()}
+    going.pop(("worker", 0))
+    later = step(replace(j, status=p.status), going)
+    assert deleted(later) == [] and [(t, i) for t, i, _ in later.create] == [("worker", 0)]
+
+
+def test_restart_scope_replica_is_what_t9k_documents() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    assert deleted(step(j, pods)) == ["j-worker-0"]
+
+
+def test_restart_scope_job_recreates_every_replica_after_a_disruption_uncounted() -> None:
+    j = job(restart_scope="Job")
+    pods = running(j)
+    pods[("worker", 1)] = evicted("worker", 1, terminating=True)
+    p = step(j, pods)
+    assert deleted(p) == ["j-master-0", "j-worker-0"]
+    assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
+    # While the evicted pod is still going, the others' new pods are left alone.
+    fresh = {k: pod(k[0], k[1]) for k in (("master", 0), ("worker", 0))}
+    fresh = {k: replace(v, uid=f"new-{v.uid}") for k, v in fresh.items()}
+    later = step(replace(j, status=p.status), {**fresh, ("worker", 1): pods[("worker", 1)]})
+    assert deleted(later) == []

@@ -249,3 +249,14 @@ def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKi
             assert pod["metadata"]["ownerReferences"][0]["uid"] == "u"
     secret = kind.ssh_secret(job, "PRIVATE", "PUBLIC")
     assert (secret is not None) == kind.uses_ssh
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "ColossalAIJob"])
+def test_view_reads_the_restart_scope_of_every_kind_that_restarts(name: str) -> None:
+    """runPolicy.restartScope, the same field for every kind that restarts pods
+    (MSJob's run policy too; ColossalAIJob never restarts a pod and has no such field)."""
+    kind = by_kind(name)
+    assert read(kind, job_of(name)).view.restart_scope == "Replica"
+    spec = copy.deepcopy(CASES[name].spec)
+    spec.setdefault("runPolicy", {})["restartScope"] = "Job"
+    assert read(kind, job_of(name, spec)).view.restart_scope == "Job"
