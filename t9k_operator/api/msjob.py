@@ -162,11 +162,12 @@ class MSRunPolicy(T9kModel):
         ),
     )
     active_deadline_seconds: int | None = deadline_field()
-    restart_scope: RestartScope = Field(
-        default="Replica",
+    restart_scope: RestartScope | None = Field(
+        default=None,
         description=(
             "An extension of Kubeflow's run policy. Replica (the default, as Kubeflow "
-            "documents): a replica that is restarted is recreated alone. Job: any replica restart "
+            "documents; also when omitted): a replica that is restarted is recreated alone. "
+            "Job: any replica restart "
             "recreates every replica of the job, as one attempt counted once against "
             "backoffLimit; for launchers whose ranks cannot re-join a running group one at "
             "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."

@@ -100,11 +100,11 @@ class RunPolicy(T9kModel):
             "e.g. to read their logs), All, or Unfinished (only replicas still running)."
         ),
     )
-    restart_scope: RestartScope = Field(
-        default="Replica",
+    restart_scope: RestartScope | None = Field(
+        default=None,
         description=(
-            "An extension of the T9k API. Replica (the default, as T9k documents): a "
-            "replica that is restarted is recreated alone. Job: any replica restart "
+            "An extension of the T9k API. Replica (when omitted too, as T9k documents): "
+            "a replica that is restarted is recreated alone. Job: any replica restart "
             "recreates every replica of the job, as one attempt counted once against "
             "backoffLimit; for launchers whose ranks cannot re-join a running group one at "
             "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."

@@ -77,7 +77,7 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             roles,
             view=MSJobView,
             backoff_limit=policy.backoff_limit,
-            restart_scope=policy.restart_scope,
+            restart_scope=policy.restart_scope or "Replica",
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
             gang=gang_view(policy.scheduling_policy, sum(r.replicas for r in roles)),

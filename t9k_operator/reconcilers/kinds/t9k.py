@@ -42,7 +42,7 @@ def run_policy_view(policy: RunPolicy, mode: RunMode | None) -> dict[str, Any]:
         "backoff_limit": policy.backoff_limit,
         "active_deadline_seconds": policy.active_deadline_seconds,
         "cleanup_policy": policy.clean_up_policy,
-        "restart_scope": policy.restart_scope,
+        "restart_scope": policy.restart_scope or "Replica",
         **run_mode_view(mode),
     }
 

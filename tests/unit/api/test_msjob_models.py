@@ -357,7 +357,6 @@ def test_kubeflow_run_policy_fields_are_kept() -> None:
         "activeDeadlineSeconds": 3600,
         "ttlSecondsAfterFinished": 600,
         "schedulingPolicy": {"minAvailable": 5, "queue": "default"},
-        "restartScope": "Replica",  # this operator's extension, at its default
     }
     assert spec.ms_replica_specs["Worker"].effective_restart_policy == "ExitCode"
 
