@@ -14,12 +14,13 @@ writes it (tests/integration/kubelet.py ``evict``).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
-from t9k_operator.kube import KubeClient
-from t9k_operator.resources import PODS
+from t9k_operator.kube import KubeClient, NotFound
+from t9k_operator.resources import NODES, PODS
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs, pytorch_job, run_all
 from tests.integration.kubelet import Kubelet
@@ -129,3 +130,48 @@ def test_a_replica_preempted_by_a_higher_priority_job_is_recreated_uncounted(
     # The two replicas are created again, and wait for room.
     wait_for(lambda: len(jobs.pods("low")) == 4, 30, "the preempted replicas recreated")
     assert bound(jobs, "low") == 2
+
+
+def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
+    jobs: Jobs, admin: KubeClient
+) -> None:
+    """A node an administrator deletes (its machine is gone): kube-controller-manager's
+    PodGC removes the pods bound to it (after its 40 s quarantine), and the
+    operator recreates the replica, not counting it as a failure."""
+    node = f"kwok-gone-{jobs.namespace[-5:]}"
+    taint = {"key": "t9k.test/doomed", "value": "true", "effect": "NoSchedule"}
+    admin.create(
+        NODES,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node,
+                "annotations": {"kwok.x-k8s.io/node": "fake"},
+                "labels": {"kubernetes.io/hostname": node, "type": "kwok"},
+            },
+            "spec": {"taints": [taint]},  # only this test's worker goes there
+            "status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "10"}},
+        },
+    )
+    try:
+        body = pytorch_job(
+            "lost",
+            [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")],
+            manual=False,
+            annotations={"kwok.t9k.dev/run-duration": "600s"},
+        )
+        worker = body["spec"]["replicaSpecs"][1]["template"]["spec"]
+        worker["nodeSelector"] = {"kubernetes.io/hostname": node}
+        worker["tolerations"] = [{**taint, "operator": "Equal"}]
+        jobs.create(body)
+        jobs.wait_phase("lost", "Running", 60)
+        old = jobs.pods("lost")["lost-worker-0"]
+        assert old["spec"]["nodeName"] == node
+        admin.delete(NODES, node)
+        jobs.wait_new_pod("lost", "lost-worker-0", old["metadata"]["uid"], 120)
+        status = jobs.status("lost")
+        assert status["phase"] != "Failed" and status["restartCount"] == 0
+    finally:
+        with contextlib.suppress(NotFound):
+            admin.delete(NODES, node)
