@@ -137,7 +137,7 @@ def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
 ) -> None:
     """A node an administrator deletes (its machine is gone): kube-controller-manager's
     PodGC removes the pods bound to it (after its 40 s quarantine), and the
-    operator recreates the replica, not counting it as a failure."""
+    operator recreates the replica as a disruption, recorded, not as a failure."""
     node = f"kwok-gone-{jobs.namespace[-5:]}"
     taint = {"key": "t9k.test/doomed", "value": "true", "effect": "NoSchedule"}
     admin.create(
@@ -172,6 +172,14 @@ def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
         jobs.wait_new_pod("lost", "lost-worker-0", old["metadata"]["uid"], 120)
         status = jobs.status("lost")
         assert status["phase"] != "Failed" and status["restartCount"] == 0
+        assert status["disruptionCount"] == 1
+        # PodGC marks the pod DisruptionTarget (DeletionByPodGC) and deletes it at
+        # once: the operator may see that, or only that the pod is gone.
+        (record,) = status["restarts"]
+        assert record["replica"] == "lost-worker-0" and record["counted"] is False
+        assert record["reason"] in ("DeletionByPodGC", "Deleted"), record
+        _, _, message = jobs.wait_event("lost", "Disrupted")
+        assert message.startswith("Pod lost-worker-0 ")
     finally:
         with contextlib.suppress(NotFound):
             admin.delete(NODES, node)

@@ -28,7 +28,9 @@ Rules, in order of precedence:
    A replica whose pod was disrupted (its ``DisruptionTarget`` condition:
    evicted, preempted, its node lost) is no failure of the training: it is
    recreated whatever the policy, counted in ``disruptionCount`` instead
-   (the same once-only bookkeeping), with an Event; past the job's
+   (the same once-only bookkeeping), with an Event; so is a pod that the
+   last status listed as live and that is gone without the operator having
+   deleted it (force-deleted); past the job's
    ``disruption_limit`` the job fails, ``TooManyDisruptions``. Both kinds
    of recreation go into ``status.restarts`` (the last ten: when, which
    replica, why, on which node, counted or not), which outlives the job.
@@ -135,6 +137,7 @@ def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
         return p.done()
     _resume(p)
     _scale_down(p)
+    _vanished(p)
     _create_missing(p)
     _restart_or_fail(p)
     _cannot_start(p)
@@ -305,6 +308,42 @@ def _resume(p: _Pass) -> None:
     if p.status["phase"] == "Paused":
         p.event("Normal", Reason.RESUMED, "The job is resuming: its pods are recreated.")
         p.condition("Paused", "False", Reason.RESUMED, "The job has been resumed.")
+
+
+def _vanished(p: _Pass) -> None:
+    """A pod the last status listed as the job's (and not as being deleted by
+    the operator) that is gone without the operator seeing it end or go: force
+    deleted (PodGC on a lost node, ``kubectl delete --force``). A disruption:
+    recorded, with an Event, and its replica recreated uncounted."""
+    live = {s.uid for s in p.pods.values()}
+    known = set(p.prev.get("countedFailures") or [])
+    gone = [
+        r
+        for task in p.prev.get("tasks") or []
+        if any(role.type == task.get("type") for role in p.job.roles)
+        for r in task.get("replicas") or []
+        if r.get("uid") and r["uid"] not in live | known and r.get("phase") != "Deleted"
+    ]
+    for replica in gone:
+        done = int(p.status.get("disruptionCount") or 0)
+        state = ReplicaState(name=str(replica.get("name", "")), uid=str(replica["uid"]), phase="")
+        limit = p.job.disruption_limit
+        if limit and done >= limit:
+            message = (
+                f"Pod {state.name} is gone, deleted before it ended; the job's replicas have "
+                f"been disrupted {done} times, its limit"
+            )
+            p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
+            continue
+        p.status["disruptionCount"] = done + 1
+        p.record(state, "Deleted", counted=False)
+        p.event(
+            "Warning",
+            Reason.DISRUPTED,
+            f"Pod {state.name} is gone: it was deleted, not by the operator, before it ended "
+            "(force-deleted, or by PodGC once its node was gone): it is recreated, not counted "
+            f"against backoffLimit (disruption {done + 1}" + (f" of {limit})" if limit else ")"),
+        )
 
 
 def _scale_down(p: _Pass) -> None:

@@ -856,3 +856,41 @@ def test_restart_scope_job_recreates_every_replica_after_a_disruption_uncounted(
     fresh = {k: replace(v, uid=f"new-{v.uid}") for k, v in fresh.items()}
     later = step(replace(j, status=p.status), {**fresh, ("worker", 1): pods[("worker", 1)]})
     assert deleted(later) == []
+
+
+def test_a_pod_gone_without_the_operator_deleting_it_is_a_recorded_disruption() -> None:
+    j = job()
+    pods = running(j)
+    first = step(j, pods)
+    assert first.status["tasks"][1]["replicas"][0]["phase"] == "Running"
+    gone = {k: v for k, v in pods.items() if k != ("worker", 0)}  # force-deleted
+    p = step(replace(j, status=first.status), gone, T0 + timedelta(minutes=1))
+    assert [(t, i) for t, i, _ in p.create] == [("worker", 0)]
+    assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
+    assert p.status["restarts"] == [
+        {
+            "time": fmt_time(T0 + timedelta(minutes=1)),
+            "replica": "j-worker-0",
+            "reason": "Deleted",
+            "node": "",
+            "counted": False,
+        }
+    ]
+    assert [r for _, r, _ in p.events] == ["Disrupted"]
+    # Recorded once: the next pass lists the replica as being created, not as gone.
+    again = step(replace(j, status=p.status), gone, T0 + timedelta(minutes=2))
+    assert again.status["disruptionCount"] == 1 and again.events == []
+
+
+def test_pods_the_operator_deleted_are_not_taken_for_gone_ones() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = pod("worker", 0, "Failed", 1)
+    restarting = step(j, pods)  # deletes worker-0: counted, listed as Deleted
+    assert deleted(restarting) == ["j-worker-0"]
+    gone = {k: v for k, v in pods.items() if k != ("worker", 0)}
+    after = step(replace(j, status=restarting.status), gone)
+    assert after.status.get("disruptionCount") is None and after.status["restartCount"] == 1
+    paused = step(replace(j, paused=True), running(j))
+    resumed = step(replace(j, status=paused.status), {})
+    assert resumed.status.get("disruptionCount") is None
