@@ -13,9 +13,11 @@ labels, and the figures the run makes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,9 +26,9 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.kube import KubeClient
+from t9k_operator.kube import ApiError, KubeClient
 from t9k_operator.resources import Resource
-from tests.integration.cluster import delete_quietly
+from tests.integration.cluster import delete_quietly, in_background
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.prometheus import (
@@ -279,7 +281,7 @@ def run_and_check(
     assert list(exporters) == [(leader_pod,)], f"only the leader exports t9k_jobs: {exporters}"
 
     check_dashboard(prom, namespace, reason)
-    check_alerts_while_healthy(prom, namespace, reason)
+    check_alerts_while_healthy(prom, namespace, reason, jobs)
     check_logs(replicas, leader_pod, namespace, reason)
     check_rules_loaded(prom)
 
@@ -354,7 +356,7 @@ def check_dashboard(prom: Prometheus, namespace: str, reason: str) -> None:
     assert ("t9k-operator",) in waits, waits
 
 
-def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str) -> None:
+def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str, jobs: Jobs) -> None:
     alerts = rules()
     assert set(alerts) == {
         "T9kOperatorDown",
@@ -380,9 +382,27 @@ def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str) ->
     assert set(by(stuck, "kind", "namespace")) == {(KIND, namespace)}
     assert prom.query(expr) == []  # not yet at the real threshold
 
-    errors = prom.wait_query(
-        alerts["T9kReconcileErrors"]["expr"], 60, "T9kReconcileErrors (the refused job)"
-    )
+    # The refused job's reconciles fail with a growing backoff, so on their own
+    # its errors thin out while the window's other reconciles stay; a real
+    # broken webhook meets steady traffic. Touching the job every half second
+    # while the rule is evaluated gives it that: each touch is a reconcile that
+    # fails, so the rate of errors stays over a tenth of all reconciles.
+    stop = threading.Event()
+
+    def touch() -> None:
+        while not stop.wait(0.5):
+            with contextlib.suppress(ApiError):
+                jobs.client.patch(
+                    jobs.resource,
+                    "denied",
+                    {"metadata": {"annotations": {"t9k.test/touch": str(time.monotonic_ns())}}},
+                    jobs.namespace,
+                )
+
+    with in_background(touch, stop.set):
+        errors = prom.wait_query(
+            alerts["T9kReconcileErrors"]["expr"], 60, "T9kReconcileErrors (the refused job)"
+        )
     assert set(by(errors, "controller")) == {("pytorchtrainingjob",)}
     assert all(s["metric"].keys() == {"controller"} for s in errors)
 
