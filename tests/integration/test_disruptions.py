@@ -114,22 +114,28 @@ def test_a_replica_preempted_by_a_higher_priority_job_is_recreated_uncounted(
     jobs.wait_phase("low", "Running", 60)
     jobs.create(gpu_job("high", 2, 90))
     wait_for(lambda: bound(jobs, "high") == 2, 60, "the high-priority job placed by preemption")
-    disrupted = wait_for(
-        lambda: (
-            (seen := [m for _, r, m in jobs.events("low") if r == "Disrupted"])
-            and len(seen) == 2
-            and seen
-        ),
+
+    def disrupted() -> list[str]:
+        return [m for _, r, m in jobs.events("low") if r == "Disrupted"]
+
+    # kube-scheduler preempts at least one low pod per high pod; on a busy
+    # machine it may preempt more before its nominations settle. A victim the
+    # operator saw with its condition names PreemptionByScheduler; one that was
+    # already gone when it looked is recorded as gone.
+    seen = wait_for(lambda: len(disrupted()) >= 2 and disrupted(), 30, "the preempted replicas")
+    assert any("(PreemptionByScheduler" in m for m in seen), seen
+    assert all("(PreemptionByScheduler" in m or " is gone" in m for m in seen), seen
+    wait_for(
+        lambda: jobs.status("low").get("disruptionCount") == len(disrupted()),
         30,
-        "both preempted replicas of the low job recorded",
+        "every disruption counted once",
     )
-    assert all("(PreemptionByScheduler" in m for m in disrupted), disrupted
     status = jobs.status("low")
     assert status["phase"] != "Failed"  # restartPolicy Never, yet no failure
-    assert (status["restartCount"], status["disruptionCount"]) == (0, 2)
-    # The two replicas are created again, and wait for room.
+    assert status["restartCount"] == 0
+    # The preempted replicas are created again; two of them find the nodes left.
     wait_for(lambda: len(jobs.pods("low")) == 4, 30, "the preempted replicas recreated")
-    assert bound(jobs, "low") == 2
+    wait_for(lambda: bound(jobs, "low") == 2, 30, "the low job on the nodes left")
 
 
 def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
