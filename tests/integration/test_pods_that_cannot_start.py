@@ -74,7 +74,8 @@ def test_an_image_kubelet_cannot_parse_fails_the_job_at_once(jobs: Jobs) -> None
         'couldn\'t parse image name "Py Torch"; '
         "fix the image of container pytorch in the worker replicas' template"
     )
-    assert "PodCannotStart" in [reason for _, reason, _ in jobs.events("bad")]
+    # The Event follows the status write (the recorder sends it on its own thread).
+    assert jobs.wait_event("bad", "PodCannotStart")[2] == c["message"]
 
 
 def test_a_pod_not_started_within_the_jobs_start_timeout_fails_it(jobs: Jobs) -> None:
