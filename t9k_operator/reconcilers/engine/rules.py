@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Protocol
 
 from t9k_operator.builders.common import PodMode
@@ -178,6 +179,18 @@ class _Pass:
         self.resuming = False
         self.after_pause = False
         self.failures: list[tuple[ReplicaState, str, str]] = []  # failed for good: reason, why
+
+    @cached_property
+    def not_started(self) -> list[tuple[str, ReplicaState]]:
+        """The wanted replicas placed on a node whose training has not started,
+        with their types (read by two rules: found once per pass)."""
+        return [
+            (type_, s)
+            for (type_, index), s in sorted(self.pods.items())
+            if (type_, index) in self.desired
+            and s.node
+            and not (s.terminating or s.ended or s.started)
+        ]
 
     def condition(self, type_: str, status: str, reason: str, message: str) -> None:
         set_condition(self.conds, type_, status, reason, message, self.now)
@@ -315,35 +328,23 @@ def _vanished(p: _Pass) -> None:
     the operator) that is gone without the operator seeing it end or go: force
     deleted (PodGC on a lost node, ``kubectl delete --force``). A disruption:
     recorded, with an Event, and its replica recreated uncounted."""
-    live = {s.uid for s in p.pods.values()}
-    known = set(p.prev.get("countedFailures") or [])
+    # Pods there now, and pods the operator counted (and so deleted) itself.
+    accounted = {s.uid for s in p.pods.values()} | set(p.prev.get("countedFailures") or [])
+    types = {role.type for role in p.job.roles}
     gone = [
         r
         for task in p.prev.get("tasks") or []
-        if any(role.type == task.get("type") for role in p.job.roles)
+        if task.get("type") in types
         for r in task.get("replicas") or []
-        if r.get("uid") and r["uid"] not in live | known and r.get("phase") != "Deleted"
+        if r.get("uid") and r["uid"] not in accounted and r.get("phase") != "Deleted"
     ]
     for replica in gone:
-        done = int(p.status.get("disruptionCount") or 0)
         state = ReplicaState(name=str(replica.get("name", "")), uid=str(replica["uid"]), phase="")
-        limit = p.job.disruption_limit
-        if limit and done >= limit:
-            message = (
-                f"Pod {state.name} is gone, deleted before it ended; the job's replicas have "
-                f"been disrupted {done} times, its limit"
-            )
-            p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
-            continue
-        p.status["disruptionCount"] = done + 1
-        p.record(state, "Deleted", counted=False)
-        p.event(
-            "Warning",
-            Reason.DISRUPTED,
-            f"Pod {state.name} is gone: it was deleted, not by the operator, before it ended "
-            "(force-deleted, or by PodGC once its node was gone): it is recreated, not counted "
-            f"against backoffLimit (disruption {done + 1}" + (f" of {limit})" if limit else ")"),
+        what = (
+            "is gone: it was deleted, not by the operator, before it ended (force-deleted, "
+            "or by PodGC once its node was gone)"
         )
+        _count_disruption(p, state, "Deleted", what)
 
 
 def _scale_down(p: _Pass) -> None:
@@ -450,20 +451,11 @@ _FIX = {
 }
 
 
-def _not_started(p: _Pass) -> list[tuple[str, ReplicaState]]:
-    """The wanted replicas placed on a node whose training has not started, by type."""
-    return [
-        (type_, s)
-        for (type_, index), s in sorted(p.pods.items())
-        if (type_, index) in p.desired and s.node and not (s.terminating or s.ended or s.started)
-    ]
-
-
 def _cannot_start(p: _Pass) -> None:
     """6. A placed pod that kubelet cannot start fails the job: at once when no
     wait cures the cause, else once the start timeout has run out."""
     timeout = DEFAULT_START_TIMEOUT if p.job.start_timeout is None else p.job.start_timeout
-    for type_, state in _not_started(p):
+    for type_, state in p.not_started:
         waiting = state.waiting
         if waiting is not None and waiting.permanent:
             fix = _FIX.get(waiting.reason, "the pod template")
@@ -503,26 +495,36 @@ def _disrupted(p: _Pass, state: ReplicaState, counted: set[str]) -> bool:
         return True
     why = state.disruption + (f": {state.disruption_message}" if state.disruption_message else "")
     where = f" on node {state.node}" if state.node else ""
-    done = int(p.status.get("disruptionCount") or 0)
-    limit = p.job.disruption_limit
-    if limit and done >= limit:
-        message = (
-            f"Pod {state.name} was disrupted{where} ({why}); the job's replicas have been "
-            f"disrupted {done} times, its limit"
-        )
-        p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
+    if not _count_disruption(p, state, state.disruption, f"was disrupted{where} ({why})"):
         return False
-    p.status["disruptionCount"] = done + 1
-    p.record(state, state.disruption, counted=False)
     p.counted.append(state.uid)
     counted.add(state.uid)
     if not state.terminating:
         p.out.delete.append(state)
+    return True
+
+
+def _count_disruption(p: _Pass, state: ReplicaState, reason: str, what: str) -> bool:
+    """Count one disruption of ``state`` in ``disruptionCount``, recorded in
+    ``status.restarts`` (with ``reason``) and an Event, ``what`` saying what
+    became of the pod; past the job's disruption limit the job fails instead.
+    Whether it was counted."""
+    done = int(p.status.get("disruptionCount") or 0)
+    limit = p.job.disruption_limit
+    if limit and done >= limit:
+        message = (
+            f"Pod {state.name} {what}; the job's replicas have been disrupted {done} times, "
+            "its limit"
+        )
+        p.failures.append((state, Reason.TOO_MANY_DISRUPTIONS, message))
+        return False
+    p.status["disruptionCount"] = done + 1
+    p.record(state, reason, counted=False)
     p.event(
         "Warning",
         Reason.DISRUPTED,
-        f"Pod {state.name} was disrupted{where} ({why}): it is recreated, not counted "
-        f"against backoffLimit (disruption {done + 1}" + (f" of {limit})" if limit else ")"),
+        f"Pod {state.name} {what}: it is recreated, not counted against backoffLimit "
+        f"(disruption {done + 1}" + (f" of {limit})" if limit else ")"),
     )
     return True
 
@@ -634,7 +636,7 @@ def _progress(p: _Pass) -> None:
     else:
         p.condition("ReplicaFailure", "False", Reason.NONE, "All pods are running normally.")
     running = all_created and all(s.phase in ("Running", "Succeeded") for s in present.values())
-    blocked = [s for _, s in _not_started(p) if s.waiting is not None]
+    blocked = [s for _, s in p.not_started if s.waiting is not None]
     if running:
         status["phase"] = "Running"
         p.condition("Running", "True", Reason.NONE, "The job is running.")
