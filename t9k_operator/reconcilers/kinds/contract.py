@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import ValidationError
 
 from t9k_operator.api.crd import CrdInfo, JobObject
+from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.objects import Obj
@@ -251,10 +252,12 @@ def start_timeout(meta: Mapping[str, Any]) -> tuple[float | None, str | None]:
     if value is None:
         return None, None
     text = str(value).strip()
-    if not text.isdigit():
+    # ASCII digits only ("²".isdigit() is true, and int() refuses it), and no
+    # more than an int32, as every other seconds field of the API.
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INT32:
         return None, (
             f"invalid spec: metadata.annotations[{START_TIMEOUT_ANNOTATION}]: "
-            f"must be a whole number of seconds (0: no limit), not {value!r}"
+            f"must be a whole number of seconds up to {MAX_INT32} (0: no limit), not {value!r}"
         )
     return float(int(text)), None
 

@@ -55,6 +55,10 @@ def test_a_start_timeout_annotation_that_is_not_whole_seconds_names_the_annotati
     bad = job_view("K", {**meta, "annotations": {START_TIMEOUT_ANNOTATION: "10m"}}, ())
     assert bad.spec_error == (
         "invalid spec: metadata.annotations[t9k.dev/pod-start-timeout-seconds]: "
-        "must be a whole number of seconds (0: no limit), not '10m'"
+        "must be a whole number of seconds up to 2147483647 (0: no limit), not '10m'"
     )
     assert bad.roles == ()  # nothing is run from it: the job fails, naming the annotation
+    # Digits int() refuses, and more seconds than a date can add, are refused too.
+    for value in ("²", "9" * 30):
+        odd = job_view("K", {**meta, "annotations": {START_TIMEOUT_ANNOTATION: value}}, ())
+        assert odd.spec_error is not None and START_TIMEOUT_ANNOTATION in odd.spec_error
