@@ -327,21 +327,34 @@ KWOK_PATCHES = (
 KWOK_BUILD = hashlib.sha256(repr(KWOK_PATCHES).encode()).hexdigest()[:8]
 
 
+def _module_source(
+    module: str, version: str, env: dict[str, str], logfile: Path, cwd: Path | None = None
+) -> Path:
+    """The folder of ``module@version``'s source in the Go module cache (``go mod
+    download``, its errors in ``logfile``), or a BuildError naming the module."""
+    with open(logfile, "ab") as out:
+        proc = subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{version}"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=out,
+        )
+    try:
+        return Path(json.loads(proc.stdout)["Dir"])
+    except (ValueError, KeyError) as exc:
+        raise BuildError(
+            f"cluster: `go mod download {module}@{version}` gave no source folder "
+            f"(exit {proc.returncode}, {exc.__class__.__name__}); see {logfile}"
+        ) from None
+
+
 def _build_kwok(dest: Path, v: dict[str, str], env: dict[str, str], logfile: Path) -> None:
     """kwok from its module's source at the pinned version, with KWOK_PATCHES."""
     version = v["KWOK_VERSION"]
     log(f"building kwok {version} (with the kubelet's UID precondition on pod deletes)")
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@{version}"],
-        env={**env, "GOFLAGS": ""},
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode != 0:
-        raise BuildError(
-            f"cluster: go mod download sigs.k8s.io/kwok@{version}: {out.stdout}{out.stderr}"
-        )
-    source = Path(json.loads(out.stdout)["Dir"])
+    # Outside any module: no -mod flag (go refuses one there).
+    source = _module_source("sigs.k8s.io/kwok", version, {**env, "GOFLAGS": ""}, logfile)
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".kwok-src-") as tmp:
         tree = Path(tmp) / "kwok"
         shutil.copytree(source, tree)
@@ -719,21 +732,7 @@ def _build_addon(dest: Path, g: Addon) -> None:
         )
     # The CRDs come from the same module's source, copied beside the binaries:
     # starting the scheduler later needs neither Go nor the module cache.
-    with open(logfile, "ab") as out:
-        proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"{g.module}@{version}"],
-            cwd=wrapper,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=out,
-        )
-    try:
-        source = Path(json.loads(proc.stdout)["Dir"])
-    except (ValueError, KeyError) as exc:
-        raise BuildError(
-            f"cluster: `go mod download {g.module}@{version}` gave no source folder "
-            f"(exit {proc.returncode}, {exc.__class__.__name__}); see {logfile}"
-        ) from None
+    source = _module_source(g.module, version, env, logfile, cwd=wrapper)
     (dest / "crds").mkdir()
     for path, name in g.crds:
         if not (source / path).is_file():
