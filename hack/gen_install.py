@@ -139,6 +139,7 @@ def _find(objs: Iterable[dict[str, Any]], kind: str, name: str) -> dict[str, Any
 # ----------------------------------------------------------------- namespaced RBAC
 
 CLUSTER_SCOPED = {
+    ("", "nodes"),
     ("scheduling.k8s.io", "priorityclasses"),
     ("kueue.x-k8s.io", "workloadpriorityclasses"),
     ("kueue.x-k8s.io", "resourceflavors"),
@@ -227,7 +228,9 @@ def kustomize_files(objs: list[dict[str, Any]]) -> dict[Path, str]:
         "# `resources: [<this folder>]`): it must exist, it is not created here.\n"
         "# The CRDs and PriorityClasses are cluster-wide and included: whoever applies\n"
         "# this needs the right to create them (or drop them in that overlay).\n"
-        f"# Left out of the Role (cluster-scoped, read only with --kueue): {', '.join(left_out)}.\n"
+        "# Left out of the Role (cluster-scoped, read only: nodes tell the operator of\n"
+        "# a lost node, the rest are read with --kueue): "
+        f"{', '.join(left_out)}.\n"
         + _dump(
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -67,6 +67,12 @@ CHILDREN = """\
 - apiGroups: [""]
   resources: ["services", "secrets"]
   verbs: ["get", "list", "watch", "create"]
+# The nodes, read only: a job whose replica is on a node that is not Ready
+# is Unknown. Left out of a namespaced install's Role (the operator then
+# learns of a lost node from the pods alone).
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["list", "watch"]
 # Events on the jobs and TensorBoards (core/v1, aggregated with patch).
 - apiGroups: [""]
   resources: ["events"]

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from t9k_operator import __version__
-from t9k_operator.kube import ApiError, ClientOptions, KubeClient
+from t9k_operator.kube import ApiError, ClientOptions, Forbidden, KubeClient
 from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
@@ -25,6 +25,7 @@ from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations import registry as integrations
 from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.resources import NODES
 from t9k_operator.runtime import logging as oplogging
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
@@ -175,6 +176,25 @@ def unserved(client: KubeClient, enabled: Sequence[Integration[Any]]) -> str | N
     return None
 
 
+def may_watch_nodes(client: KubeClient, log: Any) -> bool:
+    """Whether the operator may list and watch Nodes, which tell it that a
+    replica's node is lost. A namespaced install has no ClusterRole: its jobs
+    then learn of a lost node only from a pod whose phase is Unknown, or once
+    Kubernetes evicts the pod."""
+    try:
+        client.list(NODES, limit=1)
+    except Forbidden as exc:
+        log.warning(
+            "cannot list nodes: a job whose replica's node is lost shows it only once "
+            "Kubernetes evicts the pod (grant list and watch on nodes to see it at once)",
+            error=str(exc),
+        )
+        return False
+    except ApiError as exc:  # the API server in trouble: the informers retry
+        log.warning("cannot list nodes yet; watching them anyway", error=str(exc))
+    return True
+
+
 def leader_election_options(args: argparse.Namespace) -> LeaderElectionOptions:
     return LeaderElectionOptions(
         namespace=args.leader_election_namespace or pod_namespace() or "t9k-system",
@@ -250,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             integrations=enabled,
             pod_start_timeout=args.pod_start_timeout,
             disruption_limit=args.disruption_limit,
+            watch_nodes=may_watch_nodes(client, log),
         ),
         election_client=election_client,
         events_client=events_client,

@@ -28,13 +28,15 @@ def build_controllers(
     integrations: Sequence[Integration[Any]] = (),
     pod_start_timeout: float = DEFAULT_START_TIMEOUT,
     disruption_limit: int = DEFAULT_DISRUPTION_LIMIT,
+    watch_nodes: bool = False,
 ) -> list[Controller]:
     """One controller per job kind, all with ``integrations``, the start
-    timeout of a job that sets none and the disruption limit, and the
+    timeout of a job that sets none and the disruption limit (and, with
+    ``watch_nodes``, the Nodes, to tell a replica on a lost node), and the
     TensorBoard's."""
     jobs = [
         JobReconciler(
-            kind, ctx, tuple(integrations), pod_start_timeout, disruption_limit
+            kind, ctx, tuple(integrations), pod_start_timeout, disruption_limit, watch_nodes
         ).controller
         for kind in KINDS
     ]

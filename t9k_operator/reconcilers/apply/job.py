@@ -38,6 +38,7 @@ import structlog
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE, ssh_secret_name
 from t9k_operator.foundation import metrics
+from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
@@ -60,10 +61,15 @@ from t9k_operator.reconcilers.integrations.contract import (
     controller_of,
 )
 from t9k_operator.reconcilers.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
-from t9k_operator.reconcilers.kinds.pods import ReplicaState, replica_state
+from t9k_operator.reconcilers.kinds.pods import ReplicaState, node_trouble, replica_state
 from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
-from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Resource
-from t9k_operator.runtime.controller import Controller, ControllerContext, Result
+from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES, Resource
+from t9k_operator.runtime.controller import (
+    Controller,
+    ControllerContext,
+    Result,
+    controller_owner_key,
+)
 from t9k_operator.runtime.sshkeys import generate_keypair
 from t9k_operator.runtime.wiring import Owns, watch
 
@@ -106,6 +112,7 @@ class JobReconciler:
         integrations: tuple[Integration[Any], ...] = (),
         pod_start_timeout: float = engine.DEFAULT_START_TIMEOUT,
         disruption_limit: int = engine.DEFAULT_DISRUPTION_LIMIT,
+        watch_nodes: bool = False,
     ) -> None:
         self.kind = kind
         self.integrations = integrations
@@ -143,6 +150,30 @@ class JobReconciler:
             ],
             owner=(self.resource.group, self.resource.kind),
         )
+
+        # The Nodes, when the operator may watch them: a replica on a node that
+        # is not Ready makes its job Unknown. A node's readiness changing
+        # reconciles the jobs with pods on it.
+        self.nodes: SharedInformer | None = None
+        if watch_nodes:
+            self.nodes = ctx.informers.informer(NODES)
+            if NODE_INDEX not in self.pods.indexer.indexer_names:
+                self.pods.indexer.add_indexers({NODE_INDEX: _pod_node})
+            self.nodes.add_event_handler(
+                on_add=self._node_changed,
+                on_update=lambda old, new: self._node_changed(new, old),
+                on_delete=self._node_changed,
+            )
+
+    def _node_changed(self, node: Obj, old: Obj | None = None) -> None:
+        name = str(node["metadata"]["name"])
+        if old is not None and node_trouble(name, old) == node_trouble(name, node):
+            return  # a heartbeat, not a change of readiness
+        group, kind = self.resource.group, self.resource.kind
+        for pod in self.pods.by_index(NODE_INDEX, name):
+            key = controller_owner_key(pod, api_group=group, kind=kind)
+            if key is not None:
+                self.controller.enqueue(key)
 
     def _pod_gone(self, pod: Obj) -> None:
         """A pod deleted before the cache showed its creation: stop waiting for it."""
@@ -371,5 +402,19 @@ class JobReconciler:
                 key = (str(labels[REPLICA_TYPE]), int(labels[REPLICA_INDEX]))
             except (KeyError, ValueError):
                 continue
-            out[key] = replica_state(pod, self.kind.training_containers)
+            state = replica_state(pod, self.kind.training_containers)
+            if self.nodes is not None and state.node and not state.lost:
+                trouble = node_trouble(state.node, self.nodes.get(None, state.node))
+                if trouble:
+                    state = replace(state, lost=trouble)
+            out[key] = state
         return out
+
+
+NODE_INDEX = "spec.nodeName"
+"""The pods' index by the node they are placed on."""
+
+
+def _pod_node(pod: Obj) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []

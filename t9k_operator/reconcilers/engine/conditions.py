@@ -33,6 +33,8 @@ class Reason(StrEnum):
     POD_CANNOT_START = "PodCannotStart"
     DISRUPTED = "Disrupted"
     TOO_MANY_DISRUPTIONS = "TooManyDisruptions"
+    NODE_NOT_READY = "NodeNotReady"
+    NODE_READY = "NodeReady"
 
 
 # -- time helpers -------------------------------------------------------------------

@@ -48,6 +48,8 @@ def render_replicas(
                 replicas.append({"name": "", "uid": "", "phase": "Creating", "containers": []})
                 continue
             phase = "Deleted" if state.terminating or state.uid in deleting else state.phase
+            if phase in ("Pending", "Running") and state.lost:
+                phase = "Unknown"
             replicas.append(
                 {
                     "name": state.name,
@@ -68,7 +70,7 @@ def render_replicas(
                     ],
                 }
             )
-            ready += state.phase == "Running" and not state.terminating
+            ready += state.phase == "Running" and not (state.terminating or state.lost)
             total += not state.terminating and state.uid not in deleting
             key = phase.lower() if phase.lower() in aggregate else "unknown"
             aggregate[key] += 1

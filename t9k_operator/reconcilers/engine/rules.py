@@ -44,6 +44,13 @@ Rules, in order of precedence:
 7. **Outcome**: the kind decides success and failure from the replicas'
    states (PyTorch: the master's exit; DeepSpeed: worker-0; ...). A replica
    failed for good fails the job at once, with the reason.
+8. **Lost nodes**: while a wanted replica's pod is on a node that is not
+   Ready or is gone (``ReplicaState.lost``, which the apply step reads from
+   the Node), or its phase is Unknown, the job's phase is ``Unknown``, its
+   ReplicaFailure condition names the nodes and pods, with one Event; the
+   next pass after they are back (or replaced) decides the phase afresh.
+   Kubernetes decides when such a pod is gone (taint eviction, PodGC); the
+   engine never deletes it by force.
 
 **Gates** (``job.gates``, from the integrations and the apply step) hold a
 job back without the engine knowing who set them: a gate that holds
@@ -155,9 +162,17 @@ class _Pass:
         self.kind, self.job, self.pods, self.now = kind, job, pods, now
         self.prev = job.status
         self.out = Plan()
+        # Unknown (a replica on a lost node) is decided afresh by every pass;
+        # the rules start from what the job was before: Running if its Running
+        # condition says so, else Pending.
+        phase = self.prev.get("phase") or "Pending"
+        self.was_unknown = phase == "Unknown"
+        if self.was_unknown:
+            running = (get_condition(self.prev, "Running") or {}).get("status") == "True"
+            phase = "Running" if running else "Pending"
         self.status: Obj = {
             "observedGeneration": job.generation,
-            "phase": self.prev.get("phase") or "Pending",
+            "phase": phase,
             "conditions": [dict(c) for c in self.prev.get("conditions") or []],
             "restartCount": int(self.prev.get("restartCount") or 0),
             "countedFailures": [],
@@ -635,6 +650,11 @@ def _progress(p: _Pass) -> None:
         p.condition("ReplicaFailure", "True", Reason.REPLICA_FAILED, message)
     else:
         p.condition("ReplicaFailure", "False", Reason.NONE, "All pods are running normally.")
+    if _lost(p):
+        _not_finished_yet(p)
+        return
+    if p.was_unknown:
+        p.event("Normal", Reason.NODE_READY, "No pod of the job is on a lost node any more.")
     running = all_created and all(s.phase in ("Running", "Succeeded") for s in present.values())
     blocked = [s for _, s in p.not_started if s.waiting is not None]
     if running:
@@ -658,6 +678,29 @@ def _progress(p: _Pass) -> None:
         else:
             _unschedulable(p, stuck)
     _not_finished_yet(p)
+
+
+def _lost(p: _Pass) -> bool:
+    """8. While a replica's pod is on a node that is not Ready (or gone), or
+    its phase is Unknown, nobody knows whether it runs: the job's phase is
+    Unknown, its ReplicaFailure condition names the nodes and the pods (one
+    Event when it begins), and its Running condition keeps what it last knew.
+    Whether that is so."""
+    lost: dict[str, list[str]] = {}
+    for key, s in sorted(p.pods.items()):
+        if key in p.desired and s.lost and not s.ended:
+            lost.setdefault(s.lost, []).append(s.name)
+    if not lost:
+        return False
+    message = "; ".join(
+        f"{why[0].upper()}{why[1:]}: pod{'s' if len(names) > 1 else ''} {', '.join(names)}"
+        for why, names in lost.items()
+    )
+    if not p.was_unknown:
+        p.event("Warning", Reason.NODE_NOT_READY, message)
+    p.status["phase"] = "Unknown"
+    p.condition("ReplicaFailure", "True", Reason.NODE_NOT_READY, message)
+    return True
 
 
 def _not_finished_yet(p: _Pass) -> None:

@@ -164,7 +164,11 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
         ("Created", "True", "MSJobCreated", "The MSJob has been created."),
     ]
     replica_failure = _engine_cond(engine, "ReplicaFailure")
-    if phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
+    lost = phase == "Unknown"  # a replica on a lost node: nobody knows whether it runs
+    if lost:
+        why = str(replica_failure.get("message") or "")
+        wanted.append(("Running", "Unknown", "MSJobNodeNotReady", why))
+    elif phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
         running = phase == "Running"
         wanted.append(
             (
@@ -174,7 +178,7 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
                 "The MSJob is running." if running else "The MSJob is not running.",
             )
         )
-    if replica_failure.get("status") == "True" and phase not in ("Succeeded", "Failed"):
+    if replica_failure.get("status") == "True" and phase not in ("Succeeded", "Failed", "Unknown"):
         wanted.append(("Restarting", "True", "MSJobRestarting", replica_failure["message"]))
     elif any(c["type"] == "Restarting" for c in prev):
         wanted.append(("Restarting", "False", "MSJobRestarted", "No replica is failing."))

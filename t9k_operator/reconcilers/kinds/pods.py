@@ -100,6 +100,9 @@ class ReplicaState:
     started: bool = False  # the training container has run (or is running)
     disruption: str = ""  # why the pod was disrupted ("" when it was not): a reason
     disruption_message: str = ""
+    # Why nobody knows whether the pod runs: its node is not Ready or is gone
+    # (:func:`node_trouble`), or the pod's phase is Unknown. "" otherwise.
+    lost: str = ""
 
     @property
     def ended(self) -> bool:
@@ -187,8 +190,12 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
             placed_at = str(cond.get("lastTransitionTime") or "")
     state = (chosen or {}).get("state") or {}
     last = (chosen or {}).get("lastState") or {}
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
     return ReplicaState(
-        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        lost=f"node {node or '(none)'} has stopped reporting the pod (phase Unknown)"
+        if phase == "Unknown"
+        else "",
+        node=node,
         placed_at=placed_at,
         waiting=_waiting(status),
         started=any(k in s for s in (state, last) for k in ("running", "terminated")),
@@ -205,6 +212,26 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
         containers=views,
         pod_phase=pod_phase,
     )
+
+
+def node_trouble(name: str, node: Obj | None) -> str:
+    """Why the pods on node ``name`` (``node``: the Node object, None when
+    there is none) may no longer run as their status says: "" when the node
+    is Ready, or has not reported yet (a node that just registered). Kubelet
+    posts the Ready condition; the node lifecycle controller turns it
+    Unknown once kubelet stops renewing its lease (NodeStatusUnknown), and a
+    kubelet itself sets it False when its runtime or network fails."""
+    if node is None:
+        return f"node {name} is gone"
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") != "Ready":
+            continue
+        if cond.get("status") == "True":
+            return ""
+        why = str(cond.get("reason") or cond.get("status") or "")
+        message = str(cond.get("message") or "")
+        return f"node {name} is not ready ({why}{': ' + message if message else ''})"
+    return ""
 
 
 def _waiting(status: Obj) -> Waiting | None:

@@ -894,3 +894,84 @@ def test_pods_the_operator_deleted_are_not_taken_for_gone_ones() -> None:
     paused = step(replace(j, paused=True), running(j))
     resumed = step(replace(j, status=paused.status), {})
     assert resumed.status.get("disruptionCount") is None
+
+
+# -- lost nodes ------------------------------------------------------------------------------
+
+NOT_READY = "node node-2 is not ready (NodeStatusUnknown: Kubelet stopped posting node status.)"
+
+
+def test_a_replica_on_a_lost_node_makes_the_job_unknown_and_named() -> None:
+    j = job()
+    before = step(j, running(j))
+    assert before.status["phase"] == "Running"
+    pods = running(j)
+    for i in (0, 1):
+        pods[("worker", i)] = replace(pods[("worker", i)], node="node-2", lost=NOT_READY)
+    p = step(replace(j, status=before.status), pods)
+    assert p.status["phase"] == "Unknown"
+    message = (
+        "Node node-2 is not ready (NodeStatusUnknown: Kubelet stopped posting node status.): "
+        "pods j-worker-0, j-worker-1"
+    )
+    failure = get_condition(p.status, "ReplicaFailure")
+    assert failure is not None
+    assert (failure["status"], failure["reason"], failure["message"]) == (
+        "True",
+        "NodeNotReady",
+        message,
+    )
+    assert p.events == [("Warning", "NodeNotReady", message)]
+    assert cond(p, "Running") == "True", "what it last knew"
+    assert p.delete == [] and p.create == [], "Kubernetes decides when such a pod is gone"
+    assert p.status["aggregate"]["unknown"] == 2 and p.status["readyReplicas"] == 1
+    assert [r["phase"] for r in p.status["tasks"][1]["replicas"]] == ["Unknown", "Unknown"]
+    # Still lost: no second Event. Back: Running again, ReplicaFailure cleared, one Event.
+    again = step(replace(j, status=p.status), pods)
+    assert again.status["phase"] == "Unknown" and again.events == []
+    back = step(replace(j, status=again.status), running(j))
+    assert back.status["phase"] == "Running" and cond(back, "ReplicaFailure") == "False"
+    assert [(t, r) for t, r, _ in back.events] == [("Normal", "NodeReady")]
+
+
+def test_a_pending_job_whose_node_is_lost_goes_back_to_pending() -> None:
+    j = job()
+    pods = {k: replace(v, phase="Pending") for k, v in running(j).items()}
+    pending = step(j, pods)
+    assert pending.status["phase"] == "Pending"
+    pods[("master", 0)] = replace(pods[("master", 0)], node="node-2", lost=NOT_READY)
+    lost = step(replace(j, status=pending.status), pods)
+    assert lost.status["phase"] == "Unknown"
+    pods[("master", 0)] = replace(pods[("master", 0)], lost="")
+    assert step(replace(j, status=lost.status), pods).status["phase"] == "Pending"
+
+
+def test_an_evicted_pod_stuck_on_a_lost_node_keeps_the_job_unknown_until_it_is_gone() -> None:
+    j = job()
+    before = step(j, running(j))
+    pods = running(j)
+    pods[("worker", 1)] = replace(
+        pods[("worker", 1)],
+        node="node-2",
+        lost=NOT_READY,
+        terminating=True,
+        disruption="DeletionByTaintManager",
+    )
+    p = step(replace(j, status=before.status), pods)
+    assert p.status["phase"] == "Unknown" and p.status["disruptionCount"] == 1
+    assert p.create == [], "the replica's name is still held: never two copies"
+    gone = {k: v for k, v in pods.items() if k != ("worker", 1)}  # PodGC, or the node is back
+    after = step(replace(j, status=p.status), gone)
+    assert [(t, i) for t, i, _ in after.create] == [("worker", 1)]
+    assert after.status["phase"] == "Running" and after.status["disruptionCount"] == 1
+
+
+def test_a_pod_whose_phase_is_unknown_makes_the_job_unknown() -> None:
+    j = job()
+    pods = running(j)
+    pods[("master", 0)] = replace(
+        pods[("master", 0)], phase="Unknown", lost="node node-1 has stopped reporting the pod"
+    )
+    p = step(replace(j, status=step(j, running(j)).status), pods)
+    assert p.status["phase"] == "Unknown"
+    assert "j-master-0" in get_condition(p.status, "ReplicaFailure")["message"]  # type: ignore[index]

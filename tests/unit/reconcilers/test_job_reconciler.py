@@ -31,7 +31,7 @@ from t9k_operator.reconcilers.kinds.contract import JobKind
 from t9k_operator.reconcilers.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.reconcilers.kinds.msjob import MSJobKind
 from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
-from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
+from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
@@ -113,6 +113,7 @@ class Harness:
         gang: GangScheduling | None = None,
         kueue: Kueue | None = None,
         integrations: tuple[Integration[Any], ...] | None = None,
+        watch_nodes: bool = False,
     ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
@@ -129,7 +130,7 @@ class Harness:
         on += [gang or GangScheduling(), JobTensorBoard()]
         if integrations is not None:
             on = list(integrations)
-        self.reconciler = JobReconciler(self.kind, ctx, tuple(on))
+        self.reconciler = JobReconciler(self.kind, ctx, tuple(on), watch_nodes=watch_nodes)
         self.children = [PODS, SERVICES, CONFIGMAPS, SECRETS]
         self.watched = [
             (w.resource, CHILD_SELECTOR if w.owned else None) for i in on for w in i.watches()
@@ -149,6 +150,7 @@ class Harness:
             (self.reconciler.resource, None),
             *((r, CHILD_SELECTOR) for r in self.children),
             *self.watched,
+            *([(NODES, None)] if self.reconciler.nodes is not None else []),
         )
 
     def reconcile(self) -> Result:
@@ -409,3 +411,84 @@ def test_pod_events_reach_the_job_after_a_batch_period_job_events_at_once() -> N
     queue.done(key)
     h.informers.informer(h.reconciler.resource, None).on_update(h.job())
     assert queue.len() == 1, "a job's own event is handled at once"
+
+
+def _node(name: str, ready: str, reason: str = "KubeletReady") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"conditions": [{"type": "Ready", "status": ready, "reason": reason}]},
+    }
+
+
+def _run_pods_on(h: Harness, node: str) -> None:
+    for pod in h.fake.of_kind("Pod"):
+        pod["spec"]["nodeName"] = node
+        pod["status"] = {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": c["name"], "state": {"running": {}}} for c in pod["spec"]["containers"]
+            ],
+        }
+        h.fake.put(PODS, pod)
+    h.sync()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_whose_pods_node_is_not_ready_is_unknown_until_it_is_back(kind: str) -> None:
+    h = Harness(kind, watch_nodes=True)
+    h.fake.put(NODES, _node("n1", "True"))
+    h.run()
+    _run_pods_on(h, "n1")
+    h.run()
+    assert h.job()["status"]["phase"] == "Running"
+    h.fake.put(NODES, _node("n1", "Unknown", "NodeStatusUnknown"))
+    h.sync()
+    h.run()
+    status = h.job()["status"]
+    assert status["phase"] == "Unknown"
+    conditions = status["t9kConditions" if kind == "MSJob" else "conditions"]
+    failure = next(c for c in conditions if c["type"] == "ReplicaFailure")
+    if kind == "MSJob":  # Kubeflow's conditions: Running, Unknown
+        running = next(c for c in status["conditions"] if c["type"] == "Running")
+        assert (running["status"], running["reason"]) == ("Unknown", "MSJobNodeNotReady")
+        assert running["message"] == failure["message"]
+    assert failure["reason"] == "NodeNotReady"
+    assert failure["message"].startswith("Node n1 is not ready (NodeStatusUnknown): pods ")
+    assert all(name in failure["message"] for name in h.pods)
+    h.fake.put(NODES, _node("n1", "True"))
+    h.sync()
+    h.run()
+    assert h.job()["status"]["phase"] == "Running"
+
+
+def test_without_nodes_watched_a_lost_node_goes_unseen() -> None:
+    h = Harness("PyTorchTrainingJob")
+    h.fake.put(NODES, _node("n1", "Unknown", "NodeStatusUnknown"))
+    h.run()
+    _run_pods_on(h, "n1")
+    h.run()
+    assert h.reconciler.nodes is None and h.job()["status"]["phase"] == "Running"
+
+
+def test_a_node_whose_readiness_changes_reconciles_the_jobs_on_it() -> None:
+    h = Harness("PyTorchTrainingJob", watch_nodes=True)
+    h.fake.put(NODES, _node("n1", "True"))
+    h.run()
+    _run_pods_on(h, "n1")
+    h.run()
+    queue = h.reconciler.controller.queue
+    while queue.len():
+        key, _ = queue.get()
+        queue.done(key)
+    nodes = h.informers.informer(NODES)
+    ready, lost = _node("n1", "True"), _node("n1", "Unknown", "NodeStatusUnknown")
+    nodes.on_update(ready)  # a heartbeat: no change of readiness
+    nodes.on_update(copy.deepcopy(ready))
+    assert queue.len() == 0
+    nodes.on_update(lost)
+    assert queue.len() == 1
+    key, _ = queue.get()
+    assert key == f"{NS}/j"
+    queue.done(key)
+    nodes.on_update(_node("n2", "Unknown"))  # no pod of the job there
+    assert queue.len() == 0

@@ -8,6 +8,7 @@ import pytest
 
 from t9k_operator.reconcilers.kinds.pods import (
     ReplicaState,
+    node_trouble,
     replica_state,
     should_restart,
     training_container,
@@ -234,3 +235,24 @@ def test_a_pod_its_kubelet_evicted_without_the_condition_is_disrupted_too() -> N
     s = replica_state(evicted, ("pytorch",))
     assert (s.disruption, s.disruption_message) == ("Evicted", "low on memory")
     assert replica_state(pod_with("Failed", [terminated("pytorch", 1)])).disruption == ""
+
+
+def test_node_trouble_reads_the_nodes_ready_condition() -> None:
+    def node(status: str, reason: str = "", message: str = "") -> dict[str, Any]:
+        ready = {"type": "Ready", "status": status, "reason": reason, "message": message}
+        return {"status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, ready]}}
+
+    assert node_trouble("n", node("True", "KubeletReady")) == ""
+    assert node_trouble("n", node("Unknown", "NodeStatusUnknown", "Kubelet stopped posting.")) == (
+        "node n is not ready (NodeStatusUnknown: Kubelet stopped posting.)"
+    )
+    assert node_trouble("n", node("False")) == "node n is not ready (False)"
+    assert node_trouble("n", None) == "node n is gone"
+    assert node_trouble("n", {"status": {}}) == "", "a node that has not reported yet"
+
+
+def test_a_pod_whose_phase_is_unknown_is_lost() -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}, "status": {"phase": "Unknown"}}
+    assert replica_state(pod).lost == "node n has stopped reporting the pod (phase Unknown)"
+    pod["status"]["phase"] = "Running"
+    assert replica_state(pod).lost == ""
