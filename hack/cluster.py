@@ -1071,6 +1071,12 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 f"--cluster-signing-key-file={pki / 'ca.key'}",
                 "--controllers=*",
                 "--concurrent-gc-syncs=5",
+                # A node whose kubelet stops renewing its lease is marked not
+                # ready after 20 s, not 50 s: the lost-node tests wait for it.
+                # KWOK renews every 5 s (a quarter of its lease duration, below),
+                # so a busy machine has four renewals to spare.
+                "--node-monitor-grace-period=20s",
+                "--node-monitor-period=2s",
                 "--v=1",
             ],
             workdir,
@@ -1097,7 +1103,7 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 f"--config={HACK / 'kwok' / 'stages.yaml'}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                "--node-lease-duration-seconds=40",
+                "--node-lease-duration-seconds=20",
                 "--cidr=10.244.0.0/16",
                 f"--server-address=127.0.0.1:{ports['kwok']}",
             ],

@@ -327,6 +327,7 @@ def test_namespaced_overlay_runs_a_pytorch_job_under_its_role_alone(
         log = proc.logs()
         # No request refused on the way (the API server says "... is forbidden: User ...").
         assert "is forbidden" not in log and "Forbidden" not in log, log
+        assert "nodes not watched (no grant to list them)" in proc.log_path.read_text()
         # The same check sees a refusal: watching every namespace under this
         # Role is refused, and the log says so.
         wide = OperatorProcess(kubeconfig, tmp_path / "wide.log")

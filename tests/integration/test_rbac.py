@@ -33,8 +33,8 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 
 def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -> None:
     c = operator_client
-    for res in (PODS, SERVICES, CONFIGMAPS, SECRETS):
-        c.list_all(res)  # cluster-wide list (informers)
+    for res in (PODS, SERVICES, CONFIGMAPS, SECRETS, NODES):
+        c.list_all(res)  # cluster-wide list (informers; nodes: their readiness)
         c.watch(res, resource_version=None, timeout_seconds=1).close()
     c.create(
         PODS,
@@ -91,7 +91,10 @@ def test_operator_can_serve_tensorboards(operator_client: KubeClient, namespace:
 @pytest.mark.parametrize(
     "action",
     [
-        pytest.param(lambda c, ns: c.list_all(NODES), id="list-nodes"),
+        pytest.param(
+            lambda c, ns: c.patch(NODES, "kwok-node-0", {"spec": {"unschedulable": True}}),
+            id="cordon-a-node",
+        ),
         pytest.param(lambda c, ns: c.delete(NAMESPACES, ns, None), id="delete-namespace"),
         pytest.param(
             lambda c, ns: c.create(

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.__main__ import leader_election_options, parse_args, unserved
-from t9k_operator.kube import NotFound
+from t9k_operator.__main__ import leader_election_options, may_watch_nodes, parse_args, unserved
+from t9k_operator.kube import Forbidden, NotFound, ServerError
 from t9k_operator.manager import parse_bind_address
 from t9k_operator.reconcilers.integrations import registry
 from t9k_operator.reconcilers.integrations.contract import Integration
@@ -157,3 +157,41 @@ def test_leader_election_flags_make_one_options_object() -> None:
         renew_deadline=20.0,
         retry_period=4.0,
     )
+
+
+class _Nodes:
+    """A client whose list of nodes answers ``error`` (None: a list)."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+
+    def list(self, resource: Any, **_: Any) -> dict[str, Any]:
+        assert resource.plural == "nodes"
+        if self.error is not None:
+            raise self.error
+        return {"items": []}
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str, **_: Any) -> None:
+        self.lines.append(message)
+
+    warning = info
+
+
+def test_nodes_are_watched_when_the_operator_may_list_them() -> None:
+    log = _Log()
+    assert may_watch_nodes(_Nodes(None), log) is True  # type: ignore[arg-type]
+    assert log.lines == []
+    # The API server in trouble is no answer: the informer will retry.
+    assert may_watch_nodes(_Nodes(ServerError("down")), log) is True  # type: ignore[arg-type]
+
+
+def test_a_namespaced_install_goes_on_without_nodes_and_says_so_once() -> None:
+    log = _Log()
+    assert may_watch_nodes(_Nodes(Forbidden("nodes is forbidden")), log) is False  # type: ignore[arg-type]
+    (line,) = log.lines
+    assert line.startswith("nodes not watched (no grant to list them)")
