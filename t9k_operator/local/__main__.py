@@ -14,4 +14,5 @@ if __name__ == "__main__":
         description="Run a job's replicas as local processes (see docs/local-run.md).",
     )
     add_arguments(parser)
-    sys.exit(main(parser.parse_args()))
+    # Intermixed: options may also come between FILE and `-- COMMAND ARGS`.
+    sys.exit(main(parser.parse_intermixed_args()))

@@ -22,7 +22,11 @@ KINDS = frozenset(k.crd.kind for k in registry.KINDS)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``t9k run --local`` (FILE, then ``-- COMMAND ARGS`` to
-    replace the training program)."""
+    replace the training program).
+
+    argparse before Python 3.13 takes ``-- COMMAND ARGS`` only when no option
+    stands between FILE and ``--``, unless the parser parses with
+    ``parse_intermixed_args`` (as ``python -m t9k_operator.local`` does)."""
     parser.add_argument(
         "file",
         metavar="FILE",

@@ -78,7 +78,9 @@ def describe(job: LocalJob) -> str:
     """What each process runs, with the environment its pod gives it."""
     lines = []
     for p in job.processes:
-        lines.append(f"[{p.label}] (replica {p.replica[0]}-{p.replica[1]})")
+        replica = f"{p.replica[0]}-{p.replica[1]}"
+        stands = "" if replica.lower() == p.label else f" (its exit counts as {replica}'s)"
+        lines.append(f"[{p.label}]{stands}")
         lines.append(f"  command: {shlex.join(p.argv)}")
         for k, v in sorted(p.env.items()):
             lines.append(f"  env {k}={v}")
