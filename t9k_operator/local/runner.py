@@ -228,11 +228,13 @@ class Runner:
             if decision is not None:
                 phase, code = decision
                 running = [c.process.label for c in self.children if c.code is None]
+                grace = self.grace if phase == "Succeeded" else 0
                 say(
                     f"the job {phase.lower()} ({self.job.kind.crd.kind}'s rule)"
                     + (f"; stopping {', '.join(running)}" if running else "")
+                    + (f" once they have had {grace:g}s to end" if running and grace else "")
                 )
-                self._stop(self.grace if phase == "Succeeded" else 0)
+                self._stop(grace)
                 return code
             if all(c.code is not None for c in self.children):
                 say(
