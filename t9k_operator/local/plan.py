@@ -213,28 +213,42 @@ def resolve_env(
 
 @dataclass
 class Rewriter:
-    """Turns the cluster's names, ports and mount paths into this machine's."""
+    """Turns the cluster's names, ports and mount paths into this machine's.
+
+    ``hosts`` (the pods' ``<pod>.<job>``) are replaced wherever they stand as a
+    host name; ``services`` (the Services' bare names, which could also be a
+    word of a path) only when a namespace suffix or a ``:port`` follows."""
 
     hosts: list[str]
     namespace: str
     ports: dict[int, int]
+    services: list[str] = field(default_factory=list)
     paths: dict[str, str] = field(default_factory=dict)
     _host_re: re.Pattern[str] | None = None
 
     def _hosts(self) -> re.Pattern[str]:
         if self._host_re is None:
             ns = re.escape(self.namespace)
-            names = "|".join(re.escape(h) for h in sorted(self.hosts, key=len, reverse=True))
-            self._host_re = re.compile(
-                rf"(?<![\w.-])(?:{names})(?:\.{ns}(?:\.svc(?:\.cluster\.local)?)?)?(?![\w-])"
-            )
+            suffix = rf"\.{ns}(?:\.svc(?:\.cluster\.local)?)?"
+            end = r"(?![\w-]|\.[\w-])"  # the name ends here: no other domain follows
+
+            def names(items: list[str]) -> str:
+                return "|".join(re.escape(h) for h in sorted(items, key=len, reverse=True))
+
+            alternatives = []
+            if self.hosts:
+                alternatives.append(rf"(?:{names(self.hosts)})(?:{suffix})?{end}")
+            if self.services:
+                alternatives.append(rf"(?:{names(self.services)})(?:{suffix}{end}|(?=:\d))")
+            pattern = "|".join(alternatives) or r"(?!x)x"
+            self._host_re = re.compile(rf"(?<![\w.-])(?:{pattern})")
         return self._host_re
 
     def port(self, port: int) -> int:
         return self.ports.get(port, port)
 
     def text(self, value: str) -> str:
-        out = self._hosts().sub(LOOPBACK, value) if self.hosts else value
+        out = self._hosts().sub(LOOPBACK, value)
         if self.ports:
             out = re.sub(
                 rf"(?<=\b{re.escape(LOOPBACK)}:)(\d+)\b",
@@ -423,14 +437,14 @@ def plan(
     config_maps = _config_maps(extras)
     services: dict[str, Obj] = {}
     ports: dict[int, int] = {}
-    service_hosts: list[str] = []
+    service_names: list[str] = []
     for svc in extras:
         if svc.get("kind") != "Service":
             continue
         spec = dict(svc.get("spec") or {})
         if spec.get("clusterIP") != "None":
             spec["clusterIP"] = LOOPBACK
-            service_hosts.append(svc["metadata"]["name"])
+        service_names.append(svc["metadata"]["name"])
         services[svc["metadata"]["name"]] = {**svc, "spec": spec}
         for p in spec.get("ports") or []:
             if p.get("name") not in SSH_PORT_NAMES and int(p["port"]) not in ports:
@@ -441,7 +455,7 @@ def plan(
         for index in range(role.replicas)
     ]
     hosts = [f"{p['metadata']['name']}.{p['spec'].get('subdomain', job.name)}" for p in pods]
-    rewriter = Rewriter(hosts + service_hosts, job.namespace, ports)
+    rewriter = Rewriter(hosts, job.namespace, ports, service_names)
     files: dict[str, str] = {}
     containers: dict[str, tuple[Obj, Obj, dict[str, str]]] = {}
     for pod in pods:

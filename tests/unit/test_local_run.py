@@ -6,6 +6,7 @@ process behind. No cluster; a few seconds in all."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import io
 import os
@@ -22,8 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from t9k_operator.local import LocalRunError, plan, run
+from t9k_operator.local import LocalRunError, add_arguments, main, plan, run
 from t9k_operator.local.cli import prepare
+from t9k_operator.local.plan import Rewriter
 from t9k_operator.local.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -385,3 +387,49 @@ def test_the_cli_says_why_and_exits_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "holds 2 jobs" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "local"),
+    [
+        ("j-worker-0.j:23456", "127.0.0.1:4000"),
+        ("j-worker-0.j.ns.svc.cluster.local:23456", "127.0.0.1:4000"),
+        ("tcp://j-worker-0.j.ns:29400,x", "tcp://127.0.0.1:29400,x"),
+        ("j-worker-0.j.elsewhere", "j-worker-0.j.elsewhere"),  # another domain
+        ("xj-worker-0.j", "xj-worker-0.j"),
+        ("j.ns.svc", "127.0.0.1"),  # a Service's bare name: with its namespace,
+        ("j:23456", "127.0.0.1:4000"),  # or a port,
+        ("/data/j/out", "/data/j/out"),  # not as a word of a path
+        ("--master_port=23456", "--master_port=4000"),
+        ("--hostfile=/t9k/hostfile", "--hostfile=/run/hostfile"),
+        ("/t9k/hostfile2", "/t9k/hostfile2"),
+    ],
+)
+def test_names_ports_and_paths_become_this_machines(text: str, local: str) -> None:
+    rewriter = Rewriter(
+        ["j-worker-0.j"], "ns", {23456: 4000}, ["j"], {"/t9k/hostfile": "/run/hostfile"}
+    )
+    assert rewriter.text(text) == local
+
+
+def test_the_runs_files_are_written_where_the_ranks_look(tmp_path: Path) -> None:
+    manifest = sample("deepspeed-basic.yaml")
+    manifest["spec"]["config"]["run"] = {"exec": ["cat", "/t9k/hostfile"]}
+    job = prepare(manifest, run_dir=str(tmp_path))
+    hostfile = Path(job.processes[0].argv[-1])
+    assert hostfile.is_relative_to(tmp_path)
+    assert hostfile.read_text().count(" slots=1\n") == 4
+    assert (tmp_path / ".deepspeed_env").exists()
+
+
+def test_the_t9k_cli_can_take_the_options_and_main(capsys: pytest.CaptureFixture[str]) -> None:
+    # As `t9k run --local FILE -- COMMAND` will parse them: a subcommand's parser.
+    parser = argparse.ArgumentParser(prog="t9k")
+    runs = parser.add_subparsers(dest="command").add_parser("run")
+    runs.add_argument("--local", action="store_true")
+    add_arguments(runs)
+    sample_file = str(ROOT / "manifests/samples/colossalai-basic.yaml")
+    args = parser.parse_args(["run", "--local", "--grace", "0", sample_file, "--", *STAND_IN])
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "[worker-1] rendezvous ok: 2 replicas agree" in out
