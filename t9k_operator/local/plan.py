@@ -458,14 +458,20 @@ def plan(
     rewriter = Rewriter(hosts, job.namespace, ports, service_names)
     files: dict[str, str] = {}
     containers: dict[str, tuple[Obj, Obj, dict[str, str]]] = {}
+    # The launcher kinds' ranks get the launcher's env only (an ssh session
+    # does not see its pod's env), so only the launcher's notes are worth saying.
+    said = {"DeepSpeedJob": "worker-0", "ColossalAIJob": "launcher"}.get(kind_name)
     for pod in pods:
         label = _label(job.name, pod)
         cs = pod["spec"].get("containers") or []
         c = cs[training_container_index(pod, kind.training_containers)]
-        env = resolve_env(c, pod, config_maps, label, notes)
+        pod_notes: list[str] = []
+        env = resolve_env(c, pod, config_maps, label, pod_notes)
         env["HOSTNAME"] = str(pod["spec"].get("hostname") or pod["metadata"]["name"])
-        _mounts(pod, c, config_maps, run_dir, files, rewriter.paths, label, notes)
+        _mounts(pod, c, config_maps, run_dir, files, rewriter.paths, label, pod_notes)
         containers[label] = (pod, c, env)
+        if said in (None, label):
+            notes.extend(pod_notes)
     if kind_name == "DeepSpeedJob":
         return _deepspeed(
             kind, view, job, containers, rewriter, files, notes, free_port, python, run_dir

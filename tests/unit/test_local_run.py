@@ -433,3 +433,15 @@ def test_the_t9k_cli_can_take_the_options_and_main(capsys: pytest.CaptureFixture
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "[worker-1] rendezvous ok: 2 replicas agree" in out
+
+
+def test_a_launcher_kind_notes_only_what_its_ranks_miss() -> None:
+    manifest = sample("deepspeed-basic.yaml")
+    container = manifest["spec"]["worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    job = plan(manifest, "/run", free_ports())
+    # The ranks get worker-0's env (.deepspeed_env): one note, not one per worker.
+    assert [n for n in job.notes if "KEY" in n] == [
+        "worker-0: KEY is left unset (secretKeyRef s/k needs the cluster); "
+        "export it in this shell to give it a value"
+    ]
