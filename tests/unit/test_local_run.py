@@ -12,6 +12,7 @@ import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -445,3 +446,29 @@ def test_a_launcher_kind_notes_only_what_its_ranks_miss() -> None:
         "worker-0: KEY is left unset (secretKeyRef s/k needs the cluster); "
         "export it in this shell to give it a value"
     ]
+
+
+def test_the_stand_in_notices_replicas_that_disagree_on_the_world() -> None:
+    # Without the runner: rank 1 believes in a world of 3, the master in one of 2.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+    master = subprocess.Popen(
+        STAND_IN,
+        env={**env, "RANK": "0", "WORLD_SIZE": "2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    other = subprocess.run(
+        STAND_IN,
+        env={**env, "RANK": "1", "WORLD_SIZE": "3"},
+        capture_output=True,
+        text=True,
+        timeout=40,
+    )
+    _, master_err = master.communicate(timeout=40)
+    assert master.returncode == 1 and other.returncode == 1
+    assert "replica 1 sees world=3, the master world=2" in master_err
+    assert "rendezvous failed" in other.stderr
