@@ -1,0 +1,21 @@
+"""Local run: a job's replicas as processes on this machine (``t9k run --local FILE``).
+
+The manifest is parsed by the kind's API model and its pods built by the
+kind's own builders (as the operator does), then each replica's training
+container runs as a local process with the command, arguments and
+environment its pod would have, addresses rewritten to 127.0.0.1 and free
+ports (:mod:`.plan`); :mod:`.runner` runs them, prefixes their output, and ends
+the job by the kind's own success rule. docs/local-run.md is the user's guide.
+
+Entry points: :func:`add_arguments` and :func:`main` for the ``t9k`` CLI,
+:func:`run` for the SDK, and ``python -m t9k_operator.local FILE`` meanwhile.
+
+May import ``api``, ``builders``, ``objects`` and the pure
+``reconcilers.kinds`` (the kinds' views and success rules); never the client,
+the informers, the runtime, the foundation or the apply step.
+"""
+
+from t9k_operator.local.cli import add_arguments, main, run
+from t9k_operator.local.plan import LocalJob, LocalRunError, Process, plan
+
+__all__ = ["LocalJob", "LocalRunError", "Process", "add_arguments", "main", "plan", "run"]
