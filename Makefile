@@ -8,7 +8,7 @@ CLUSTER ?= t9k
 IMG ?= t9k-operator:dev
 KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lock lint format test test-deps binaries unit integration cluster cluster-down run demo manifests deploy undeploy image rootfs bench bench-memory clean
+.PHONY: help venv lock lint format test test-deps binaries binaries-core unit integration cluster cluster-down run demo manifests deploy undeploy install uninstall image docker-build docker-push rootfs bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -54,13 +54,16 @@ test-deps: ## system packages the tests need (openssh-server, pdsh for launch-pa
 binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
 	$(PYTHON) hack/cluster.py binaries
 
+binaries-core: ## the control plane's binaries alone (etcd, Kubernetes, KWOK): what the demo and a plain cluster use; the rest is built when first used
+	$(PYTHON) hack/cluster.py binaries --gang none --no-kueue --no-tools
+
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
 
 integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
 	$(PYTEST_INTEGRATION)
 
-cluster: binaries ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
+cluster: binaries-core ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
 	$(PYTHON) hack/cluster.py up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)
 
 cluster-down: ## stop the local cluster and remove its state
@@ -69,7 +72,7 @@ cluster-down: ## stop the local cluster and remove its state
 run: $(STAMP) ## run the operator against the current kubeconfig context
 	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
-demo: $(STAMP) binaries ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
+demo: $(STAMP) binaries-core ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) hack/demo.py --name $(CLUSTER)
 
 manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs, the ClusterRole, kustomize's overlays, the Helm chart and deploy/install.yaml
@@ -95,6 +98,18 @@ bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/be
 
 image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
 	bash hack/image.sh $(IMG)
+
+# kubebuilder's names, for those who know an operator's Makefile by them.
+docker-build: image ## kubebuilder's name for `make image` (IMG=...)
+
+docker-push: ## push IMG with the builder `make image` used (PUSH_DEST=oci:DIR or another transport podman/buildah take)
+	bash hack/image.sh --push $(IMG) $(PUSH_DEST)
+
+install: ## install the CRDs alone into the current kubeconfig's cluster (server-side apply)
+	$(PYTHON) hack/deploy.py install$(if $(KUBECTL), --kubectl $(KUBECTL))
+
+uninstall: ## delete the CRDs from the current kubeconfig's cluster: every job, TensorBoard and their pods go with them
+	$(PYTHON) hack/deploy.py uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
 	$(PYTHON) hack/rootfs.py build

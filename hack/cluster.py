@@ -1710,7 +1710,10 @@ def main() -> int:
                 addons.extend(TOOLS.values())
             for g in addons:
                 log(f"{g.title}: {ensure_addon_binaries(g)}")
-            drop_go_caches()
+            # Once every binary is built: a part built now (the demo's control
+            # plane) leaves the module sources to the builds of the rest.
+            if len(addons) == len(GANGS) + 1 + len(TOOLS):
+                drop_go_caches()
     except MissingBinaries as exc:
         print(exc, file=sys.stderr)
         return EXIT_MISSING_BINARIES

@@ -172,7 +172,7 @@ class Demo:
                         "get",
                         "events",
                         "--field-selector",
-                        "involvedObject.apiVersion=batch.tensorstack.dev/v1beta1",
+                        "source=t9k-operator",  # the operator's Events, MSJobs' too
                         capture=True,
                         check=False,
                     )

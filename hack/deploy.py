@@ -17,10 +17,16 @@ monitoring component, ServiceMonitor and PrometheusRule).
 kustomize is the one hack/cluster.py builds (``make binaries``); kubectl is
 ``--kubectl``, else the one on PATH, else the local cluster's.
 
+``install`` and ``uninstall`` (``make install``/``make uninstall``, as
+kubebuilder's projects name them) apply or delete the CRDs alone
+(manifests/crds): to run the operator outside the cluster (``make run``).
+Deleting a CRD deletes every object of its kind, so every job and its pods.
+
 Usage::
 
     python3 hack/deploy.py apply --image ghcr.io/me/t9k-operator:dev [--overlay DIR]
     python3 hack/deploy.py delete [--overlay DIR]
+    python3 hack/deploy.py install | uninstall
 """
 
 from __future__ import annotations
@@ -87,13 +93,32 @@ def kubectl_path(given: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["apply", "delete"])
+    parser.add_argument("command", choices=["apply", "delete", "install", "uninstall"])
     parser.add_argument("--image", help="apply: the operator's image (IMG)")
     parser.add_argument("--overlay", type=Path, default=ROOT / "deploy" / "cluster-wide")
     parser.add_argument("--kubectl", help="kubectl to run (default: on PATH, else the cluster's)")
     args = parser.parse_args(argv)
     if args.command == "apply" and not args.image:
         parser.error("apply needs --image (make deploy IMG=...)")
+    if args.command in ("install", "uninstall"):
+        try:
+            kubectl = kubectl_path(args.kubectl)
+        except cluster.MissingBinaries as exc:
+            print(exc, file=sys.stderr)
+            return cluster.EXIT_MISSING_BINARIES
+        crds = str(ROOT / "manifests" / "crds")
+        if args.command == "install":
+            cmd = [
+                kubectl,
+                "apply",
+                "--server-side",
+                f"--field-manager={FIELD_MANAGER}",
+                "-f",
+                crds,
+            ]
+        else:
+            cmd = [kubectl, "delete", "--ignore-not-found", "-f", crds]
+        return subprocess.run(cmd, env=os.environ, check=False).returncode
     try:
         objects = build(args.overlay, args.image)
         kubectl = kubectl_path(args.kubectl)

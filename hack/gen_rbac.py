@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from t9k_operator.api import tensorboard
+from t9k_operator.api import msjob, tensorboard
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.builders.kueue import GROUP as KUEUE_GROUP
@@ -104,6 +104,17 @@ def job_rules(kinds: Sequence[CrdInfo]) -> str:
     return "".join(out)
 
 
+def ttl_rules() -> str:
+    """delete on the kinds whose run policy has ttlSecondsAfterFinished."""
+    return (
+        "# A finished MSJob is deleted ttlSecondsAfterFinished after it finished, as\n"
+        "# Kubeflow's controllers do (its children go by garbage collection).\n"
+        f"- apiGroups: {_list([msjob.CRD.group])}\n"
+        f"  resources: {_list([msjob.CRD.plural])}\n"
+        '  verbs: ["delete"]\n'
+    )
+
+
 def tensorboard_rules() -> str:
     """The rules on the TensorBoards: a job's own, and those users create."""
     group, plural = tensorboard.CRD.group, tensorboard.CRD.plural
@@ -164,6 +175,7 @@ def render(kinds: Sequence[CrdInfo] | None = None) -> str:
     return (
         HEAD
         + job_rules(crds() if kinds is None else kinds)
+        + ttl_rules()
         + CHILDREN
         + tensorboard_rules()
         + gang_rules()

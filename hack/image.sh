@@ -6,8 +6,15 @@
 # hack/rootfs.py debootstraps, imported as localhost/t9k-base:<its key>), for a
 # machine that cannot reach a registry. Without any builder, hack/rootfs.py
 # makes the same image's root filesystem from Debian's packages.
+#
+# hack/image.sh --push IMAGE [DEST] (make docker-push): push IMAGE with the
+# same builder, to its registry, or to DEST where the builder takes one
+# (podman and buildah: a transport such as oci:DIR or docker://HOST/NAME).
 set -euo pipefail
-img="${1:?usage: hack/image.sh IMAGE}"
+push=""
+if [ "${1:-}" = --push ]; then push=1; shift; fi
+img="${1:?usage: hack/image.sh [--push] IMAGE [DEST]}"
+dest="${2:-}"
 cd "$(dirname "$0")/.."
 build_args=()
 
@@ -34,6 +41,17 @@ if [ -z "$builder" ]; then
   echo "  install one (apt-get install buildah), or make the image's root filesystem" >&2
   echo "  from Debian's packages: python3 hack/rootfs.py build" >&2
   exit 1
+fi
+if [ -n "$push" ]; then
+  echo "image: pushing $img${dest:+ to $dest} with $builder" >&2
+  case "$builder" in
+    docker)
+      if [ -n "$dest" ]; then echo "image: docker pushes to IMG's registry only (no DEST)" >&2; exit 2; fi
+      docker push "$img" ;;
+    podman) podman push "$img" ${dest:+"$dest"} ;;
+    buildah) buildah push "$img" ${dest:+"$dest"} ;;
+  esac
+  exit 0
 fi
 base="${BASE:-}"
 if [ "$base" = debootstrap ]; then

@@ -177,7 +177,11 @@ class MSRunPolicy(T9kModel):
         default=None,
         ge=0,
         le=MAX_INT32,
-        description="Kept for compatibility with Kubeflow's run policy; not used.",
+        description=(
+            "Seconds after the job finishes (Succeeded or Failed) when the operator deletes "
+            "it, its pods and other children with it, as Kubeflow's controllers do; "
+            "unset: the job stays until deleted."
+        ),
     )
     scheduling_policy: SchedulingPolicy | None = Field(
         default=None,

@@ -509,3 +509,26 @@ def test_make_deploy_sets_the_image_and_undeploy_keeps_the_crds(fresh: Cluster) 
     no_operator_namespace(fresh)  # the namespace went, with all in it
     assert exists(fresh, "crd", "pytorchtrainingjobs.batch.tensorstack.dev")
     still_there(client, users, pod)
+
+
+def test_make_install_and_uninstall_handle_the_crds_alone(fresh: Cluster) -> None:
+    """kubebuilder's targets: the CRDs, for an operator run outside the cluster
+    (`make run`); uninstall takes every job with them, and nothing else."""
+    clear(fresh)
+    env = {**os.environ, "KUBECONFIG": str(fresh.kubeconfig), "MAKEFLAGS": ""}
+    make = ["make", "-s", "-C", str(ROOT), f"KUBECTL={fresh.bin_dir / 'kubectl'}"]
+    crds = sorted(yaml.safe_load(f.read_text())["metadata"]["name"] for f in CRDS.glob("*.yaml"))
+    assert len(crds) == 5, crds
+    proc = subprocess.run([*make, "install"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    crds_established(fresh)
+    assert all(exists(fresh, "crd", name) for name in crds), crds
+    assert not exists(fresh, "namespace", "t9k-system")  # the CRDs alone
+    try:
+        proc = subprocess.run([*make, "uninstall"], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert not any(exists(fresh, "crd", name) for name in crds)
+    finally:
+        proc = subprocess.run([*make, "install"], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        crds_established(fresh)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from t9k_operator.api import msjob
-from t9k_operator.kube import KubeClient
+from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
@@ -198,3 +198,29 @@ def test_the_seed_example_runs_to_the_end(jobs: Jobs) -> None:
     body = yaml.safe_load(SPEC_EXAMPLES[sorted(SPEC_EXAMPLES)[0]])
     jobs.create(body)
     jobs.wait_phase(body["metadata"]["name"], "Succeeded", 60)
+
+
+def test_a_finished_msjob_is_deleted_its_ttl_after_it_finished(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    """runPolicy.ttlSecondsAfterFinished, as Kubeflow's controllers act on it:
+    the job goes that long after its completion, and its children with it."""
+    run_policy = {"ttlSecondsAfterFinished": 3, "cleanPodPolicy": "None"}
+    jobs.create(msjob("ms", {"Scheduler": role(1), "Worker": role(1)}, runPolicy=run_policy))
+    pods = jobs.wait_pods("ms", ["ms-scheduler-0", "ms-worker-0"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.succeed(jobs.namespace, "ms-worker-0")
+    done = jobs.wait_phase("ms", "Succeeded")
+    assert not any(r == "FieldNotActedOn" for _, r, _ in jobs.events("ms"))
+
+    def gone() -> bool:
+        try:
+            jobs.get("ms")
+        except NotFound:
+            return True
+        return False
+
+    wait_for(gone, 20, "the job deleted after its ttl")
+    wait_for(lambda: not jobs.pods("ms"), 30, "its pods gone with it")
+    assert done.get("completionTime")

@@ -21,6 +21,8 @@ from t9k_operator.resources import (
 )
 from tests.integration.jobs import PYTORCH
 
+MSJOBS = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
+
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io",
     "v1",
@@ -66,6 +68,31 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
     )
     c.patch(EVENTS, ev["metadata"]["name"], {"count": 2}, namespace)
     c.create(LEASES, {"metadata": {"name": f"rbac-{namespace}"}, "spec": {}}, "t9k-system")
+
+
+@pytest.mark.usefixtures("crds_installed")
+def test_operator_deletes_finished_msjobs_and_no_other_job(
+    operator_client: KubeClient, admin: KubeClient, namespace: str
+) -> None:
+    """ttlSecondsAfterFinished is MSJob's (Kubeflow's run policy): the one kind
+    the operator may delete."""
+    body = {
+        "apiVersion": "mindspore.gitee.com/v1",
+        "kind": "MSJob",
+        "metadata": {"name": "ttl"},
+        "spec": {
+            "msReplicaSpecs": {
+                "Worker": {
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "mindspore", "image": "m"}]}},
+                }
+            }
+        },
+    }
+    admin.create(MSJOBS, body, namespace)
+    operator_client.delete(MSJOBS, "ttl", namespace)
+    with pytest.raises(Forbidden):
+        operator_client.delete(PYTORCH, "any", namespace)
 
 
 @pytest.mark.usefixtures("crds_installed")

@@ -67,6 +67,9 @@ def test_demo_removes_its_temporary_folder_and_cluster(tmp_path: Path, cluster: 
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "every sample job has finished" in proc.stdout
+    # Every kind's sample shows in the demo's table (`kubectl get t9k`), MSJob's too.
+    for kind in ("pytorchtrainingjob", "deepspeedjob", "colossalaijob", "msjob"):
+        assert f"{kind}." in proc.stdout, f"no {kind} in the demo:\n{proc.stdout[-3000:]}"
     assert list(tmp_path.glob("t9k-demo-*")) == []  # its kubeconfig held a token
     status = subprocess.run(
         [sys.executable, str(ROOT / "hack" / "cluster.py"), "status", "--name", name],

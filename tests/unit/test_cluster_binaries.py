@@ -407,6 +407,30 @@ def test_make_obtains_binaries_before_pytest_starts() -> None:
     assert build < pytest_line
 
 
+def _make_n(target: str) -> list[str]:
+    out = subprocess.run(
+        ["make", "-n", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MAKEFLAGS": ""},
+    ).stdout.splitlines()
+    return [line for line in out if "hack/cluster.py binaries" in line]
+
+
+@pytest.mark.parametrize("target", ["demo", "cluster"])
+def test_the_demo_and_a_plain_cluster_build_the_control_plane_alone(target: str) -> None:
+    """The gang schedulers, Kueue, Helm and kustomize wait for whatever uses
+    them (``up --gang``, ``up --kueue``, ``tool``, ``make deploy``)."""
+    (line,) = _make_n(target)
+    assert line.endswith("hack/cluster.py binaries --gang none --no-kueue --no-tools"), line
+
+
+def test_make_test_still_builds_everything_first() -> None:
+    (line,) = _make_n("test")
+    assert line.endswith("hack/cluster.py binaries"), line
+
+
 def test_the_go_caches_of_the_builds_are_removed_once_all_are_built(
     env: dict[str, str],
 ) -> None:
@@ -416,6 +440,10 @@ def test_the_go_caches_of_the_builds_are_removed_once_all_are_built(
     failed = binaries(env, FAKE_GO_FAIL="etcd")
     assert failed.returncode != 0
     # A failed build keeps them, for the retry.
+    assert (cache / "gocache").is_dir() and (cache / "gomod").is_dir()
+    # The control plane alone (the demo's) keeps them for the builds of the rest.
+    core = binaries(env)
+    assert core.returncode == 0, core.stderr
     assert (cache / "gocache").is_dir() and (cache / "gomod").is_dir()
     result = binaries(env, gang="all", kueue=True, tools=True)
     assert result.returncode == 0, result.stderr

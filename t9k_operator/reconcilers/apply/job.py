@@ -229,6 +229,15 @@ class JobReconciler:
                 rlog.info("deleted pod", pod=state.name)
             except NotFound:
                 pass
+        if plan.delete_job:
+            # Its ttlSecondsAfterFinished has run out: the job goes, and its
+            # children with it (garbage collection, through their owner references).
+            try:
+                self.client.delete(self.resource, name, namespace, uid=job["metadata"]["uid"])
+                rlog.info("deleted the finished job: its ttlSecondsAfterFinished ran out")
+            except NotFound:
+                pass
+            return Result()
         if parsed.job is None:
             return Result()  # a spec that does not parse has failed the job: nothing to build
         active = plan.status.get("phase") not in engine.TERMINAL and not view.paused

@@ -10,7 +10,8 @@ Rules, in order of precedence:
 1. **Finished jobs** (phase Succeeded/Failed) stay finished; only the cleanup
    policy still acts (``None`` keeps all pods, ``All`` deletes every pod,
    ``Unfinished`` deletes pods that have not ended; a kind may narrow the
-   scope, as ColossalAIJob keeps its launcher).
+   scope, as ColossalAIJob keeps its launcher), and ``ttlSecondsAfterFinished``
+   (MSJob) deletes the job that long after its completion (``Plan.delete_job``).
 2. **Deadline**: ``activeDeadlineSeconds`` after ``status.startTime`` the job
    fails with reason ``DeadlineExceeded``, exactly on time: until then the
    plan asks to be requeued at that instant. Paused time counts.
@@ -127,6 +128,7 @@ class Plan:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # type, reason, message
     requeue_after: float | None = None
     finished: Outcome | None = None  # set on the reconcile that ends the job
+    delete_job: bool = False  # its ttlSecondsAfterFinished has run out: delete the job
     restarts: int = 0  # replicas recreated by this pass, each counted against backoffLimit
 
     def wake_in(self, seconds: float) -> None:
@@ -233,6 +235,7 @@ class _Pass:
         self.out.finished = outcome
         self.event("Normal" if ok else "Warning", outcome.reason, msg)
         _cleanup(self, keep_planned=keep_planned)
+        _expire(self)
         if keep_planned:
             self.out.create.clear()
 
@@ -252,7 +255,25 @@ def _finished(p: _Pass) -> bool:
     if p.status["phase"] not in TERMINAL:
         return False
     _cleanup(p)
+    _expire(p)
     return True
+
+
+def _expire(p: _Pass) -> None:
+    """A finished job with ``ttlSecondsAfterFinished`` is deleted that long
+    after its completion time (Kubeflow's rule; its children go with it)."""
+    ttl = p.job.ttl_seconds_after_finished
+    if ttl is None:
+        return
+    done = parse_time(p.status.get("completionTime")) or p.now
+    try:
+        due = done + timedelta(seconds=ttl)
+    except OverflowError:
+        return
+    if p.now >= due:
+        p.out.delete_job = True
+    else:
+        p.out.wake_in((due - p.now).total_seconds())
 
 
 def _invalid(p: _Pass) -> bool:

@@ -61,8 +61,6 @@ class MSJobView(JobView):
 
 
 class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
-    not_acted_on: tuple[str, ...] = ("spec.runPolicy.ttlSecondsAfterFinished",)
-
     def view(self, job: Job) -> JobView:
         spec = job.spec
         roles = tuple(
@@ -80,6 +78,7 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             restart_scope=policy.restart_scope or "Replica",
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
+            ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
             gang=gang_view(policy.scheduling_policy, sum(r.replicas for r in roles)),
             all_workers=spec.success_policy == "AllWorkers",
         )

@@ -89,6 +89,8 @@ class JobView:
     restart_scope: str = "Replica"  # Replica | Job: what one replica's restart recreates
     active_deadline_seconds: int | None = None
     cleanup_policy: str = "None"  # None | All | Unfinished
+    ttl_seconds_after_finished: int | None = None
+    """Seconds after the job finished when it is deleted (None: never)."""
     debug: bool = False
     debug_overrides: tuple[Override, ...] = ()
     paused: bool = False

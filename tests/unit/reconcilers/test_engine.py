@@ -975,3 +975,30 @@ def test_a_pod_whose_phase_is_unknown_makes_the_job_unknown() -> None:
     p = step(replace(j, status=step(j, running(j)).status), pods)
     assert p.status["phase"] == "Unknown"
     assert "j-master-0" in get_condition(p.status, "ReplicaFailure")["message"]  # type: ignore[index]
+
+
+# -- ttlSecondsAfterFinished -----------------------------------------------------------------
+
+
+def test_a_finished_job_is_deleted_its_ttl_after_its_completion() -> None:
+    j = job(ttl_seconds_after_finished=60)
+    pods = running(j)
+    pods[("master", 0)] = pod("master", 0, "Succeeded", 0)
+    done = step(j, pods)
+    assert done.status["phase"] == "Succeeded" and not done.delete_job
+    assert done.requeue_after == 60, "woken when it is due"
+    later = step(replace(j, status=done.status), pods, T0 + timedelta(seconds=30))
+    assert not later.delete_job and later.requeue_after == 30
+    due = step(replace(j, status=done.status), pods, T0 + timedelta(seconds=60))
+    assert due.delete_job
+
+
+def test_a_ttl_of_zero_deletes_the_job_as_it_finishes_and_none_never() -> None:
+    pods = running(job())
+    pods[("master", 0)] = pod("master", 0, "Failed", 1)
+    pods[("master", 0)] = replace(pods[("master", 0)], phase="Failed")
+    j = job(roles=(Role("master", 1, "Never"), Role("worker", 2, "Never")))
+    assert step(replace(j, ttl_seconds_after_finished=0), pods).delete_job
+    kept = step(j, pods)
+    assert kept.status["phase"] == "Failed" and not kept.delete_job
+    assert not step(replace(j, status=kept.status), pods, T0 + timedelta(days=365)).delete_job

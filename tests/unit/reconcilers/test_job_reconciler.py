@@ -492,3 +492,23 @@ def test_a_node_whose_readiness_changes_reconciles_the_jobs_on_it() -> None:
     queue.done(key)
     nodes.on_update(_node("n2", "Unknown"))  # no pod of the job there
     assert queue.len() == 0
+
+
+def test_an_msjob_is_deleted_its_ttl_after_it_finished() -> None:
+    base = copy.deepcopy(JOBS["MSJob"][1])
+    base["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 0}
+    h = Harness("MSJob", job=base)
+    h.run()
+    for pod in h.fake.of_kind("Pod"):
+        if pod["metadata"]["name"] == "j-worker-0":
+            pod["status"] = {
+                "phase": "Succeeded",
+                "containerStatuses": [
+                    {"name": "mindspore", "state": {"terminated": {"exitCode": 0}}}
+                ],
+            }
+            h.fake.put(PODS, pod)
+    h.sync()
+    h.run(2)
+    assert ("MSJob", NS, "j") not in h.fake.objects
+    assert ("delete", "MSJob", "j") in h.fake.writes

@@ -99,7 +99,6 @@ CASES: dict[str, Case] = {
             "backoff_limit": msjob.MSRunPolicy().backoff_limit,
             "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
         },
-        not_acted_on=(("runPolicy", "ttlSecondsAfterFinished"), 60),
         run_mode=False,
     ),
 }
