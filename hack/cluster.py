@@ -1102,6 +1102,14 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
             .read_text()
             .replace("@LOGS_FILE@", str(HACK / "kwok" / "container.log"))
         )
+        # Port-forwards to port 6006 (a TensorBoard's) get hack/kwok/tensorboard_stub.py.
+        forward_config = workdir / "kwok-portforward.yaml"
+        forward_config.write_text(
+            (HACK / "kwok" / "portforward.yaml")
+            .read_text()
+            .replace("@PYTHON@", sys.executable)
+            .replace("@STUB@", str(HACK / "kwok" / "tensorboard_stub.py"))
+        )
         procs["kwok"] = _start(
             bin_dir,
             "kwok",
@@ -1109,6 +1117,7 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
                 f"--config={HACK / 'kwok' / 'stages.yaml'}",
                 f"--config={logs_config}",
+                f"--config={forward_config}",
                 "--node-ip=127.0.0.1",
                 f"--node-port={ports['kwok']}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
