@@ -98,6 +98,8 @@ class WaitTimeout(T9kError):
         self.reason = reason
 
 
+TYPED_PATCH = "failed to create typed patch object"
+
 _MAP: tuple[tuple[type[kube.ApiError], type[ApiRefused]], ...] = (
     (kube.NotFound, NotFound),
     (kube.AlreadyExists, AlreadyExists),
@@ -114,6 +116,10 @@ def from_api(exc: kube.ApiError) -> T9kError:
         return ConnectionFailed(exc.message)
     if not exc.status and not exc.reason:  # the loaders: no kubeconfig, a broken one
         return ConnectionFailed(exc.message)
+    if exc.message.startswith(TYPED_PATCH):
+        # Server-side apply refuses a field the schema lacks with a 500 of this
+        # wording (not a 422): it is the object that is invalid, not the server.
+        return Invalid(exc.message, status=exc.status, reason=exc.reason)
     for source, target in _MAP:
         if isinstance(exc, source):
             return target(exc.message, status=exc.status, reason=exc.reason)
