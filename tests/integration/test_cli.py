@@ -11,6 +11,8 @@ KWOK's port-forward (hack/kwok/tensorboard_stub.py).
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -420,3 +422,18 @@ def test_sdk_create_from_a_model_get_list_wait_logs_and_typed_errors(
         return False
 
     wait_for(gone, 30, "the deleted job gone")
+
+
+def test_the_sdk_example_in_the_docs_runs_as_written(cluster: Cluster, namespace: str) -> None:
+    text = (Path(__file__).parents[2] / "docs" / "sdk.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NAMESPACE": namespace}
+    proc = subprocess.run(
+        [sys.executable, "-c", example], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"created PyTorchTrainingJob sdk-example in {namespace}"
+    assert "sdk-example: Succeeded" in lines
+    logged = lines[lines.index("sdk-example: Succeeded") + 1 :]
+    assert logged == [f"[worker-{i}] {text}" for i in (0, 1) for text in LOG_LINES]

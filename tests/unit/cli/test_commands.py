@@ -150,3 +150,12 @@ def test_the_namespace_comes_from_the_kubeconfig_context(tmp_path: object) -> No
     assert context_namespace(str(path), None) == "team-a"
     assert context_namespace(str(path), "b") == "default"
     assert context_namespace(str(path) + ".missing", None) == "default"
+
+
+def test_the_readme_shows_every_command_with_an_example() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    section = readme.split("\n## Using it\n", 1)[1].split("\n## ", 1)[0]
+    for command in COMMANDS:
+        assert f"t9k {command.name}" in section, command.name
