@@ -231,39 +231,39 @@ def cmd_list(args: argparse.Namespace) -> int:
             return EXIT_OK
         wide = args.output == "wide"
         colour = _colour(sys.stdout)
+        headers = render.job_headers(args.all_namespaces, wide)
         pods = client.pods(all_namespaces=args.all_namespaces)
-        text = render.jobs_table(
-            jobs,
-            pods,
-            views.now_utc(),
-            all_namespaces=args.all_namespaces,
-            wide=wide,
-            colour=colour,
-        )
-        if not text and not args.watch:
+        rows = {_key(j): _row(j, pods, args) for j in jobs}
+        if not rows and not args.watch:
             where = "any namespace" if args.all_namespaces else f"namespace {client.namespace}"
             print(f"No jobs found in {where}.", file=sys.stderr)
-        sys.stdout.write(text)
+            return EXIT_OK
+        widths = render.widths(headers, list(rows.values()))
+        sys.stdout.write(render.table(headers, list(rows.values()), colour, widths=widths))
         sys.stdout.flush()
         if not args.watch:
             return EXIT_OK
-        if not text:
-            sys.stdout.write(render.table(render.job_headers(args.all_namespaces, wide), []))
-        last = {_key(j): _row(j, pods, args) for j in jobs}
+        # kubectl's --watch: a job's row again when it changes (not for the
+        # DURATION and AGE that tick by themselves), "deleted" when it goes.
+        ticking = {headers.index("DURATION"), *([headers.index("AGE")] if wide else [])}
+
+        def steady(row: list[str]) -> list[str]:
+            return [c for i, c in enumerate(row) if i not in ticking]
+
         while True:
             time.sleep(args.interval)
             jobs = client.list(all_namespaces=args.all_namespaces, kinds=args.kind)
             pods = client.pods(all_namespaces=args.all_namespaces)
             now_rows = {_key(j): _row(j, pods, args) for j in jobs}
             for key, row in now_rows.items():
-                if last.get(key) != row:
+                if key not in rows or steady(rows[key]) != steady(row):
                     sys.stdout.write(
-                        render.table(["" for _ in row], [row], colour).split("\n", 1)[1]
+                        render.table(headers, [row], colour, widths=widths, header=False)
                     )
-            for key in last.keys() - now_rows.keys():
+            for key in rows.keys() - now_rows.keys():
                 print(f"{key[1]}/{key[2]} deleted")
             sys.stdout.flush()
-            last = now_rows
+            rows = now_rows
 
 
 def _key(job: dict[str, Any]) -> tuple[str, str, str]:
@@ -272,9 +272,7 @@ def _key(job: dict[str, Any]) -> tuple[str, str, str]:
 
 def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
     summary = views.summarize(job, pods, views.now_utc())
-    row = render.job_row(summary, args.all_namespaces, args.output == "wide")
-    # The duration ticks every second; a row is printed again when anything else changes.
-    return row
+    return render.job_row(summary, args.all_namespaces, args.output == "wide")
 
 
 def _describe_args(p: argparse.ArgumentParser) -> None:
@@ -617,7 +615,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         return EXIT_OK
-
-
-def entry() -> None:
-    sys.exit(main())

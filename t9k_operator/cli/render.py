@@ -39,21 +39,39 @@ def paint(text: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m"
 
 
+def widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Each column's width: its widest cell, header included."""
+    return [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+
 def table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], colour: bool = False, indent: str = ""
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    colour: bool = False,
+    indent: str = "",
+    *,
+    widths: Sequence[int] | None = None,
+    header: bool = True,
 ) -> str:
-    """kubectl's plain table: upper-case headers, columns three spaces apart;
+    """kubectl's plain table: upper-case headers, columns three spaces apart
+    (at least ``widths``, e.g. the first table's when ``--watch`` adds rows);
     a phase-like cell is coloured after it is padded, so columns stay aligned."""
-    cells = [list(headers), *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    cells = [[str(c) for c in row] for row in rows]
+    sizes = [
+        max(w, n)
+        for w, n in zip(widths or [0] * len(headers), _widths(headers, cells), strict=True)
+    ]
     lines = []
-    for n, row in enumerate(cells):
+    for n, row in enumerate([list(headers), *cells] if header else cells):
         parts = []
         for i, cell in enumerate(row):
-            pad = "" if i == len(row) - 1 else " " * (widths[i] - len(cell))
-            parts.append((paint(cell, colour) if n else cell) + pad)
+            pad = "" if i == len(row) - 1 else " " * (sizes[i] - len(cell))
+            parts.append((paint(cell, colour) if n or not header else cell) + pad)
         lines.append((indent + "   ".join(parts)).rstrip())
     return "\n".join(lines) + "\n"
+
+
+_widths = widths
 
 
 def _nodes(nodes: Sequence[str], wide: bool) -> str:
@@ -329,6 +347,7 @@ def top_nodes(usage: Sequence[views.NodeUsage]) -> str:
 
 
 def top_jobs(rows: Sequence[views.JobSummary], all_namespaces: bool) -> str:
+    """The jobs holding GPUs or pods: GPUs requested, and allocated to bound pods."""
     if not rows:
         return ""
     body = [
@@ -337,8 +356,8 @@ def top_jobs(rows: Sequence[views.JobSummary], all_namespaces: bool) -> str:
             r.name,
             r.kind,
             r.phase,
-            str(r.gpus_allocated),
             str(r.gpus_requested),
+            str(r.gpus_allocated),
             ",".join(r.nodes) or "<none>",
         ]
         for r in rows
@@ -348,7 +367,7 @@ def top_jobs(rows: Sequence[views.JobSummary], all_namespaces: bool) -> str:
         "KIND",
         "PHASE",
         "GPUS",
-        "REQUESTED",
+        "ALLOCATED",
         "NODES",
     ]
     return table(headers, body)

@@ -49,6 +49,7 @@ from t9k_operator.sdk.kinds import KINDS, TENSORBOARD, Kind, by_name, of_object
 
 FIELD_MANAGER = "t9k"
 TENSORBOARD_PORT = 6006
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 WAIT_STATES = ("Running", "Succeeded", "Finished", "Paused")
 T = TypeVar("T")
 
@@ -56,8 +57,15 @@ Obj = dict[str, Any]
 
 
 def context_namespace(kubeconfig: str | None, context: str | None) -> str:
-    """The namespace the kubeconfig's context names (as kubectl reads it), else ``default``."""
+    """The namespace the kubeconfig's context names (as kubectl reads it); in a
+    pod without a kubeconfig, the pod's; else ``default``."""
     paths = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if not kubeconfig and not os.environ.get("KUBECONFIG") and not os.path.exists(paths):
+        try:
+            with open(SERVICE_ACCOUNT_NAMESPACE) as f:
+                return f.read().strip() or "default"
+        except OSError:
+            return "default"
     docs = []
     for path in paths.split(os.pathsep):
         try:

@@ -312,7 +312,7 @@ def test_top_nodes_and_jobs_show_who_holds_the_gpus(t9k: Run, namespace: str) ->
     for r in rows:
         assert int(r[3]) == 8 - int(r[2])
     jobs = t9k.ok("top", "jobs").splitlines()
-    assert jobs[0].split() == ["NAME", "KIND", "PHASE", "GPUS", "REQUESTED", "NODES"]
+    assert jobs[0].split() == ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED", "NODES"]
     assert jobs[1].split()[:5] == ["holder", "DeepSpeedJob", "Running", "6", "6"]
 
 
