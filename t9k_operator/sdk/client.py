@@ -384,9 +384,11 @@ class Client:
         elif all_replicas:
             wanted = replicas
         else:
-            wanted = [_leader(replicas)] if replicas else []
-            if not wanted and not follow:
+            if not replicas and follow:  # the leader is known once the pods are
+                replicas = self._await_replicas(job, poll)
+            if not replicas:
                 raise NotFound(f"job {name} has no pods (yet)", status=404)
+            wanted = [_leader(replicas)]
         if replica and replica not in replicas and not follow:
             raise NotFound(
                 f"job {name} has no replica {replica}"
@@ -399,9 +401,19 @@ class Client:
                 for _, line in self._read(by_replica[r], r, False, since_seconds):
                     yield line
             return
-        yield from self._follow(
-            job, wanted, replica is None and (all_replicas or not replicas), since_seconds, poll
-        )
+        yield from self._follow(job, wanted, all_replicas, since_seconds, poll)
+
+    def _await_replicas(self, job: Obj, poll: float) -> builtins.list[str]:
+        """The job's replicas once it has pods; none if it finishes first."""
+        meta = job["metadata"]
+        while True:
+            pods = self.pods(job)
+            if pods:
+                return sorted(views.replica_of(meta["name"], p["metadata"]["name"]) for p in pods)
+            current = self.get(meta["name"], of_object(job).name, meta["namespace"])
+            if views.phase(current) in views.FINISHED:
+                return []
+            time.sleep(poll)
 
     def _read(
         self,
