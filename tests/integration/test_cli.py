@@ -280,6 +280,27 @@ def test_logs_follow_a_restarted_replica_until_the_job_ends(
     assert "[worker-1] replica worker-1 restarted: following its new pod" in err
 
 
+def test_logs_follow_of_a_job_without_pods_waits_for_its_leader(t9k: Run) -> None:
+    paused = pytorch_manifest("later", run="4s", runMode={"pause": {"enabled": True}})
+    paused["spec"]["replicaSpecs"].insert(
+        0, {**paused["spec"]["replicaSpecs"][0], "type": "master", "replicas": 1}
+    )
+    t9k.ok("submit", "-f", "-", input_=json.dumps(paused))
+    t9k.ok("wait", "later", "--for", "Paused", "--timeout", "60s")
+    follower = t9k.background("logs", "later", "-f")
+    try:
+        time.sleep(2)
+        assert follower.poll() is None  # no pods: it waits
+        t9k.ok("resume", "later")
+        out, err = follower.communicate(timeout=120)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    assert out.splitlines() == LOG_LINES  # the master's log only, once
+
+
 def test_list_watch_prints_a_job_again_when_it_changes(t9k: Run) -> None:
     watcher = t9k.background("list", "--watch", "--interval", "1s")
     try:
