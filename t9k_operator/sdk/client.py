@@ -460,7 +460,8 @@ class Client:
         poll: float,
     ) -> Iterator[LogLine]:
         # Lines, a new replica's name (discovered), a follower's error, or its end (None).
-        lines: queue.Queue[LogLine | str | BaseException | None] = queue.Queue(maxsize=1000)
+        # Unbounded: a follower never blocks on a reader that stopped reading.
+        lines: queue.Queue[LogLine | str | BaseException | None] = queue.Queue()
         stop = threading.Event()
         name = job["metadata"]["name"]
         finished = threading.Event()

@@ -37,10 +37,6 @@ class Kind:
     def resource(self) -> Resource:
         return Resource(self.crd.group, self.crd.version, self.crd.plural, self.crd.kind)
 
-    @property
-    def is_job(self) -> bool:
-        return self.name != "tensorboard"
-
 
 def _template(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}

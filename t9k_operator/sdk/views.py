@@ -10,7 +10,7 @@ and the time ``now``, so the tables are the same for the same objects
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -163,7 +163,6 @@ class JobSummary:
     nodes: tuple[str, ...]
     queue: str
     age: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def gpus_requested(kind: Kind, job: Obj) -> int:
