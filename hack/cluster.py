@@ -1040,6 +1040,9 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 # etcd compaction yields a genuine 410 Gone to a watch that resumes
                 # from a compacted revision: the informer tests provoke exactly that.
                 "--watch-cache-sizes=configmaps#0",
+                # Pod logs come from KWOK's kubelet endpoint at the nodes' InternalIP
+                # (a KWOK node's Hostname resolves nowhere).
+                "--kubelet-preferred-address-types=InternalIP",
                 # /debug/pprof only for the bench's --pprof (T9K_APISERVER_PROFILING=1).
                 f"--profiling={str(bool(os.environ.get('T9K_APISERVER_PROFILING'))).lower()}",
                 "--v=1",
@@ -1095,12 +1098,36 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
             ],
             workdir,
         )
+        # Container logs: KWOK serves hack/kwok/container.log for every container
+        # (ClusterLogs, hack/kwok/logs.yaml) on its kubelet endpoint, over TLS with
+        # the API server's certificate (127.0.0.1 is in it), which every node
+        # reports as its InternalIP and daemonEndpoints port.
+        logs_config = workdir / "kwok-logs.yaml"
+        logs_config.write_text(
+            (HACK / "kwok" / "logs.yaml")
+            .read_text()
+            .replace("@LOGS_FILE@", str(HACK / "kwok" / "container.log"))
+        )
+        # Port-forwards to port 6006 (a TensorBoard's) get hack/kwok/tensorboard_stub.py.
+        forward_config = workdir / "kwok-portforward.yaml"
+        forward_config.write_text(
+            (HACK / "kwok" / "portforward.yaml")
+            .read_text()
+            .replace("@PYTHON@", sys.executable)
+            .replace("@STUB@", str(HACK / "kwok" / "tensorboard_stub.py"))
+        )
         procs["kwok"] = _start(
             bin_dir,
             "kwok",
             [
                 f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
                 f"--config={HACK / 'kwok' / 'stages.yaml'}",
+                f"--config={logs_config}",
+                f"--config={forward_config}",
+                "--node-ip=127.0.0.1",
+                f"--node-port={ports['kwok']}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 "--node-lease-duration-seconds=20",

@@ -6,7 +6,7 @@ timeouts), :class:`Resource` descriptors, and the error hierarchy in
 :mod:`t9k_operator.kube.errors`.
 """
 
-from t9k_operator.kube.client import ClientOptions, KubeClient, WatchStream
+from t9k_operator.kube.client import ClientOptions, KubeClient, LogStream, WatchStream
 from t9k_operator.kube.config import Connection, load_connection
 from t9k_operator.kube.errors import (
     AlreadyExists,
@@ -22,6 +22,7 @@ from t9k_operator.kube.errors import (
     TransportError,
     Unauthorized,
 )
+from t9k_operator.kube.portforward import PodPort, open_pod_port
 from t9k_operator.objects import Obj
 from t9k_operator.resources import Resource
 
@@ -36,8 +37,10 @@ __all__ = [
     "Gone",
     "Invalid",
     "KubeClient",
+    "LogStream",
     "NotFound",
     "Obj",
+    "PodPort",
     "Resource",
     "ServerError",
     "TooManyRequests",
@@ -45,4 +48,5 @@ __all__ = [
     "Unauthorized",
     "WatchStream",
     "load_connection",
+    "open_pod_port",
 ]

@@ -354,7 +354,10 @@ class KubeClient:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool | None = None,
+        field_validation: str | None = None,
     ) -> Obj:
+        """PATCH ``patch``; ``patch_type="apply"`` is server-side apply (with
+        ``field_manager``), and ``field_validation="Strict"`` refuses unknown fields."""
         content_type = {
             "merge": "application/merge-patch+json",
             "json": "application/json-patch+json",
@@ -364,6 +367,7 @@ class KubeClient:
         query = {
             "fieldManager": field_manager,
             "force": None if force is None else str(force).lower(),
+            "fieldValidation": field_validation,
         }
         return self.request(
             "PATCH",
@@ -389,3 +393,79 @@ class KubeClient:
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
         return self.request("DELETE", resource.path(namespace, name), body=body)
+
+    def pod_logs(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        follow: bool = False,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        tail_lines: int | None = None,
+    ) -> LogStream:
+        """A pod's container log, line by line, as kubelet serves it through the
+        API server (``pods/log``); ``follow`` keeps reading until the container
+        ends or the stream is closed."""
+        query = {
+            "container": container,
+            "follow": "true" if follow else None,
+            "sinceSeconds": since_seconds,
+            "timestamps": "true" if timestamps else None,
+            "tailLines": tail_lines,
+        }
+        response = self._open(
+            "GET",
+            PODS_LOG.path(namespace, name, "log"),
+            query,
+            None,
+            "",
+            self.options.watch_read_timeout if follow else self.options.read_timeout,
+            stream=True,
+        )
+        return LogStream(response)
+
+
+PODS_LOG = Resource("", "v1", "pods", "Pod")
+
+
+class LogStream:
+    """The lines of one log request (without their newlines); ``close()`` ends it,
+    also from another thread."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    yield line.decode("utf-8", "replace")
+            if buffer:
+                yield buffer.decode("utf-8", "replace")
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if not self._closed:
+                raise TransportError(f"log stream broken: {exc}") from exc
+        finally:
+            self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        shutdown = getattr(self._response, "shutdown", None)
+        try:
+            if shutdown is not None:
+                shutdown()
+            self._response.close()
+        except Exception:
+            pass

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -30,6 +31,9 @@ class Connection:
     # Returns the Authorization header value ("Bearer ...") or None; called per
     # request so rotated tokens are picked up.
     authorization: Callable[[], str | None] = field(default=lambda: None)
+    # The loaders' own configuration, for the one stream our HTTP layer does not
+    # speak (port-forwarding over WebSocket: kube/portforward.py); None when built by hand.
+    loaded: Any = None
 
 
 def _from_configuration(cfg: k8s_client.Configuration) -> Connection:
@@ -50,6 +54,7 @@ def _from_configuration(cfg: k8s_client.Configuration) -> Connection:
         verify=bool(cfg.verify_ssl),
         tls_server_name=getattr(cfg, "tls_server_name", None),
         authorization=authorization,
+        loaded=cfg,
     )
 
 

@@ -103,9 +103,10 @@ class Kubelet:
             time.sleep(0.1)
 
     def _host_ip(self, node: str) -> str:
-        """The node's InternalIP; the local cluster's KWOK nodes report none, so
-        then an address of the node's own from its name (172.18.0.0/16, as a
-        kind cluster's nodes have)."""
+        """The node's InternalIP (the local cluster's KWOK nodes all report
+        127.0.0.1, where KWOK serves their kubelet endpoint); for a node that
+        reports none, an address of the node's own from its name
+        (172.18.0.0/16, as a kind cluster's nodes have)."""
         addresses = (self.client.get(NODES, node).get("status") or {}).get("addresses") or []
         for a in addresses:
             if a.get("type") == "InternalIP":

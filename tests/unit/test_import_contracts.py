@@ -1,7 +1,8 @@
 """The import contracts in pyproject.toml catch what they are meant to: an
 import of the kube client into the engine, a kind or an integration breaks
 the pure packages' contract, an import of the apply step into the engine breaks
-the reconcilers' layers, and one into the foundation breaks the plumbing's."""
+the reconcilers' layers, one into the foundation breaks the plumbing's, the
+kube client in the CLI or the SDK in the operator breaks theirs."""
 
 from __future__ import annotations
 
@@ -75,3 +76,26 @@ def test_a_kube_import_in_the_foundation_breaks_the_plumbing_layers(tmp_path: Pa
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
     assert "t9k_operator.foundation.clock -> t9k_operator.kube" in proc.stdout
+
+
+def test_the_cli_importing_the_kube_client_breaks_its_contract(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "The CLI reaches the cluster only through the SDK"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    render = tree / "t9k_operator" / "cli" / "render.py"
+    render.write_text(render.read_text() + "\nfrom t9k_operator.kube import KubeClient  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+    assert "t9k_operator.cli.render -> t9k_operator.kube" in proc.stdout
+
+
+def test_the_operator_importing_the_sdk_breaks_its_contract(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "The operator does not import the t9k command or its SDK"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    manager = tree / "t9k_operator" / "manager.py"
+    manager.write_text(manager.read_text() + "\nfrom t9k_operator.sdk import Client  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout

@@ -1,0 +1,373 @@
+"""The CLI's output: tables and the describe screen, from objects and ``now``.
+
+Pure functions returning text, so the same objects always give the same
+screen (tests/unit/cli/golden/). Colour is an argument: the CLI turns it on
+only when stdout is a terminal and ``NO_COLOR`` is unset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from t9k_operator.sdk import views
+from t9k_operator.sdk.kinds import of_object
+
+Obj = Mapping[str, Any]
+
+_COLOURS = {
+    "Succeeded": "32",
+    "Running": "32",
+    "True": "32",
+    "Failed": "31",
+    "Warning": "31",
+    "Pending": "33",
+    "Paused": "33",
+    "Resuming": "33",
+    "Unknown": "33",
+}
+
+
+def paint(text: str, colour: bool) -> str:
+    code = _COLOURS.get(text)
+    if not colour or not code or not text:
+        return text
+    return f"\x1b[{code}m{text}\x1b[0m"
+
+
+def widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Each column's width: its widest cell, header included."""
+    return [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    colour: bool = False,
+    indent: str = "",
+    *,
+    widths: Sequence[int] | None = None,
+    header: bool = True,
+) -> str:
+    """kubectl's plain table: upper-case headers, columns three spaces apart
+    (at least ``widths``, e.g. the first table's when ``--watch`` adds rows);
+    a phase-like cell is coloured after it is padded, so columns stay aligned."""
+    cells = [[str(c) for c in row] for row in rows]
+    sizes = [
+        max(w, n)
+        for w, n in zip(widths or [0] * len(headers), _widths(headers, cells), strict=True)
+    ]
+    lines = []
+    for n, row in enumerate([list(headers), *cells] if header else cells):
+        parts = []
+        for i, cell in enumerate(row):
+            pad = "" if i == len(row) - 1 else " " * (sizes[i] - len(cell))
+            parts.append((paint(cell, colour) if n or not header else cell) + pad)
+        lines.append((indent + "   ".join(parts)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+_widths = widths
+
+
+def _nodes(nodes: Sequence[str], wide: bool) -> str:
+    if not nodes:
+        return "<none>"
+    if wide or len(nodes) <= 2:
+        return ",".join(nodes)
+    return f"{','.join(nodes[:2])}+{len(nodes) - 2}"
+
+
+JOB_HEADERS = ("NAME", "KIND", "PHASE", "REASON", "GPUS", "ALLOCATED", "DURATION", "NODES", "QUEUE")
+
+
+def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
+    row = [
+        s.name,
+        s.kind,
+        s.phase or "<unknown>",
+        s.reason or "-",
+        str(s.gpus_requested),
+        str(s.gpus_allocated),
+        s.duration or "-",
+        _nodes(s.nodes, wide),
+        s.queue or "",
+    ]
+    if wide:
+        row.append(s.age)
+    return ([s.namespace] if all_namespaces else []) + row
+
+
+def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
+    return (["NAMESPACE"] if all_namespaces else []) + list(JOB_HEADERS) + (["AGE"] if wide else [])
+
+
+def jobs_table(
+    jobs: Sequence[Obj],
+    pods: Sequence[Obj],
+    now: datetime,
+    *,
+    all_namespaces: bool = False,
+    wide: bool = False,
+    colour: bool = False,
+) -> str:
+    if not jobs:
+        return ""
+    rows = [job_row(views.summarize(j, pods, now), all_namespaces, wide) for j in jobs]
+    return table(job_headers(all_namespaces, wide), rows, colour)
+
+
+def names(objs: Sequence[Obj]) -> str:
+    """``-o name``: kind.group/name, as kubectl prints it."""
+    out = []
+    for o in objs:
+        kind = of_object(o)
+        out.append(f"{kind.crd.singular}.{kind.crd.group}/{o['metadata']['name']}\n")
+    return "".join(out)
+
+
+def dump(objs: Sequence[Obj], fmt: str) -> str:
+    """``-o json`` / ``-o yaml``: one object as itself, several as a List."""
+    clean = [_without_managed_fields(o) for o in objs]
+    doc: Any = clean[0] if len(clean) == 1 else {"apiVersion": "v1", "kind": "List", "items": clean}
+    if fmt == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _without_managed_fields(obj: Obj) -> dict[str, Any]:
+    out = dict(obj)
+    if "metadata" in out:
+        out["metadata"] = {k: v for k, v in out["metadata"].items() if k != "managedFields"}
+    return out
+
+
+def _age(value: Any, now: datetime) -> str:
+    t = views.parse_time(value)
+    return views.human_duration((now - t).total_seconds()) if t else "<unknown>"
+
+
+def describe(
+    job: Obj,
+    pods: Sequence[Obj],
+    events: Sequence[Obj],
+    now: datetime,
+    *,
+    tensorboard: Obj | None = None,
+    colour: bool = False,
+) -> str:
+    """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard and Events."""
+    s = views.summarize(job, pods, now)
+    status = job.get("status") or {}
+    meta = job["metadata"]
+    out: list[str] = []
+
+    def field(label: str, value: Any) -> None:
+        out.append(f"{label + ':':<13}{value}")
+
+    field("Name", s.name)
+    field("Namespace", s.namespace)
+    field("Kind", s.kind)
+    field("Phase", paint(s.phase or "<unknown>", colour))
+    if s.reason:
+        field("Reason", s.reason)
+    if views.message(job):
+        field("Message", views.message(job))
+    field(
+        "Created",
+        f"{meta.get('creationTimestamp', '')} ({_age(meta.get('creationTimestamp'), now)} ago)",
+    )
+    if status.get("startTime"):
+        field("Started", status["startTime"])
+    if status.get("completionTime"):
+        field("Completed", status["completionTime"])
+    if s.duration:
+        field("Duration", s.duration)
+    field("GPUs", f"{s.gpus_requested} requested, {s.gpus_allocated} allocated")
+    field("Nodes", ", ".join(s.nodes) or "<none>")
+    if s.queue:
+        field("Queue", s.queue)
+    field(
+        "Restarts",
+        f"{status.get('restartCount', 0)} (disruptions: {status.get('disruptionCount', 0)})",
+    )
+
+    out.append("")
+    out.append("Conditions:")
+    conds = views.conditions(job)
+    if conds:
+        rows = [
+            [
+                str(c.get("type", "")),
+                str(c.get("status", "")),
+                str(c.get("reason", "")),
+                _age(c.get("lastTransitionTime"), now),
+                str(c.get("message", "")),
+            ]
+            for c in conds
+        ]
+        out.append(
+            table(["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"], rows, colour, "  ").rstrip("\n")
+        )
+    else:
+        out.append("  <none>")
+
+    out.append("")
+    out.append("Replicas:")
+    replicas = views.replica_rows(job, pods)
+    if replicas:
+        rows = [
+            [r.replica, r.phase, r.exit_code or "-", str(r.restarts), r.node or "<none>"]
+            for r in replicas
+        ]
+        out.append(
+            table(["REPLICA", "PHASE", "EXIT CODE", "RESTARTS", "NODE"], rows, colour, "  ").rstrip(
+                "\n"
+            )
+        )
+    else:
+        out.append("  <none>")
+
+    out.append("")
+    out.append("Restart record:")
+    records = status.get("restarts") or []
+    if records:
+        rows = [
+            [
+                _age(r.get("time"), now) + " ago",
+                views.replica_of(s.name, str(r.get("replica", ""))),
+                "-" if r.get("exitCode") is None else str(r["exitCode"]),
+                str(r.get("reason", "")),
+                str(r.get("node", "")) or "<none>",
+                "yes" if r.get("counted", True) else "no",
+            ]
+            for r in records
+        ]
+        out.append(
+            table(
+                ["WHEN", "REPLICA", "EXIT CODE", "REASON", "NODE", "COUNTED"], rows, colour, "  "
+            ).rstrip("\n")
+        )
+    else:
+        out.append("  <none>")
+
+    group = status.get("podGroup")
+    workload = status.get("workload")
+    out.append("")
+    out.append("Scheduling:")
+    if group:
+        text = (
+            f"  PodGroup {group.get('name', '')} ({group.get('scheduler', '')}): "
+            f"phase {group.get('phase') or '<unknown>'}, minMember {group.get('minMember', '')}"
+        )
+        if group.get("queue"):
+            text += f", queue {group['queue']}"
+        if group.get("message"):
+            text += f": {group['message']}"
+        out.append(text)
+    if workload:
+        admitted = "admitted" if workload.get("admitted") else "not admitted"
+        text = f"  Workload {workload.get('name', '')} in {workload.get('queue', '')}: {admitted}"
+        if workload.get("clusterQueue"):
+            text += f" by {workload['clusterQueue']}"
+        if workload.get("message"):
+            text += f": {workload['message']}"
+        out.append(text)
+    if not group and not workload:
+        out.append("  default scheduler (no PodGroup, no Workload)")
+
+    dependent = status.get("tensorboard")
+    if dependent or tensorboard:
+        out.append("")
+        out.append("TensorBoard:")
+        tb_status = (tensorboard or {}).get("status") or {}
+        ready: Obj = next(
+            (c for c in tb_status.get("conditions") or [] if c.get("type") == "Ready"), {}
+        )
+        name = (tensorboard or {}).get("metadata", {}).get("name") or (
+            (dependent or {}).get("dependent") or {}
+        ).get("name", "")
+        state = (
+            "ready"
+            if ready.get("status") == "True"
+            else (ready.get("reason") or (dependent or {}).get("reason") or "not ready")
+        )
+        out.append(f"  {name}: {state}")
+        if tb_status.get("url"):
+            out.append(f"  URL (in the cluster): {tb_status['url']}")
+        out.append(f"  From your machine: t9k tensorboard {s.name} -n {s.namespace}")
+
+    out.append("")
+    out.append("Events:")
+    if events:
+        rows = [
+            [
+                _age(
+                    e.get("lastTimestamp")
+                    or e.get("eventTime")
+                    or (e.get("metadata") or {}).get("creationTimestamp"),
+                    now,
+                ),
+                str(e.get("type", "")),
+                str(e.get("reason", "")),
+                _involved(e),
+                str(e.get("message", "")).replace("\n", " "),
+            ]
+            for e in events[-20:]
+        ]
+        out.append(
+            table(["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], rows, colour, "  ").rstrip("\n")
+        )
+    else:
+        out.append("  <none>")
+    return "\n".join(out) + "\n"
+
+
+def _involved(event: Obj) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{involved.get('kind', '')}/{involved.get('name', '')}"
+
+
+def top_nodes(usage: Sequence[views.NodeUsage]) -> str:
+    rows = [
+        [
+            u.node,
+            str(u.allocatable),
+            str(u.allocated),
+            str(u.allocatable - u.allocated),
+            ",".join(u.jobs) or "<none>",
+        ]
+        for u in usage
+    ]
+    return table(["NODE", "GPUS", "ALLOCATED", "FREE", "JOBS"], rows)
+
+
+def top_jobs(rows: Sequence[views.JobSummary], all_namespaces: bool) -> str:
+    """The jobs holding GPUs or pods: GPUs requested, and allocated to bound pods."""
+    if not rows:
+        return ""
+    body = [
+        ([r.namespace] if all_namespaces else [])
+        + [
+            r.name,
+            r.kind,
+            r.phase,
+            str(r.gpus_requested),
+            str(r.gpus_allocated),
+            ",".join(r.nodes) or "<none>",
+        ]
+        for r in rows
+    ]
+    headers = (["NAMESPACE"] if all_namespaces else []) + [
+        "NAME",
+        "KIND",
+        "PHASE",
+        "GPUS",
+        "ALLOCATED",
+        "NODES",
+    ]
+    return table(headers, body)

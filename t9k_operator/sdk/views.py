@@ -1,0 +1,315 @@
+"""What the CLI shows of a job, read from raw objects: pure functions, no I/O.
+
+A :class:`JobSummary` is one row of ``t9k list``; :func:`replica_rows` the
+per-replica table of ``t9k describe``; :func:`node_usage` and :func:`job_usage`
+what ``t9k top`` shows. Each takes the objects as the API server returns them
+and the time ``now``, so the tables are the same for the same objects
+(tests/unit/cli's golden files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.sdk.kinds import KINDS, Kind, of_object
+
+GPU = "nvidia.com/gpu"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+FINISHED = ("Succeeded", "Failed")
+
+Obj = Mapping[str, Any]
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's short form: 42s, 3m5s, 2h7m, 4d3h."""
+    s = max(int(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s" if s % 60 else f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60}m" if (s % 3600) // 60 else f"{s // 3600}h"
+    return f"{s // 86400}d{(s % 86400) // 3600}h" if (s % 86400) // 3600 else f"{s // 86400}d"
+
+
+def _meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def _status(obj: Obj) -> Obj:
+    return obj.get("status") or {}
+
+
+def container_gpus(container: Obj) -> int:
+    resources = container.get("resources") or {}
+    for where in ("limits", "requests"):
+        value = (resources.get(where) or {}).get(GPU)
+        if value is not None:
+            try:
+                return int(str(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def pod_gpus(template_or_pod: Obj) -> int:
+    """GPUs a pod (or pod template) asks for: its containers' sum, or its
+    largest init container's when that is more (as the scheduler counts)."""
+    spec = template_or_pod.get("spec") or {}
+    containers = sum(container_gpus(c) for c in spec.get("containers") or [])
+    init = max((container_gpus(c) for c in spec.get("initContainers") or []), default=0)
+    return max(containers, init)
+
+
+def conditions(job: Obj) -> list[Obj]:
+    """The operator's conditions (an MSJob keeps them in ``t9kConditions``)."""
+    status = _status(job)
+    if "t9kConditions" in status:
+        return list(status.get("t9kConditions") or [])
+    return list(status.get("conditions") or [])
+
+
+def _condition(job: Obj, type_: str) -> Obj:
+    for c in conditions(job):
+        if c.get("type") == type_:
+            return c
+    return {}
+
+
+def reason(job: Obj) -> str:
+    """Why the job runs or not: its true Failed condition's reason, else its
+    Running condition's (kubectl's REASON column)."""
+    failed = _condition(job, "Failed")
+    if failed.get("status") == "True" and failed.get("reason"):
+        return str(failed["reason"])
+    running = str(_condition(job, "Running").get("reason") or "")
+    return "" if running == "-" else running  # the operator's "nothing to say"
+
+
+def message(job: Obj) -> str:
+    """The message that goes with :func:`reason`."""
+    failed = _condition(job, "Failed")
+    if failed.get("status") == "True" and failed.get("message"):
+        return str(failed["message"])
+    return str(_condition(job, "Running").get("message") or "")
+
+
+def reason_of_tensorboard(tb: Obj) -> str:
+    """A TensorBoard's Ready condition: ``Ready``, else why not."""
+    for c in _status(tb).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return "Ready" if c.get("status") == "True" else str(c.get("reason") or "not ready")
+    return "not reconciled yet"
+
+
+def phase(job: Obj) -> str:
+    return str(_status(job).get("phase") or "")
+
+
+def queue(job: Obj) -> str:
+    labels = _meta(job).get("labels") or {}
+    if labels.get(QUEUE_LABEL):
+        return str(labels[QUEUE_LABEL])
+    spec = job.get("spec") or {}
+    t9k = (spec.get("scheduler") or {}).get("t9kScheduler") or {}
+    if t9k.get("queue"):
+        return str(t9k["queue"])
+    policy = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
+    return str(policy.get("queue") or "")
+
+
+def live(pod: Obj) -> bool:
+    """A pod that holds its node's resources: bound, not ended."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and _status(pod).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+def job_pods(job: Obj, pods: Iterable[Obj]) -> list[Obj]:
+    meta = _meta(job)
+    return [
+        p
+        for p in pods
+        if _meta(p).get("namespace") == meta.get("namespace")
+        and (_meta(p).get("labels") or {}).get(JOB_NAME) == meta.get("name")
+        and (_meta(p).get("labels") or {}).get(JOB_KIND) == job.get("kind")
+    ]
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    namespace: str
+    name: str
+    kind: str
+    phase: str
+    reason: str
+    gpus_requested: int
+    gpus_allocated: int
+    duration: str
+    nodes: tuple[str, ...]
+    queue: str
+    age: str = ""
+
+
+def gpus_requested(kind: Kind, job: Obj) -> int:
+    return sum(count * pod_gpus(t) for _, count, t in kind.replicas(job.get("spec") or {}))
+
+
+def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
+    kind = of_object(job)
+    mine = job_pods(job, pods)
+    status = _status(job)
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("completionTime")) or now
+    created = parse_time(_meta(job).get("creationTimestamp"))
+    return JobSummary(
+        namespace=str(_meta(job).get("namespace") or ""),
+        name=str(_meta(job).get("name") or ""),
+        kind=kind.kind,
+        phase=phase(job),
+        reason=reason(job),
+        gpus_requested=gpus_requested(kind, job),
+        gpus_allocated=sum(pod_gpus(p) for p in mine if live(p)),
+        duration=human_duration((end - start).total_seconds()) if start else "",
+        nodes=tuple(sorted({str(p["spec"]["nodeName"]) for p in mine if live(p)})),
+        queue=queue(job),
+        age=human_duration((now - created).total_seconds()) if created else "",
+    )
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    replica: str
+    pod: str
+    phase: str
+    exit_code: str
+    restarts: int
+    node: str
+
+
+def replica_of(job_name: str, pod_name: str) -> str:
+    """A replica's name: its pod's name without the job's (``worker-1``, ``launcher``)."""
+    prefix = job_name + "-"
+    return pod_name[len(prefix) :] if pod_name.startswith(prefix) else pod_name
+
+
+def _exit_code(pod: Obj) -> str:
+    for cs in _status(pod).get("containerStatuses") or []:
+        terminated = (cs.get("state") or {}).get("terminated")
+        if terminated:
+            return str(terminated.get("exitCode", ""))
+    return ""
+
+
+def replica_rows(job: Obj, pods: Iterable[Obj]) -> list[ReplicaRow]:
+    """One row per replica: the operator's status.tasks, with each pod's node;
+    replicas the status does not list yet come from their pods."""
+    name = str(_meta(job).get("name") or "")
+    by_pod = {str(_meta(p).get("name")): p for p in job_pods(job, pods)}
+    records = _status(job).get("restarts") or []
+    rows: dict[str, ReplicaRow] = {}
+    for task in _status(job).get("tasks") or []:
+        for r in task.get("replicas") or []:
+            pod_name = str(r.get("name") or "")
+            pod = by_pod.get(pod_name, {})
+            code = ""
+            for c in r.get("containers") or []:
+                if c.get("exitCode") is not None:
+                    code = str(c["exitCode"])
+            rows[pod_name] = ReplicaRow(
+                replica=replica_of(name, pod_name),
+                pod=pod_name,
+                phase=str(r.get("phase") or _status(pod).get("phase") or ""),
+                exit_code=code or _exit_code(pod),
+                restarts=sum(1 for rec in records if rec.get("replica") == pod_name),
+                node=str((pod.get("spec") or {}).get("nodeName") or ""),
+            )
+    for pod_name, pod in by_pod.items():
+        if pod_name not in rows:
+            rows[pod_name] = ReplicaRow(
+                replica=replica_of(name, pod_name),
+                pod=pod_name,
+                phase=str(_status(pod).get("phase") or ""),
+                exit_code=_exit_code(pod),
+                restarts=sum(1 for rec in records if rec.get("replica") == pod_name),
+                node=str((pod.get("spec") or {}).get("nodeName") or ""),
+            )
+    return sorted(rows.values(), key=lambda r: _sort_key(r.replica))
+
+
+def _sort_key(replica: str) -> tuple[str, int]:
+    head, _, index = replica.rpartition("-")
+    return (head, int(index)) if index.isdigit() else (replica, -1)
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    node: str
+    allocatable: int
+    allocated: int
+    jobs: tuple[str, ...]
+
+
+def node_usage(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[NodeUsage]:
+    """GPUs allocatable and allocated per node, and the jobs (namespace/name) holding them."""
+    held: dict[str, int] = {}
+    jobs: dict[str, set[str]] = {}
+    for pod in pods:
+        if not live(pod):
+            continue
+        node = str(pod["spec"]["nodeName"])
+        gpus = pod_gpus(pod)
+        held[node] = held.get(node, 0) + gpus
+        job = (_meta(pod).get("labels") or {}).get(JOB_NAME)
+        if job and gpus:
+            jobs.setdefault(node, set()).add(f"{_meta(pod).get('namespace')}/{job}")
+    rows = []
+    for n in nodes:
+        name = str(_meta(n).get("name") or "")
+        allocatable = (_status(n).get("allocatable") or {}).get(GPU, 0)
+        rows.append(
+            NodeUsage(
+                node=name,
+                allocatable=int(str(allocatable)),
+                allocated=held.get(name, 0),
+                jobs=tuple(sorted(jobs.get(name, ()))),
+            )
+        )
+    return sorted(rows, key=lambda r: r.node)
+
+
+def job_usage(jobs: Sequence[Obj], pods: Sequence[Obj], now: datetime) -> list[JobSummary]:
+    """The jobs that hold GPUs or pods, most GPUs first."""
+    rows = [summarize(j, pods, now) for j in jobs]
+    rows = [r for r in rows if r.gpus_allocated or r.nodes]
+    return sorted(rows, key=lambda r: (-r.gpus_allocated, r.namespace, r.name))
+
+
+def sort_jobs(jobs: Iterable[Obj]) -> list[Obj]:
+    order = {k.kind: i for i, k in enumerate(KINDS)}
+    return sorted(
+        jobs,
+        key=lambda j: (
+            str(_meta(j).get("namespace") or ""),
+            str(_meta(j).get("name") or ""),
+            order.get(str(j.get("kind")), 99),
+        ),
+    )
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

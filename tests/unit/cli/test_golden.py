@@ -1,0 +1,55 @@
+"""The CLI's tables and describe screen, rendered from fixed objects
+(tests/unit/cli/fixtures.py) and compared with tests/unit/cli/golden/.
+
+After an intended change of the output: ``T9K_UPDATE_GOLDEN=1 pytest
+tests/unit/cli/test_golden.py``, then review the golden files' diff.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from t9k_operator.cli import render
+from t9k_operator.sdk import views
+from tests.unit.cli import fixtures as f
+
+GOLDEN = Path(__file__).with_name("golden")
+
+CASES: dict[str, Callable[[], str]] = {
+    "list.txt": lambda: render.jobs_table([f.LLM, f.MNIST], f.PODS, f.NOW),
+    "list-all-namespaces-wide.txt": lambda: render.jobs_table(
+        views.sort_jobs([f.MNIST, f.MS, f.LLM]), f.PODS, f.NOW, all_namespaces=True, wide=True
+    ),
+    "describe-mnist.txt": lambda: render.describe(
+        f.MNIST, f.PODS, f.EVENTS, f.NOW, tensorboard=f.TENSORBOARD
+    ),
+    "describe-llm.txt": lambda: render.describe(f.LLM, [], [], f.NOW),
+    "describe-ms-resnet.txt": lambda: render.describe(f.MS, f.PODS, [], f.NOW),
+    "top-nodes.txt": lambda: render.top_nodes(views.node_usage(f.NODES, f.PODS)),
+    "top-jobs.txt": lambda: render.top_jobs(
+        views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), True
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_output_matches_its_golden_file(name: str) -> None:
+    text = CASES[name]()
+    path = GOLDEN / name
+    if os.environ.get("T9K_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run with T9K_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+def test_colour_only_paints_and_keeps_columns_aligned() -> None:
+    plain = render.jobs_table([f.LLM, f.MNIST], f.PODS, f.NOW)
+    coloured = render.jobs_table([f.LLM, f.MNIST], f.PODS, f.NOW, colour=True)
+    assert "\x1b[32mRunning\x1b[0m" in coloured and "\x1b[33mPending\x1b[0m" in coloured
+    stripped = coloured.replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[0m", "")
+    assert stripped == plain
+    assert "\x1b[" not in plain
