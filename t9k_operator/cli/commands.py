@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from t9k_operator import local
 from t9k_operator.cli import render
 from t9k_operator.cli.completion import completion_script
 from t9k_operator.sdk import (
@@ -474,6 +475,28 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="run each replica as a process on this machine, with the environment the "
+        "operator gives its pod (docs/local-run.md); the only way `t9k run` runs "
+        "(`t9k submit` runs a job on the cluster)",
+    )
+    local.add_arguments(p)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.local:
+        print(
+            "error: t9k run runs a job on this machine only: say --local "
+            "(t9k submit -f FILE runs it on the cluster)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return local.main(args)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "submit",
@@ -542,8 +565,13 @@ COMMANDS: tuple[Command, ...] = (
         _completion_args,
         cmd_completion,
     ),
-    # The local runner (t9k_operator/local) is wired in here as
-    # Command("run", ..., local.add_arguments, local.main).
+    Command(
+        "run",
+        "run a job's replicas as local processes (--local), to debug a training script",
+        "t9k run --local manifests/samples/pytorch-basic.yaml -- python3 hack/local/rendezvous.py",
+        _run_args,
+        cmd_run,
+    ),
 )
 
 
@@ -599,9 +627,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         words, rest = words[:at], words[at + 1 :]
     args = parser.parse_args(words)
     if rest is not None:
-        if getattr(args, "subcommand", None) != "create":
-            parser.error("only t9k create takes -- COMMAND ARGS")
-        args.argv = rest
+        if getattr(args, "subcommand", None) == "run":
+            args.program = rest
+        elif getattr(args, "subcommand", None) != "create":
+            parser.error("only t9k create and t9k run take -- COMMAND ARGS")
+        else:
+            args.argv = rest
     if not getattr(args, "subcommand", None):
         parser.print_help()
         return EXIT_USAGE

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -75,7 +77,24 @@ def test_only_create_takes_a_command(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exited:
         main(["logs", "x", "--", "y"])
     assert exited.value.code == 2
-    assert "only t9k create takes -- COMMAND ARGS" in capsys.readouterr().err
+    assert "only t9k create and t9k run take -- COMMAND ARGS" in capsys.readouterr().err
+
+
+def test_run_local_takes_the_program_after_the_dashes(tmp_path: Path) -> None:
+    """`t9k run --local FILE -- COMMAND`: each replica runs COMMAND with the
+    environment its pod would have; MSJob's rule decides the exit code."""
+    sample = Path(__file__).parents[3] / "manifests" / "samples" / "msjob-basic.yaml"
+    ok = tmp_path / "ok.py"
+    ok.write_text("import os, sys; sys.exit(0 if os.environ.get('MS_ROLE') else 3)\n")
+    assert main(["run", "--local", str(sample), "--", sys.executable, str(ok)]) == 0
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sys; sys.exit(3)\n")
+    assert main(["run", "--local", str(sample), "--", sys.executable, str(bad)]) != 0
+
+
+def test_run_without_local_says_how(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "job.yaml"]) == 2
+    assert "say --local" in capsys.readouterr().err
 
 
 def test_an_error_is_one_line_on_stderr_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
