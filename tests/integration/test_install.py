@@ -241,7 +241,7 @@ def test_cluster_wide_kustomize_install_applies_and_grants_the_operator_its_rule
         assert may(admin, user, "create", "coordination.k8s.io", "leases", "t9k-system")
         for verb, group, resource in (
             ("delete", "", "secrets"),
-            ("list", "", "nodes"),
+            ("patch", "", "nodes"),
             ("patch", "batch.tensorstack.dev", "pytorchtrainingjobs"),
             ("create", "coordination.k8s.io", "leases"),  # outside its namespace
         ):
