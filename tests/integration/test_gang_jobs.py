@@ -19,6 +19,8 @@ backend and every kind is met without running each kind on each backend.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,9 +28,10 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders import gang
+from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.resources import NAMESPACES
-from tests.integration.cluster import create_namespace, delete_quietly, wait_for
+from tests.integration.cluster import Cluster, create_namespace, delete_quietly, wait_for
 from tests.integration.jobs import Jobs, finish
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
@@ -285,7 +288,7 @@ def _group_api(backend: str) -> tuple[str, str]:
 @pytest.mark.parametrize(("kind", "backend"), in_turn(BACKENDS, 1), indirect=["backend"])
 @pytest.mark.usefixtures("gang_operator")
 def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
-    kind: str, backend: str, jobs_of: Callable[[str], Jobs]
+    kind: str, backend: str, jobs_of: Callable[[str], Jobs], cluster: Cluster
 ) -> None:
     jobs = jobs_of(kind)
     queue = occupy(jobs, kind, backend)
@@ -309,6 +312,24 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
     )
     reasons = [reason for _, reason, _ in jobs.events("waits")]
     assert "WaitingForGangScheduler" in reasons
+    # `t9k describe` shows the PodGroup as its scheduler reports it.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = t9k_main(
+            [
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "-n",
+                jobs.namespace,
+                "describe",
+                f"{jobs.resource.plural}/waits",
+            ]
+        )
+    assert code == 0, out.getvalue()
+    line = next(x for x in out.getvalue().splitlines() if x.strip().startswith("PodGroup "))
+    assert f"({backend})" in line and f"minMember {status['podGroup'].get('minMember')}" in line, (
+        line
+    )
 
 
 # The backends that promise to place a queue's waiting groups by priority,
