@@ -13,12 +13,15 @@ one kind each, the next in turn, so that together they meet every kind.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from t9k_operator.builders import gang
+from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.reconcilers.integrations.kueue import WORKLOADS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
@@ -151,7 +154,7 @@ def workloads(jobs: Jobs) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("kind", KIND_NAMES)
 @pytest.mark.usefixtures("kueue_operator")
 def test_two_jobs_over_the_quota_run_one_after_the_other(
-    kind: str, queue: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet
+    kind: str, queue: str, jobs_of: Callable[[str], Jobs], kubelet: Kubelet, cluster: Cluster
 ) -> None:
     jobs = jobs_of(kind)
     jobs.create(gpu_job(kind, "job-a", manual=True, queue=queue))
@@ -171,6 +174,13 @@ def test_two_jobs_over_the_quota_run_one_after_the_other(
     assert status["phase"] == "Pending" and pods_of(jobs, "job-b") == 0
     assert status["workload"]["queue"] == queue and status["workload"]["admitted"] is False
     assert "WaitingForAdmission" in [reason for _, reason, _ in jobs.events("job-b")]
+    # `t9k describe` shows the Workload as Kueue reports it.
+    out = io.StringIO()
+    argv = ["--kubeconfig", str(cluster.kubeconfig), "-n", jobs.namespace, "describe"]
+    with contextlib.redirect_stdout(out):
+        assert t9k_main([*argv, f"{jobs.resource.plural}/job-b"]) == 0, out.getvalue()
+    line = next(x for x in out.getvalue().splitlines() if x.strip().startswith("Workload "))
+    assert f"in {queue}: not admitted" in line and "insufficient unused quota" in line, line
     # job-a does its work and ends; only then is its quota returned and job-b admitted.
     finish(kubelet, jobs, "job-a")
     jobs.wait_phase("job-a", "Succeeded", 30)
