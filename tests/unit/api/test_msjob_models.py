@@ -439,5 +439,6 @@ def test_replica_spec_alone() -> None:
 def test_crd_descriptor() -> None:
     assert CRD.name == "msjobs.mindspore.gitee.com"
     assert CRD.api_version == "mindspore.gitee.com/v1"
-    assert "t9k" not in CRD.categories
+    assert CRD.categories == ("mindspore", "t9k")
+    assert (CRD.group, CRD.version, CRD.kind) == ("mindspore.gitee.com", "v1", "MSJob")
     assert [c.name for c in CRD.printer_columns] == ["State", "Reason", "Age"]
