@@ -16,7 +16,9 @@ demands for pruning, defaulting and CEL):
   (``hack/openapi/core-v1.json``, kept by ``hack/kube_openapi.py``), with the
   node's own keys (descriptions, limits, CEL rules) laid over it; so a typo
   such as ``comand:`` is refused at admission and ``kubectl explain`` reaches
-  every container field;
+  every container field; a resource quantity stays untyped (2, 0.5 and "500m"
+  all pass, as the Pod API takes them), with the pattern controller-gen gives a
+  quantity's string, so ``cpu: lots`` is refused at admission too;
 * any other ``dict[str, Any]`` becomes ``type: object`` with
   ``x-kubernetes-preserve-unknown-fields: true``, so nothing under it is pruned;
 * defaults stay (the API server applies them), CEL rules
@@ -46,7 +48,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.crd import CrdInfo
-from t9k_operator.api.schema import KUBERNETES_SCHEMA
+from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
 from t9k_operator.reconcilers.kinds.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,11 +270,12 @@ def _kube_convert(
         return base
     if owner == "io.k8s.apimachinery.pkg.util.intstr.IntOrString" and "oneOf" in node:
         return {"description": node["description"], "x-kubernetes-int-or-string": True}
-    if owner == "io.k8s.apimachinery.pkg.api.resource.Quantity" and "oneOf" in node:
+    if owner == QUANTITY and "oneOf" in node:
         # A number or a string (2, 0.5, "500m", "2Gi"): the Pod API takes all of
-        # them, and no structural type does (int-or-string refuses 0.5), so the
-        # value is kept as written and checked when the pod is created.
-        return {"description": node["description"], "x-kubernetes-preserve-unknown-fields": True}
+        # them, and no structural type does (int-or-string refuses 0.5). Untyped,
+        # with value checks: a malformed string ("lots") is refused at admission,
+        # naming the field, not when a pod is created (api/schema.py).
+        return quantity_schema(node["description"])
     out: Schema = {}
     for key, value in node.items():
         if key in _KUBE_DROP:

@@ -12,6 +12,12 @@ enrichments: pods their kubelet cannot start, for a while or for good). Througho
 operator stays up and its RSS under 300 MB. Specs are sent as ``kubectl apply``
 sends them (strict field validation: an unknown field is refused, not pruned).
 
+No accepted job carries a malformed resource quantity (a string such as
+``lots`` where a pod template, or a kind's own field, wants a quantity): the
+CRD refuses it at admission, naming the field, rather than the Pod API when a
+pod is created; and :data:`MALFORMED_QUANTITIES`, set at every kind of
+quantity of every kind (:data:`QUANTITY_SPOTS`), are each refused so.
+
 And nothing is dropped on the way to the pod: every field set in a pod template
 of an accepted job is on each pod the operator makes from it (empty values
 aside, which the Pod API does not print; env entries compared by name, since the
@@ -31,6 +37,7 @@ from __future__ import annotations
 import copy
 import os
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.api.schema import QUANTITY_PATTERN
 from t9k_operator.kube import ApiError, KubeClient, Resource
 from t9k_operator.resources import PODS
 from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_resource, kubeflow_status, per_kind
@@ -404,6 +412,152 @@ def dropped(sent: Any, got: Any, path: str) -> list[str]:
     return out
 
 
+# -- resource quantities --------------------------------------------------------------
+
+QUANTITY_KEYS = re.compile(
+    r"(\.(resources\.(limits|requests)|overhead|minResources)\.[^.]+|\.sizeLimit|\.divisor)$"
+)
+"""The paths (as :func:`_paths` joins them) where a resource quantity sits."""
+
+
+def bad_quantities(doc: dict[str, Any]) -> list[str]:
+    """Paths of the spec where a quantity is a string the Pod API cannot parse."""
+    out = []
+    for path in _paths(doc.get("spec")):
+        node: Any = doc["spec"]
+        for part in path:
+            node = node[part]
+        joined = "spec." + ".".join(map(str, path))
+        if (
+            isinstance(node, str)
+            and QUANTITY_KEYS.search(joined)
+            and not re.match(QUANTITY_PATTERN, node)
+        ):
+            out.append(joined)
+    return out
+
+
+MALFORMED_QUANTITIES: list[Any] = ["lots", "1.5.5", "2 Gi", "1Gb", "", "0x10", "1e", True, {"a": 1}]
+
+
+def _set(node: dict[str, Any], path: str, value: Any) -> None:
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(key, {}) if not key.isdigit() else node[int(key)]  # type: ignore[index]
+    node[keys[-1]] = value
+
+
+# Where a quantity sits in a pod template (a dotted path, numbers index lists), and
+# what the template needs beside it to be otherwise valid.
+QUANTITY_SPOTS: list[tuple[str, dict[str, Any]]] = [
+    ("spec.containers.0.resources.limits.cpu", {}),
+    ("spec.containers.0.resources.requests.memory", {}),
+    (
+        "spec.initContainers.0.resources.limits.cpu",
+        {"spec.initContainers": [{"name": "init", "image": "busybox", "resources": {}}]},
+    ),
+    ("spec.overhead.cpu", {}),
+    ("spec.volumes.0.emptyDir.sizeLimit", {"spec.volumes": [{"name": "scratch", "emptyDir": {}}]}),
+    (
+        "spec.volumes.0.ephemeral.volumeClaimTemplate.spec.resources.requests.storage",
+        {
+            "spec.volumes": [
+                {
+                    "name": "data",
+                    "ephemeral": {
+                        "volumeClaimTemplate": {
+                            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {}}
+                        }
+                    },
+                }
+            ]
+        },
+    ),
+    (
+        "spec.containers.0.env.0.valueFrom.resourceFieldRef.divisor",
+        {
+            "spec.containers.0.env": [
+                {"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}
+            ]
+        },
+    ),
+]
+TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
+    # kind -> (the path of a pod template in the spec, as the API server names it;
+    # the same as a dotted path into the spec)
+    "PyTorchTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
+    "DeepSpeedJob": ("spec.worker.template", "worker.template"),
+    "ColossalAIJob": ("spec.worker.template", "worker.template"),
+    "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
+}
+OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
+    # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
+    "PyTorchTrainingJob": [],
+    "DeepSpeedJob": [],
+    "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
+    "MSJob": [
+        (
+            "spec.runPolicy.schedulingPolicy.minResources.cpu",
+            "runPolicy.schedulingPolicy.minResources.cpu",
+        )
+    ],
+}
+
+
+def _quantity_cases(kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """(the field the API server must name, the job) for each spot and malformed value."""
+    named, dotted = kind_entry(TEMPLATE_PATHS, f"{__name__}.TEMPLATE_PATHS", kind)
+    cases = []
+    for i, value in enumerate(MALFORMED_QUANTITIES):
+        for spot, needs in QUANTITY_SPOTS:
+            doc = copy.deepcopy(base(kind)[1])  # base() hands out BASE_SPECS itself
+            template: dict[str, Any] = doc["spec"]
+            for part in dotted.split("."):
+                template = template[int(part)] if part.isdigit() else template[part]
+            for path, extra in needs.items():
+                _set(template, path, copy.deepcopy(extra))
+            _set(template, spot, copy.deepcopy(value))
+            field = named + "." + re.sub(r"\.(\d+)", r"[\1]", spot)
+            cases.append((field, doc))
+        for field, path in kind_entry(OWN_QUANTITY_SPOTS, f"{__name__}.OWN_QUANTITY_SPOTS", kind):
+            doc = copy.deepcopy(base(kind)[1])  # base() hands out BASE_SPECS itself
+            _set(doc["spec"], path, copy.deepcopy(value))
+            cases.append((field, doc))
+        if i == 0:  # the well-formed twins of the first spots are accepted: 0.5 included
+            for number in (0.5, "500m", 2):
+                doc = copy.deepcopy(base(kind)[1])  # base() hands out BASE_SPECS itself
+                _set(doc["spec"], dotted + ".spec.containers.0.resources.limits.cpu", number)
+                cases.append(("", doc))
+    return cases
+
+
+def test_malformed_quantities_are_refused_naming_the_field(
+    admin: KubeClient, namespace: str, crds_installed: None
+) -> None:
+    per_kind(TEMPLATE_PATHS, f"{__name__}.TEMPLATE_PATHS")
+    per_kind(OWN_QUANTITY_SPOTS, f"{__name__}.OWN_QUANTITY_SPOTS")
+    accepted, unnamed, refused_ok = [], [], []
+    n = 0
+    for kind in sorted(KIND_NAMES):
+        resource = kind_resource(kind)
+        for field, doc in _quantity_cases(kind):
+            doc["metadata"] = {"name": f"q-{n}"}
+            n += 1
+            try:
+                admin.create(resource, doc, namespace, field_validation="Strict")
+            except ApiError as exc:
+                if not field:
+                    refused_ok.append(f"{kind}: {exc.message[:300]}")
+                elif exc.status != 422 or field not in exc.message:
+                    unnamed.append(f"{kind} {field}: {exc.status} {exc.message[:300]}")
+                continue
+            if field:
+                accepted.append(f"{kind} {field}")
+    assert accepted == [], f"{len(accepted)} malformed quantities accepted: {accepted[:10]}"
+    assert unnamed == [], unnamed[:10]
+    assert refused_ok == [], refused_ok
+
+
 def rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -411,7 +565,9 @@ def rss(pid: int) -> int:
     return 0
 
 
-@pytest.mark.parametrize("table", ["BASE_SPECS", "TEMPLATES"])
+@pytest.mark.parametrize(
+    "table", ["BASE_SPECS", "TEMPLATES", "TEMPLATE_PATHS", "OWN_QUANTITY_SPOTS"]
+)
 def test_every_kind_has_its_entry_in_the_table(table: str) -> None:
     per_kind(globals()[table], f"{__name__}.{table}")
 
@@ -430,6 +586,7 @@ def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_ope
     unsettled: list[str] = []
     unnamed: list[str] = []
     lost: list[str] = []
+    bad_admitted: list[str] = []
     checked: set[str] = set()
     compared_jobs: set[str] = set()
     ran_jobs: set[str] = set()
@@ -476,6 +633,9 @@ def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_ope
                 else:
                     unnamed.append(f"{name} {notes}: {exc.status} {exc.message[:300]}")
                 continue
+            bad = bad_quantities(doc)
+            if bad:
+                bad_admitted.append(f"{name} {kind} {notes}: {bad}")
             batch[name] = (resource, kind, notes, time.monotonic())
             sent[name] = templates(doc)
             batch_kinds[name] = (kind, notes, sorted(sent[name]))
@@ -503,6 +663,7 @@ def test_every_mutated_spec_settles(admin: KubeClient, namespace: str, start_ope
     print(f"{made} specs: {summary}; operator peak RSS {peak / 2**20:.0f} MiB")
     print(f"{len(checked)} pods compared with their templates")
     assert unnamed == [], unnamed[:10]
+    assert bad_admitted == [], f"malformed quantities admitted: {bad_admitted[:10]}"
     assert lost == [], f"{len(lost)} pods lack fields of their template: {lost[:10]}"
     unseen = {n: batch_kinds[n] for n in ran_jobs - compared_jobs}
     assert not unseen, f"jobs ran without a pod seen: {unseen}"
