@@ -209,15 +209,23 @@ _KUBE_OMIT = {
     # so a template that sets them could never make a pod: refused at admission.
     ("io.k8s.api.core.v1.PodSpec", "ephemeralContainers"),
 }
-_KUBE_LABELS_ONLY = (
-    # Templates whose metadata the API uses for labels and annotations only: the
-    # operator copies a pod template's to its pods, and the Pod API refuses any
-    # other field in an ephemeral volume's claim template.
-    "io.k8s.api.core.v1.PodTemplateSpec",
-    "io.k8s.api.core.v1.PersistentVolumeClaimTemplate",
-)
-_KUBE_TEMPLATE_META = ("labels", "annotations")
-"""The template metadata the operator copies to its pods; any other is refused."""
+_KUBE_TEMPLATE_META = {
+    # Templates and the metadata fields they take; any other is refused.
+    # A pod template takes what controller-gen's embedded ObjectMeta takes (the
+    # CRDs of Kubeflow and Kueue): the operator copies labels and annotations to
+    # its pods; name, namespace and finalizers are stored, not acted on (the job
+    # gets a Warning Event FieldNotActedOn: the pods keep the operator's names,
+    # in the job's namespace).
+    "io.k8s.api.core.v1.PodTemplateSpec": (
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "finalizers",
+    ),
+    # The Pod API refuses any other field in an ephemeral volume's claim template.
+    "io.k8s.api.core.v1.PersistentVolumeClaimTemplate": ("labels", "annotations"),
+}
 
 
 def kubernetes_schema(name: str, path: str = "", openapi: Path = OPENAPI) -> Schema:
@@ -232,13 +240,15 @@ def _kube_definition(
     schemas: dict[str, Schema], name: str, path: str, seen: tuple[str, ...]
 ) -> Schema:
     out = _kube_convert(schemas, name, schemas[name], path, seen)
-    if name in _KUBE_LABELS_ONLY:
+    if name in _KUBE_TEMPLATE_META:
         meta = out["properties"]["metadata"]
-        meta["properties"] = {key: meta["properties"][key] for key in _KUBE_TEMPLATE_META}
+        meta["properties"] = {key: meta["properties"][key] for key in _KUBE_TEMPLATE_META[name]}
         if name == "io.k8s.api.core.v1.PodTemplateSpec":
             meta["description"] = (
                 "Labels and annotations for every pod made from this template (the "
-                "operator adds its own labels, and names the pods itself)."
+                "operator adds its own labels). name, namespace and finalizers are "
+                "accepted but not acted on: the operator names the pods itself, in the "
+                "job's namespace, and the job gets a Warning Event FieldNotActedOn."
             )
     return out
 

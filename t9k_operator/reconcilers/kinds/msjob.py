@@ -62,6 +62,7 @@ class MSJobView(JobView):
 
 class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.ttlSecondsAfterFinished",)
+    pod_templates: tuple[str, ...] = ("spec.msReplicaSpecs{}.template",)
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
