@@ -265,6 +265,29 @@ RESUME_SPECS_REMOVAL_RULE: dict[str, Any] = {
 }
 
 
+def resume_args_need_command_rule(message: str) -> dict[str, Any]:
+    """The CEL rule, on a kind's ``runMode``, refusing a ``resumeSpecs`` item that
+    gives ``args`` without a ``command``: for a kind whose pods run the operator's
+    own launch script, which takes no arguments, such args would be dropped."""
+    return {
+        "rule": (
+            "!has(self.pause) || !has(self.pause.resumeSpecs) || "
+            "self.pause.resumeSpecs.all(r, !has(r.args) || size(r.args) == 0 || "
+            "(has(r.command) && size(r.command) > 0))"
+        ),
+        "message": message,
+        "fieldPath": ".pause.resumeSpecs",
+    }
+
+
+def check_resume_args_need_command(run_mode: RunMode, message: str) -> None:
+    """:func:`resume_args_need_command_rule` for the model (the same message)."""
+    if run_mode.pause is not None and any(
+        r.args and not r.command for r in run_mode.pause.resume_specs
+    ):
+        raise ValueError(message)
+
+
 def debug_enabled(run_mode: RunMode | None) -> bool:
     """Whether ``run_mode`` turns debug mode on."""
     return run_mode is not None and run_mode.debug is not None and run_mode.debug.enabled

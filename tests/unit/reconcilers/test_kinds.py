@@ -162,11 +162,13 @@ def test_view_reads_debug_and_pause(name: str) -> None:
     }
     debug = read(kind, job_of(name, spec)).view
     assert debug.debug and debug.debug_overrides == (Override(role, ("sleep", "1")),)
-    spec["runMode"] = {
-        "pause": {"enabled": True, "resumeSpecs": [{"type": role, "args": ["--resume"]}]}
-    }
+    # (args need a command beside them for the kinds whose pods run the operator's
+    # own scripts: api/deepspeed.py, api/colossalai.py.)
+    resume = {"type": role, "command": ["python", "train.py"], "args": ["--resume"]}
+    spec["runMode"] = {"pause": {"enabled": True, "resumeSpecs": [resume]}}
     paused = read(kind, job_of(name, spec)).view
-    assert paused.paused and paused.resume_overrides == (Override(role, None, ("--resume",)),)
+    assert paused.paused
+    assert paused.resume_overrides == (Override(role, ("python", "train.py"), ("--resume",)),)
 
 
 def test_the_deciding_replica_decides_success(name: str, kind: JobKind[Any]) -> None:
