@@ -201,7 +201,13 @@ class ResumeSpec(T9kModel):
     args: list[Arg] | None = Field(
         default=None,
         max_length=MAX_ARGS,
-        description="Arguments of the command on resume. Unset: the args of its template.",
+        description=(
+            "Arguments of the command on resume. Unset: the args of its template. Given "
+            "without a command, they replace the template's args (in a PyTorchTrainingJob's "
+            "torchrun mode, the script and its arguments after the torchrun line); a "
+            "DeepSpeedJob or ColossalAIJob, whose pods run the operator's scripts, needs a "
+            "command with them."
+        ),
     )
 
 
