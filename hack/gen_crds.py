@@ -16,7 +16,9 @@ demands for pruning, defaulting and CEL):
   (``hack/openapi/core-v1.json``, kept by ``hack/kube_openapi.py``), with the
   node's own keys (descriptions, limits, CEL rules) laid over it; so a typo
   such as ``comand:`` is refused at admission and ``kubectl explain`` reaches
-  every container field;
+  every container field; a resource quantity stays untyped (2, 0.5 and "500m"
+  all pass, as the Pod API takes them), with the pattern controller-gen gives a
+  quantity's string, so ``cpu: lots`` is refused at admission too;
 * any other ``dict[str, Any]`` becomes ``type: object`` with
   ``x-kubernetes-preserve-unknown-fields: true``, so nothing under it is pruned;
 * defaults stay (the API server applies them), CEL rules
@@ -46,7 +48,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.crd import CrdInfo
-from t9k_operator.api.schema import KUBERNETES_SCHEMA
+from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
 from t9k_operator.reconcilers.kinds.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,15 +209,23 @@ _KUBE_OMIT = {
     # so a template that sets them could never make a pod: refused at admission.
     ("io.k8s.api.core.v1.PodSpec", "ephemeralContainers"),
 }
-_KUBE_LABELS_ONLY = (
-    # Templates whose metadata the API uses for labels and annotations only: the
-    # operator copies a pod template's to its pods, and the Pod API refuses any
-    # other field in an ephemeral volume's claim template.
-    "io.k8s.api.core.v1.PodTemplateSpec",
-    "io.k8s.api.core.v1.PersistentVolumeClaimTemplate",
-)
-_KUBE_TEMPLATE_META = ("labels", "annotations")
-"""The template metadata the operator copies to its pods; any other is refused."""
+_KUBE_TEMPLATE_META = {
+    # Templates and the metadata fields they take; any other is refused.
+    # A pod template takes what controller-gen's embedded ObjectMeta takes (the
+    # CRDs of Kubeflow and Kueue): the operator copies labels and annotations to
+    # its pods; name, namespace and finalizers are stored, not acted on (the job
+    # gets a Warning Event FieldNotActedOn: the pods keep the operator's names,
+    # in the job's namespace).
+    "io.k8s.api.core.v1.PodTemplateSpec": (
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "finalizers",
+    ),
+    # The Pod API refuses any other field in an ephemeral volume's claim template.
+    "io.k8s.api.core.v1.PersistentVolumeClaimTemplate": ("labels", "annotations"),
+}
 
 
 def kubernetes_schema(name: str, path: str = "", openapi: Path = OPENAPI) -> Schema:
@@ -230,13 +240,15 @@ def _kube_definition(
     schemas: dict[str, Schema], name: str, path: str, seen: tuple[str, ...]
 ) -> Schema:
     out = _kube_convert(schemas, name, schemas[name], path, seen)
-    if name in _KUBE_LABELS_ONLY:
+    if name in _KUBE_TEMPLATE_META:
         meta = out["properties"]["metadata"]
-        meta["properties"] = {key: meta["properties"][key] for key in _KUBE_TEMPLATE_META}
+        meta["properties"] = {key: meta["properties"][key] for key in _KUBE_TEMPLATE_META[name]}
         if name == "io.k8s.api.core.v1.PodTemplateSpec":
             meta["description"] = (
                 "Labels and annotations for every pod made from this template (the "
-                "operator adds its own labels, and names the pods itself)."
+                "operator adds its own labels). name, namespace and finalizers are "
+                "accepted but not acted on: the operator names the pods itself, in the "
+                "job's namespace, and the job gets a Warning Event FieldNotActedOn."
             )
     return out
 
@@ -268,11 +280,12 @@ def _kube_convert(
         return base
     if owner == "io.k8s.apimachinery.pkg.util.intstr.IntOrString" and "oneOf" in node:
         return {"description": node["description"], "x-kubernetes-int-or-string": True}
-    if owner == "io.k8s.apimachinery.pkg.api.resource.Quantity" and "oneOf" in node:
+    if owner == QUANTITY and "oneOf" in node:
         # A number or a string (2, 0.5, "500m", "2Gi"): the Pod API takes all of
-        # them, and no structural type does (int-or-string refuses 0.5), so the
-        # value is kept as written and checked when the pod is created.
-        return {"description": node["description"], "x-kubernetes-preserve-unknown-fields": True}
+        # them, and no structural type does (int-or-string refuses 0.5). Untyped,
+        # with value checks: a malformed string ("lots") is refused at admission,
+        # naming the field, not when a pod is created (api/schema.py).
+        return quantity_schema(node["description"])
     out: Schema = {}
     for key, value in node.items():
         if key in _KUBE_DROP:

@@ -595,7 +595,7 @@ NOTES = """\
 t9k-operator {{ .Chart.AppVersion }} runs in {{ .Release.Namespace }}, watching
 {{ .Values.watchNamespace | default "every namespace" }}.
 
-  kubectl get t9k --all-namespaces      # every job kind
+  kubectl get t9k --all-namespaces      # every job kind, MSJob too
   kubectl -n {{ .Release.Namespace }} logs deploy/t9k-operator
 
 `helm uninstall` keeps the CRDs (helm.sh/resource-policy: keep), so users' jobs

@@ -359,8 +359,24 @@ class ColossalAIRunPolicy(T9kModel):
     )
 
 
+MSG_RESUME_ARGS_NEED_COMMAND = (
+    "spec.runMode.pause.resumeSpecs[].args needs a command beside it: a ColossalAIJob's "
+    "launcher runs the operator's colossalai run script and its workers run sshd, neither "
+    "taking arguments, so args alone would be dropped; give "
+    "spec.runMode.pause.resumeSpecs[].command too, or change spec.worker.command"
+)
+
+
 class ColossalAIRunMode(RunMode):
     """Special run modes. Unset: the job trains normally."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                specs.resume_args_need_command_rule(MSG_RESUME_ARGS_NEED_COMMAND)
+            ]
+        }
+    )
 
     debug: DebugMode | None = Field(
         default=None,
@@ -371,6 +387,11 @@ class ColossalAIRunMode(RunMode):
             "unless replicaSpecs[].command says otherwise."
         ),
     )
+
+    @model_validator(mode="after")
+    def _check_resume_args(self) -> ColossalAIRunMode:
+        specs.check_resume_args_need_command(self, MSG_RESUME_ARGS_NEED_COMMAND)
+        return self
 
 
 # -- the spec -------------------------------------------------------------------------------

@@ -281,8 +281,24 @@ class ElasticConfig(specs.ElasticConfig):
     )
 
 
+MSG_RESUME_ARGS_NEED_COMMAND = (
+    "spec.runMode.pause.resumeSpecs[].args needs a command beside it: a DeepSpeedJob's "
+    "workers run the operator's launch script (deepspeed on worker-0, sshd on the others), "
+    "which takes no arguments, so args alone would be dropped; give "
+    "spec.runMode.pause.resumeSpecs[].command too, or change spec.config.run"
+)
+
+
 class DeepSpeedRunMode(RunMode):
     """Special run modes. Unset: the job trains normally."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                specs.resume_args_need_command_rule(MSG_RESUME_ARGS_NEED_COMMAND)
+            ]
+        }
+    )
 
     debug: DebugMode | None = Field(
         default=None,
@@ -292,6 +308,11 @@ class DeepSpeedRunMode(RunMode):
             "`/usr/sbin/sshd -D` unless replicaSpecs[].command (type worker) says otherwise."
         ),
     )
+
+    @model_validator(mode="after")
+    def _check_resume_args(self) -> DeepSpeedRunMode:
+        specs.check_resume_args_need_command(self, MSG_RESUME_ARGS_NEED_COMMAND)
+        return self
 
 
 # -- the spec -------------------------------------------------------------------------------

@@ -49,6 +49,24 @@ MSG_RESERVED_ARGS = (
     "them from spec.config.localRank, spec.config.autotune, spec.config.run and its own hostfile"
 )
 
+MSG_LAUNCHER_PDSH = (
+    "spec.config.otherArgs may give --launcher only as pdsh (--launcher pdsh or "
+    "--launcher=pdsh, once): the only launcher a DeepSpeedJob supports (it reaches the "
+    "workers over ssh through the job's hostfile); openmpi, mvapich, slurm, mpich and "
+    "impi are not"
+)
+
+
+def launcher_not_pdsh(args: Sequence[str]) -> bool:
+    """Whether ``args`` give deepspeed's ``--launcher`` as anything but pdsh (either
+    spelling, any case as deepspeed reads it), more than once, or without a value."""
+    if any(a.startswith("--launcher=") and a.lower() != "--launcher=pdsh" for a in args):
+        return True
+    at = [i for i, a in enumerate(args) if a == "--launcher"]
+    if not at:
+        return False
+    return len(at) > 1 or at[0] + 1 >= len(args) or args[at[0] + 1].lower() != "pdsh"
+
 
 def is_reserved_arg(arg: str) -> bool:
     """Whether ``arg`` is one of :data:`RESERVED_ARGS`, alone or as ``--flag=value``."""
@@ -147,6 +165,12 @@ class RunConfig(T9kModel):
 _RESERVED_ARGS_RULE = (
     f"!self.exists(a, {cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))"
 )
+_LAUNCHER_PDSH_RULE = (
+    "self.all(a, !a.startsWith('--launcher=') || a.lowerAscii() == '--launcher=pdsh') && "
+    "(!('--launcher' in self) || (self.indexOf('--launcher') == self.lastIndexOf('--launcher') "
+    "&& self.indexOf('--launcher') + 1 < size(self) "
+    "&& self[self.indexOf('--launcher') + 1].lowerAscii() == 'pdsh'))"
+)
 
 
 class DeepSpeedConfig(T9kModel):
@@ -196,11 +220,13 @@ class DeepSpeedConfig(T9kModel):
         description=(
             "Further deepspeed launcher options, passed verbatim before the script "
             "(e.g. --master_port=12346). Options set from the fields above are refused: "
-            "--no_local_rank, --autotuning, --module, --no_python and --hostfile."
+            "--no_local_rank, --autotuning, --module, --no_python and --hostfile; --launcher "
+            "may only be pdsh."
         ),
         json_schema_extra={
             "x-kubernetes-validations": [
                 {"rule": _RESERVED_ARGS_RULE, "message": MSG_RESERVED_ARGS},
+                {"rule": _LAUNCHER_PDSH_RULE, "message": MSG_LAUNCHER_PDSH},
             ]
         },
     )
@@ -210,6 +236,8 @@ class DeepSpeedConfig(T9kModel):
     def _check_other_args(cls, value: list[str]) -> list[str]:
         if any(is_reserved_arg(a) for a in value):
             raise ValueError(MSG_RESERVED_ARGS)
+        if launcher_not_pdsh(value):
+            raise ValueError(MSG_LAUNCHER_PDSH)
         return value
 
     @property

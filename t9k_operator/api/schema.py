@@ -23,10 +23,11 @@ bounded types built from them (:data:`Arg`, :data:`ReplicaType`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, WithJsonSchema
 
 # -- limits that keep the CEL cost estimates of the API server bounded -------------
 
@@ -73,6 +74,46 @@ it) whose schema ``hack/gen_crds.py`` puts at that node."""
 POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
 ENV_VAR = "io.k8s.api.core.v1.EnvVar"
 RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""A resource quantity written as a string ("500m", "2Gi", "1e3"): the pattern
+controller-gen puts on every resource.Quantity of the CRDs it generates."""
+
+
+def quantity_schema(description: str) -> dict[str, Any]:
+    """The CRD schema of a resource quantity (``hack/gen_crds.py`` puts it at every
+    Quantity of a Kubernetes type, and at our own models' quantities).
+
+    The Pod API takes a quantity as a string or a number, 0.5 included. A
+    structural schema has no type for that: controller-gen's int-or-string
+    refuses ``cpu: 0.5``, which every pod accepts. So the node is untyped (kept
+    as written), and value checks do the rest: a string must match
+    :data:`QUANTITY_PATTERN`, a boolean is refused, and so is a non-empty map or
+    list. The API server's message names the field (``...limits.cpu in body
+    should match ...``), at ``kubectl apply`` rather than when a pod is created.
+    """
+    return {
+        "description": description,
+        "x-kubernetes-preserve-unknown-fields": True,
+        "pattern": QUANTITY_PATTERN,
+        "not": {"enum": [True, False]},
+        "maxProperties": 0,
+        "maxItems": 0,
+    }
+
+
+def quantity_error(value: Any) -> str | None:
+    """Why ``value`` is no resource quantity the Pod API takes (None when it is):
+    the admission checks of :func:`quantity_schema`, for a model to repeat."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return f"must be a quantity (a number, or a string such as 500m or 2Gi), not {value!r:.40}"
+    if isinstance(value, str) and not re.match(QUANTITY_PATTERN, value):
+        return f"{value!r:.40} is not a quantity (such as 500m, 2Gi or 1e3)"
+    return None
 
 
 # -- objects kept whole ----------------------------------------------------------------
@@ -94,3 +135,17 @@ def preserved_object_schema(description: str, properties: dict[str, Any]) -> dic
 def cel_strings(values: Sequence[str]) -> str:
     """A CEL list literal of ``values`` (which hold no quote), e.g. ``['a', 'b']``."""
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def _check_quantity(value: Any) -> Any:
+    error = quantity_error(value)
+    if error:
+        raise ValueError(error)
+    return value
+
+
+Quantity = Annotated[
+    Any, AfterValidator(_check_quantity), WithJsonSchema({KUBERNETES_SCHEMA: QUANTITY})
+]
+"""A resource quantity in one of our own models (kept as written: 2, 0.5, "500m");
+in the CRD, :func:`quantity_schema`, as at every quantity of a pod template."""

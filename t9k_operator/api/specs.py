@@ -201,7 +201,13 @@ class ResumeSpec(T9kModel):
     args: list[Arg] | None = Field(
         default=None,
         max_length=MAX_ARGS,
-        description="Arguments of the command on resume. Unset: the args of its template.",
+        description=(
+            "Arguments of the command on resume. Unset: the args of its template. Given "
+            "without a command, they replace the template's args (in a PyTorchTrainingJob's "
+            "torchrun mode, the script and its arguments after the torchrun line); a "
+            "DeepSpeedJob or ColossalAIJob, whose pods run the operator's scripts, needs a "
+            "command with them."
+        ),
     )
 
 
@@ -263,6 +269,29 @@ RESUME_SPECS_REMOVAL_RULE: dict[str, Any] = {
     "message": RESUME_SPECS_PERMANENT,
     "fieldPath": ".runMode.pause.resumeSpecs",
 }
+
+
+def resume_args_need_command_rule(message: str) -> dict[str, Any]:
+    """The CEL rule, on a kind's ``runMode``, refusing a ``resumeSpecs`` item that
+    gives ``args`` without a ``command``: for a kind whose pods run the operator's
+    own launch script, which takes no arguments, such args would be dropped."""
+    return {
+        "rule": (
+            "!has(self.pause) || !has(self.pause.resumeSpecs) || "
+            "self.pause.resumeSpecs.all(r, !has(r.args) || size(r.args) == 0 || "
+            "(has(r.command) && size(r.command) > 0))"
+        ),
+        "message": message,
+        "fieldPath": ".pause.resumeSpecs",
+    }
+
+
+def check_resume_args_need_command(run_mode: RunMode, message: str) -> None:
+    """:func:`resume_args_need_command_rule` for the model (the same message)."""
+    if run_mode.pause is not None and any(
+        r.args and not r.command for r in run_mode.pause.resume_specs
+    ):
+        raise ValueError(message)
 
 
 def debug_enabled(run_mode: RunMode | None) -> bool:

@@ -104,7 +104,7 @@ def launch_script(job: Job, *, is_launcher: bool) -> str:
     pod's env."""
     if not is_launcher:
         return ssh.sshd_foreground_script(SSHD)
-    launcher = _launcher_flag(job) or "pdsh"
+    launcher = (_launcher_flag(job) or "pdsh").lower()  # deepspeed reads it so
     lines = [
         "set -eu",
         *ssh.wait_settings_lines(),

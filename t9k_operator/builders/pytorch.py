@@ -121,7 +121,8 @@ def torchrun_args(job: Job) -> list[str]:
 
 def build_pod(job: Job, replica_type: str, index: int, mode: PodMode = NORMAL) -> Obj:
     """The pod of ``<type>-<index>``; the mode's ``command``/``args`` come from debug
-    or resume settings and win over the torchrun line."""
+    or resume settings. A ``command`` wins over the torchrun line; resume ``args``
+    alone replace the template's args after it (the script and its arguments)."""
     template = next(rs.template for rs in job.spec.replica_specs if rs.type == replica_type)
     torchrun = job.spec.torchrun_enabled
     env = {"PYTHONUNBUFFERED": "1"}
@@ -135,9 +136,13 @@ def build_pod(job: Job, replica_type: str, index: int, mode: PodMode = NORMAL) -
             }
         )
     if torchrun and mode.command is None and not mode.debug:
+        # The training container's args are the script and its arguments, after
+        # the torchrun line; a resume's args (without a command) replace them.
         containers = (template.get("spec") or {}).get("containers") or []
         own_args: list[str] = []
-        if containers:
+        if mode.args is not None:
+            own_args = list(mode.args)
+        elif containers:
             c = containers[training_container_index(template, TRAINING_CONTAINERS)]
             own_args = [str(a) for a in c.get("args") or []]
         mode = replace(mode, command=("torchrun", *torchrun_args(job), *own_args), args=None)

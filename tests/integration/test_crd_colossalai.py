@@ -21,6 +21,7 @@ from t9k_operator.api.colossalai import (
     MSG_AUTH_MOUNT_PLACE,
     MSG_COMMAND_REQUIRED,
     MSG_POD_NAME_LENGTH,
+    MSG_RESUME_ARGS_NEED_COMMAND,
     MSG_SSHD_PATH,
     ColossalAIJobObject,
     SSHConfig,
@@ -291,6 +292,11 @@ INVALID: dict[str, tuple[str, list[str]]] = {
         _job({}, name="c" + "x" * 53, worker={"replicas": 11}),
         ["metadata.name", MSG_POD_NAME_LENGTH],
     ),
+    # a resume's args alone would be dropped (the operator's scripts take none)
+    "resume-args-without-command": (
+        _job({"runMode": {"pause": {"resumeSpecs": [{"type": "worker", "args": ["--x"]}]}}}),
+        ["spec.runMode.pause.resumeSpecs", MSG_RESUME_ARGS_NEED_COMMAND],
+    ),
 }
 
 
@@ -298,6 +304,15 @@ INVALID: dict[str, tuple[str, list[str]]] = {
     "spec",
     [
         {"ssh": {"sshdPath": "/usr/bin/sshd", "authMountPath": "/home/u/.ssh"}},
+        {
+            "runMode": {
+                "pause": {
+                    "resumeSpecs": [
+                        {"type": "launcher", "command": ["bash", "-c", "resume"], "args": ["x"]}
+                    ]
+                }
+            }
+        },
         {"runMode": {"debug": {"enabled": True}}, "worker": None},
         {"launcher": {"image": IMAGE, "env": [{"name": "A", "value": ""}], "resources": {}}},
     ],

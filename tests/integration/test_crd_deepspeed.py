@@ -17,9 +17,11 @@ from t9k_operator.api.deepspeed import (
     CRD,
     MSG_POD_NAME_LENGTH,
     MSG_RESERVED_MOUNTS,
+    MSG_RESUME_ARGS_NEED_COMMAND,
     MSG_RUN_REQUIRED,
 )
 from t9k_operator.api.deepspeed_config import (
+    MSG_LAUNCHER_PDSH,
     MSG_RESERVED_ARGS,
 )
 from t9k_operator.api.specs import (
@@ -289,6 +291,25 @@ for _arg in (
         _job({"config": {"run": {"python": "a.py"}, "otherArgs": ["--master_port=1", _arg]}}),
         [_ARGS, MSG_RESERVED_ARGS],
     )
+for _i, _args in enumerate(
+    (
+        ["--launcher", "openmpi"],
+        ["--launcher=mvapich"],
+        ["--master_port=1", "--launcher", "slurm", "-m"],
+        ["--launcher"],
+        ["--launcher", "pdsh", "--launcher", "pdsh"],
+        ["--launcher=pdsh", "--launcher", "mpich"],
+    )
+):
+    # Seed 000: DeepSpeedJob supports only pdsh.
+    INVALID[f"launcher-not-pdsh-{_i}"] = (
+        _job({"config": {"run": {"python": "a.py"}, "otherArgs": _args}}),
+        [_ARGS, MSG_LAUNCHER_PDSH],
+    )
+INVALID["resume-args-without-command"] = (
+    _job({"runMode": {"pause": {"resumeSpecs": [{"type": "worker", "args": ["--resume"]}]}}}),
+    ["spec.runMode.pause.resumeSpecs", MSG_RESUME_ARGS_NEED_COMMAND],
+)
 for _path in ("/root/.ssh", "/root/.ssh/config", "/t9k/hostfile", "/root/.deepspeed_env"):
     INVALID[f"mount{_path}-worker"] = (
         _job({}, containers=[{"name": "sidecar", "image": IMAGE}, _mounting(_path)]),
@@ -305,6 +326,14 @@ for _path in ("/root/.ssh", "/root/.ssh/config", "/t9k/hostfile", "/root/.deepsp
     [
         {"config": {"run": {"python": "a.py"}, "otherArgs": ["--master_port", "12346"]}},
         {"config": {"run": {"python": ["a.py", "--x"]}, "otherArgs": ["--hostfiles", "-m"]}},
+        {"config": {"run": {"python": "a.py"}, "otherArgs": ["--launcher", "pdsh", "-m"]}},
+        {"config": {"run": {"python": "a.py"}, "otherArgs": ["--launcher=PDSH"]}},
+        {
+            "config": {"run": {"python": "a.py"}},
+            "runMode": {
+                "pause": {"resumeSpecs": [{"type": "worker", "command": ["a"], "args": ["b"]}]}
+            },
+        },
         {"config": None, "runMode": {"debug": {"enabled": True}}},
         {"config": {"slotsPerWorker": 2}, "runMode": {"debug": {"enabled": True}}},
     ],

@@ -36,12 +36,12 @@ def stored(cluster: Cluster, namespace: str, name: str = JOB) -> dict[str, Any]:
     return obj
 
 
-def test_crd_is_labelled_and_outside_the_t9k_category(cluster: Cluster, crd: None) -> None:
+def test_crd_is_labelled_and_in_both_categories(cluster: Cluster, crd: None) -> None:
     out = cluster.kubectl("get", "crd", CRD.name, "-o", "json").stdout
     obj = json.loads(out)
     assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "t9k-operator"
     names = obj["spec"]["names"]
-    assert "t9k" not in names.get("categories", [])
+    assert names.get("categories") == ["mindspore", "t9k"]
     assert obj["spec"]["group"] == "mindspore.gitee.com"
 
 

@@ -1,5 +1,6 @@
 """What kubectl shows and does with the jobs: HPA on elastic jobs, the
-Replicas column counting pods that exist."""
+Replicas column counting pods that exist, ``kubectl get t9k`` listing every
+job kind the operator serves (MSJob too)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from t9k_operator.kube import KubeClient
 from tests.integration.cluster import Cluster, wait_for
+from tests.integration.crd_helpers import applied
 from tests.integration.jobs import Jobs, pytorch_job
+from tests.unit.api.test_msjob_models import job_with as msjob_with
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -77,3 +81,16 @@ def test_replicas_column_counts_pods_that_exist(
     out = cluster.kubectl("get", "pytj", "col", "-n", namespace).stdout.splitlines()
     header, row = out[0].split(), out[1].split()
     assert row[header.index("REPLICAS")] == "0"
+
+
+def test_get_t9k_lists_an_msjob_beside_the_t9k_kinds(
+    jobs: Jobs, cluster: Cluster, namespace: str
+) -> None:
+    jobs.create(pytorch_job("listed", [("worker", 1, "Never")]))
+    applied(cluster, namespace, yaml.safe_dump(msjob_with({}, "ms-listed")))
+    listed = cluster.kubectl("get", "t9k", "-n", namespace, "-o", "name").stdout.split()
+    assert "pytorchtrainingjob.batch.tensorstack.dev/listed" in listed, listed
+    assert "msjob.mindspore.gitee.com/ms-listed" in listed, listed
+    # ms-operator's own category still lists it.
+    listed = cluster.kubectl("get", "mindspore", "-n", namespace, "-o", "name").stdout.split()
+    assert listed == ["msjob.mindspore.gitee.com/ms-listed"], listed

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from t9k_operator.kube import KubeClient
+from t9k_operator.resources import PODS
 from tests.integration.cluster import ROOT, Cluster
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind
@@ -147,3 +148,38 @@ def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Clust
     kept = json.loads(Path(ROOT / "hack" / "openapi" / "core-v1.json").read_text())
     version = cluster.kubectl("version", "-o", "json").stdout
     assert json.loads(version)["serverVersion"]["gitVersion"] == kept["kubernetesVersion"]
+
+
+@pytest.mark.usefixtures("operator")
+def test_template_metadata_name_namespace_finalizers_are_accepted_and_warned_of(
+    cluster: Cluster, admin: KubeClient, namespace: str
+) -> None:
+    """As Kubeflow's and Kueue's CRDs take them (controller-gen's embedded
+    ObjectMeta): accepted under kubectl's strict field validation, not acted on
+    (the pods keep the operator's names, in the job's namespace, with no
+    finalizer), and said so in one Warning Event naming each field."""
+    job = pytorch_job("meta", [("worker", 1, "Never")])
+    template = job["spec"]["replicaSpecs"][0]["template"]
+    template["metadata"] = {
+        "name": "my-pod",
+        "namespace": "kube-system",
+        "finalizers": ["example.com/keep"],
+        "labels": {"team": "a"},
+        "annotations": {"note": "kept"},
+    }
+    assert kubectl_apply(cluster, namespace, job) == ""
+    jobs = Jobs(admin, namespace)
+    pod = jobs.wait_pods("meta", ["meta-worker-0"])["meta-worker-0"]
+    assert pod["metadata"]["namespace"] == namespace
+    assert "finalizers" not in pod["metadata"]
+    assert pod["metadata"]["labels"]["team"] == "a"
+    assert pod["metadata"]["annotations"]["note"] == "kept"
+    event = jobs.wait_event("meta", "FieldNotActedOn")
+    assert event[0] == "Warning"
+    named = "spec.replicaSpecs[0].template.metadata"
+    assert event[2].startswith(
+        f"{named}.name, {named}.namespace, {named}.finalizers: stored as written"
+    ), event
+    assert [e for e in jobs.events("meta") if e[1] == "FieldNotActedOn"] == [event]
+    pods, _ = admin.list_all(PODS, None)
+    assert [p["metadata"]["name"] for p in pods if p["metadata"]["name"] == "my-pod"] == []

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -203,3 +204,9 @@ def test_there_is_a_sample_of_every_kind() -> None:
         for p in (ROOT / "manifests" / "samples").glob("*.yaml")
     }
     assert kinds == set(KIND_NAMES)
+
+
+@pytest.mark.parametrize("kind", registry.KINDS, ids=lambda kind: kind.crd.kind)
+def test_every_job_kind_is_in_the_t9k_category(kind: Any) -> None:
+    """`kubectl get t9k` lists every job kind the operator serves, MSJob too."""
+    assert "t9k" in kind.crd.categories

@@ -36,6 +36,7 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
 
 class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
+    pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
 
     def view(self, job: Job) -> JobView:

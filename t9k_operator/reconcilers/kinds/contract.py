@@ -150,6 +150,51 @@ def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
     return found
 
 
+TEMPLATE_METADATA_NOT_ACTED_ON = ("name", "namespace", "finalizers")
+"""Pod template metadata the CRDs accept (as controller-gen's embedded ObjectMeta
+does) but the operator does not act on: it names the pods itself, in the job's
+namespace, and puts no finalizer on them. (Labels and annotations it copies.)"""
+
+
+def _each(obj: Any, pattern: str) -> list[tuple[str, Any]]:
+    """The nodes at ``pattern`` (dotted; ``[]`` after a part stands for every item
+    of a list, ``{}`` for every value of a map), each with its own path
+    (``spec.replicaSpecs[0].template``, ``spec.msReplicaSpecs[Worker].template``)."""
+    found: list[tuple[str, Any]] = [("", obj)]
+    for part in pattern.split("."):
+        key, each = (part[:-2], part[-2:]) if part.endswith(("[]", "{}")) else (part, "")
+        step = []
+        for path, node in found:
+            if not isinstance(node, Mapping) or node.get(key) is None:
+                continue
+            here, value = f"{path}.{key}" if path else key, node[key]
+            if each == "[]" and isinstance(value, list):
+                step += [(f"{here}[{i}]", item) for i, item in enumerate(value)]
+            elif each == "{}" and isinstance(value, Mapping):
+                step += [(f"{here}[{k}]", item) for k, item in value.items()]
+            elif not each:
+                step.append((here, value))
+        found = step
+    return found
+
+
+def template_metadata_not_acted_on(obj: Any, templates: Sequence[str]) -> list[str]:
+    """The :data:`TEMPLATE_METADATA_NOT_ACTED_ON` fields set in the pod templates at
+    ``templates`` (patterns as :func:`_each` takes them), each by its own path."""
+    found = []
+    for pattern in templates:
+        for path, template in _each(obj, pattern):
+            meta = template.get("metadata") if isinstance(template, Mapping) else None
+            if not isinstance(meta, Mapping):
+                continue
+            found += [
+                f"{path}.metadata.{key}"
+                for key in TEMPLATE_METADATA_NOT_ACTED_ON
+                if meta.get(key) not in (None, "", [])
+            ]
+    return found
+
+
 class KindBase(Generic[J]):
     """A kind's identity, given as class keywords (``class PyTorchKind(KindBase[Job],
     crd=CRD, model=Job, facts=build.FACTS)``: the facts its builders state), and
@@ -179,8 +224,14 @@ class KindBase(Generic[J]):
     """Fields the API stores but this operator does not act on (yet): a job
     that sets one gets a Warning Event saying so."""
 
+    pod_templates: tuple[str, ...] = ()
+    """Where the job's pod templates are (``spec.replicaSpecs[].template``): their
+    metadata's name, namespace and finalizers are stored but not acted on."""
+
     def fields_not_acted_on(self, job: Stored) -> list[str]:
-        return present_fields(job, self.not_acted_on)
+        return present_fields(job, self.not_acted_on) + template_metadata_not_acted_on(
+            job, self.pod_templates
+        )
 
     def may_create(self, job: JobView, replica_type: str, replicas: Replicas) -> bool:
         return True

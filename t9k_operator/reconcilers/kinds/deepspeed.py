@@ -39,6 +39,7 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
 
 
 class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
 
     def view(self, job: Job) -> JobView:

@@ -61,6 +61,8 @@ class MSJobView(JobView):
 
 
 class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    pod_templates: tuple[str, ...] = ("spec.msReplicaSpecs{}.template",)
+
     def view(self, job: Job) -> JobView:
         spec = job.spec
         roles = tuple(

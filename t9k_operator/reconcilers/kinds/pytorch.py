@@ -44,6 +44,7 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
 
 class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
+    pod_templates: tuple[str, ...] = ("spec.replicaSpecs[].template",)
 
     def view(self, job: Job) -> JobView:
         spec = job.spec

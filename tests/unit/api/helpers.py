@@ -107,11 +107,18 @@ which are a number or a string, and no structural type allows both."""
 def assert_pod_template_schema(template: dict[str, Any], path: str = "template") -> None:
     """``template`` is the pinned Kubernetes PodTemplateSpec: every container field is
     declared (so ``comand`` is refused and ``kubectl explain`` reaches ``command``),
-    metadata takes labels and annotations only, and nothing is kept untyped but
-    quantities."""
+    metadata takes what controller-gen's embedded ObjectMeta takes, and nothing is
+    kept untyped but quantities."""
     assert template["type"] == "object", path
     assert set(template["properties"]) == {"metadata", "spec"}, path
-    assert set(template["properties"]["metadata"]["properties"]) == {"labels", "annotations"}
+    # What controller-gen's embedded ObjectMeta takes (Kubeflow's, Kueue's CRDs).
+    assert set(template["properties"]["metadata"]["properties"]) == {
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "finalizers",
+    }
     pod = template["properties"]["spec"]["properties"]
     assert "ephemeralContainers" not in pod, "the Pod API refuses them on create"
     container = pod["containers"]["items"]["properties"]

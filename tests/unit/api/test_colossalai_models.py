@@ -33,6 +33,7 @@ from t9k_operator.api.colossalai import (
     MSG_ENV_VALUE,
     MSG_NO_CONTAINER,
     MSG_POD_NAME_LENGTH,
+    MSG_RESUME_ARGS_NEED_COMMAND,
     MSG_SSHD_PATH,
     ColossalAIJobObject,
     ColossalAIJobSpec,
@@ -621,6 +622,20 @@ def test_crd_descriptor() -> None:
 
 
 INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
+    # a resume's args alone would be dropped: the launcher and workers run the
+    # operator's scripts, which take none
+    "resume-args-without-command": (
+        spec_with(
+            runMode={"pause": {"resumeSpecs": [{"type": "launcher", "args": ["--resume", "ckpt"]}]}}
+        ),
+        MSG_RESUME_ARGS_NEED_COMMAND,
+    ),
+    "resume-worker-args-with-an-empty-command": (
+        spec_with(
+            runMode={"pause": {"resumeSpecs": [{"type": "worker", "command": [], "args": ["x"]}]}}
+        ),
+        MSG_RESUME_ARGS_NEED_COMMAND,
+    ),
     # spec.ssh: absolute paths only
     "sshd-relative": (spec_with(ssh={"sshdPath": "usr/sbin/sshd"}), MSG_SSHD_PATH),
     "sshd-bare-name": (spec_with(ssh={"sshdPath": "sshd"}), MSG_SSHD_PATH),

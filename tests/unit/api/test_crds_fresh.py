@@ -239,8 +239,10 @@ def test_kubernetes_types_become_structural_and_no_stricter_than_the_pod_api() -
     assert probe_port["port"]["x-kubernetes-int-or-string"] is True
     assert "type" not in probe_port["port"]
     limits = container["properties"]["resources"]["properties"]["limits"]
-    # A quantity is a number or a string; no structural type allows 0.5 and "500m".
+    # A quantity is a number or a string; no structural type allows 0.5 and "500m":
+    # untyped, with the pattern controller-gen gives a quantity's string.
     assert limits["additionalProperties"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert limits["additionalProperties"]["pattern"] == CONTROLLER_GEN_QUANTITY
     assert "x-kubernetes-list-type" not in container["properties"]["env"]
     assert "x-kubernetes-list-type" not in container["properties"]["ports"]
     assert "default" not in container["properties"]["ports"]["items"]["properties"]["protocol"]
@@ -275,3 +277,60 @@ def test_every_count_and_duration_in_a_spec_has_a_maximum(path: Path) -> None:
         spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
         unbounded = [p for p, s in _integers(spec, "spec") if "maximum" not in s]
         assert unbounded == [], f"{path.name}: integers without a maximum: {unbounded}"
+
+
+# -- resource quantities ---------------------------------------------------------------
+
+# The pattern controller-gen puts on every resource.Quantity (Kubeflow's, Volcano's and
+# Kueue's CRDs carry it), written out here rather than imported: the CRDs must say this.
+CONTROLLER_GEN_QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+QUANTITY_SUFFIXES = (
+    # Where the Kubernetes types the CRDs embed hold a resource.Quantity.
+    ".resources.limits.*",
+    ".resources.requests.*",
+    ".overhead.*",
+    ".emptyDir.sizeLimit",
+    ".ephemeral.volumeClaimTemplate.spec.resources.requests.*",
+    ".ephemeral.volumeClaimTemplate.spec.resources.limits.*",
+    ".resourceFieldRef.divisor",
+)
+OWN_QUANTITIES = {"MSJob": ".spec.runPolicy.schedulingPolicy.minResources.*"}
+"""Quantities of our own models, by kind."""
+
+
+def _every_node(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, node
+    for name, sub in node.get("properties", {}).items():
+        yield from _every_node(sub, f"{path}.{name}")
+    for key, step in (("items", "[*]"), ("additionalProperties", ".*")):
+        if isinstance(node.get(key), dict):
+            yield from _every_node(node[key], f"{path}{step}")
+
+
+@pytest.mark.parametrize("info", gen.KINDS, ids=lambda info: info.kind)
+def test_every_quantity_refuses_a_malformed_string_and_keeps_numbers(info: Any) -> None:
+    schema = schema_of(yaml.safe_load(gen.render(info)))
+    nodes = dict(_every_node(schema))
+    own = OWN_QUANTITIES.get(info.kind)
+    suffixes = QUANTITY_SUFFIXES + ((own,) if own else ())
+    quantities = {p: n for p, n in nodes.items() if p.endswith(suffixes)}
+    assert any(p.endswith(".resources.limits.*") for p in quantities), sorted(quantities)
+    if info.kind in OWN_QUANTITIES:
+        assert OWN_QUANTITIES[info.kind] in quantities
+    if info.kind != "TensorBoard":  # a pod template: every kind of quantity is there
+        for suffix in QUANTITY_SUFFIXES:
+            assert any(p.endswith(suffix) for p in quantities), suffix
+    for path, node in quantities.items():
+        assert node.get("pattern") == CONTROLLER_GEN_QUANTITY, path
+        # Untyped, so 2 and 0.5 stay as the Pod API takes them; booleans, maps and
+        # lists are refused.
+        assert "type" not in node and node["x-kubernetes-preserve-unknown-fields"] is True, path
+        assert node["not"] == {"enum": [True, False]}, path
+        assert node["maxProperties"] == 0 and node["maxItems"] == 0, path
+    # Nothing else carries the pattern: the suffixes above find every quantity.
+    assert {p for p, n in nodes.items() if n.get("pattern") == CONTROLLER_GEN_QUANTITY} == set(
+        quantities
+    )

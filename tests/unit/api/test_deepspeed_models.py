@@ -27,6 +27,7 @@ from t9k_operator.api.deepspeed import (
     CRD,
     MSG_POD_NAME_LENGTH,
     MSG_RESERVED_MOUNTS,
+    MSG_RESUME_ARGS_NEED_COMMAND,
     MSG_RUN_REQUIRED,
     DeepSpeedJobObject,
     DeepSpeedJobSpec,
@@ -40,6 +41,7 @@ from t9k_operator.api.deepspeed import (
     training_container,
 )
 from t9k_operator.api.deepspeed_config import (
+    MSG_LAUNCHER_PDSH,
     MSG_RESERVED_ARGS,
     MSG_RUN_EXACTLY_ONE,
     DeepSpeedConfig,
@@ -690,6 +692,41 @@ RESERVED = [
     "--hostfile",
     "--hostfile=/etc/hosts",
 ]
+
+
+NOT_PDSH = [
+    ["--launcher", "openmpi"],
+    ["--launcher=mvapich"],
+    ["--master_port=1", "--launcher", "slurm", "-m"],
+    ["--launcher"],  # no value
+    ["--launcher", "pdsh", "--launcher", "pdsh"],  # twice
+    ["--launcher=pdsh", "--launcher", "mpich"],
+]
+
+
+@pytest.mark.parametrize("args", NOT_PDSH)
+def test_a_launcher_other_than_pdsh_is_rejected(args: list[str]) -> None:
+    """Seed 000: DeepSpeedJob supports only pdsh."""
+    with pytest.raises(ValidationError) as info:
+        DeepSpeedJobSpec.model_validate(config_with(otherArgs=args))
+    assert MSG_LAUNCHER_PDSH in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--launcher", "pdsh"], ["--launcher=pdsh"], ["--launcher", "PDSH"], ["--launcher_args", "x"]],
+)
+def test_pdsh_given_as_the_launcher_is_accepted(args: list[str]) -> None:
+    DeepSpeedJobSpec.model_validate(config_with(otherArgs=args))
+
+
+def test_resume_args_without_a_command_are_rejected() -> None:
+    pause = {"enabled": False, "resumeSpecs": [{"type": "worker", "args": ["--resume"]}]}
+    with pytest.raises(ValidationError) as info:
+        DeepSpeedJobSpec.model_validate(spec_with(runMode={"pause": pause}))
+    assert MSG_RESUME_ARGS_NEED_COMMAND in str(info.value)
+    pause["resumeSpecs"][0]["command"] = ["bash", "-c", "resume.sh"]
+    DeepSpeedJobSpec.model_validate(spec_with(runMode={"pause": pause}))
 
 
 @pytest.mark.parametrize("arg", RESERVED)

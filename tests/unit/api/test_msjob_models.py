@@ -259,6 +259,16 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
         JOB,
         ["spec.runPolicy.activeDeadlineSeconds", "greater than or equal to 1"],
     ),
+    "min-resources-not-a-quantity": (
+        {"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "4", "memory": "lots"}}}},
+        JOB,
+        ["spec.runPolicy.schedulingPolicy.minResources.memory", "should match"],
+    ),
+    "min-resources-a-boolean": (
+        {"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": True}}}},
+        JOB,
+        ["spec.runPolicy.schedulingPolicy.minResources.cpu", "must not validate"],
+    ),
     "name-not-a-dns-1035-label": ({}, "1st-msjob", ["metadata.name", "DNS-1035"]),
     "name-with-dot": ({}, "ms.job", ["metadata.name", "DNS-1035"]),
     # 54 + len("-worker-3") == 63 fits; one more character does not.
@@ -424,6 +434,17 @@ def test_invalid_spec_is_refused(case: str) -> None:
         assert MSG_JOB_NAME in str(info.value)
 
 
+def test_min_resources_are_quantities_as_the_pod_api_takes_them() -> None:
+    ok = {"cpu": 0.5, "memory": "2Gi", "nvidia.com/gpu": 4, "storage": "1e3"}
+    job = MSJobObject.from_dict(job_with({"runPolicy": {"schedulingPolicy": {"minResources": ok}}}))
+    assert job.spec.run_policy.scheduling_policy is not None
+    assert job.spec.run_policy.scheduling_policy.min_resources == ok
+    with pytest.raises(ValidationError, match="'lots' is not a quantity"):
+        MSJobObject.from_dict(
+            job_with({"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "lots"}}}})
+        )
+
+
 def test_longest_names_that_fit_are_accepted() -> None:
     MSJobObject.from_dict(job_with({}, "m" + "x" * 50))  # -scheduler-0
     MSJobObject.from_dict(job_with({"msReplicaSpecs": {"Worker": role(4)}}, "m" + "x" * 53))
@@ -439,5 +460,6 @@ def test_replica_spec_alone() -> None:
 def test_crd_descriptor() -> None:
     assert CRD.name == "msjobs.mindspore.gitee.com"
     assert CRD.api_version == "mindspore.gitee.com/v1"
-    assert "t9k" not in CRD.categories
+    assert CRD.categories == ("mindspore", "t9k")
+    assert (CRD.group, CRD.version, CRD.kind) == ("mindspore.gitee.com", "v1", "MSJob")
     assert [c.name for c in CRD.printer_columns] == ["State", "Reason", "Age"]

@@ -208,6 +208,24 @@ def test_debug_and_resume_modes() -> None:
     assert (c["command"], c["args"]) == (["python"], ["resume.py"])
 
 
+def test_resume_args_without_a_command_take_effect_in_torchrun_mode() -> None:
+    """The seed: a resume's command and args are what the replica runs. In torchrun
+    mode the template's args (the script and its arguments) follow the torchrun
+    line; a resume's args alone replace them there, not dropped."""
+    j = job([rs("worker", 2)], torchrunConfig={"enabled": True})
+    normal = b.build_pod(j, "worker", 1)["spec"]["containers"][0]
+    resumed = b.build_pod(j, "worker", 1, PodMode(args=("train.py", "--resume", "ckpt")))
+    c = resumed["spec"]["containers"][0]
+    assert c["command"] == [*normal["command"][:-1], "train.py", "--resume", "ckpt"]
+    assert c["command"][0] == "torchrun" and "args" not in c
+    # Without torchrun, resume args replace the template's args after its command.
+    plain = job([rs("worker", 2)])
+    c = b.build_pod(plain, "worker", 1, PodMode(args=("train.py", "--resume")))["spec"][
+        "containers"
+    ][0]
+    assert (c["command"], c["args"]) == (["python"], ["train.py", "--resume"])
+
+
 def test_operator_env_overrides_user_env_of_the_same_name() -> None:
     j = job([rs("worker", 2, env=[{"name": "RANK", "value": "9"}, {"name": "A", "value": "1"}])])
     assert env(b.build_pod(j, "worker", 1))["RANK"] == "1"

@@ -37,6 +37,8 @@ class Case:
     # where in spec a field stored but not acted on is, and a value for it
     not_acted_on: tuple[tuple[str | int, ...], Any] | None = None
     run_mode: bool = True  # the kind has spec.runMode
+    # where in spec its last pod template is, and the path a Warning names it by
+    last_template: tuple[tuple[str | int, ...], str] = ((), "")
 
 
 CASES: dict[str, Case] = {
@@ -59,6 +61,7 @@ CASES: dict[str, Case] = {
             "cleanup_policy": pytorch.RunPolicy().clean_up_policy,
         },
         not_acted_on=(("replicaSpecs", 1, "scalingWeight"), 2),
+        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
     ),
     "DeepSpeedJob": Case(
         spec={
@@ -69,6 +72,7 @@ CASES: dict[str, Case] = {
         decides=("worker", 0),
         bad=(("worker", "replicas"), -1, "spec.worker.replicas"),
         defaults={"backoff_limit": deepspeed.RunPolicy().backoff_limit},
+        last_template=(("worker", "template"), "spec.worker.template"),
     ),
     "ColossalAIJob": Case(
         spec={
@@ -80,6 +84,7 @@ CASES: dict[str, Case] = {
         bad=(("worker", "procPerWorker"), 0, "spec.worker.procPerWorker"),
         defaults={"cleanup_policy": "None"},
         not_acted_on=(("runPolicy", "backoffLimit"), 2),
+        last_template=(("worker", "template"), "spec.worker.template"),
     ),
     "MSJob": Case(
         spec={
@@ -100,6 +105,10 @@ CASES: dict[str, Case] = {
             "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
         },
         run_mode=False,
+        last_template=(
+            ("msReplicaSpecs", "Worker", "template"),
+            "spec.msReplicaSpecs[Worker].template",
+        ),
     ),
 }
 NAMES = [kind.crd.kind for kind in KINDS]
@@ -152,11 +161,13 @@ def test_view_reads_debug_and_pause(name: str) -> None:
     }
     debug = read(kind, job_of(name, spec)).view
     assert debug.debug and debug.debug_overrides == (Override(role, ("sleep", "1")),)
-    spec["runMode"] = {
-        "pause": {"enabled": True, "resumeSpecs": [{"type": role, "args": ["--resume"]}]}
-    }
+    # (args need a command beside them for the kinds whose pods run the operator's
+    # own scripts: api/deepspeed.py, api/colossalai.py.)
+    resume = {"type": role, "command": ["python", "train.py"], "args": ["--resume"]}
+    spec["runMode"] = {"pause": {"enabled": True, "resumeSpecs": [resume]}}
     paused = read(kind, job_of(name, spec)).view
-    assert paused.paused and paused.resume_overrides == (Override(role, None, ("--resume",)),)
+    assert paused.paused
+    assert paused.resume_overrides == (Override(role, ("python", "train.py"), ("--resume",)),)
 
 
 def test_the_deciding_replica_decides_success(name: str, kind: JobKind[Any]) -> None:
@@ -259,3 +270,43 @@ def test_view_reads_the_restart_scope_of_every_kind_that_restarts(name: str) -> 
     spec = copy.deepcopy(CASES[name].spec)
     spec.setdefault("runPolicy", {})["restartScope"] = "Job"
     assert read(kind, job_of(name, spec)).view.restart_scope == "Job"
+
+
+def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(
+    name: str, kind: JobKind[Any]
+) -> None:
+    """name, namespace and finalizers of a pod template's metadata are accepted (as
+    controller-gen's embedded ObjectMeta takes them) but not acted on: the pods
+    keep the operator's names, in the job's namespace. Labels and annotations are
+    copied, so not reported."""
+    where, named = CASES[name].last_template
+    meta = {
+        "name": "mine",
+        "namespace": "elsewhere",
+        "finalizers": ["example.com/keep"],
+        "labels": {"a": "b"},
+        "annotations": {"c": "d"},
+    }
+    spec = _set(CASES[name].spec, (*where, "metadata"), meta)
+    assert kind.fields_not_acted_on(job_of(name, spec)) == [
+        f"{named}.metadata.name",
+        f"{named}.metadata.namespace",
+        f"{named}.metadata.finalizers",
+    ]
+    # The pods keep the operator's names, in the job's namespace, with no finalizer.
+    parsed = read(kind, job_of(name, spec))
+    job, view = parsed.job, parsed.view
+    assert job is not None
+    services = {
+        s["metadata"]["name"]: {**s, "spec": {**s["spec"], "clusterIP": "10.0.0.9"}}
+        for s in kind.extras(job)
+        if s["kind"] == "Service"
+    }
+    for role in view.roles:
+        pod = kind.build_pod(job, role.type, 0, PodMode(), services)
+        assert pod["metadata"]["namespace"] == "ns", role
+        assert pod["metadata"]["name"].startswith("j-"), role
+        assert "finalizers" not in pod["metadata"], role
+    # Labels and annotations alone: nothing to report.
+    labelled = _set(CASES[name].spec, (*where, "metadata"), {"labels": {"a": "b"}})
+    assert kind.fields_not_acted_on(job_of(name, labelled)) == []
