@@ -77,17 +77,20 @@ def test_counts_and_durations_beyond_any_cluster_are_refused(
 
 
 def test_a_pod_the_api_server_cannot_decode_fails_the_job_naming_the_replica(jobs: Jobs) -> None:
-    job = pytorch_job("badqty", [("worker", 1, "Never")])
-    job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"cpu": "lots"}
-    }
+    """The Pod API cannot decode a port beyond int32 (400), which the CRD's
+    schema (an integer of format int32, whose range the API server does not
+    check for custom resources) lets through. A malformed quantity, the other
+    such case once, is refused at admission now (test_fuzz_specs)."""
+    job = pytorch_job("badport", [("worker", 1, "Never")])
+    container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["ports"] = [{"containerPort": 4294967296}]
     jobs.create(job)
     failed_with(
         jobs,
-        "badqty",
+        "badport",
         "InvalidSpec",
         "replica worker-0",
-        "quantities must match the regular expression",
+        "cannot unmarshal number 4294967296",
     )
 
 
