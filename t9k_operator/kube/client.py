@@ -32,7 +32,7 @@ from t9k_operator.kube.errors import (
     error_from_status_object,
 )
 from t9k_operator.objects import Obj
-from t9k_operator.resources import Resource
+from t9k_operator.resources import PODS, Resource
 
 
 @dataclass(frozen=True)
@@ -48,48 +48,41 @@ class ClientOptions:
     user_agent: str = "t9k-operator"
 
 
-class WatchStream:
-    """Iterates the events of one watch request; ``close()`` ends it early.
+class _Lines:
+    """The lines of one streamed response (a watch, a log), without their
+    newlines; ``close()`` ends it, also from another thread blocked reading it."""
 
-    Yields ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": {...}}``.
-    An ``ERROR`` event is raised as the mapped :class:`ApiError` (410 ->
-    :class:`Gone`). A read timeout or a dropped connection ends iteration
-    with :class:`TransportError`; a server-side timeout ends it normally.
-    """
+    what = "stream"
 
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self._response = response
         self._closed = False
 
-    def __iter__(self) -> Iterator[Obj]:
+    def lines(self) -> Iterator[bytes]:
         buffer = b""
         try:
             for chunk in self._response.stream(amt=None, decode_content=True):
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield self._decode(line)
-            if buffer.strip():
-                yield self._decode(buffer)
+                    yield line
+            if buffer:
+                yield buffer
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if not self._closed:
-                raise TransportError(f"watch stream broken: {exc}") from exc
+                raise TransportError(f"{self.what} stream broken: {exc}") from exc
         finally:
             self.close()
 
-    @staticmethod
-    def _decode(line: bytes) -> Obj:
-        event: Obj = json.loads(line)
-        if event.get("type") == "ERROR":
-            raise error_from_status_object(event.get("object") or {})
-        return event
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         """End the stream, also from another thread blocked reading it.
 
         The connection is closed, never handed back to the pool: it still has
-        unread chunks of this watch on it.
+        unread chunks of this stream on it.
         """
         if self._closed:
             return
@@ -101,6 +94,40 @@ class WatchStream:
             self._response.close()
         except Exception:
             pass
+
+
+class LogStream(_Lines):
+    """The lines of one log request, decoded (bad UTF-8 replaced)."""
+
+    what = "log"
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines():
+            yield line.decode("utf-8", "replace")
+
+
+class WatchStream(_Lines):
+    """Iterates the events of one watch request; ``close()`` ends it early.
+
+    Yields ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": {...}}``.
+    An ``ERROR`` event is raised as the mapped :class:`ApiError` (410 ->
+    :class:`Gone`). A read timeout or a dropped connection ends iteration
+    with :class:`TransportError`; a server-side timeout ends it normally.
+    """
+
+    what = "watch"
+
+    def __iter__(self) -> Iterator[Obj]:
+        for line in self.lines():
+            if line.strip():
+                yield self._decode(line)
+
+    @staticmethod
+    def _decode(line: bytes) -> Obj:
+        event: Obj = json.loads(line)
+        if event.get("type") == "ERROR":
+            raise error_from_status_object(event.get("object") or {})
+        return event
 
 
 def collect(pages: Iterable[Obj]) -> tuple[list[Obj], str]:
@@ -417,7 +444,7 @@ class KubeClient:
         }
         response = self._open(
             "GET",
-            PODS_LOG.path(namespace, name, "log"),
+            PODS.path(namespace, name, "log"),
             query,
             None,
             "",
@@ -425,47 +452,3 @@ class KubeClient:
             stream=True,
         )
         return LogStream(response)
-
-
-PODS_LOG = Resource("", "v1", "pods", "Pod")
-
-
-class LogStream:
-    """The lines of one log request (without their newlines); ``close()`` ends it,
-    also from another thread."""
-
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
-        self._closed = False
-
-    def __iter__(self) -> Iterator[str]:
-        buffer = b""
-        try:
-            for chunk in self._response.stream(amt=None, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    yield line.decode("utf-8", "replace")
-            if buffer:
-                yield buffer.decode("utf-8", "replace")
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            if not self._closed:
-                raise TransportError(f"log stream broken: {exc}") from exc
-        finally:
-            self.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        shutdown = getattr(self._response, "shutdown", None)
-        try:
-            if shutdown is not None:
-                shutdown()
-            self._response.close()
-        except Exception:
-            pass
