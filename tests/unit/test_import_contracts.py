@@ -99,3 +99,13 @@ def test_the_operator_importing_the_sdk_breaks_its_contract(tmp_path: Path) -> N
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
+
+
+def test_the_reporter_importing_the_project_breaks_its_contract(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "The progress reporter stands alone (a training copies it next to its script)"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    path = tree / "t9k_operator" / "report.py"
+    path.write_text(path.read_text() + "\nfrom t9k_operator.objects import Obj  # noqa\n")
+    proc = lint_imports(tree)
+    assert f"{contract} BROKEN" in proc.stdout

@@ -1,0 +1,306 @@
+"""Report a training's progress to the t9k operator: standard library only.
+
+In a training script::
+
+    from t9k_operator.report import report
+
+    for step in range(total):
+        ...
+        report(step=step, total_steps=total, epoch=epoch, metrics={"loss": loss})
+
+From a shell script::
+
+    python -m t9k_operator.report --step 10 --total-steps 100 --metric loss=0.3
+
+This module imports nothing of the project (nor anything outside Python's
+standard library), so it may also be copied next to a script into an image
+that does not have the operator's package.
+
+It finds the operator through environment variables that the operator puts
+into every replica of a job:
+
+- ``T9K_PROGRESS_URL``: the HTTPS address reports are POSTed to;
+- ``T9K_PROGRESS_TOKEN_FILE``: a projected ServiceAccount token, bound to the
+  operator's own audience; it is read again for every report, since kubelet
+  rotates it;
+- ``T9K_PROGRESS_CA_FILE``: the CA that signed the endpoint's certificate
+  (optional: without it, the system's CAs).
+
+Without ``T9K_PROGRESS_URL`` (a job of an operator that does not take reports,
+a run outside the cluster), :func:`report` does nothing.
+
+It never blocks or breaks the training: :func:`report` only leaves the report
+for a background thread and returns; that thread sends one report at a time,
+each within a few seconds (``T9K_PROGRESS_TIMEOUT``, default 5); a report made
+while another is being sent replaces any report still waiting (only the latest
+matters), and a report the operator did not take is dropped, not retried.
+Nothing it does raises into the caller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import logging
+import math
+import os
+import ssl
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+URL_ENV = "T9K_PROGRESS_URL"
+TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
+CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
+TIMEOUT_ENV = "T9K_PROGRESS_TIMEOUT"
+DEFAULT_TIMEOUT = 5.0
+MAX_METRICS = 16
+"""Metrics kept from one report (the first, by name); the operator refuses more."""
+
+log = logging.getLogger("t9k_operator.report")
+
+
+def payload(
+    step: int | None = None,
+    total_steps: int | None = None,
+    epoch: int | float | None = None,
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The JSON body of one report; None when nothing in it can be sent. Values
+    that are not finite numbers are left out rather than refused."""
+    body: dict[str, Any] = {}
+    for key, value, kind in (
+        ("step", step, int),
+        ("totalSteps", total_steps, int),
+        ("epoch", epoch, float),
+    ):
+        number = _number(value, kind)
+        if number is not None:
+            body[key] = number
+    kept: dict[str, float] = {}
+    for name in sorted(metrics or {}, key=str)[:MAX_METRICS]:
+        number = _number((metrics or {})[name], float)
+        if number is not None:
+            kept[str(name)] = float(number)
+    if kept:
+        body["metrics"] = kept
+    return body or None
+
+
+def _number(value: Any, kind: type) -> int | float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(number) if kind is int or number.is_integer() else number
+
+
+class Reporter:
+    """Sends reports to one endpoint from a background thread (started with
+    the first report), keeping at most one report waiting: the latest."""
+
+    def __init__(
+        self,
+        url: str,
+        token_file: str | None = None,
+        ca_file: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.url, self.token_file, self.timeout = url, token_file, timeout
+        self.ca_file = ca_file
+        self.sent = 0  # reports the endpoint took
+        self.failed = 0  # reports sent that it did not take (or that never reached it)
+        self.dropped = 0  # reports replaced by a later one before they were sent
+        self._cond = threading.Condition()
+        self._pending: dict[str, Any] | None = None
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._warned = False
+        self._context: ssl.SSLContext | None = None
+
+    def report(self, body: dict[str, Any]) -> None:
+        """Leave ``body`` for the sender; never blocks on the network."""
+        with self._cond:
+            if self._pending is not None:
+                self.dropped += 1
+            self._pending = body
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="t9k-progress-report", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait, at most ``timeout`` seconds (default: one send's), until no
+        report waits or is being sent. Whether that is so."""
+        limit = self.timeout if timeout is None else timeout
+        with self._cond:
+            return bool(
+                self._cond.wait_for(lambda: self._pending is None and not self._busy, limit)
+            )
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None)
+                body, self._pending, self._busy = self._pending, None, True
+            try:
+                ok = self.send(body) if body is not None else True
+            except Exception as exc:  # never let the thread die
+                ok = False
+                self._warn(f"unexpected error: {exc!r}")
+            with self._cond:
+                self._busy = False
+                if ok:
+                    self.sent += 1
+                else:
+                    self.failed += 1
+                self._cond.notify_all()
+
+    def send(self, body: Mapping[str, Any]) -> bool:
+        """POST one report now, within ``timeout``; whether the endpoint took it."""
+        headers = {"Content-Type": "application/json"}
+        if self.token_file:
+            try:
+                with open(self.token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+            except OSError as exc:
+                self._warn(f"cannot read the token file {self.token_file}: {exc}")
+                return False
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode()
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            context = self._ssl()
+            with urllib.request.urlopen(request, timeout=self.timeout, context=context) as resp:
+                resp.read(4096)
+                return 200 <= int(resp.status) < 300
+        except urllib.error.HTTPError as exc:
+            self._warn(f"the operator refused a report: HTTP {exc.code} {exc.reason}")
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            self._warn(f"cannot reach the operator at {self.url}: {exc}")
+        return False
+
+    def _ssl(self) -> ssl.SSLContext:
+        if self._context is None:
+            self._context = ssl.create_default_context(cafile=self.ca_file or None)
+        return self._context
+
+    def _warn(self, message: str) -> None:
+        """Say the first failure once (a training's log is no place for more)."""
+        if not self._warned:
+            self._warned = True
+            log.warning("t9k progress report: %s (further failures are not logged)", message)
+
+
+class _Off:
+    """The reporter when the environment names no endpoint: does nothing."""
+
+    def report(self, body: dict[str, Any]) -> None:
+        return None
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return True
+
+
+_lock = threading.Lock()
+_default: Reporter | _Off | None = None
+
+
+def from_env(env: Mapping[str, str] | None = None) -> Reporter | _Off:
+    """The reporter the environment describes (a no-op without ``T9K_PROGRESS_URL``
+    or with a URL that is not HTTPS: a token is never sent in the clear)."""
+    env = os.environ if env is None else env
+    url = env.get(URL_ENV, "").strip()
+    if not url:
+        return _Off()
+    if not url.lower().startswith("https://"):
+        log.warning(
+            "t9k progress report: %s=%s is not an https:// URL; not reporting", URL_ENV, url
+        )
+        return _Off()
+    try:
+        timeout = float(env.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT)
+    except ValueError:
+        timeout = DEFAULT_TIMEOUT
+    if not math.isfinite(timeout) or timeout <= 0:
+        timeout = DEFAULT_TIMEOUT
+    return Reporter(
+        url,
+        token_file=env.get(TOKEN_FILE_ENV) or None,
+        ca_file=env.get(CA_FILE_ENV) or None,
+        timeout=min(timeout, 60.0),
+    )
+
+
+def _reporter() -> Reporter | _Off:
+    global _default
+    with _lock:
+        if _default is None:
+            _default = from_env()
+            if isinstance(_default, Reporter):
+                atexit.register(_default.flush)
+        return _default
+
+
+def report(
+    step: int | None = None,
+    total_steps: int | None = None,
+    epoch: int | float | None = None,
+    metrics: Mapping[str, Any] | None = None,
+) -> None:
+    """Report the training's progress to the operator; returns at once and never
+    raises. ``metrics``: a few named numbers (the first 16 by name are kept)."""
+    try:
+        body = payload(step, total_steps, epoch, metrics)
+        if body is not None:
+            _reporter().report(body)
+    except Exception:  # never into the training
+        log.debug("t9k progress report failed", exc_info=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m t9k_operator.report``: one report, sent before it exits (within
+    the timeout); exits 0 even when the operator did not take it, so a shell
+    script's ``set -e`` never stops on it."""
+    parser = argparse.ArgumentParser(
+        prog="python -m t9k_operator.report",
+        description="Report a training's progress to the t9k operator.",
+    )
+    parser.add_argument("--step", type=int)
+    parser.add_argument("--total-steps", type=int)
+    parser.add_argument("--epoch", type=float)
+    parser.add_argument(
+        "--metric", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
+    )
+    args = parser.parse_args(argv)
+    metrics: dict[str, float] = {}
+    for item in args.metric:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError(item)
+            metrics[name.strip()] = float(value)
+        except ValueError:
+            parser.error(f"--metric {item!r}: expected NAME=NUMBER")
+    body = payload(args.step, args.total_steps, args.epoch, metrics)
+    if body is None:
+        parser.error("nothing to report: give --step, --total-steps, --epoch or --metric")
+    reporter = from_env()
+    if isinstance(reporter, Reporter) and not reporter.send(body):
+        print("t9k progress report: not taken (see above)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(format="%(message)s")
+    sys.exit(main())
