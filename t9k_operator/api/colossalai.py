@@ -45,6 +45,7 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     worker_pod_name_fits_cel,
 )
+from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
     ENV_VAR,
@@ -356,6 +357,9 @@ class ColossalAIRunPolicy(T9kModel):
             "would start the training over on workers that may still be busy; so any "
             "failure fails the job. A job that sets it gets a Warning Event FieldNotActedOn."
         ),
+    )
+    progress: ProgressPolicy | None = progress_field(
+        "the T9k API (a ColossalAIJob restarts no pod: onHang Restart fails it as Fail does)"
     )
 
 

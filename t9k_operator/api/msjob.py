@@ -30,6 +30,7 @@ from pydantic import Field, field_validator
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     JOB_NAME_RULE,
+    PROGRESS_PRINTER_COLUMNS,
     CrdInfo,
     JobObject,
     PrinterColumn,
@@ -38,6 +39,7 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     reason_column,
 )
+from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
     MAX_INT32,
@@ -174,6 +176,7 @@ class MSRunPolicy(T9kModel):
             "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."
         ),
     )
+    progress: ProgressPolicy | None = progress_field("Kubeflow's run policy")
     ttl_seconds_after_finished: int | None = Field(
         default=None,
         ge=0,
@@ -477,6 +480,7 @@ CRD = CrdInfo(
     printer_columns=(
         PrinterColumn("State", "string", ".status.phase", "Phase of the job."),
         reason_column("t9kConditions"),
+        *PROGRESS_PRINTER_COLUMNS,
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),

@@ -27,6 +27,7 @@ from typing import Any, Literal, Self
 from pydantic import ConfigDict, Field, model_validator
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.schema import (
     MAX_ARGS,
     MAX_INT32,
@@ -110,6 +111,7 @@ class RunPolicy(T9kModel):
             "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."
         ),
     )
+    progress: ProgressPolicy | None = progress_field("the T9k API")
 
 
 MAX_PRIORITY = 100

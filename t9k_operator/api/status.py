@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.progress import Progress
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 ContainerState = Literal["Running", "Waiting", "Terminated"]
@@ -251,5 +252,12 @@ class JobStatus(T9kModel):
         description=(
             "The job's Kueue Workload, when the operator runs with --kueue and the job "
             "names a queue: its LocalQueue, whether Kueue admitted it, and why not."
+        ),
+    )
+    progress: Progress | None = Field(
+        default=None,
+        description=(
+            "The training's progress as its replicas last reported it (docs/progress.md); "
+            "absent until a replica reports."
         ),
     )

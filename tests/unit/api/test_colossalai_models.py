@@ -816,7 +816,7 @@ def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
     assert version["name"] == "v1beta1"
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Phase", "Reason", "Ready", "Replicas", "Restarts", "Age"]
+    assert columns == ["Phase", "Reason", "Ready", "Replicas", "Restarts", "Progress", "ETA", "Age"]
 
 
 def test_crd_gives_template_env_and_resources_the_kubernetes_schema(

@@ -92,6 +92,8 @@ def test_names_and_subresources(crd: dict[str, Any]) -> None:
         "Ready": ("integer", ".status.readyReplicas"),
         "Replicas": ("integer", ".status.replicas"),
         "Restarts": ("integer", ".status.restartCount"),
+        "Progress": ("string", ".status.progress.summary"),
+        "ETA": ("string", ".status.progress.eta"),
         "Age": ("date", ".metadata.creationTimestamp"),
     }
 

@@ -938,7 +938,7 @@ def test_crd_names_and_subresources(crd: dict[str, Any]) -> None:
         "labelSelectorPath": ".status.selector",
     }
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Phase", "Reason", "Ready", "Replicas", "Restarts", "Age"]
+    assert columns == ["Phase", "Reason", "Ready", "Replicas", "Restarts", "Progress", "ETA", "Age"]
 
 
 def test_crd_types_templates_and_keeps_commands_whole(crd: dict[str, Any]) -> None:

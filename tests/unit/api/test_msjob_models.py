@@ -462,4 +462,4 @@ def test_crd_descriptor() -> None:
     assert CRD.api_version == "mindspore.gitee.com/v1"
     assert CRD.categories == ("mindspore", "t9k")
     assert (CRD.group, CRD.version, CRD.kind) == ("mindspore.gitee.com", "v1", "MSJob")
-    assert [c.name for c in CRD.printer_columns] == ["State", "Reason", "Age"]
+    assert [c.name for c in CRD.printer_columns] == ["State", "Reason", "Progress", "ETA", "Age"]
