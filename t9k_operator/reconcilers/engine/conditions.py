@@ -35,6 +35,8 @@ class Reason(StrEnum):
     TOO_MANY_DISRUPTIONS = "TooManyDisruptions"
     NODE_NOT_READY = "NodeNotReady"
     NODE_READY = "NodeReady"
+    HUNG = "Hung"
+    REPORTING = "Reporting"
 
 
 # -- time helpers -------------------------------------------------------------------

@@ -20,7 +20,7 @@ from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.reconcilers.kinds.pods import ReplicaState
 from t9k_operator.reconcilers.kinds.t9k import gang_view, run_mode_view, succeeded_with
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
+from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role, hang_policy
 
 WORKERS_ONLY = frozenset({"worker"})
 
@@ -52,6 +52,8 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             gang=gang_view(spec.scheduler, 1 + spec.worker.replicas),  # launcher and workers
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
+            # A hung ColossalAIJob fails whatever onHang says: it restarts no pod.
+            hang=hang_policy(spec.run_policy.progress, restarts=False),
             **run_mode_view(spec.run_mode),
         )
 

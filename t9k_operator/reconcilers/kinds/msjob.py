@@ -32,7 +32,7 @@ from t9k_operator.reconcilers.kinds.contract import (
     job_view,
 )
 from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
+from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role, hang_policy
 
 
 def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:
@@ -78,6 +78,7 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             view=MSJobView,
             backoff_limit=policy.backoff_limit,
             restart_scope=policy.restart_scope or "Replica",
+            hang=hang_policy(policy.progress),
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
             ttl_seconds_after_finished=policy.ttl_seconds_after_finished,

@@ -9,7 +9,7 @@ from typing import Any
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders.gang import GangRequest, priority_class
 from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import Outcome, Override
+from t9k_operator.reconcilers.kinds.view import Outcome, Override, hang_policy
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
@@ -43,6 +43,7 @@ def run_policy_view(policy: RunPolicy, mode: RunMode | None) -> dict[str, Any]:
         "active_deadline_seconds": policy.active_deadline_seconds,
         "cleanup_policy": policy.clean_up_policy,
         "restart_scope": policy.restart_scope or "Replica",
+        "hang": hang_policy(policy.progress),
         **run_mode_view(mode),
     }
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from t9k_operator.api.progress import ProgressPolicy
 from t9k_operator.builders.gang import NO_GANG, GangRequest
 
 
@@ -75,6 +77,31 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class HangPolicy:
+    """How long a replica that has reported its progress may go without a
+    report (``spec.runPolicy.progress``), and what then."""
+
+    timeout_seconds: int
+    on_hang: str = "Fail"  # Fail | Restart
+
+
+def hang_policy(progress: ProgressPolicy | None, restarts: bool = True) -> HangPolicy | None:
+    """A job's ``runPolicy.progress`` as the engine reads it (None: never hung);
+    a kind that ``restarts`` no pod fails a hung job whatever onHang says."""
+    if progress is None:
+        return None
+    return HangPolicy(progress.hang_timeout_seconds, progress.on_hang if restarts else "Fail")
+
+
+@dataclass(frozen=True)
+class Heard:
+    """When the operator last received a progress report from one pod of the job."""
+
+    uid: str  # the pod's uid: a report of a pod since replaced says nothing of its replica
+    at: datetime
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the engine needs to know about a job, in kind-neutral terms. A kind
     whose outcome rule needs more of its spec extends it with typed fields."""
@@ -108,6 +135,12 @@ class JobView:
     """Seconds a pod placed on a node may take to start its containers before
     the job fails (the job's annotation ``t9k.dev/pod-start-timeout-seconds``;
     None: the operator's ``--pod-start-timeout``; 0: no limit)."""
+
+    hang: HangPolicy | None = None
+    """``runPolicy.progress``: when a silent job is hung (None: never)."""
+    heard: tuple[Heard, ...] = ()
+    """The pods' last progress reports, from the progress integration (none
+    without it): what the hang rule judges."""
 
     def gate(self, *holds: Hold) -> Gate | None:
         """The first gate that holds back as much as one of ``holds``."""

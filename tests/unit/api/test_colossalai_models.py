@@ -855,7 +855,12 @@ def test_crd_defaults(crd: dict[str, Any]) -> None:
     assert worker["torchArgs"]["default"] == []
     assert "default" not in worker["command"]
     run_policy = props["runPolicy"]["properties"]
-    assert set(run_policy) == {"cleanUpWorkers", "activeDeadlineSeconds", "backoffLimit"}
+    assert set(run_policy) == {
+        "cleanUpWorkers",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "progress",
+    }
     assert run_policy["cleanUpWorkers"]["default"] is False
     assert "default" not in run_policy["backoffLimit"]
     assert "not acted on" in run_policy["backoffLimit"]["description"]

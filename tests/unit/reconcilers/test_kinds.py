@@ -20,7 +20,7 @@ from t9k_operator.api import deepspeed, msjob, pytorch
 from t9k_operator.reconcilers.kinds.contract import JobKind, PodMode, read
 from t9k_operator.reconcilers.kinds.pods import ReplicaState
 from t9k_operator.reconcilers.kinds.registry import KINDS, by_kind
-from t9k_operator.reconcilers.kinds.view import Override, Role
+from t9k_operator.reconcilers.kinds.view import HangPolicy, Override, Role
 
 
 def _template(container: str) -> dict[str, Any]:
@@ -270,6 +270,21 @@ def test_view_reads_the_restart_scope_of_every_kind_that_restarts(name: str) -> 
     spec = copy.deepcopy(CASES[name].spec)
     spec.setdefault("runPolicy", {})["restartScope"] = "Job"
     assert read(kind, job_of(name, spec)).view.restart_scope == "Job"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_view_reads_the_hang_policy_of_every_kind(name: str) -> None:
+    """runPolicy.progress, the same field for every kind; ColossalAIJob restarts no
+    pod, so a hung one fails whatever onHang says."""
+    kind = by_kind(name)
+    assert read(kind, job_of(name)).view.hang is None
+    spec = copy.deepcopy(CASES[name].spec)
+    spec.setdefault("runPolicy", {})["progress"] = {
+        "hangTimeoutSeconds": 900,
+        "onHang": "Restart",
+    }
+    on_hang = "Fail" if name == "ColossalAIJob" else "Restart"
+    assert read(kind, job_of(name, spec)).view.hang == HangPolicy(900, on_hang)
 
 
 def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(

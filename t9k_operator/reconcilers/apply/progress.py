@@ -1,0 +1,124 @@
+"""Where the replicas' progress reports wait for their job's reconcile.
+
+The endpoint (not written yet: the HTTPS server in the manager, TokenReview,
+the check that the token's pod is the job's) calls, for each report it takes,
+:meth:`ProgressStore.record` and then :meth:`Coalescer.report`, and adds the
+job to its queue after the delay that returns (None: a reconcile that will
+carry the report is already due). The reconcile reads the store through the
+progress integration (``reconcilers/integrations/progress.py``), and calls
+:meth:`Coalescer.written` once it has written the job's status. So however
+many reports arrive, a job's status is written for them at most once per
+``interval`` seconds.
+
+Both are thread-safe (the endpoint's threads and the workers share them) and
+take the time as an argument: the callers read the clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+from datetime import datetime, timedelta
+
+from t9k_operator.api.progress import ProgressReport
+from t9k_operator.reconcilers.integrations.progress import Received, Sample
+
+SAMPLES = 8
+"""Earlier steps kept per pod, for the throughput."""
+SAMPLE_EVERY = 10.0
+"""Seconds between two kept samples of a pod (reports in between replace the latest only)."""
+MAX_PODS = 4096
+"""Pods remembered per job: a report of one more is dropped."""
+
+
+class ProgressStore:
+    """The latest report of each pod of each job (by the job's uid), with a few
+    earlier steps of the same pod; a report of a pod that was replaced (a new
+    uid under the same name) starts afresh."""
+
+    def __init__(self, samples: int = SAMPLES, sample_every: float = SAMPLE_EVERY) -> None:
+        self.samples, self.sample_every = samples, sample_every
+        self._lock = threading.Lock()
+        self._jobs: dict[str, dict[str, Received]] = {}
+
+    def record(
+        self, job_uid: str, pod: str, pod_uid: str, report: ProgressReport, at: datetime
+    ) -> bool:
+        """Keep ``report``, received at ``at``; whether it was kept (not: an older
+        report of the same pod than the one kept, or one pod too many)."""
+        with self._lock:
+            pods = self._jobs.setdefault(job_uid, {})
+            before = pods.get(pod)
+            if before is None and len(pods) >= MAX_PODS:
+                return False
+            samples: tuple[Sample, ...] = ()
+            if before is not None and before.uid == pod_uid:
+                if at < before.at:
+                    return False
+                samples = self._samples(before)
+            pods[pod] = Received(pod, pod_uid, at, report, samples)
+            return True
+
+    def _samples(self, before: Received) -> tuple[Sample, ...]:
+        """The samples once ``before`` is no longer the latest report."""
+        kept = before.samples
+        if before.report.step is None:
+            return kept
+        if kept and kept[-1].step > before.report.step:
+            kept = ()  # the training went back (from a checkpoint): another run
+        if kept and before.at - kept[-1].at < timedelta(seconds=self.sample_every):
+            return kept
+        return (*kept, Sample(before.at, before.report.step))[-self.samples :]
+
+    def latest(self, job_uid: str) -> list[Received]:
+        with self._lock:
+            return list(self._jobs.get(job_uid, {}).values())
+
+    def forget(self, job_uid: str) -> None:
+        """The job is gone: its reports with it."""
+        with self._lock:
+            self._jobs.pop(job_uid, None)
+
+    def forget_pod(self, job_uid: str, pod: str) -> None:
+        with self._lock:
+            pods = self._jobs.get(job_uid)
+            if pods is not None:
+                pods.pop(pod, None)
+                if not pods:
+                    del self._jobs[job_uid]
+
+
+class Coalescer:
+    """When a job is reconciled for its reports: at once after a quiet
+    ``interval``, else ``interval`` after its last status write; never twice
+    for reports that one due reconcile will carry."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._written: dict[Hashable, float] = {}
+        self._due: dict[Hashable, float] = {}
+
+    def report(self, key: Hashable, now: float) -> float | None:
+        """A report for the job ``key`` arrived at ``now`` (monotonic seconds):
+        the delay to reconcile it after, or None when a reconcile is already due
+        (unless that one is overdue by an interval: its reconcile was lost)."""
+        with self._lock:
+            due = self._due.get(key)
+            if due is not None and now < due + self.interval:
+                return None
+            last = self._written.get(key)
+            delay = 0.0 if last is None else max(0.0, last + self.interval - now)
+            self._due[key] = now + delay
+            return delay
+
+    def written(self, key: Hashable, now: float) -> None:
+        """The job's status was written at ``now``, with every report until then."""
+        with self._lock:
+            self._written[key] = now
+            self._due.pop(key, None)
+
+    def forget(self, key: Hashable) -> None:
+        with self._lock:
+            self._written.pop(key, None)
+            self._due.pop(key, None)

@@ -1,0 +1,291 @@
+"""Training progress, the pure parts and the store: status.progress from the
+pods' reports (throughput, time left), the store the endpoint will fill, the
+coalescer that bounds status writes per job, and the integration that hands
+the reports to the engine's hang rule."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from t9k_operator.api.progress import ProgressReport
+from t9k_operator.reconcilers.apply.progress import MAX_PODS, Coalescer, ProgressStore
+from t9k_operator.reconcilers.engine import Reason, get_condition
+from t9k_operator.reconcilers.integrations import plan as planning
+from t9k_operator.reconcilers.integrations.contract import JobInput
+from t9k_operator.reconcilers.integrations.progress import (
+    JobProgress,
+    Received,
+    Sample,
+    eta_seconds,
+    render,
+    throughput,
+)
+from t9k_operator.reconcilers.kinds.view import HangPolicy, Heard
+from tests.unit.reconcilers.test_engine import KIND, T0, job, running
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def received(
+    step: int | None,
+    when: float,
+    samples: tuple[tuple[float, int], ...] = (),
+    pod: str = "j-master-0",
+    **report: Any,
+) -> Received:
+    return Received(
+        pod=pod,
+        uid=f"uid-{pod}",
+        at=at(when),
+        report=ProgressReport(step=step, **report),
+        samples=tuple(Sample(at(t), s) for t, s in samples),
+    )
+
+
+# -- throughput and time left ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "r", "rate"),
+    [
+        ("one report", received(100, 60), None),
+        ("no step", received(None, 60, ((0, 0),), epoch=1), None),
+        ("steady", received(100, 100, ((0, 0), (50, 50))), 1.0),
+        ("window: older samples left out", received(700, 700, ((0, 0), (500, 600))), 0.5),
+        ("all samples too old", received(700, 1000, ((0, 0), (500, 600))), None),
+        ("went back: the run since", received(30, 130, ((0, 500), (100, 0))), 1.0),
+        ("went back, no sample since", received(30, 130, ((0, 10), (100, 500))), None),
+        ("no step made", received(5, 100, ((50, 5),)), None),
+    ],
+)
+def test_throughput(case: str, r: Received, rate: float | None) -> None:
+    assert throughput(r) == rate, case
+
+
+@pytest.mark.parametrize(
+    ("step", "total", "rate", "left"),
+    [
+        (None, 100, 1.0, None),
+        (10, None, 1.0, None),
+        (10, 100, 0.0, None),
+        (10, 100, 2.0, 45.0),
+        (120, 100, 2.0, 0.0),
+    ],
+)
+def test_eta_seconds(step: int | None, total: int | None, rate: float, left: float | None) -> None:
+    assert eta_seconds(step, total, rate) == left
+
+
+def test_status_progress_from_the_newest_report() -> None:
+    master = received(
+        420, 120, ((0, 0), (60, 210)), total_steps=1000, epoch=2, metrics={"loss": 0.3, "acc": 0.9}
+    )
+    worker = received(400, 100, pod="j-worker-0")
+    assert render([worker, master]) == {
+        "step": 420,
+        "totalSteps": 1000,
+        "epoch": 2.0,
+        "metrics": {"acc": 0.9, "loss": 0.3},
+        "replica": "j-master-0",
+        "lastReportTime": "2026-03-01T12:02:00Z",
+        "stepsPerSecond": 3.5,
+        "eta": "2m45s",  # 580 steps at 3.5/s
+        "summary": "420/1000 (42%)",
+    }
+
+
+def test_status_progress_keeps_a_total_an_earlier_report_gave() -> None:
+    first = received(10, 10, total_steps=500, pod="j-worker-0")
+    newest = received(20, 20)
+    out = render([first, newest])
+    assert out is not None
+    assert (out["totalSteps"], out["summary"]) == (500, "20/500 (4%)")
+    assert "eta" not in out and "stepsPerSecond" not in out
+
+
+def test_no_reports_no_progress() -> None:
+    assert render([]) is None
+
+
+# -- the store ------------------------------------------------------------------------
+
+
+def report(step: int | None = None, **kw: Any) -> ProgressReport:
+    return ProgressReport(step=step, **kw)
+
+
+def test_the_store_keeps_the_latest_report_per_pod_with_spaced_samples() -> None:
+    store = ProgressStore(samples=3, sample_every=10)
+    for t in range(0, 60, 2):  # a report every 2 s
+        assert store.record("job", "j-master-0", "pod-a", report(t), at(t))
+    (r,) = store.latest("job")
+    assert (r.report.step, r.at) == (58, at(58))
+    # Samples at least 10 s apart, the newest 3.
+    assert [s.step for s in r.samples] == [30, 40, 50]
+    assert throughput(r) == 1.0
+
+
+def test_a_replaced_pod_starts_afresh_and_an_older_report_is_dropped() -> None:
+    store = ProgressStore()
+    store.record("job", "j-master-0", "pod-a", report(100), at(0))
+    store.record("job", "j-master-0", "pod-a", report(200), at(20))
+    assert not store.record("job", "j-master-0", "pod-a", report(150), at(10))
+    store.record("job", "j-master-0", "pod-b", report(5), at(30))  # the pod was recreated
+    (r,) = store.latest("job")
+    assert (r.uid, r.report.step, r.samples) == ("pod-b", 5, ())
+
+
+def test_a_step_that_goes_back_drops_the_samples_of_the_run_before() -> None:
+    store = ProgressStore(sample_every=0)
+    for t, step in ((0, 100), (10, 200), (20, 50), (30, 60)):
+        store.record("job", "p", "uid", report(step), at(t))
+    (r,) = store.latest("job")
+    assert [s.step for s in r.samples] == [50]
+    assert throughput(r) == 1.0
+
+
+def test_metrics_only_reports_keep_the_samples() -> None:
+    store = ProgressStore(sample_every=0)
+    store.record("job", "p", "uid", report(10), at(0))
+    store.record("job", "p", "uid", report(metrics={"loss": 1.0}), at(5))
+    store.record("job", "p", "uid", report(20), at(10))
+    (r,) = store.latest("job")
+    assert [s.step for s in r.samples] == [10]
+
+
+def test_the_store_forgets_jobs_and_pods_and_bounds_the_pods_per_job() -> None:
+    store = ProgressStore()
+    store.record("a", "p0", "u0", report(1), at(0))
+    store.record("a", "p1", "u1", report(1), at(0))
+    store.record("b", "p0", "u2", report(1), at(0))
+    store.forget_pod("a", "p0")
+    assert [r.pod for r in store.latest("a")] == ["p1"]
+    store.forget("a")
+    assert store.latest("a") == []
+    assert len(store.latest("b")) == 1
+    for i in range(MAX_PODS - 1):
+        assert store.record("b", f"q{i}", f"v{i}", report(1), at(0))
+    assert not store.record("b", "one-too-many", "x", report(1), at(0))
+    assert store.record("b", "p0", "u2", report(2), at(1))  # a known pod still reports
+
+
+# -- the coalescer ------------------------------------------------------------------------
+
+
+def test_a_flood_of_reports_makes_one_write_per_interval() -> None:
+    c = Coalescer(interval=5)
+    delays = [c.report("job", 0.0)] + [c.report("job", t / 10) for t in range(1, 30)]
+    assert delays[0] == 0.0  # after quiet: at once
+    assert delays[1:] == [None] * 29  # one reconcile is due: it carries them
+    c.written("job", 0.5)
+    assert c.report("job", 1.0) == 4.5  # interval after the last write
+    assert c.report("job", 2.0) is None
+    c.written("job", 5.5)
+    assert c.report("job", 30.0) == 0.0  # quiet again
+
+
+def test_writes_happen_at_most_once_per_interval_whatever_the_rate() -> None:
+    c = Coalescer(interval=5)
+    writes: list[float] = []
+    due: float | None = None
+    t = 0.0
+    while t < 60:
+        delay = c.report("job", t)
+        if delay is not None:
+            due = t + delay
+        if due is not None and t >= due:
+            writes.append(t)
+            c.written("job", t)
+            due = None
+        t = round(t + 0.05, 2)  # 20 reports a second
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
+    assert len(writes) >= 11
+    assert min(gaps) >= 5
+
+
+def test_a_lost_reconcile_does_not_stop_the_writes_for_good() -> None:
+    c = Coalescer(interval=5)
+    assert c.report("job", 0.0) == 0.0  # its reconcile is lost: never written
+    assert c.report("job", 4.0) is None
+    assert c.report("job", 5.0) == 0.0
+    c.forget("job")
+    assert c.report("job", 5.5) == 0.0
+    assert c.report("other", 5.5) == 0.0  # per job
+
+
+# -- the integration ----------------------------------------------------------------------
+
+
+class Source:
+    def __init__(self, *received: Received) -> None:
+        self.received = received
+
+    def latest(self, job_uid: str) -> list[Received]:
+        return list(self.received) if job_uid == "u" else []
+
+
+def observe_and_plan(source: Source, now: datetime, **kw: Any) -> Any:
+    view = job(**kw)
+    integration = JobProgress(source)
+    stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    found = integration.observe(
+        JobInput(kind=KIND, stored=stored, job=None, view=view, now=now),  # type: ignore[arg-type]
+        caches=None,  # type: ignore[arg-type]
+    )
+    assert found is not None
+    state, seen_view = found
+    pods = running(view)
+    return seen_view, planning.plan(
+        KIND,  # type: ignore[arg-type]
+        seen_view,
+        [planning.Seen(integration, state)],
+        pods,
+        now,
+    )
+
+
+RUNNING = {
+    "phase": "Running",
+    "startTime": "2026-03-01T11:00:00Z",
+    "conditions": [{"type": "Running", "status": "True", "reason": "-", "message": ""}],
+}
+
+
+def test_the_integration_puts_the_reports_in_the_view_and_the_status() -> None:
+    master = replace(received(50, 0, total_steps=100), uid="uid-master-0-Running")
+    view, p = observe_and_plan(Source(master), at(30), status=RUNNING)
+    assert view.heard == (Heard("uid-master-0-Running", at(0)),)
+    assert p.status["progress"]["summary"] == "50/100 (50%)"
+    assert p.status["phase"] == "Running"
+
+
+def test_through_the_integration_a_silent_job_fails_hung() -> None:
+    master = replace(received(50, 0), uid="uid-master-0-Running")
+    _, p = observe_and_plan(Source(master), at(700), status=RUNNING, hang=HangPolicy(600, "Fail"))
+    assert p.finished is not None and p.finished.reason == Reason.HUNG
+    hung = get_condition(p.status, "Hung")
+    assert hung is not None and "j-master-0" in hung["message"]
+    # The progress it made stays in the status of the failed job.
+    assert p.status["progress"]["step"] == 50
+
+
+def test_a_job_without_reports_has_no_progress_and_is_never_hung() -> None:
+    _, p = observe_and_plan(Source(), at(10_000), status=RUNNING, hang=HangPolicy(600))
+    assert "progress" not in p.status
+    assert get_condition(p.status, "Hung") is None
+    assert p.finished is None
+
+
+def test_a_finished_job_keeps_the_progress_last_written() -> None:
+    last = {"step": 99, "summary": "99/100 (99%)"}
+    done = {**RUNNING, "phase": "Succeeded", "progress": last}
+    master = replace(received(100, 0), uid="uid-master-0-Running")
+    _, p = observe_and_plan(Source(master), at(30), status=done)
+    assert p.status["progress"] == last
