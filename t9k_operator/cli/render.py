@@ -82,7 +82,19 @@ def _nodes(nodes: Sequence[str], wide: bool) -> str:
     return f"{','.join(nodes[:2])}+{len(nodes) - 2}"
 
 
-JOB_HEADERS = ("NAME", "KIND", "PHASE", "REASON", "GPUS", "ALLOCATED", "DURATION", "NODES", "QUEUE")
+JOB_HEADERS = (
+    "NAME",
+    "KIND",
+    "PHASE",
+    "REASON",
+    "GPUS",
+    "ALLOCATED",
+    "DURATION",
+    "PROGRESS",
+    "ETA",
+    "NODES",
+    "QUEUE",
+)
 
 
 def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
@@ -94,6 +106,8 @@ def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
         str(s.gpus_requested),
         str(s.gpus_allocated),
         s.duration or "-",
+        s.progress or "-",
+        s.eta or "-",
         _nodes(s.nodes, wide),
         s.queue or "",
     ]
@@ -195,6 +209,11 @@ def describe(
         "Restarts",
         f"{status.get('restartCount', 0)} (disruptions: {status.get('disruptionCount', 0)})",
     )
+    for n, line in enumerate(views.progress_lines(job, now)):
+        if n == 0:
+            field("Progress", line)
+        else:
+            out.append(" " * 13 + line)
 
     out.append("")
     out.append("Conditions:")

@@ -54,6 +54,17 @@ MNIST: dict[str, Any] = {
         "startTime": "2026-03-01T11:00:05Z",
         "restartCount": 1,
         "disruptionCount": 1,
+        "progress": {
+            "step": 420,
+            "totalSteps": 1000,
+            "epoch": 2.0,
+            "metrics": {"loss": 0.31, "acc": 0.9},
+            "replica": "mnist-master-0",
+            "lastReportTime": "2026-03-01T11:59:58Z",
+            "stepsPerSecond": 1.5,
+            "eta": "6m26s",
+            "summary": "420/1000 (42%)",
+        },
         "conditions": [
             condition(
                 "Initialized", "True", "-", "The job has been initialized.", "2026-03-01T11:00:01Z"
