@@ -34,7 +34,8 @@ for a background thread and returns; that thread sends one report at a time,
 each within a few seconds (``T9K_PROGRESS_TIMEOUT``, default 5); a report made
 while another is being sent replaces any report still waiting (only the latest
 matters), and a report the operator did not take is dropped, not retried.
-Nothing it does raises into the caller.
+Nothing it does raises into the caller. When the interpreter exits, it waits
+for the report in flight, if any, at most one timeout, so the last one is sent.
 """
 
 from __future__ import annotations
