@@ -64,6 +64,7 @@ VALUE_FLAGS = {
 # Flags the chart passes as the manifests do (ports and probes are fixed).
 FIXED_FLAGS = (
     "--metrics-bind-address",
+    "--progress-bind-address",
     "--health-probe-bind-address",
     "--graceful-shutdown-timeout",
 )
@@ -140,6 +141,7 @@ def _find(objs: Iterable[dict[str, Any]], kind: str, name: str) -> dict[str, Any
 
 CLUSTER_SCOPED = {
     ("", "nodes"),
+    ("authentication.k8s.io", "tokenreviews"),
     ("scheduling.k8s.io", "priorityclasses"),
     ("kueue.x-k8s.io", "workloadpriorityclasses"),
     ("kueue.x-k8s.io", "resourceflavors"),
@@ -772,6 +774,8 @@ def chart_files(objs: list[dict[str, Any]]) -> dict[Path, str]:
     out[t / "service.yaml"] = head + _template(
         _find(objs, "Service", f"{NAME}-metrics"), ".Values.metrics.service.enabled"
     )
+    progress = [o for o in objs if o["metadata"]["name"] == f"{NAME}-progress"]
+    out[t / "progress.yaml"] = head + "---\n".join(_template(o) for o in progress)
     monitor = copy.deepcopy(SERVICE_MONITOR)
     monitor["spec"]["endpoints"][0]["interval"] = "@@=.Values.serviceMonitor.interval@@"
     text = _template(monitor, ".Values.serviceMonitor.enabled")

@@ -73,6 +73,12 @@ CHILDREN = """\
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["list", "watch"]
+# The progress endpoint checks each report's token (a projected ServiceAccount
+# token bound to the endpoint's audience) with a TokenReview. Left out of a
+# namespaced install's Role (cluster-scoped: docs/progress.md says what to grant).
+- apiGroups: ["authentication.k8s.io"]
+  resources: ["tokenreviews"]
+  verbs: ["create"]
 # Events on the jobs and TensorBoards (core/v1, aggregated with patch).
 - apiGroups: [""]
   resources: ["events"]

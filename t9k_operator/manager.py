@@ -34,9 +34,10 @@ from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
-from t9k_operator.runtime.controller import Controller, ControllerContext
+from t9k_operator.runtime.controller import Controller, ControllerContext, Server
 from t9k_operator.runtime.events import EventRecorder
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions, LeaderElector
+from t9k_operator.runtime.tls import parse_bind_address
 
 log = structlog.get_logger(__name__)
 
@@ -55,16 +56,6 @@ class ManagerOptions:
     concurrent_reconciles: int = 4
     graceful_shutdown_timeout: float = 30.0
     identity: str = field(default_factory=default_identity)
-
-
-def parse_bind_address(value: str) -> tuple[str, int] | None:
-    """``":8080"`` -> ("0.0.0.0", 8080); ``"127.0.0.1:0"`` -> any free port; ``"0"`` -> off."""
-    if value in ("0", ""):
-        return None
-    host, sep, port = value.rpartition(":")
-    if not sep:
-        raise ValueError(f"bind address must be [host]:port or 0, got {value!r}")
-    return (host.strip("[]") or "0.0.0.0", int(port))
 
 
 ControllerBuilder = Callable[[ControllerContext], list[Controller]]
@@ -118,11 +109,19 @@ class Manager:
         self.options = options
         self.clock = clock
         self.informers = InformerFactory(client, options.namespace)
+        self._leading = threading.Event()
+        self.extra_servers: list[Server] = []  # the controllers' own (the progress endpoint)
         self.recorder = EventRecorder(events_client or client, clock=clock, host=options.identity)
         self.controllers: list[Controller] = (
             build_controllers(
                 ControllerContext(
-                    client, self.informers, self.recorder, options.concurrent_reconciles, clock
+                    client,
+                    self.informers,
+                    self.recorder,
+                    options.concurrent_reconciles,
+                    clock,
+                    servers=self.extra_servers,
+                    is_leader=self.is_leader,
                 )
             )
             if build_controllers
@@ -130,7 +129,6 @@ class Manager:
         )
         self._stop = threading.Event()
         self._exit_code = 0
-        self._leading = threading.Event()
         self._controllers_started = False
         self._lock = threading.Lock()
         self._servers: list[ThreadingHTTPServer] = []
@@ -166,6 +164,8 @@ class Manager:
             server = _serve(metrics_addr, {"/metrics": self._metrics}, "metrics")
             self._servers.append(server)
             self.metrics_port = server.server_address[1]
+        for extra in self.extra_servers:
+            extra.start()
 
     # -- leadership ----------------------------------------------------------------
 
@@ -277,6 +277,8 @@ class Manager:
         for server in self._servers:
             server.shutdown()
             server.server_close()
+        for extra in self.extra_servers:
+            extra.stop()
         log.info("stopped", exit_code=self._exit_code)
 
 

@@ -49,6 +49,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -59,6 +60,9 @@ TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
 CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
 TIMEOUT_ENV = "T9K_PROGRESS_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
+MIN_INTERVAL = 1.0
+"""Seconds between the starts of two sends: a process reports at most once a
+second, whatever the training's pace (the operator limits each job's reports)."""
 MAX_METRICS = 16
 """Metrics kept from one report (the first, by name); the operator refuses more."""
 
@@ -114,8 +118,10 @@ class Reporter:
         token_file: str | None = None,
         ca_file: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        interval: float = MIN_INTERVAL,
     ) -> None:
         self.url, self.token_file, self.timeout = url, token_file, timeout
+        self.interval = interval
         self.ca_file = ca_file
         self.sent = 0  # reports the endpoint took
         self.failed = 0  # reports sent that it did not take (or that never reached it)
@@ -150,10 +156,15 @@ class Reporter:
             )
 
     def _run(self) -> None:
+        last = -math.inf
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._pending is not None)
+                # Paced: reports made meanwhile replace the waiting one.
+                while (left := last + self.interval - time.monotonic()) > 0:
+                    self._cond.wait(left)
                 body, self._pending, self._busy = self._pending, None, True
+            last = time.monotonic()
             try:
                 ok = self.send(body) if body is not None else True
             except Exception as exc:  # never let the thread die

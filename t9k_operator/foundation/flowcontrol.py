@@ -42,6 +42,15 @@ class TokenBucket:
                 return 0.0
             return -self._tokens / self.qps
 
+    def try_take(self) -> bool:
+        """Take one token if one is there now; whether it was (nothing is booked)."""
+        with self._lock:
+            self._refill(self._clock.monotonic())
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
     def accept(self) -> float:
         """Block until a token is available, then take it; return the seconds waited."""
         delay = self.reserve()

@@ -218,6 +218,13 @@ EVENTS_DROPPED = _collector(
     "t9k_events_dropped_total",
     "Kubernetes Events that were never written: recorder queue full or the write failed.",
 )
+PROGRESS_REPORTS = _collector(
+    Counter,
+    "t9k_progress_reports_total",
+    "Progress reports received by the operator's endpoint, by result: accepted, "
+    "invalid, unauthenticated, forbidden, rate_limited, not_found, unavailable, too_large.",
+    ["result"],
+)
 
 
 # -- jobs that exist now, from the cache at scrape time (ours) ----------------------------

@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from t9k_operator.reconcilers.apply import endpoint
+from t9k_operator.reconcilers.apply.endpoint import Route
 from t9k_operator.reconcilers.apply.job import JobReconciler
 from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.reconcilers.integrations.progress import JobProgress
 from t9k_operator.reconcilers.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.runtime.controller import Controller, ControllerContext
 
@@ -34,10 +37,18 @@ def build_controllers(
     timeout of a job that sets none and the disruption limit (and, with
     ``watch_nodes``, the Nodes, to tell a replica on a lost node), and the
     TensorBoard's."""
-    jobs = [
+    reconcilers = [
         JobReconciler(
             kind, ctx, tuple(integrations), pod_start_timeout, disruption_limit, watch_nodes
-        ).controller
+        )
         for kind in KINDS
     ]
-    return [*jobs, TensorBoardReconciler(ctx).controller]
+    for integration in integrations:
+        if isinstance(integration, JobProgress):
+            # The endpoint the replicas report to, served by the manager.
+            routes = {
+                r.resource.plural: Route(r.resource, r.jobs, r.controller.enqueue_after)
+                for r in reconcilers
+            }
+            ctx.servers.append(endpoint.serve(ctx, integration, routes, reconcilers[0].pods))
+    return [*(r.controller for r in reconcilers), TensorBoardReconciler(ctx).controller]

@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
@@ -48,6 +49,14 @@ OUTCOMES = ("success", "error", "requeue", "requeue_after")
 """The ``result`` label of ``controller_runtime_reconcile_total``."""
 
 
+class Server(Protocol):
+    """A server the manager starts and stops."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class ControllerContext:
     """What a reconciler module gets to build its controller from."""
@@ -57,6 +66,11 @@ class ControllerContext:
     recorder: EventRecorder
     workers: int
     clock: Clock = REAL_CLOCK
+    servers: list[Server] = field(default_factory=list)
+    """Servers of the controllers' own, which the manager starts with its own
+    and stops at shutdown (they serve on every replica, leading or not)."""
+    is_leader: Callable[[], bool] = lambda: True
+    """Whether this replica leads (its controllers' workers run)."""
 
 
 class Controller:

@@ -23,16 +23,40 @@ integration is not in the registry yet.
 
 from __future__ import annotations
 
+import argparse
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
 from t9k_operator.api.progress import ProgressReport, human_seconds, summary
+from t9k_operator.builders.common import job_labels
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL, fmt_time
-from t9k_operator.reconcilers.integrations.contract import Base, Caches, Event, JobInput
+from t9k_operator.reconcilers.integrations.contract import (
+    Action,
+    Base,
+    Caches,
+    Event,
+    JobInput,
+    Watch,
+    controller_of,
+)
 from t9k_operator.reconcilers.kinds.view import Heard, JobView
+from t9k_operator.resources import CONFIGMAPS
+
+WHAT = "the job's progress CA ConfigMap"
+VOLUME = "t9k-progress"
+MOUNT_PATH = "/var/run/secrets/t9k.dev/progress"
+TOKEN_KEY = "token"
+CA_KEY = "ca.crt"
+TOKEN_SECONDS = 3600
+"""The projected token's lifetime (kubelet renews it at 80% of it)."""
+# The reporter's environment (t9k_operator/report.py reads the same names).
+URL_ENV = "T9K_PROGRESS_URL"
+TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
+CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
 
 THROUGHPUT_WINDOW = 300.0
 """Seconds of a replica's reports the throughput is measured over."""
@@ -68,33 +92,320 @@ class ProgressSource(Protocol):
 
 
 @dataclass(frozen=True)
+class Settings:
+    """Where the replicas report, and how they prove who they are."""
+
+    url: str
+    """The endpoint's base address (``https://host:port``)."""
+    audience: str
+    """The audience the replicas' projected tokens are bound to."""
+    token_seconds: int = TOKEN_SECONDS
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """The endpoint's flags, as given (the manager's wiring serves them)."""
+
+    bind_address: str
+    service: str
+    namespace: str | None
+    service_port: int
+    url: str | None
+    audience: str
+    cert_dir: str | None
+    cert_secret: str
+    qps: float
+    burst: int
+
+    def base_url(self, namespace: str) -> str:
+        """Where the replicas report: ``--progress-url``, else the Service."""
+        if self.url:
+            return self.url.rstrip("/")
+        host = f"{self.service}.{namespace}.svc"
+        return (
+            f"https://{host}" if self.service_port == 443 else f"https://{host}:{self.service_port}"
+        )
+
+    def hosts(self, namespace: str) -> list[str]:
+        """The names the serving certificate must carry."""
+        svc = self.service
+        names = [f"{svc}.{namespace}.svc", f"{svc}.{namespace}.svc.cluster.local"]
+        names += [f"{svc}.{namespace}", svc]
+        if self.url:
+            host = self.url.split("://", 1)[1].split("/", 1)[0]
+            host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            names.insert(0, host.strip("[]"))
+        return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
 class ProgressState:
     received: tuple[Received, ...] = ()
+    path: str = ""  # the job's path on the endpoint
+    ca: str = ""  # the CA the endpoint's certificate chains to (PEM; "" not known yet)
+    ca_map: Obj | None = None  # the job's CA ConfigMap, as cached
+    owner: Obj | None = None  # the job's ownerReference, for the ConfigMap
+    finished: bool = False
 
 
 class JobProgress(Base[ProgressState]):
-    """The progress integration, reading the endpoint's store."""
+    """The progress integration: the replicas learn where and how to report,
+    and the job's status shows what they reported."""
 
     name = "progress"
 
-    def __init__(self, source: ProgressSource) -> None:
+    def __init__(
+        self,
+        source: ProgressSource,
+        settings: Settings | None = None,
+        options: EndpointOptions | None = None,
+    ) -> None:
         self.source = source
+        self.settings = settings  # None: the replicas are not told where to report
+        self.options = options
+        self._ca = ""
+
+    def connect(self, source: ProgressSource, settings: Settings) -> None:
+        """The endpoint serves: read its store, and tell the replicas of it."""
+        self.source, self.settings = source, settings
+
+    # -- flags ----------------------------------------------------------------------
+
+    @staticmethod
+    def add_flags(p: argparse.ArgumentParser) -> None:
+        g = p.add_argument_group("progress reports (docs/progress.md)")
+        g.add_argument(
+            "--progress-bind-address",
+            default=":8443",
+            help="where the HTTPS endpoint that takes the replicas' progress reports "
+            "listens ([host]:port); 0 turns progress reporting off",
+        )
+        g.add_argument(
+            "--progress-service",
+            default="t9k-operator-progress",
+            help="the Service in front of the endpoint, in the operator's namespace",
+        )
+        g.add_argument(
+            "--progress-service-namespace",
+            default=None,
+            help="the namespace of that Service and of the certificate's Secret "
+            "(default: the operator's own)",
+        )
+        g.add_argument("--progress-service-port", type=int, default=443, help="the Service's port")
+        g.add_argument(
+            "--progress-url",
+            default=None,
+            help="the https:// address the replicas report to, instead of the Service's "
+            "(e.g. an operator run outside the cluster); its host is added to the certificate",
+        )
+        g.add_argument(
+            "--progress-audience",
+            default="t9k-operator-progress",
+            help="the audience of the replicas' projected ServiceAccount tokens",
+        )
+        g.add_argument(
+            "--progress-cert-dir",
+            default=None,
+            help="a directory with tls.crt, tls.key and ca.crt (e.g. a cert-manager "
+            "Secret mounted there), read again when they change; without it the "
+            "operator keeps a certificate of its own in --progress-cert-secret",
+        )
+        g.add_argument(
+            "--progress-cert-secret",
+            default="t9k-operator-progress-tls",
+            help="the Secret, in the Service's namespace, the operator keeps its CA and "
+            "serving certificate in",
+        )
+        g.add_argument(
+            "--progress-report-qps",
+            type=float,
+            default=10.0,
+            help="reports a job's replicas may send per second together (more are "
+            "refused with 429; the reporter sends the latest next)",
+        )
+        g.add_argument(
+            "--progress-report-burst",
+            type=int,
+            default=50,
+            help="reports a job's replicas may send at once",
+        )
+
+    @staticmethod
+    def check_flags(args: argparse.Namespace) -> str | None:
+        if args.progress_url is not None and not str(args.progress_url).startswith("https://"):
+            return "--progress-url must be an https:// address"
+        if not 0 < args.progress_service_port < 65536:
+            return "--progress-service-port must be a port (1-65535)"
+        if args.progress_report_qps <= 0 or args.progress_report_burst < 1:
+            return "--progress-report-qps must be > 0 and --progress-report-burst >= 1"
+        if not args.progress_audience:
+            return "--progress-audience must not be empty"
+        return None
+
+    @staticmethod
+    def from_flags(args: argparse.Namespace) -> JobProgress | None:
+        """Off with ``--progress-bind-address 0``. The endpoint and its store are
+        the wiring's to start (``reconcilers/apply/endpoint.serve``), which then
+        :meth:`connect` s this integration to them."""
+        if args.progress_bind_address in ("0", ""):
+            return None
+        options = EndpointOptions(
+            bind_address=args.progress_bind_address,
+            service=args.progress_service,
+            namespace=args.progress_service_namespace,
+            service_port=args.progress_service_port,
+            url=args.progress_url,
+            audience=args.progress_audience,
+            cert_dir=args.progress_cert_dir,
+            cert_secret=args.progress_cert_secret,
+            qps=args.progress_report_qps,
+            burst=args.progress_report_burst,
+        )
+        return JobProgress(_NoReports(), options=options)
+
+    # -- the CA the replicas trust ---------------------------------------------------
+
+    def use_ca(self, pem: str) -> None:
+        """The endpoint's CA (at start, and once renewed)."""
+        self._ca = pem
+
+    # -- hooks ----------------------------------------------------------------------
+
+    def watches(self) -> tuple[Watch, ...]:
+        return (Watch(CONFIGMAPS, owned=True),)
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[ProgressState, JobView] | None:
         received = tuple(self.source.latest(job.view.uid))
         view = replace(job.view, heard=tuple(Heard(r.uid, r.at) for r in received))
-        return ProgressState(received), view
+        finished = view.status.get("phase") in TERMINAL
+        if self.settings is None:  # not connected to an endpoint: the reports only
+            return ProgressState(received, finished=finished), view
+        crd = job.kind.crd
+        state = ProgressState(
+            received,
+            path=job_path(view.namespace, crd.plural, view.name),
+            ca=self._ca,
+            ca_map=caches.get(CONFIGMAPS, view.namespace, ca_map_name(view.name)),
+            owner={
+                "apiVersion": f"{crd.group}/{crd.version}",
+                "kind": crd.kind,
+                "name": view.name,
+                "uid": view.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            },
+            finished=finished,
+        )
+        return state, view
+
+    def prepare(self, state: ProgressState, view: JobView) -> list[Action]:
+        """The job's CA ConfigMap, kept equal to the endpoint's CA while the job
+        runs (a name held by another object is left alone: the volume's source
+        is optional, so its pods start; their reports fail TLS and are dropped)."""
+        if self.settings is None or not state.ca or state.finished or state.owner is None:
+            return []
+        want = ca_map(view, state.ca, state.owner)
+        seen = state.ca_map
+        if seen is None:
+            return [Action("create", CONFIGMAPS, want, WHAT, soft=True)]
+        if (controller_of(seen) or {}).get("uid") != view.uid:
+            return []
+        if seen.get("data") != want["data"]:
+            updated = copy.deepcopy(seen)
+            updated["data"] = want["data"]
+            return [Action("replace", CONFIGMAPS, updated, WHAT, soft=True)]
+        return []
+
+    def decorate(self, state: ProgressState, view: JobView, pod: Obj) -> None:
+        if self.settings is not None:
+            add_reporting(pod, self.settings, state.path, ca_map_name(view.name))
 
     def status(self, state: ProgressState, view: JobView, status: Obj) -> list[Event]:
         # A job that had finished keeps what was last written; the pass that ends
         # it still writes the reports received until then.
-        finished = view.status.get("phase") in TERMINAL
-        progress = None if finished else render(state.received)
+        progress = None if state.finished else render(state.received)
         if progress is not None:
             status["progress"] = progress
         elif view.status.get("progress"):
             status["progress"] = dict(view.status["progress"])  # kept as last written
         return []
+
+
+class _NoReports:
+    def latest(self, job_uid: str) -> Sequence[Received]:
+        return ()
+
+
+def job_path(namespace: str, plural: str, name: str) -> str:
+    """The path of the endpoint a job's replicas report to."""
+    return f"/v1/namespaces/{namespace}/{plural}/{name}/progress"
+
+
+def ca_map_name(job: str) -> str:
+    return f"{job}-progress-ca"
+
+
+def ca_map(view: JobView, ca: str, owner: Obj) -> Obj:
+    """The job's ConfigMap holding the endpoint's CA (``ca.crt``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": ca_map_name(view.name),
+            "namespace": view.namespace,
+            "labels": job_labels(owner["kind"], view.name),
+            "ownerReferences": [dict(owner)],
+        },
+        "data": {CA_KEY: ca},
+    }
+
+
+def add_reporting(pod: Obj, settings: Settings, path: str, ca_map: str) -> None:
+    """Give every container of ``pod`` the reporter's environment and the
+    volume with its token and CA (a container that sets one of the variables
+    keeps its own; a pod whose template already has a volume of that name is
+    left as it is)."""
+    spec = pod["spec"]
+    volumes = spec.setdefault("volumes", [])
+    if any(v.get("name") == VOLUME for v in volumes):
+        return
+    volumes.append(
+        {
+            "name": VOLUME,
+            "projected": {
+                "defaultMode": 0o444,
+                "sources": [
+                    {
+                        "serviceAccountToken": {
+                            "audience": settings.audience,
+                            "expirationSeconds": settings.token_seconds,
+                            "path": TOKEN_KEY,
+                        }
+                    },
+                    {
+                        "configMap": {
+                            "name": ca_map,
+                            "items": [{"key": CA_KEY, "path": CA_KEY}],
+                            "optional": True,
+                        }
+                    },
+                ],
+            },
+        }
+    )
+    env = {
+        URL_ENV: settings.url.rstrip("/") + path,
+        TOKEN_FILE_ENV: f"{MOUNT_PATH}/{TOKEN_KEY}",
+        CA_FILE_ENV: f"{MOUNT_PATH}/{CA_KEY}",
+    }
+    for container in spec.get("containers") or []:
+        mounts = container.setdefault("volumeMounts", [])
+        if not any(m.get("mountPath") == MOUNT_PATH for m in mounts):
+            mounts.append({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True})
+        have = {e.get("name") for e in container.get("env") or []}
+        added = [{"name": k, "value": v} for k, v in env.items() if k not in have]
+        if added:
+            container["env"] = [*(container.get("env") or []), *added]
 
 
 def render(received: Sequence[Received]) -> Obj | None:

@@ -15,9 +15,10 @@ from typing import Any
 from t9k_operator.reconcilers.integrations.contract import Integration, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
+from t9k_operator.reconcilers.integrations.progress import JobProgress
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 
-INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard)
+INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, JobProgress)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

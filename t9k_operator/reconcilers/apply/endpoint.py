@@ -1,0 +1,372 @@
+"""The operator's progress endpoint: where the replicas' reports come in.
+
+A report is ``POST /v1/namespaces/<namespace>/<plural>/<job>/progress`` with
+a JSON body (``api.progress.parse_report``) and ``Authorization: Bearer
+<token>``, the pod's projected ServiceAccount token bound to the endpoint's
+own audience. Each request, in this order (the cheap refusals first, and the
+API server asked only for a job that exists and within its job's rate):
+
+1. the path names a job kind the operator runs (404), this replica leads
+   (503: a standby's workers are stopped, and its store would never be
+   read), the body is at most :data:`MAX_BODY` bytes (413);
+2. the job is in the cache (404);
+3. the job's reports are within its rate (``qps``, ``burst``: 429, with
+   ``Retry-After``);
+4. the token is good for the endpoint's audience, by a TokenReview (401);
+   reviews are cached by the token's digest for :data:`REVIEW_TTL` seconds
+   (a refusal too, so a flood of one bad token reaches the API server once),
+   and the reviews not in the cache are limited for all jobs together (429);
+5. the token is a pod's (its review names the pod and its uid), in the
+   job's namespace, and that pod, as cached, is the job's: controlled by the
+   job with the uid the cache has (403);
+6. the body is a report within bounds (400, with the reason).
+
+An accepted report (202) is kept in the :class:`ProgressStore` and the job
+queued after :class:`Coalescer`'s delay, so however many come, reports cause
+at most one reconcile of a job per interval. Every answer is counted in
+``t9k_progress_reports_total{result}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import structlog
+from cachetools import TTLCache
+
+from t9k_operator.api.progress import ReportError, parse_report
+from t9k_operator.foundation import metrics
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
+from t9k_operator.foundation.flowcontrol import TokenBucket
+from t9k_operator.informers.informer import SharedInformer
+from t9k_operator.kube import ApiError, KubeClient
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
+from t9k_operator.reconcilers.integrations.progress import JobProgress, Settings
+from t9k_operator.resources import TOKENREVIEWS, Resource
+from t9k_operator.runtime.controller import ControllerContext
+from t9k_operator.runtime.tls import DirSource, SecretSource, Source, TLSServer, parse_bind_address
+
+log = structlog.get_logger(__name__)
+
+MAX_BODY = 8192
+"""Bytes a report's body may have."""
+REVIEW_TTL = 60.0
+"""Seconds a token's review is remembered."""
+REVIEWS_CACHED = 8192
+JOBS_LIMITED = 8192
+"""Jobs whose rate is tracked at once (the least recently seen are forgotten)."""
+POD_NAME = "authentication.kubernetes.io/pod-name"
+POD_UID = "authentication.kubernetes.io/pod-uid"
+SA_PREFIX = "system:serviceaccount:"
+PATH = re.compile(
+    r"^/v1/namespaces/([a-z0-9.-]{1,253})/([a-z0-9.-]{1,63})/([a-z0-9.-]{1,253})/progress$"
+)
+
+# The results counted (the label of t9k_progress_reports_total).
+ACCEPTED = "accepted"
+INVALID = "invalid"
+UNAUTHENTICATED = "unauthenticated"
+FORBIDDEN = "forbidden"
+RATE_LIMITED = "rate_limited"
+NOT_FOUND = "not_found"
+UNAVAILABLE = "unavailable"
+TOO_LARGE = "too_large"
+
+
+@dataclass(frozen=True)
+class Route:
+    """A job kind the endpoint takes reports for: its jobs' cache, and how to
+    queue one of them (``namespace/name``) after a delay."""
+
+    resource: Resource
+    jobs: SharedInformer
+    enqueue_after: Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    result: str
+    message: str
+    retry_after: float | None = None
+
+    def body(self) -> bytes:
+        return (json.dumps({"result": self.result, "message": self.message}) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """What a TokenReview said of a token: the pod's, or None (refused)."""
+
+    namespace: str = ""
+    pod: str = ""
+    pod_uid: str = ""
+
+    @property
+    def authenticated(self) -> bool:
+        return bool(self.pod)
+
+
+REFUSED = Reviewed()
+
+
+class ProgressEndpoint:
+    def __init__(
+        self,
+        client: KubeClient,
+        routes: Mapping[str, Route],
+        pods: SharedInformer,
+        store: ProgressStore,
+        coalescer: Coalescer,
+        audience: str,
+        *,
+        is_leader: Callable[[], bool] = lambda: True,
+        qps: float = 10.0,
+        burst: int = 50,
+        review_qps: float = 20.0,
+        review_burst: int = 50,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.client, self.routes, self.pods = client, dict(routes), pods
+        self.store, self.coalescer, self.audience = store, coalescer, audience
+        self.is_leader, self.qps, self.burst, self.clock = is_leader, qps, burst, clock
+        self._lock = threading.Lock()
+        self._buckets: TTLCache[str, TokenBucket] = TTLCache(JOBS_LIMITED, ttl=600)
+        self._reviews: TTLCache[str, Reviewed] = TTLCache(
+            REVIEWS_CACHED, ttl=REVIEW_TTL, timer=clock.monotonic
+        )
+        self._review_bucket = TokenBucket(review_qps, review_burst, clock)
+        for route in self.routes.values():
+            route.jobs.add_event_handler(on_delete=self._job_gone)
+
+    def _job_gone(self, job: Obj) -> None:
+        meta = job["metadata"]
+        self.store.forget(meta.get("uid", ""))
+        self.coalescer.forget(f"{meta.get('namespace')}/{meta.get('name')}")
+
+    # -- a request ----------------------------------------------------------------
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        answer = self._answer(method, path, headers, body)
+        metrics.PROGRESS_REPORTS.labels(answer.result).inc()
+        if answer.result not in (ACCEPTED, RATE_LIMITED):
+            log.info("progress report refused", path=path, status=answer.status, why=answer.message)
+        return answer
+
+    def _answer(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        match = PATH.match(path.split("?", 1)[0])
+        route = self.routes.get(match.group(2)) if match else None
+        if match is None or route is None:
+            return Answer(
+                404,
+                NOT_FOUND,
+                "no such endpoint: POST /v1/namespaces/<ns>/<kind plural>/<job>/progress",
+            )
+        if method != "POST":
+            return Answer(405, NOT_FOUND, "only POST")
+        if not self.is_leader():
+            return Answer(503, UNAVAILABLE, "this replica of the operator is not the leader", 1.0)
+        if len(body) > MAX_BODY:
+            return Answer(413, TOO_LARGE, f"a report is at most {MAX_BODY} bytes")
+        namespace, name = match.group(1), match.group(3)
+        job = route.jobs.get(namespace, name)
+        if job is None:
+            return Answer(404, NOT_FOUND, f"no {route.resource.kind} {namespace}/{name}")
+        key = f"{namespace}/{name}"
+        wait = self._within_rate(key)
+        if wait is not None:
+            return Answer(429, RATE_LIMITED, f"too many reports for {key}", wait)
+        token = _bearer(headers)
+        if token is None:
+            return Answer(401, UNAUTHENTICATED, "no bearer token")
+        reviewed = self._review(token)
+        if reviewed is None:
+            return Answer(429, RATE_LIMITED, "too many token reviews; try again", 1.0)
+        if isinstance(reviewed, Answer):
+            return reviewed
+        if not reviewed.authenticated:
+            return Answer(401, UNAUTHENTICATED, f"not a pod's token for audience {self.audience}")
+        why = self._not_the_jobs(reviewed, namespace, job, route.resource)
+        if why is not None:
+            return Answer(403, FORBIDDEN, why)
+        try:
+            report = parse_report(body)
+        except ReportError as exc:
+            return Answer(400, INVALID, str(exc))
+        uid = job["metadata"]["uid"]
+        if not self.store.record(uid, reviewed.pod, reviewed.pod_uid, report, self.clock.now()):
+            return Answer(202, ACCEPTED, "not kept: older than the report kept, or too many pods")
+        delay = self.coalescer.report(key, self.clock.monotonic())
+        if delay is not None:
+            route.enqueue_after(key, delay)
+        return Answer(202, ACCEPTED, "accepted")
+
+    def _within_rate(self, key: str) -> float | None:
+        """None: the job's report may go on; else the seconds to wait."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = TokenBucket(self.qps, self.burst, self.clock)
+        if bucket.try_take():
+            return None
+        return max(1.0, 1.0 / self.qps)
+
+    def _review(self, token: str) -> Reviewed | Answer | None:
+        """The token's review (cached); None when over the reviews' rate; an
+        Answer when the API server could not tell."""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        with self._lock:
+            cached = self._reviews.get(digest)
+        if cached is not None:
+            return cached
+        if not self._review_bucket.try_take():
+            return None
+        review = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token, "audiences": [self.audience]},
+        }
+        try:
+            status = self.client.create(TOKENREVIEWS, review).get("status") or {}
+        except ApiError as exc:
+            log.warning("token review failed", error=str(exc))
+            return Answer(503, UNAVAILABLE, "cannot review the token now", 5.0)
+        result = _reviewed(status, self.audience)
+        with self._lock:
+            self._reviews[digest] = result
+        return result
+
+    def _not_the_jobs(
+        self, who: Reviewed, namespace: str, job: Obj, resource: Resource
+    ) -> str | None:
+        """Why the token's pod may not report for ``job`` (None: it may)."""
+        name = job["metadata"]["name"]
+        if who.namespace != namespace:
+            return f"the token is of a pod in namespace {who.namespace}, not {namespace}"
+        pod = self.pods.get(namespace, who.pod)
+        if pod is None or pod["metadata"].get("uid") != who.pod_uid:
+            return f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
+        owner = next(
+            (r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None
+        )
+        if (
+            owner is None
+            or owner.get("uid") != job["metadata"]["uid"]
+            or owner.get("kind") != resource.kind
+        ):
+            return f"pod {who.pod} is not a pod of {resource.kind} {name}"
+        return None
+
+
+def _bearer(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("Authorization") or headers.get("authorization") or ""
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 16384:
+        return None
+    return token
+
+
+def _reviewed(status: Obj, audience: str) -> Reviewed:
+    """A TokenReview's status, read: a pod's token for ``audience``, or refused."""
+    if not status.get("authenticated") or audience not in (status.get("audiences") or []):
+        return REFUSED
+    user = status.get("user") or {}
+    username = str(user.get("username") or "")
+    extra = user.get("extra") or {}
+    pods, uids = extra.get(POD_NAME) or [], extra.get(POD_UID) or []
+    if not username.startswith(SA_PREFIX) or len(pods) != 1 or len(uids) != 1:
+        return REFUSED  # not a ServiceAccount token bound to a pod
+    namespace = username[len(SA_PREFIX) :].split(":", 1)[0]
+    return Reviewed(namespace, str(pods[0]), str(uids[0]))
+
+
+def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
+    """An HTTP request handler class serving ``endpoint``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _serve(self, method: str) -> None:
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > MAX_BODY:
+                answer = endpoint.handle(method, self.path, {}, b"x" * (MAX_BODY + 1))
+                self.close_connection = True
+            else:
+                body = self.rfile.read(length) if length else b""
+                answer = endpoint.handle(method, self.path, dict(self.headers.items()), body)
+            data = answer.body()
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if answer.retry_after is not None:
+                self.send_header("Retry-After", str(max(1, round(answer.retry_after))))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
+
+
+def serve(
+    ctx: ControllerContext, progress: JobProgress, routes: Mapping[str, Route], pods: SharedInformer
+) -> TLSServer:
+    """Start nothing yet: build the endpoint the progress integration's flags
+    describe, its certificate loaded (created in its Secret when it must be),
+    and connect the integration to its store. The manager starts and stops the
+    server returned (``ctx.servers``)."""
+    opts = progress.options
+    if opts is None:
+        raise ValueError("the progress integration has no endpoint options")
+    namespace = opts.namespace or "t9k-system"
+    source: Source = (
+        DirSource(opts.cert_dir)
+        if opts.cert_dir
+        else SecretSource(ctx.client, namespace, opts.cert_secret, opts.hosts(namespace))
+    )
+    address = parse_bind_address(opts.bind_address)
+    if address is None:
+        raise ValueError("the progress endpoint has no address")
+    store = ProgressStore()
+    endpoint = ProgressEndpoint(
+        ctx.client,
+        routes,
+        pods,
+        store,
+        Coalescer(),
+        opts.audience,
+        is_leader=ctx.is_leader,
+        qps=opts.qps,
+        burst=opts.burst,
+        clock=ctx.clock,
+    )
+    server = TLSServer(address, handler_for(endpoint), source, name="progress")
+    progress.use_ca(server.bundle.ca.decode())
+    server.on_renew = lambda bundle: progress.use_ca(bundle.ca.decode())
+    progress.connect(store, Settings(opts.base_url(namespace), opts.audience))
+    log.info(
+        "progress endpoint",
+        address=f"{address[0]}:{server.port}",
+        url=opts.base_url(namespace),
+        audience=opts.audience,
+    )
+    return server

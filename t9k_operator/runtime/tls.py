@@ -1,0 +1,386 @@
+"""The serving certificate of the operator's own HTTPS endpoints, and the
+server that uses it.
+
+Two sources, as the operator's flags choose:
+
+- **a directory** holding ``tls.crt``, ``tls.key`` and (optionally) ``ca.crt``,
+  as cert-manager or any other issuer writes a Secret mounted there; it is read
+  again whenever a file changes, so a renewed certificate is served without a
+  restart;
+- **a Secret the operator keeps** (the default, with nothing to install): on
+  start the operator reads it, and creates or renews it when it is missing,
+  does not cover the names the endpoint is reached by, or expires within
+  :data:`RENEW_BEFORE`. It holds a CA of the operator's own (``ca.crt``,
+  ``ca.key``, ten years) and a serving certificate it signed (``tls.crt``,
+  ``tls.key``, one year). Every replica of the operator reads the same Secret,
+  so whichever serves a request presents a certificate the same CA signed;
+  the CA is kept across renewals, so clients that trust it keep trusting.
+
+``cryptography`` does the key and certificate work (it is already the
+operator's dependency for ssh keys).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import ipaddress
+import os
+import socket
+import ssl
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from t9k_operator.kube import AlreadyExists, Conflict, KubeClient, NotFound
+from t9k_operator.objects import Obj
+from t9k_operator.resources import SECRETS
+
+log = structlog.get_logger(__name__)
+
+CA_LIFETIME = dt.timedelta(days=3650)
+CERT_LIFETIME = dt.timedelta(days=365)
+RENEW_BEFORE = dt.timedelta(days=30)
+"""A certificate this close to its end is renewed (on start, and by the check
+every :data:`CHECK_EVERY` seconds)."""
+CHECK_EVERY = 600.0
+HANDSHAKE_TIMEOUT = 10.0
+"""Seconds a client may take over its TLS handshake and its request."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A serving certificate and key, and the CA that clients are to trust (PEM)."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def new_ca(common: str) -> tuple[bytes, bytes]:
+    """A self-signed CA: (certificate, key), PEM."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = _now()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common))
+        .issuer_name(_name(common))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + CA_LIFETIME)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
+def _san(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def new_serving(ca_cert: bytes, ca_key: bytes, hosts: Sequence[str]) -> tuple[bytes, bytes]:
+    """A serving certificate for ``hosts`` (DNS names or IP addresses), signed
+    by the CA: (certificate, key), PEM."""
+    ca = x509.load_pem_x509_certificate(ca_cert)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA's key is not an EC key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = _now()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(hosts[0]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(min(now + CERT_LIFETIME, ca.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+            critical=False,
+        )
+        .sign(signer, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
+def covers(cert_pem: bytes, hosts: Sequence[str], *, at: dt.datetime | None = None) -> bool:
+    """Whether the certificate names every host and stays valid for
+    :data:`RENEW_BEFORE` from ``at``."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, x509.ExtensionNotFound):
+        return False
+    have = {str(n) for n in names.get_values_for_type(x509.DNSName)}
+    have |= {str(n) for n in names.get_values_for_type(x509.IPAddress)}
+    when = at or _now()
+    return set(hosts) <= have and cert.not_valid_after_utc - RENEW_BEFORE > when
+
+
+def _ca_usable(ca_cert: bytes, ca_key: bytes) -> bool:
+    try:
+        cert = x509.load_pem_x509_certificate(ca_cert)
+        serialization.load_pem_private_key(ca_key, password=None)
+    except ValueError:
+        return False
+    return cert.not_valid_after_utc - CERT_LIFETIME > _now()
+
+
+def _decoded(secret: Obj) -> dict[str, bytes]:
+    return {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
+
+
+def _encoded(files: dict[str, bytes]) -> dict[str, str]:
+    return {k: base64.b64encode(v).decode() for k, v in sorted(files.items())}
+
+
+class SecretSource:
+    """The serving certificate kept in a Secret of the operator's (see the module)."""
+
+    def __init__(self, client: KubeClient, namespace: str, name: str, hosts: Sequence[str]) -> None:
+        if not hosts:
+            raise ValueError("a serving certificate needs at least one host name")
+        self.client, self.namespace, self.name, self.hosts = client, namespace, name, list(hosts)
+
+    def load(self) -> Bundle:
+        """The certificate in the Secret, created or renewed first when it must be.
+        Two replicas renewing at once meet in a conflict: the loser reads the
+        winner's Secret."""
+        for _ in range(5):
+            try:
+                secret: Obj | None = self.client.get(SECRETS, self.name, self.namespace)
+            except NotFound:
+                secret = None
+            files = _decoded(secret) if secret else {}
+            ready = {"ca.crt", "ca.key", "tls.crt", "tls.key"} <= files.keys()
+            if ready and covers(files["tls.crt"], self.hosts):
+                return Bundle(files["ca.crt"], files["tls.crt"], files["tls.key"])
+            if not (ready and _ca_usable(files["ca.crt"], files["ca.key"])):
+                files["ca.crt"], files["ca.key"] = new_ca("t9k-operator endpoint CA")
+            files["tls.crt"], files["tls.key"] = new_serving(
+                files["ca.crt"], files["ca.key"], self.hosts
+            )
+            body: Obj = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": self.name,
+                    "namespace": self.namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
+                },
+                "type": "Opaque",
+                "data": _encoded(files),
+            }
+            try:
+                if secret is None:
+                    self.client.create(SECRETS, body)
+                else:
+                    body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
+                    body["metadata"]["labels"] = {
+                        **(secret["metadata"].get("labels") or {}),
+                        **body["metadata"]["labels"],
+                    }
+                    self.client.replace(SECRETS, body)
+            except (AlreadyExists, Conflict, NotFound):
+                continue  # another replica wrote it meanwhile: read theirs
+            log.info(
+                "serving certificate written",
+                secret=f"{self.namespace}/{self.name}",
+                hosts=self.hosts,
+            )
+            return Bundle(files["ca.crt"], files["tls.crt"], files["tls.key"])
+        raise RuntimeError(f"Secret {self.namespace}/{self.name} keeps changing under us")
+
+    def changed(self, current: Bundle) -> bool:
+        """Whether :meth:`load` would now give another certificate (it nears its end)."""
+        return not covers(current.cert, self.hosts)
+
+
+class DirSource:
+    """The serving certificate in a directory (``tls.crt``, ``tls.key``, ``ca.crt``)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._stamp: tuple[float, ...] = ()
+
+    def _files(self) -> list[Path]:
+        return [self.path / n for n in ("tls.crt", "tls.key", "ca.crt")]
+
+    def _mtimes(self) -> tuple[float, ...]:
+        return tuple(p.stat().st_mtime if p.exists() else 0.0 for p in self._files())
+
+    def load(self) -> Bundle:
+        crt, key, ca = self._files()
+        self._stamp = self._mtimes()
+        cert = crt.read_bytes()
+        # Without ca.crt, the certificate is its own trust anchor (self-signed).
+        return Bundle(ca.read_bytes() if ca.exists() else cert, cert, key.read_bytes())
+
+    def changed(self, current: Bundle) -> bool:
+        return self._mtimes() != self._stamp
+
+
+class Source(Protocol):
+    """What :class:`TLSServer` reads its certificate from."""
+
+    def load(self) -> Bundle: ...
+
+    def changed(self, current: Bundle) -> bool:
+        """Whether :meth:`load` would now give another certificate."""
+        ...
+
+
+def context_for(bundle: Bundle) -> ssl.SSLContext:
+    """A server-side TLS context (TLS 1.2 or later) serving ``bundle``."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_chain(ctx, bundle)
+    return ctx
+
+
+def load_chain(ctx: ssl.SSLContext, bundle: Bundle) -> None:
+    # ssl loads a chain from files only: a private temporary directory, removed at once.
+    with tempfile.TemporaryDirectory(prefix="t9k-tls-") as tmp:
+        os.chmod(tmp, 0o700)
+        crt, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
+        crt.write_bytes(bundle.cert)
+        key.write_bytes(bundle.key)
+        ctx.load_cert_chain(str(crt), str(key))
+
+
+def parse_bind_address(value: str) -> tuple[str, int] | None:
+    """``":8080"`` -> ("0.0.0.0", 8080); ``"127.0.0.1:0"`` -> any free port; ``"0"`` -> off."""
+    if value in ("0", ""):
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        raise ValueError(f"bind address must be [host]:port or 0, got {value!r}")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+class _TLSHTTPServer(ThreadingHTTPServer):
+    """Accepts plain connections and does each TLS handshake in the request's
+    own thread, so a slow or silent client holds up no other."""
+
+    daemon_threads = True
+    ssl_context: ssl.SSLContext
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            tls = self.ssl_context.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError):
+            return  # not TLS, or gone: nothing to answer
+        try:
+            super().finish_request(tls, client_address)
+        finally:
+            with contextlib.suppress(OSError, ssl.SSLError, ValueError):
+                tls.unwrap()
+
+    def shutdown_request(self, request: Any) -> None:
+        with contextlib.suppress(OSError):
+            request.shutdown(socket.SHUT_WR)
+        self.close_request(request)
+
+
+class TLSServer:
+    """An HTTPS server on ``address`` serving ``handler``, its certificate from
+    ``source``, looked at again every :data:`CHECK_EVERY` seconds."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        source: Source,
+        *,
+        name: str = "https",
+        check_every: float = CHECK_EVERY,
+    ) -> None:
+        self.source, self.name, self.check_every = source, name, check_every
+        self.bundle = source.load()
+        self.context = context_for(self.bundle)
+        self.server = _TLSHTTPServer(address, handler)
+        self.server.ssl_context = self.context
+        self.port: int = self.server.server_address[1]
+        self._stop = threading.Event()
+        self.on_renew: Callable[[Bundle], None] | None = None
+
+    def start(self) -> None:
+        threading.Thread(
+            target=self.server.serve_forever, name=f"{self.name}-serve", daemon=True
+        ).start()
+        threading.Thread(target=self._watch, name=f"{self.name}-cert", daemon=True).start()
+
+    def reload(self) -> bool:
+        """Load the certificate again if its source changed; whether it did."""
+        if not self.source.changed(self.bundle):
+            return False
+        bundle = self.source.load()
+        load_chain(self.context, bundle)  # new connections get it; open ones keep theirs
+        self.bundle = bundle
+        log.info("serving certificate reloaded", server=self.name)
+        if self.on_renew is not None:
+            self.on_renew(bundle)
+        return True
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.check_every):
+            try:
+                self.reload()
+            except Exception as exc:  # the API server away: the next check tries again
+                log.warning("cannot reload the serving certificate", error=str(exc))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
