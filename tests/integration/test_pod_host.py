@@ -10,7 +10,10 @@ as a cluster would:
 * ``securityContext``: ``runAsUser``/``runAsGroup``/``supplementalGroups``/
   ``fsGroup`` (and ``fsGroup``'s ownership of the pod's volumes), the
   container's settings over the pod's;
-* ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``.
+* ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``;
+* projected ServiceAccount tokens: real ones from the cluster's API server
+  (TokenRequest), for the projection's audience, bound to the pod, with
+  kubelet's file modes.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.kube import KubeClient
+from t9k_operator.resources import CONFIGMAPS, PODS
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import PodFailed
 
 SLEEP = ["sleep", "600"]
+AUDIENCE = "t9k-test-audience"
 
 
 @pytest.fixture
@@ -41,6 +47,15 @@ def node(tmp_path: Path) -> Iterator[Node]:
             },
         ],
     )
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def api_node(tmp_path: Path, admin: KubeClient, namespace: str) -> Iterator[Node]:
+    """A node whose kubelet talks to the test cluster's API server."""
+    root_ca = admin.get(CONFIGMAPS, "kube-root-ca.crt", namespace)
+    n = Node(tmp_path, namespace, [root_ca], client=admin)
     yield n
     n.close()
 
@@ -147,3 +162,69 @@ def test_env_from_config_maps_and_secrets_then_env(node: Node) -> None:
                 [{**container, "envFrom": [{"configMapRef": {"name": "missing"}}]}],
             )
         )
+
+
+def token_review(admin: KubeClient, token: str, audiences: list[str]) -> dict[str, Any]:
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token, "audiences": audiences},
+    }
+    status: dict[str, Any] = admin.request(
+        "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body
+    )["status"]
+    return status
+
+
+def token_pod(name: str, **spec: Any) -> dict[str, Any]:
+    """A pod with a projected token for AUDIENCE and a CA, as the operator's
+    replicas get them."""
+    container = {
+        "name": "c",
+        "image": "x",
+        "command": SLEEP,
+        "volumeMounts": [{"name": "progress", "mountPath": "/var/run/t9k", "readOnly": True}],
+    }
+    sources = [
+        {"serviceAccountToken": {"audience": AUDIENCE, "expirationSeconds": 3600, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    ]
+    return pod(
+        name, [container], volumes=[{"name": "progress", "projected": {"sources": sources}}], **spec
+    )
+
+
+def test_a_projected_token_is_the_api_servers_bound_to_the_pod(
+    api_node: Node, admin: KubeClient, namespace: str
+) -> None:
+    created = admin.create(PODS, token_pod("tok"), namespace)
+    run = api_node.run_pod(created)
+    token = sh(run, "c", "cat /var/run/t9k/token")
+    # The projected volume's defaultMode (0644, the API's default).
+    assert sh(run, "c", "stat -L -c %a /var/run/t9k/token") == "644"
+    assert sh(run, "c", "head -1 /var/run/t9k/ca.crt") == "-----BEGIN CERTIFICATE-----"
+    review = token_review(admin, token, [AUDIENCE])
+    assert review.get("authenticated") is True, review
+    assert review["audiences"] == [AUDIENCE]
+    user = review["user"]
+    assert user["username"] == f"system:serviceaccount:{namespace}:default"
+    assert user["extra"]["authentication.kubernetes.io/pod-name"] == ["tok"]
+    assert user["extra"]["authentication.kubernetes.io/pod-uid"] == [created["metadata"]["uid"]]
+    # For its audience only.
+    assert not token_review(admin, token, ["some-other-audience"]).get("authenticated")
+    # The ServiceAccount volume the API server's admission added has a real
+    # token too, for the API server's own audience.
+    admitted = sh(run, "c", "cat /var/run/secrets/kubernetes.io/serviceaccount/token")
+    assert token_review(admin, admitted, []).get("authenticated") is True
+
+
+def test_a_token_for_a_pod_with_a_user_and_fs_group_is_0640_and_theirs(
+    api_node: Node, admin: KubeClient, namespace: str
+) -> None:
+    spec = {"securityContext": {"runAsUser": 1234, "fsGroup": 5000}}
+    created = admin.create(PODS, token_pod("tok-fs", **spec), namespace)
+    run = api_node.run_pod(created)
+    # kubelet writes it 0600 for the FsUser, and fsGroup's ownership adds g+r.
+    assert sh(run, "c", "stat -L -c '%a %u %g' /var/run/t9k/token") == "640 1234 5000"
+    token = sh(run, "c", "cat /var/run/t9k/token")
+    assert token_review(admin, token, [AUDIENCE]).get("authenticated") is True

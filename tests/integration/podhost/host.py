@@ -17,9 +17,13 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from t9k_operator.resources import SERVICEACCOUNTS
 from tests.integration.podhost.container_start import setpriv_ids
+
+if TYPE_CHECKING:
+    from t9k_operator.kube import KubeClient
 
 ENTRY = Path(__file__).with_name("entry.py")
 # containerd's and Docker's default capability set for a container.
@@ -53,6 +57,8 @@ SERVICE_ENV = {  # what kubelet gives every container for the API server's Servi
     "KUBERNETES_PORT_443_TCP_PORT": "443",
     "KUBERNETES_PORT_443_TCP_ADDR": "10.0.0.1",
 }
+# The API's default for a serviceAccountToken projection's expirationSeconds.
+TOKEN_SECONDS = 3600
 _counter = itertools.count()
 
 
@@ -170,8 +176,16 @@ class Node:
     is the cluster DNS for the pods it runs."""
 
     def __init__(
-        self, root: Path, namespace: str = "ns", objects: Iterable[Mapping[str, Any]] = ()
+        self,
+        root: Path,
+        namespace: str = "ns",
+        objects: Iterable[Mapping[str, Any]] = (),
+        *,
+        client: KubeClient | None = None,
     ):
+        """``client``: the API server kubelet talks to, for the pods' projected
+        ServiceAccount tokens (TokenRequest); without one a token file holds a
+        placeholder, for pods that never show it to anyone."""
         if os.geteuid() != 0:
             raise AssertionError("the pod host needs root (namespaces and mounts)")
         for tool in ("ip", "unshare", "nsenter", "setpriv", "mount"):
@@ -179,6 +193,7 @@ class Node:
                 raise AssertionError(f"the pod host needs {tool}")
         self.root = root
         self.namespace = namespace
+        self.client = client
         self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.claims: dict[str, Path] = {}
         for obj in objects:
@@ -397,9 +412,13 @@ class PodRun:
                 self.mounts.append(target)
                 if src.get("readOnly"):
                     _run("mount", "-o", "remount,bind,ro", str(target))
-            elif "projected" in vol:  # the ServiceAccount token volume, for one
+            elif "projected" in vol:
                 self._tmpfs(target)
-                atomic_write(target, self._projected(vol["projected"]))
+                files, owners = self._projected(vol["projected"])
+                atomic_write(target, files)
+                for rel, uid in owners.items():
+                    # The AtomicWriter's chown of a file whose projection has an FsUser.
+                    os.chown(target / "..data" / rel, uid, -1)
             else:
                 raise AssertionError(f"the pod host cannot make volume {vol}")
             fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
@@ -408,14 +427,28 @@ class PodRun:
                 # Secret, ConfigMap and projected volumes are read-only ones.
                 set_volume_ownership(target, int(fs_group), read_only="emptyDir" not in vol)
 
-    def _projected(self, source: Mapping[str, Any]) -> dict[str, tuple[bytes, int]]:
+    def _projected(
+        self, source: Mapping[str, Any]
+    ) -> tuple[dict[str, tuple[bytes, int]], dict[str, int]]:
+        """The projected volume's files, and the owner of those kubelet
+        chowns (a token's, to the pod's FsUser)."""
         mode = source.get("defaultMode", 0o644)
         files: dict[str, tuple[bytes, int]] = {}
+        owners: dict[str, int] = {}
         fields = {"metadata.name": self.name, "metadata.namespace": self.node.namespace}
         for src in source.get("sources") or []:
             if "serviceAccountToken" in src:
-                # Not a real token: nothing in these pods calls the API server.
-                files[src["serviceAccountToken"]["path"]] = (b"pod-host-token", mode)
+                projection = src["serviceAccountToken"]
+                # pkg/volume/projected/projected.go collectData: the token file
+                # is 0600 when the pod has an FsUser or an fsGroup (fsGroup's
+                # SetVolumeOwnership then makes it 0640), else defaultMode; it
+                # is owned by the FsUser when there is one.
+                fs_user = self.fs_user()
+                fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
+                token_mode = 0o600 if fs_user is not None or fs_group is not None else mode
+                files[projection["path"]] = (self._token(projection), token_mode)
+                if fs_user is not None:
+                    owners[projection["path"]] = fs_user
             elif "configMap" in src:
                 obj = self.node.objects[("ConfigMap", src["configMap"]["name"])]
                 data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
@@ -426,7 +459,52 @@ class PodRun:
                     files[item["path"]] = (value.encode(), item.get("mode", mode))
             else:
                 raise AssertionError(f"the pod host cannot project {src}")
-        return files
+        return files, owners
+
+    def _token(self, projection: Mapping[str, Any]) -> bytes:
+        """The ServiceAccount token kubelet asks for (pkg/volume/projected,
+        pkg/kubelet/token): a TokenRequest for the pod's ServiceAccount, for
+        the projection's ``audience`` (none given: the API server's own) and
+        ``expirationSeconds``, bound to the pod by name and uid. Without a
+        client, a placeholder."""
+        client = self.node.client
+        if client is None:
+            return b"pod-host-token"
+        meta = self.pod["metadata"]
+        if not meta.get("uid"):
+            raise AssertionError(
+                f"{self.name}: a token is bound to the pod's uid: give the pod as the API has it"
+            )
+        spec: dict[str, Any] = {
+            "expirationSeconds": int(projection.get("expirationSeconds", TOKEN_SECONDS)),
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+        }
+        if projection.get("audience"):
+            spec["audiences"] = [projection["audience"]]
+        account = self.pod["spec"].get("serviceAccountName") or "default"
+        namespace = meta.get("namespace") or self.node.namespace
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        path = SERVICEACCOUNTS.path(namespace, account, "token")
+        answer = client.request("POST", path, body=body)
+        return str(answer["status"]["token"]).encode()
+
+    def fs_user(self) -> int | None:
+        """kubelet's FsUserFrom (pkg/volume/util): the runAsUser every
+        container (init ones too) runs as, when each has one set (its own or
+        the pod's) and they agree; else none."""
+        pod_sc = self.pod["spec"].get("securityContext") or {}
+        users: set[int] = set()
+        for c in [*(self.pod["spec"].get("initContainers") or []), *self.pod["spec"]["containers"]]:
+            uid = (c.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser"))
+            if uid is None:
+                return None
+            users.add(int(uid))
+        return users.pop() if len(users) == 1 else None
 
     def _tmpfs(self, target: Path) -> None:
         _run("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(target))
