@@ -13,12 +13,17 @@ as a cluster would:
 * ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``;
 * projected ServiceAccount tokens: real ones from the cluster's API server
   (TokenRequest), for the projection's audience, bound to the pod, with
-  kubelet's file modes.
+  kubelet's file modes;
+* a Service whose endpoint is a process of this machine (the operator's, in
+  these tests), reached from a pod by the Service's names.
 """
 
 from __future__ import annotations
 
 import base64
+import http.server
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +233,65 @@ def test_a_token_for_a_pod_with_a_user_and_fs_group_is_0640_and_theirs(
     assert sh(run, "c", "stat -L -c '%a %u %g' /var/run/t9k/token") == "640 1234 5000"
     token = sh(run, "c", "cat /var/run/t9k/token")
     assert token_review(admin, token, [AUDIENCE]).get("authenticated") is True
+
+
+FETCH = (
+    "import sys, urllib.request; "
+    "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+)
+
+
+class Pong(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"pong {self.path} from {self.client_address[0]}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def host_server() -> Iterator[int]:
+    """A plain HTTP server of this machine's, on 0.0.0.0: its port."""
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Pong)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def host_links() -> str:
+    return subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+
+
+def test_a_service_whose_endpoint_is_this_machine_is_reached_by_its_names(
+    tmp_path: Path, host_server: int
+) -> None:
+    service = "t9k-operator-progress.t9k-system"
+    first = Node(tmp_path / "a", "demo", host_services=[service])
+    other = Node(tmp_path / "b", "demo", host_services=[service])
+    try:
+        assert first.host_address and other.host_address
+        # Two nodes at once (as two test workers may have): no shared network.
+        assert first.net != other.net
+        run = first.run_pod(pod("client", [{"name": "c", "image": "x", "command": SLEEP}]))
+        for name in (f"{service}.svc", f"{service}.svc.cluster.local"):
+            url = f"http://{name}:{host_server}/progress"
+            out = run.exec("c", ["python3", "-c", FETCH, url])
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.strip() == f"pong /progress from {run.ip}"
+        hosts = sh(run, "c", "cat /etc/hosts")
+        assert f"{first.host_address}\t{service}.svc.cluster.local\t{service}.svc" in hosts
+        other_run = other.run_pod(pod("client", [{"name": "c", "image": "x", "command": SLEEP}]))
+        out = other_run.exec("c", ["python3", "-c", FETCH, f"http://{service}.svc:{host_server}/"])
+        assert out.returncode == 0, out.stderr
+    finally:
+        first.close()
+        other.close()
+    # Nothing is left in this machine's network.
+    assert first.host_link not in host_links()
+    assert other.host_link not in host_links()
