@@ -10,22 +10,33 @@ as a cluster would:
 * ``securityContext``: ``runAsUser``/``runAsGroup``/``supplementalGroups``/
   ``fsGroup`` (and ``fsGroup``'s ownership of the pod's volumes), the
   container's settings over the pod's;
-* ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``.
+* ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``;
+* projected ServiceAccount tokens: real ones from the cluster's API server
+  (TokenRequest), for the projection's audience, bound to the pod, with
+  kubelet's file modes;
+* a Service whose endpoint is a process of this machine (the operator's, in
+  these tests), reached from a pod by the Service's names.
 """
 
 from __future__ import annotations
 
 import base64
+import http.server
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from t9k_operator.kube import KubeClient
+from t9k_operator.resources import CONFIGMAPS, PODS
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import PodFailed
 
 SLEEP = ["sleep", "600"]
+AUDIENCE = "t9k-test-audience"
 
 
 @pytest.fixture
@@ -41,6 +52,15 @@ def node(tmp_path: Path) -> Iterator[Node]:
             },
         ],
     )
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def api_node(tmp_path: Path, admin: KubeClient, namespace: str) -> Iterator[Node]:
+    """A node whose kubelet talks to the test cluster's API server."""
+    root_ca = admin.get(CONFIGMAPS, "kube-root-ca.crt", namespace)
+    n = Node(tmp_path, namespace, [root_ca], client=admin)
     yield n
     n.close()
 
@@ -147,3 +167,131 @@ def test_env_from_config_maps_and_secrets_then_env(node: Node) -> None:
                 [{**container, "envFrom": [{"configMapRef": {"name": "missing"}}]}],
             )
         )
+
+
+def token_review(admin: KubeClient, token: str, audiences: list[str]) -> dict[str, Any]:
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token, "audiences": audiences},
+    }
+    status: dict[str, Any] = admin.request(
+        "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body
+    )["status"]
+    return status
+
+
+def token_pod(name: str, **spec: Any) -> dict[str, Any]:
+    """A pod with a projected token for AUDIENCE and a CA, as the operator's
+    replicas get them."""
+    container = {
+        "name": "c",
+        "image": "x",
+        "command": SLEEP,
+        "volumeMounts": [{"name": "progress", "mountPath": "/var/run/t9k", "readOnly": True}],
+    }
+    sources = [
+        {"serviceAccountToken": {"audience": AUDIENCE, "expirationSeconds": 3600, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    ]
+    return pod(
+        name, [container], volumes=[{"name": "progress", "projected": {"sources": sources}}], **spec
+    )
+
+
+def test_a_projected_token_is_the_api_servers_bound_to_the_pod(
+    api_node: Node, admin: KubeClient, namespace: str
+) -> None:
+    created = admin.create(PODS, token_pod("tok"), namespace)
+    run = api_node.run_pod(created)
+    token = sh(run, "c", "cat /var/run/t9k/token")
+    # The projected volume's defaultMode (0644, the API's default).
+    assert sh(run, "c", "stat -L -c %a /var/run/t9k/token") == "644"
+    assert sh(run, "c", "head -1 /var/run/t9k/ca.crt") == "-----BEGIN CERTIFICATE-----"
+    review = token_review(admin, token, [AUDIENCE])
+    assert review.get("authenticated") is True, review
+    assert review["audiences"] == [AUDIENCE]
+    user = review["user"]
+    assert user["username"] == f"system:serviceaccount:{namespace}:default"
+    assert user["extra"]["authentication.kubernetes.io/pod-name"] == ["tok"]
+    assert user["extra"]["authentication.kubernetes.io/pod-uid"] == [created["metadata"]["uid"]]
+    # For its audience only.
+    assert not token_review(admin, token, ["some-other-audience"]).get("authenticated")
+    # The ServiceAccount volume the API server's admission added has a real
+    # token too, for the API server's own audience.
+    admitted = sh(run, "c", "cat /var/run/secrets/kubernetes.io/serviceaccount/token")
+    assert token_review(admin, admitted, []).get("authenticated") is True
+
+
+def test_a_token_for_a_pod_with_a_user_and_fs_group_is_0640_and_theirs(
+    api_node: Node, admin: KubeClient, namespace: str
+) -> None:
+    spec = {"securityContext": {"runAsUser": 1234, "fsGroup": 5000}}
+    created = admin.create(PODS, token_pod("tok-fs", **spec), namespace)
+    run = api_node.run_pod(created)
+    # kubelet writes it 0600 for the FsUser, and fsGroup's ownership adds g+r.
+    assert sh(run, "c", "stat -L -c '%a %u %g' /var/run/t9k/token") == "640 1234 5000"
+    token = sh(run, "c", "cat /var/run/t9k/token")
+    assert token_review(admin, token, [AUDIENCE]).get("authenticated") is True
+
+
+FETCH = (
+    "import sys, urllib.request; "
+    "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+)
+
+
+class Pong(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"pong {self.path} from {self.client_address[0]}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def host_server() -> Iterator[int]:
+    """A plain HTTP server of this machine's, on 0.0.0.0: its port."""
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Pong)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def host_links() -> str:
+    return subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+
+
+def test_a_service_whose_endpoint_is_this_machine_is_reached_by_its_names(
+    tmp_path: Path, host_server: int
+) -> None:
+    service = "t9k-operator-progress.t9k-system"
+    first = Node(tmp_path / "a", "demo", host_services=[service])
+    other = Node(tmp_path / "b", "demo", host_services=[service])
+    try:
+        assert first.host_address and other.host_address
+        # Two nodes at once (as two test workers may have): no shared network.
+        assert first.net != other.net
+        run = first.run_pod(pod("client", [{"name": "c", "image": "x", "command": SLEEP}]))
+        for name in (f"{service}.svc", f"{service}.svc.cluster.local"):
+            url = f"http://{name}:{host_server}/progress"
+            out = run.exec("c", ["python3", "-c", FETCH, url])
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.strip() == f"pong /progress from {run.ip}"
+        hosts = sh(run, "c", "cat /etc/hosts")
+        assert f"{first.host_address}\t{service}.svc.cluster.local\t{service}.svc" in hosts
+        other_run = other.run_pod(pod("client", [{"name": "c", "image": "x", "command": SLEEP}]))
+        out = other_run.exec("c", ["python3", "-c", FETCH, f"http://{service}.svc:{host_server}/"])
+        assert out.returncode == 0, out.stderr
+    finally:
+        first.close()
+        other.close()
+    # Nothing is left in this machine's network.
+    assert first.host_link not in host_links()
+    assert other.host_link not in host_links()

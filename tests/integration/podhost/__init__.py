@@ -15,6 +15,20 @@ What is reproduced, and from where:
   and ``readOnly`` mounts are read-only binds. A PersistentVolumeClaim is a
   directory of this machine standing for its bound volume (``Node.add_claim``),
   bound in, read-only when the volume says ``readOnly``.
+* **Projected ServiceAccount tokens** are real when the :class:`Node` is
+  given a client of the cluster's API server (``Node(..., client=)``): a
+  TokenRequest as kubelet's projected volume makes it (pkg/volume/projected,
+  pkg/kubelet/token) for the pod's ``serviceAccountName`` (``default``),
+  with the source's ``audience`` (none: the API server's own audiences),
+  its ``expirationSeconds`` (3600 when unset, as the API defaults it) and a
+  ``boundObjectRef`` to the pod's name and uid, so the pod must be the API's
+  (with ``metadata.uid``) and a TokenReview names it in its user's extra
+  ``authentication.kubernetes.io/pod-name``/``pod-uid``. The file has the
+  volume's ``defaultMode``, unless the pod has an FsUser (the one
+  ``runAsUser`` all its containers set, kubelet's ``FsUserFrom``) or an
+  ``fsGroup``: then 0600, owned by the FsUser, and 0640 after ``fsGroup``'s
+  ownership. Without a client the file holds a placeholder. Not reproduced:
+  kubelet's refresh of the token at 80% of its lifetime.
 * **Containers** each get a root file system of their own: an overlay whose
   lower layers are an :class:`Image` (whiteouts and added files) over this
   machine's root, and a private upper layer, as containerd's snapshots are.
@@ -27,7 +41,9 @@ What is reproduced, and from where:
   tmpfs with the default devices, a private devpts, and the pod's one
   64 MiB ``/dev/shm``, as containerd's CRI mounts into each container)
   and a read-only ``/sys``, with the container runtime's default
-  capability set (nothing else).
+  capability set (nothing else). A mount path's symlinks are resolved
+  within the container's root, as runc's securejoin does (the image's
+  ``/var/run -> /run`` leads to the container's ``/run``).
 * **securityContext**: the container's ``runAsUser``/``runAsGroup`` over the
   pod's, the pod's ``supplementalGroups`` and ``fsGroup`` as supplementary
   groups (root otherwise, as these images name no user; an unknown uid gets
@@ -43,11 +59,25 @@ What is reproduced, and from where:
   literal ``$``; an unknown reference stays as written).
 * **The network**: each pod has a network namespace of its own with one
   address, joined to the others by a bridge in a namespace of this test's
-  (nothing is added to the machine's own network). Cluster DNS answers the
-  names the headless Service gives (``<pod>.<subdomain>`` and the full
-  ``...svc.cluster.local`` form) once a pod has its address; here the pods'
-  ``/etc/hosts`` carry those names, and the resolver has no server to ask,
-  so an unknown name fails at once as NXDOMAIN would.
+  (nothing is added to the machine's own network, but for the Service
+  stand-in below). Cluster DNS answers the names the headless Service gives
+  (``<pod>.<subdomain>`` and the full ``...svc.cluster.local`` form) once a
+  pod has its address; here the pods' ``/etc/hosts`` carry those names, and
+  the resolver has no server to ask, so an unknown name fails at once as
+  NXDOMAIN would.
+* **A Service whose endpoint is this machine** (``Node(...,
+  host_services=["name.namespace"])``, for the operator run as a process
+  here): cluster DNS gives the Service's names (``name.namespace.svc``,
+  ``...svc.cluster.local``; ``name.namespace`` and, in the pod's own
+  namespace, ``name`` through the search path) and kube-proxy takes a
+  connection to its port to the endpoint. Here a veth joins the pods'
+  bridge to this machine's root network namespace, this machine being
+  ``Node.host_address`` (the ``.1`` of the node's pod network), and every
+  pod's ``/etc/hosts`` maps those names to it; the Service's port is the
+  process's own (no port translation), so the process listens on 0.0.0.0.
+  Such a node's pod network is a /24 of 10.244.100-249 that no address or
+  route of this machine has, chosen under a lock file, so nodes of several
+  test processes never clash; ``close()`` removes the link.
 
 Needs root (namespaces, mounts), ``ip`` (iproute2), ``unshare``/``nsenter``
 and ``setpriv`` (util-linux), all present on a Debian machine.

@@ -36,6 +36,33 @@ def setpriv_ids(user: dict[str, Any]) -> list[str]:
     return ids
 
 
+def in_root(root: Path, path: str) -> Path:
+    """``path`` inside the container's ``root``, each symlink on the way
+    resolved within that root (runc's securejoin): an image's ``/var/run ->
+    /run`` leads to the container's /run, never this machine's."""
+    todo = [p for p in path.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    hops = 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        here = root.joinpath(*done, part)
+        if not here.is_symlink():
+            done.append(part)
+            continue
+        hops += 1
+        if hops > 255:
+            raise OSError(f"too many symlinks in {path}")
+        link = os.readlink(here)
+        if link.startswith("/"):
+            done = []
+        todo = [p for p in link.split("/") if p not in ("", ".")] + todo
+    return root.joinpath(*done)
+
+
 def mount_point(path: Path, is_dir: bool) -> None:
     if is_dir:
         path.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from container_start import (
     bind,
     bind_kubelet_files,
+    in_root,
     make_dev,
     overlay_root,
     read_spec,
@@ -36,10 +37,10 @@ def main() -> None:
     sh("mount", "-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", str(root / "sys"))
     bind_kubelet_files(root, spec)
     for m in spec["mounts"]:
-        target = root / m["path"].lstrip("/")
+        target = in_root(root, m["path"])
         bind(m["source"], target, is_dir=os.path.isdir(m["source"]), read_only=m["readOnly"])
     # As container runtimes do, a missing working directory is created.
-    (root / spec["workingDir"].lstrip("/")).mkdir(parents=True, exist_ok=True)
+    in_root(root, spec["workingDir"]).mkdir(parents=True, exist_ok=True)
     os.chroot(root)
     os.chdir(spec["workingDir"])
     caps = ",".join(f"+{c}" for c in spec["capabilities"])

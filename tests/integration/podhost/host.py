@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import fcntl
 import itertools
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -17,9 +19,13 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from t9k_operator.resources import SERVICEACCOUNTS
 from tests.integration.podhost.container_start import setpriv_ids
+
+if TYPE_CHECKING:
+    from t9k_operator.kube import KubeClient
 
 ENTRY = Path(__file__).with_name("entry.py")
 # containerd's and Docker's default capability set for a container.
@@ -40,8 +46,14 @@ RUNTIME_CAPABILITIES = (
     "audit_write",
 )
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Pod addresses exist only inside this test's own network namespaces.
+# Pod addresses exist only inside this test's own network namespaces...
 POD_NET = "10.244.77"
+# ...unless the node reaches this machine (host_services): then its pod
+# network is a /24 of these, one no other node on this machine (in any
+# process) has, chosen under HOST_NET_LOCK.
+HOST_NETS = tuple(f"10.244.{i}" for i in range(100, 250))
+HOST_NET_LOCK = Path("/run/lock/t9k-podhost-net.lock")
+HOST_LINK = re.compile(r"t9k(\d+)n\d+h")  # a Node's link in the root namespace
 CLUSTER_DOMAIN = "cluster.local"
 SERVICE_ENV = {  # what kubelet gives every container for the API server's Service
     "KUBERNETES_SERVICE_HOST": "10.0.0.1",
@@ -53,6 +65,8 @@ SERVICE_ENV = {  # what kubelet gives every container for the API server's Servi
     "KUBERNETES_PORT_443_TCP_PORT": "443",
     "KUBERNETES_PORT_443_TCP_ADDR": "10.0.0.1",
 }
+# The API's default for a serviceAccountToken projection's expirationSeconds.
+TOKEN_SECONDS = 3600
 _counter = itertools.count()
 
 
@@ -170,8 +184,23 @@ class Node:
     is the cluster DNS for the pods it runs."""
 
     def __init__(
-        self, root: Path, namespace: str = "ns", objects: Iterable[Mapping[str, Any]] = ()
+        self,
+        root: Path,
+        namespace: str = "ns",
+        objects: Iterable[Mapping[str, Any]] = (),
+        *,
+        client: KubeClient | None = None,
+        host_services: Iterable[str] = (),
     ):
+        """``client``: the API server kubelet talks to, for the pods' projected
+        ServiceAccount tokens (TokenRequest); without one a token file holds a
+        placeholder, for pods that never show it to anyone.
+
+        ``host_services``: Services (``name.namespace``) whose endpoint is a
+        process of this machine listening on 0.0.0.0, with the Service's
+        port its own. The pods reach it at :attr:`host_address` (a link from
+        the pods' bridge to this machine's network) by the names cluster DNS
+        gives the Service, as kube-proxy would take them to it."""
         if os.geteuid() != 0:
             raise AssertionError("the pod host needs root (namespaces and mounts)")
         for tool in ("ip", "unshare", "nsenter", "setpriv", "mount"):
@@ -179,6 +208,7 @@ class Node:
                 raise AssertionError(f"the pod host needs {tool}")
         self.root = root
         self.namespace = namespace
+        self.client = client
         self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.claims: dict[str, Path] = {}
         for obj in objects:
@@ -187,6 +217,12 @@ class Node:
         self.bridge_ns = f"{self.tag}br"
         self.pods: list[PodRun] = []
         self._next_ip = 2
+        self.net = POD_NET
+        self.host_services = [tuple(str(s).split(".", 1)) for s in host_services]
+        if any(len(s) != 2 for s in self.host_services):
+            raise AssertionError(f"host_services are name.namespace: {list(host_services)}")
+        self.host_link = f"{self.tag}h"
+        self.host_address: str | None = None
         # Image layers live on a tmpfs: overlayfs refuses a lower layer that
         # lies inside another lower layer (this machine's root).
         (root / "images").mkdir(parents=True, exist_ok=True)
@@ -194,6 +230,29 @@ class Node:
         _run("ip", "netns", "add", self.bridge_ns)
         _run("ip", "-n", self.bridge_ns, "link", "add", "br0", "type", "bridge")
         _run("ip", "-n", self.bridge_ns, "link", "set", "br0", "up")
+        if self.host_services:
+            self._link_to_host()
+
+    def _link_to_host(self) -> None:
+        """A veth from the pods' bridge to this machine's own network, on a
+        pod network no other node here has: this machine is its ``.1``."""
+        HOST_NET_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        with open(HOST_NET_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _remove_stale_host_links()
+            taken = _run("ip", "-4", "-o", "addr", "show").stdout
+            taken += _run("ip", "-4", "route", "show", "table", "all").stdout
+            free = [n for n in HOST_NETS if not re.search(rf"\b{re.escape(n)}\.", taken)]
+            if not free:
+                raise AssertionError("no free pod network for a link to this machine")
+            self.net = free[0]
+            self.host_address = f"{self.net}.1"
+            link = self.host_link
+            _run("ip", "link", "add", link, "type", "veth", "peer", "name", "host", "netns",
+                 self.bridge_ns)  # fmt: skip
+            _run("ip", "addr", "add", f"{self.host_address}/24", "dev", link)
+            _run("ip", "link", "set", link, "up")
+        _run("ip", "-n", self.bridge_ns, "link", "set", "host", "master", "br0", "up")
 
     def add(self, obj: Mapping[str, Any]) -> None:
         self.objects[(obj["kind"], obj["metadata"]["name"])] = obj
@@ -217,7 +276,7 @@ class Node:
         return run
 
     def allocate_ip(self) -> str:
-        ip = f"{POD_NET}.{self._next_ip}"
+        ip = f"{self.net}.{self._next_ip}"
         self._next_ip += 1
         return ip
 
@@ -227,6 +286,16 @@ class Node:
             if p.ip and p.subdomain:
                 fqdn = f"{p.hostname}.{p.subdomain}.{self.namespace}.svc.{CLUSTER_DOMAIN}"
                 lines.append(f"{p.ip}\t{fqdn}\t{p.hostname}.{p.subdomain}")
+        if self.host_services:
+            lines.append("# Service stand-ins: Services whose endpoint is this machine.")
+        for name, namespace in self.host_services:
+            # What cluster DNS answers (the search path makes name.namespace
+            # and, in the pod's own namespace, name work too).
+            names = [f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}", f"{name}.{namespace}.svc"]
+            names.append(f"{name}.{namespace}")
+            if namespace == self.namespace:
+                names.append(name)
+            lines.append("\t".join([str(self.host_address), *names]))
         return lines
 
     def refresh_dns(self) -> None:
@@ -237,6 +306,8 @@ class Node:
         for p in self.pods:
             p.stop()
         subprocess.run(["umount", "-l", str(self.root / "images")], capture_output=True)
+        if self.host_address:
+            subprocess.run(["ip", "link", "del", self.host_link], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.bridge_ns], capture_output=True)
 
 
@@ -397,9 +468,13 @@ class PodRun:
                 self.mounts.append(target)
                 if src.get("readOnly"):
                     _run("mount", "-o", "remount,bind,ro", str(target))
-            elif "projected" in vol:  # the ServiceAccount token volume, for one
+            elif "projected" in vol:
                 self._tmpfs(target)
-                atomic_write(target, self._projected(vol["projected"]))
+                files, owners = self._projected(vol["projected"])
+                atomic_write(target, files)
+                for rel, uid in owners.items():
+                    # The AtomicWriter's chown of a file whose projection has an FsUser.
+                    os.chown(target / "..data" / rel, uid, -1)
             else:
                 raise AssertionError(f"the pod host cannot make volume {vol}")
             fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
@@ -408,14 +483,28 @@ class PodRun:
                 # Secret, ConfigMap and projected volumes are read-only ones.
                 set_volume_ownership(target, int(fs_group), read_only="emptyDir" not in vol)
 
-    def _projected(self, source: Mapping[str, Any]) -> dict[str, tuple[bytes, int]]:
+    def _projected(
+        self, source: Mapping[str, Any]
+    ) -> tuple[dict[str, tuple[bytes, int]], dict[str, int]]:
+        """The projected volume's files, and the owner of those kubelet
+        chowns (a token's, to the pod's FsUser)."""
         mode = source.get("defaultMode", 0o644)
         files: dict[str, tuple[bytes, int]] = {}
+        owners: dict[str, int] = {}
         fields = {"metadata.name": self.name, "metadata.namespace": self.node.namespace}
         for src in source.get("sources") or []:
             if "serviceAccountToken" in src:
-                # Not a real token: nothing in these pods calls the API server.
-                files[src["serviceAccountToken"]["path"]] = (b"pod-host-token", mode)
+                projection = src["serviceAccountToken"]
+                # pkg/volume/projected/projected.go collectData: the token file
+                # is 0600 when the pod has an FsUser or an fsGroup (fsGroup's
+                # SetVolumeOwnership then makes it 0640), else defaultMode; it
+                # is owned by the FsUser when there is one.
+                fs_user = self.fs_user()
+                fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
+                token_mode = 0o600 if fs_user is not None or fs_group is not None else mode
+                files[projection["path"]] = (self._token(projection), token_mode)
+                if fs_user is not None:
+                    owners[projection["path"]] = fs_user
             elif "configMap" in src:
                 obj = self.node.objects[("ConfigMap", src["configMap"]["name"])]
                 data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
@@ -426,7 +515,52 @@ class PodRun:
                     files[item["path"]] = (value.encode(), item.get("mode", mode))
             else:
                 raise AssertionError(f"the pod host cannot project {src}")
-        return files
+        return files, owners
+
+    def _token(self, projection: Mapping[str, Any]) -> bytes:
+        """The ServiceAccount token kubelet asks for (pkg/volume/projected,
+        pkg/kubelet/token): a TokenRequest for the pod's ServiceAccount, for
+        the projection's ``audience`` (none given: the API server's own) and
+        ``expirationSeconds``, bound to the pod by name and uid. Without a
+        client, a placeholder."""
+        client = self.node.client
+        if client is None:
+            return b"pod-host-token"
+        meta = self.pod["metadata"]
+        if not meta.get("uid"):
+            raise AssertionError(
+                f"{self.name}: a token is bound to the pod's uid: give the pod as the API has it"
+            )
+        spec: dict[str, Any] = {
+            "expirationSeconds": int(projection.get("expirationSeconds", TOKEN_SECONDS)),
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+        }
+        if projection.get("audience"):
+            spec["audiences"] = [projection["audience"]]
+        account = self.pod["spec"].get("serviceAccountName") or "default"
+        namespace = meta.get("namespace") or self.node.namespace
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        path = SERVICEACCOUNTS.path(namespace, account, "token")
+        answer = client.request("POST", path, body=body)
+        return str(answer["status"]["token"]).encode()
+
+    def fs_user(self) -> int | None:
+        """kubelet's FsUserFrom (pkg/volume/util): the runAsUser every
+        container (init ones too) runs as, when each has one set (its own or
+        the pod's) and they agree; else none."""
+        pod_sc = self.pod["spec"].get("securityContext") or {}
+        users: set[int] = set()
+        for c in [*(self.pod["spec"].get("initContainers") or []), *self.pod["spec"]["containers"]]:
+            uid = (c.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser"))
+            if uid is None:
+                return None
+            users.add(int(uid))
+        return users.pop() if len(users) == 1 else None
 
     def _tmpfs(self, target: Path) -> None:
         _run("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(target))
@@ -661,6 +795,15 @@ class PodRun:
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
         self.mounts.clear()
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def _remove_stale_host_links() -> None:
+    """Links to this machine left by nodes of processes that are gone."""
+    for line in _run("ip", "-o", "link", "show").stdout.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        match = HOST_LINK.fullmatch(name)
+        if match and not Path(f"/proc/{match.group(1)}").exists():
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
 
 
 def _passwd() -> list[tuple[str, int, int, str]]:
