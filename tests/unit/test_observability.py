@@ -221,6 +221,140 @@ def test_the_registered_collector_exports_while_the_manager_leads() -> None:
         metrics.JOBS._caches.pop("UnitKind", None)
 
 
+# -- the progress of jobs not finished ---------------------------------------------------
+
+
+def reporting(name: str, phase: str | None, progress: Obj | None, namespace: str = "a") -> Obj:
+    out = job(namespace, phase, "2026-01-01T11:00:00Z", "2026-01-01T11:00:01Z")
+    out["metadata"]["name"] = name
+    if progress is not None:
+        out.setdefault("status", {})["progress"] = progress
+    return out
+
+
+def test_the_progress_of_each_job_not_finished_is_exported_by_name() -> None:
+    at = "2026-01-01T11:58:30Z"  # 90 s before NOW
+    collector = JobsCollector(now=lambda: NOW)
+    collector.watch(
+        "PyTorchTrainingJob",
+        Cache(
+            [
+                reporting(
+                    "mnist",
+                    "Running",
+                    {
+                        "step": 420,
+                        "totalSteps": 1000,
+                        "replica": "mnist-worker-0",
+                        "lastReportTime": at,
+                        "summary": "420/1000 (42%)",
+                    },
+                ),
+                # No total: a step and a silence, no ratio.
+                reporting("open", "Paused", {"step": 7, "replica": "p", "lastReportTime": at}),
+                # A step past the total counts as the total (as the summary's percent).
+                reporting(
+                    "over",
+                    "Running",
+                    {"step": 12, "totalSteps": 10, "replica": "o", "lastReportTime": at},
+                ),
+                # Never reported: no series at all.
+                reporting("silent", "Running", None),
+                # Finished: its progress stays in its status, not in the metrics.
+                reporting(
+                    "done",
+                    "Succeeded",
+                    {"step": 10, "totalSteps": 10, "replica": "d", "lastReportTime": at},
+                ),
+                reporting(
+                    "broke",
+                    "Failed",
+                    {"step": 3, "totalSteps": 10, "replica": "b", "lastReportTime": at},
+                ),
+            ]
+        ),
+    )
+    collector.watch(
+        "MSJob",
+        Cache(
+            [
+                # A report from the future (clock skew) reads 0, not negative.
+                reporting(
+                    "ms",
+                    "Running",
+                    {
+                        "step": 5,
+                        "totalSteps": 20,
+                        "replica": "m",
+                        "lastReportTime": "2026-01-01T12:00:05Z",
+                    },
+                    namespace="b",
+                )
+            ]
+        ),
+    )
+    collector.export_while(lambda: True)
+    got = scrape(collector)
+    pt = "PyTorchTrainingJob"
+    assert got["t9k_job_progress_ratio"] == {
+        labels(kind=pt, namespace="a", name="mnist"): 0.42,
+        labels(kind=pt, namespace="a", name="over"): 1.0,
+        labels(kind="MSJob", namespace="b", name="ms"): 0.25,
+    }
+    assert got["t9k_job_progress_step"] == {
+        labels(kind=pt, namespace="a", name="mnist"): 420,
+        labels(kind=pt, namespace="a", name="open"): 7,
+        labels(kind=pt, namespace="a", name="over"): 12,
+        labels(kind="MSJob", namespace="b", name="ms"): 5,
+    }
+    assert got["t9k_job_seconds_since_progress_report"] == {
+        labels(kind=pt, namespace="a", name="mnist", phase="Running"): 90.0,
+        labels(kind=pt, namespace="a", name="open", phase="Paused"): 90.0,
+        labels(kind=pt, namespace="a", name="over", phase="Running"): 90.0,
+        labels(kind="MSJob", namespace="b", name="ms", phase="Running"): 0.0,
+    }
+
+
+def test_malformed_progress_exports_what_it_can() -> None:
+    """The collector reads raw objects: a value of the wrong type is left out,
+    never a failed scrape."""
+    collector = JobsCollector(now=lambda: NOW)
+    collector.watch(
+        "DeepSpeedJob",
+        Cache(
+            [
+                reporting("text", "Running", {"step": "5", "totalSteps": 10, "lastReportTime": 1}),
+                reporting("zero", "Running", {"step": 5, "totalSteps": 0, "lastReportTime": "x"}),
+                reporting("flag", "Running", {"step": True, "totalSteps": 10}),
+                reporting("list", "Running", ["not", "a", "mapping"]),  # type: ignore[arg-type]
+            ]
+        ),
+    )
+    collector.export_while(lambda: True)
+    got = scrape(collector)
+    assert got["t9k_job_progress_step"] == {
+        labels(kind="DeepSpeedJob", namespace="a", name="zero"): 5
+    }
+    assert "t9k_job_progress_ratio" not in got
+    assert "t9k_job_seconds_since_progress_report" not in got
+
+
+def test_a_standby_exports_no_progress() -> None:
+    progress = {
+        "step": 1,
+        "totalSteps": 2,
+        "replica": "r",
+        "lastReportTime": "2026-01-01T11:59:00Z",
+    }
+    collector = JobsCollector(now=lambda: NOW)
+    collector.watch("MSJob", Cache([reporting("ms", "Running", progress)]))
+    collector.export_while(lambda: False)
+    assert scrape(collector) == {}
+    collector.export_while(lambda: True)
+    collector.watch("MSJob", Cache([reporting("ms", "Running", progress)], synced=False))
+    assert "t9k_job_progress_step" not in scrape(collector)
+
+
 # -- reconcile id on every log line; series that exist before their first increase ---
 
 
