@@ -54,6 +54,12 @@ class OperatorProcess:
             f"127.0.0.1:{self.health_port}",
             "--log-level",
             "debug",
+            # Operators side by side (a test's peers, the other worker's): a port each.
+            *(
+                ()
+                if any(a.startswith("--progress-bind-address") for a in extra_args)
+                else ("--progress-bind-address", f"127.0.0.1:{free_port()}")
+            ),
             *extra_args,
         ]
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()

@@ -1,14 +1,12 @@
 """Where the replicas' progress reports wait for their job's reconcile.
 
-The endpoint (not written yet: the HTTPS server in the manager, TokenReview,
-the check that the token's pod is the job's) calls, for each report it takes,
-:meth:`ProgressStore.record` and then :meth:`Coalescer.report`, and adds the
-job to its queue after the delay that returns (None: a reconcile that will
-carry the report is already due). The reconcile reads the store through the
-progress integration (``reconcilers/integrations/progress.py``), and calls
-:meth:`Coalescer.written` once it has written the job's status. So however
-many reports arrive, a job's status is written for them at most once per
-``interval`` seconds.
+The endpoint (``reconcilers/apply/endpoint.py``) calls, for each report it
+takes, :meth:`ProgressStore.record` and then :meth:`Coalescer.report`, and
+adds the job to its queue after the delay that returns (None: a reconcile
+that will carry the report is already due). The reconcile reads the store
+through the progress integration (``reconcilers/integrations/progress.py``).
+So however many reports arrive, they cause at most one reconcile of a job,
+and one status write, per ``interval`` seconds.
 
 Both are thread-safe (the endpoint's threads and the workers share them) and
 take the time as an argument: the callers read the clock.
@@ -90,35 +88,30 @@ class ProgressStore:
 
 class Coalescer:
     """When a job is reconciled for its reports: at once after a quiet
-    ``interval``, else ``interval`` after its last status write; never twice
-    for reports that one due reconcile will carry."""
+    ``interval``, else ``interval`` after the reconcile last asked for; never
+    twice for reports that one due reconcile will carry. So reports cause at
+    most one reconcile of a job, and so one status write, per ``interval``,
+    and the last report of a burst is always carried by one."""
 
     def __init__(self, interval: float = 5.0) -> None:
         self.interval = interval
         self._lock = threading.Lock()
-        self._written: dict[Hashable, float] = {}
         self._due: dict[Hashable, float] = {}
 
     def report(self, key: Hashable, now: float) -> float | None:
-        """A report for the job ``key`` arrived at ``now`` (monotonic seconds):
-        the delay to reconcile it after, or None when a reconcile is already due
-        (unless that one is overdue by an interval: its reconcile was lost)."""
+        """A report for the job ``key`` was kept at ``now`` (monotonic seconds):
+        the delay to reconcile it after, or None when the reconcile already
+        asked for has not run yet (it reads the store when it runs)."""
         with self._lock:
             due = self._due.get(key)
-            if due is not None and now < due + self.interval:
+            if due is not None and now <= due:
                 return None
-            last = self._written.get(key)
-            delay = 0.0 if last is None else max(0.0, last + self.interval - now)
-            self._due[key] = now + delay
-            return delay
-
-    def written(self, key: Hashable, now: float) -> None:
-        """The job's status was written at ``now``, with every report until then."""
-        with self._lock:
-            self._written[key] = now
-            self._due.pop(key, None)
+            if due is None or now >= due + self.interval:
+                self._due[key] = now
+                return 0.0
+            self._due[key] = due + self.interval  # the one due has run: the next
+            return due + self.interval - now
 
     def forget(self, key: Hashable) -> None:
         with self._lock:
-            self._written.pop(key, None)
             self._due.pop(key, None)

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from t9k_operator.resources import SERVICEACCOUNTS
+from t9k_operator.kube import NotFound
+from t9k_operator.resources import CONFIGMAPS, SERVICEACCOUNTS
 from tests.integration.podhost.container_start import setpriv_ids
 
 if TYPE_CHECKING:
@@ -448,7 +449,7 @@ class PodRun:
                 atomic_write(target, payload(data, src, 0o644))
             elif "configMap" in vol:
                 src = vol["configMap"]
-                obj = self.node.objects[("ConfigMap", src["name"])]
+                obj = self._config_map(src) or {}
                 data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
                 atomic_write(target, payload(data, src, 0o644))
             elif "emptyDir" in vol:
@@ -506,7 +507,9 @@ class PodRun:
                 if fs_user is not None:
                     owners[projection["path"]] = fs_user
             elif "configMap" in src:
-                obj = self.node.objects[("ConfigMap", src["configMap"]["name"])]
+                obj = self._config_map(src["configMap"])
+                if obj is None:
+                    continue  # optional and missing: kubelet projects nothing of it
                 data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
                 files.update(payload(data, src["configMap"], mode))
             elif "downwardAPI" in src:
@@ -516,6 +519,22 @@ class PodRun:
             else:
                 raise AssertionError(f"the pod host cannot project {src}")
         return files, owners
+
+    def _config_map(self, source: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The ConfigMap a volume source names: given to the node, else (with a
+        client) read from the API server as kubelet reads it. A missing one is
+        None when ``optional``; else the pod cannot start (kubelet holds it in
+        ContainerCreating)."""
+        name = source["name"]
+        obj = self.node.objects.get(("ConfigMap", name))
+        if obj is None and self.node.client is not None:
+            try:
+                obj = self.node.client.get(CONFIGMAPS, name, self.node.namespace)
+            except NotFound:
+                obj = None
+        if obj is None and not source.get("optional"):
+            raise PodFailed(f"{self.name}: configmap {name} not found (the pod cannot start)")
+        return obj
 
     def _token(self, projection: Mapping[str, Any]) -> bytes:
         """The ServiceAccount token kubelet asks for (pkg/volume/projected,

@@ -5,6 +5,7 @@ the reports to the engine's hang rule."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -13,18 +14,23 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.progress import ProgressReport
+from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.apply.progress import MAX_PODS, Coalescer, ProgressStore
 from t9k_operator.reconcilers.engine import Reason, get_condition
 from t9k_operator.reconcilers.integrations import plan as planning
 from t9k_operator.reconcilers.integrations.contract import JobInput
 from t9k_operator.reconcilers.integrations.progress import (
+    EndpointOptions,
     JobProgress,
+    ProgressState,
     Received,
     Sample,
+    Settings,
     eta_seconds,
     render,
     throughput,
 )
+from t9k_operator.reconcilers.kinds.registry import KINDS
 from t9k_operator.reconcilers.kinds.view import HangPolicy, Heard
 from tests.unit.reconcilers.test_engine import KIND, T0, job, running
 
@@ -179,45 +185,39 @@ def test_the_store_forgets_jobs_and_pods_and_bounds_the_pods_per_job() -> None:
 # -- the coalescer ------------------------------------------------------------------------
 
 
-def test_a_flood_of_reports_makes_one_write_per_interval() -> None:
+def test_a_flood_of_reports_makes_one_reconcile_per_interval() -> None:
     c = Coalescer(interval=5)
-    delays = [c.report("job", 0.0)] + [c.report("job", t / 10) for t in range(1, 30)]
-    assert delays[0] == 0.0  # after quiet: at once
-    assert delays[1:] == [None] * 29  # one reconcile is due: it carries them
-    c.written("job", 0.5)
-    assert c.report("job", 1.0) == 4.5  # interval after the last write
-    assert c.report("job", 2.0) is None
-    c.written("job", 5.5)
+    assert c.report("job", 0.0) == 0.0  # after quiet: at once
+    assert c.report("job", 0.0) is None  # that reconcile has not run: it carries this
+    assert c.report("job", 0.1) == 4.9  # it may have run: the next, an interval on
+    assert [c.report("job", t / 10) for t in range(2, 50)] == [None] * 48
+    assert c.report("job", 5.1) == 4.9
     assert c.report("job", 30.0) == 0.0  # quiet again
 
 
-def test_writes_happen_at_most_once_per_interval_whatever_the_rate() -> None:
+def test_reconciles_come_at_most_once_per_interval_and_carry_the_last_report() -> None:
     c = Coalescer(interval=5)
-    writes: list[float] = []
-    due: float | None = None
+    reconciles: list[float] = []
     t = 0.0
+    last_report = 0.0
     while t < 60:
         delay = c.report("job", t)
         if delay is not None:
-            due = t + delay
-        if due is not None and t >= due:
-            writes.append(t)
-            c.written("job", t)
-            due = None
+            reconciles.append(t + delay)
+        last_report = t
         t = round(t + 0.05, 2)  # 20 reports a second
-    gaps = [b - a for a, b in itertools.pairwise(writes)]
-    assert len(writes) >= 11
+    gaps = [b - a for a, b in itertools.pairwise(reconciles)]
+    assert len(reconciles) >= 12
     assert min(gaps) >= 5
+    assert reconciles[-1] >= last_report  # the burst's last report is carried
 
 
-def test_a_lost_reconcile_does_not_stop_the_writes_for_good() -> None:
+def test_coalescing_is_per_job_and_forgotten_with_the_job() -> None:
     c = Coalescer(interval=5)
-    assert c.report("job", 0.0) == 0.0  # its reconcile is lost: never written
-    assert c.report("job", 4.0) is None
-    assert c.report("job", 5.0) == 0.0
+    assert c.report("job", 0.0) == 0.0
+    assert c.report("other", 0.5) == 0.0  # per job
     c.forget("job")
-    assert c.report("job", 5.5) == 0.0
-    assert c.report("other", 5.5) == 0.0  # per job
+    assert c.report("job", 1.0) == 0.0
 
 
 # -- the integration ----------------------------------------------------------------------
@@ -289,3 +289,134 @@ def test_a_finished_job_keeps_the_progress_last_written() -> None:
     master = replace(received(100, 0), uid="uid-master-0-Running")
     _, p = observe_and_plan(Source(master), at(30), status=done)
     assert p.status["progress"] == last
+
+
+# -- the integration, connected to an endpoint ---------------------------------------------
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+SETTINGS = Settings("https://t9k-operator-progress.t9k-system.svc", "t9k-operator-progress")
+
+
+class MapCache:
+    def __init__(self, *maps: Obj) -> None:
+        self.maps = {m["metadata"]["name"]: m for m in maps}
+
+    def get(self, resource: Any, namespace: str | None, name: str) -> Obj | None:
+        assert resource.plural == "configmaps"
+        return self.maps.get(name)
+
+
+def connected(*maps: Obj, phase: str = "Running") -> tuple[JobProgress, Any, Any]:
+    integration = JobProgress(Source())
+    integration.connect(Source(), SETTINGS)
+    integration.use_ca(CA)
+    view = job(status={**RUNNING, "phase": phase})
+    stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    found = integration.observe(
+        JobInput(KINDS[0], stored, None, view, at(0)),
+        MapCache(*maps),  # type: ignore[arg-type]
+    )
+    assert found is not None
+    return integration, *found
+
+
+def test_the_job_gets_a_configmap_of_the_endpoints_ca_owned_by_it() -> None:
+    integration, state, view = connected()
+    (action,) = integration.prepare(state, view)
+    assert (action.verb, action.soft) == ("create", True)
+    cm = action.body
+    assert cm["metadata"]["name"] == "j-progress-ca"
+    assert cm["data"] == {"ca.crt": CA}
+    (owner,) = cm["metadata"]["ownerReferences"]
+    assert owner["kind"] == "PyTorchTrainingJob" and owner["uid"] == "u" and owner["controller"]
+    assert cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "t9k-operator"
+
+
+def test_the_ca_configmap_follows_a_renewed_ca_and_leaves_anothers_alone() -> None:
+    integration, state, view = connected()
+    mine = copy.deepcopy(integration.prepare(state, view)[0].body)
+    assert integration.prepare(*connected(mine)[1:]) == []  # as it should be
+    mine["data"] = {"ca.crt": "an old CA"}
+    (action,) = integration.prepare(*connected(mine)[1:])
+    assert action.verb == "replace" and action.body["data"] == {"ca.crt": CA}
+    theirs = {**mine, "metadata": {**mine["metadata"], "ownerReferences": []}}
+    assert integration.prepare(*connected(theirs)[1:]) == []
+    assert integration.prepare(*connected(phase="Succeeded")[1:]) == []  # finished
+
+
+def test_every_container_learns_where_and_how_to_report() -> None:
+    integration, state, view = connected()
+    pod: Obj = {
+        "spec": {
+            "containers": [
+                {"name": "trainer", "env": [{"name": "T9K_PROGRESS_TIMEOUT", "value": "2"}]},
+                {"name": "sidecar", "env": [{"name": "T9K_PROGRESS_URL", "value": "mine"}]},
+            ]
+        }
+    }
+    integration.decorate(state, view, pod)
+    (volume,) = pod["spec"]["volumes"]
+    token, ca = volume["projected"]["sources"]
+    assert token["serviceAccountToken"] == {
+        "audience": "t9k-operator-progress",
+        "expirationSeconds": 3600,
+        "path": "token",
+    }
+    assert ca["configMap"]["name"] == "j-progress-ca" and ca["configMap"]["optional"]
+    trainer, sidecar = pod["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env == {
+        "T9K_PROGRESS_TIMEOUT": "2",
+        "T9K_PROGRESS_URL": "https://t9k-operator-progress.t9k-system.svc"
+        "/v1/namespaces/ns/pytorchtrainingjobs/j/progress",
+        "T9K_PROGRESS_TOKEN_FILE": "/var/run/secrets/t9k.dev/progress/token",
+        "T9K_PROGRESS_CA_FILE": "/var/run/secrets/t9k.dev/progress/ca.crt",
+    }
+    assert {e["name"]: e["value"] for e in sidecar["env"]}["T9K_PROGRESS_URL"] == "mine"
+    for c in (trainer, sidecar):
+        assert c["volumeMounts"] == [
+            {
+                "name": "t9k-progress",
+                "mountPath": "/var/run/secrets/t9k.dev/progress",
+                "readOnly": True,
+            }
+        ]
+
+
+def test_a_template_with_a_volume_of_that_name_is_left_as_it_is() -> None:
+    integration, state, view = connected()
+    pod: Obj = {
+        "spec": {
+            "volumes": [{"name": "t9k-progress", "emptyDir": {}}],
+            "containers": [{"name": "c"}],
+        }
+    }
+    before = copy.deepcopy(pod)
+    integration.decorate(state, view, pod)
+    assert pod == before
+
+
+def test_an_integration_not_connected_tells_the_replicas_nothing() -> None:
+    integration = JobProgress(Source())
+    pod: Obj = {"spec": {"containers": [{"name": "c"}]}}
+    integration.decorate(ProgressState(), job(), pod)
+    assert pod == {"spec": {"containers": [{"name": "c"}]}}
+
+
+@pytest.mark.parametrize(
+    ("url", "port", "base", "first_host"),
+    [
+        (None, 443, "https://svc.ops.svc", "svc.ops.svc"),
+        (None, 8443, "https://svc.ops.svc:8443", "svc.ops.svc"),
+        ("https://10.0.0.9:8443/", 443, "https://10.0.0.9:8443", "10.0.0.9"),
+        ("https://[fd00::1]:8443", 443, "https://[fd00::1]:8443", "fd00::1"),
+    ],
+)
+def test_the_endpoints_address_and_the_names_its_certificate_carries(
+    url: str | None, port: int, base: str, first_host: str
+) -> None:
+    opts = EndpointOptions(":8443", "svc", None, port, url, "aud", None, "tls", 10.0, 50)
+    assert opts.base_url("ops") == base
+    hosts = opts.hosts("ops")
+    assert hosts[0] == first_host
+    assert {"svc.ops.svc", "svc.ops.svc.cluster.local", "svc.ops", "svc"} <= set(hosts)

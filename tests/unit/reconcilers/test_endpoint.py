@@ -1,0 +1,234 @@
+"""The progress endpoint's checks, one request at a time (the TokenReview
+answers stand in for the API server's; tests/integration/test_progress.py
+meets the real one, with real projected tokens)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from t9k_operator.kube import ApiError
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.apply.endpoint import (
+    MAX_BODY,
+    ProgressEndpoint,
+    Route,
+    _reviewed,
+)
+from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
+from t9k_operator.reconcilers.integrations.progress import job_path
+from t9k_operator.resources import Resource
+from tests.fakes import FakeClock
+
+PTJ = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+AUDIENCE = "t9k-operator-progress"
+
+
+class Cache:
+    def __init__(self, *objs: Obj) -> None:
+        self.objs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs}
+        self.on_delete: list[Callable[[Obj], None]] = []
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.objs.get((namespace, name))
+
+    def add_event_handler(self, on_delete: Callable[[Obj], None], **_: Any) -> None:
+        self.on_delete.append(on_delete)
+
+
+class Reviews:
+    """TokenReview answers by token."""
+
+    def __init__(self, **pods: tuple[str, str, str]) -> None:
+        self.pods = pods  # token -> (namespace, pod, uid)
+        self.asked: list[Obj] = []
+        self.fail = False
+
+    def create(self, resource: Resource, body: Obj) -> Obj:
+        assert resource.plural == "tokenreviews"
+        self.asked.append(body)
+        if self.fail:
+            raise ApiError("the API server is away")
+        who = self.pods.get(body["spec"]["token"])
+        if who is None or body["spec"]["audiences"] != [AUDIENCE]:
+            return {"status": {"authenticated": False, "error": "invalid bearer token"}}
+        ns, pod, uid = who
+        return {
+            "status": {
+                "authenticated": True,
+                "audiences": [AUDIENCE],
+                "user": {
+                    "username": f"system:serviceaccount:{ns}:default",
+                    "extra": {
+                        "authentication.kubernetes.io/pod-name": [pod],
+                        "authentication.kubernetes.io/pod-uid": [uid],
+                    },
+                },
+            }
+        }
+
+
+def job(name: str, uid: str) -> Obj:
+    return {"metadata": {"namespace": "ns", "name": name, "uid": uid}}
+
+
+def pod(name: str, uid: str, owner: str, owner_uid: str, kind: str = PTJ.kind) -> Obj:
+    ref = {"kind": kind, "name": owner, "uid": owner_uid, "controller": True}
+    return {"metadata": {"namespace": "ns", "name": name, "uid": uid, "ownerReferences": [ref]}}
+
+
+class World:
+    def __init__(self, **kw: Any) -> None:
+        self.clock = FakeClock()
+        self.jobs = Cache(job("a", "ja"), job("b", "jb"))
+        self.pods = Cache(
+            pod("a-worker-0", "pa0", "a", "ja"),
+            pod("b-worker-0", "pb0", "b", "jb"),
+            pod("stale", "new-uid", "a", "ja"),
+        )
+        self.client = Reviews(
+            ta=("ns", "a-worker-0", "pa0"),
+            tb=("ns", "b-worker-0", "pb0"),
+            tstale=("ns", "stale", "old-uid"),
+            tother=("other", "a-worker-0", "pa0"),
+        )
+        self.store = ProgressStore()
+        self.queued: list[tuple[str, float]] = []
+        route = Route(PTJ, self.jobs, lambda key, delay: self.queued.append((key, delay)))  # type: ignore[arg-type]
+        self.endpoint = ProgressEndpoint(
+            self.client,  # type: ignore[arg-type]
+            {PTJ.plural: route},
+            self.pods,  # type: ignore[arg-type]
+            self.store,
+            Coalescer(),
+            AUDIENCE,
+            clock=self.clock,
+            **kw,
+        )
+
+    def post(self, job: str = "a", token: str | None = "ta", body: Any = None) -> Any:
+        data = json.dumps({"step": 3, "totalSteps": 10} if body is None else body).encode()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return self.endpoint.handle("POST", job_path("ns", PTJ.plural, job), headers, data)
+
+
+def counted(result: str) -> float:
+    return REGISTRY.get_sample_value("t9k_progress_reports_total", {"result": result}) or 0.0
+
+
+def test_a_pods_report_for_its_own_job_is_kept_and_queues_the_job() -> None:
+    w = World()
+    before = counted("accepted")
+    answer = w.post()
+    assert (answer.status, answer.result) == (202, "accepted")
+    (kept,) = w.store.latest("ja")
+    assert (kept.pod, kept.uid, kept.report.step) == ("a-worker-0", "pa0", 3)
+    assert w.queued == [("ns/a", 0.0)]
+    assert counted("accepted") == before + 1
+    assert w.client.asked[0]["spec"]["audiences"] == [AUDIENCE]
+
+
+@pytest.mark.parametrize(
+    ("job", "token", "status", "result"),
+    [
+        ("a", None, 401, "unauthenticated"),  # no token
+        ("a", "forged", 401, "unauthenticated"),  # the API server does not know it
+        ("a", "tb", 403, "forbidden"),  # a token of another job's pod
+        ("b", "ta", 403, "forbidden"),  # a report for another job
+        ("a", "tstale", 403, "forbidden"),  # a pod since replaced (another uid)
+        ("a", "tother", 403, "forbidden"),  # a pod of another namespace
+        ("gone", "ta", 404, "not_found"),  # no such job
+    ],
+)
+def test_a_report_not_from_the_jobs_own_pod_is_refused_and_counted(
+    job: str, token: str | None, status: int, result: str
+) -> None:
+    w = World()
+    before = counted(result)
+    answer = w.post(job, token)
+    assert (answer.status, answer.result) == (status, result)
+    assert w.store.latest("ja") == [] and w.store.latest("jb") == []
+    assert w.queued == []
+    assert counted(result) == before + 1
+
+
+def test_a_report_beyond_bounds_is_refused_with_the_reason() -> None:
+    w = World()
+    answer = w.post(body={"step": -1})
+    assert (answer.status, answer.result) == (400, "invalid")
+    assert "step" in answer.message
+    big = w.endpoint.handle(
+        "POST",
+        job_path("ns", PTJ.plural, "a"),
+        {"Authorization": "Bearer ta"},
+        b" " * (MAX_BODY + 1),
+    )
+    assert (big.status, big.result) == (413, "too_large")
+    assert w.store.latest("ja") == []
+
+
+def test_a_flood_is_limited_per_job_and_reviews_each_token_once() -> None:
+    w = World(qps=2.0, burst=5)
+    answers = [w.post().status for _ in range(20)]
+    assert answers[:5] == [202] * 5 and set(answers[5:]) == {429}
+    assert len(w.client.asked) == 1  # the token's review is remembered
+    assert w.post("b", "tb").status == 202  # another job has a rate of its own
+    w.clock.step(1.0)
+    assert [w.post().status for _ in range(3)] == [202, 202, 429]  # 2 a second
+    # One reconcile per job at once; the reports after it, one interval on.
+    assert w.queued == [("ns/a", 0.0), ("ns/b", 0.0), ("ns/a", 4.0)]
+
+
+def test_a_forged_token_is_reviewed_once_and_other_tokens_within_a_rate() -> None:
+    w = World()
+    w.endpoint._review_bucket = type(w.endpoint._review_bucket)(1.0, 2, w.clock)
+    assert [w.post(token="forged").status for _ in range(5)] == [401] * 5
+    assert len(w.client.asked) == 1
+    assert w.post(token="forged-2").status == 401
+    assert w.post(token="forged-3").status == 429  # reviews, all jobs together
+    assert len(w.client.asked) == 2
+
+
+def test_a_standby_and_an_api_server_away_answer_503() -> None:
+    w = World(is_leader=lambda: False)
+    assert (w.post().status, w.post().retry_after) == (503, 1.0)
+    w = World()
+    w.client.fail = True
+    assert w.post().status == 503
+    w.client.fail = False
+    assert w.post().status == 202  # a failed review is not remembered
+
+
+def test_only_post_to_a_jobs_path() -> None:
+    w = World()
+    assert w.endpoint.handle("GET", job_path("ns", PTJ.plural, "a"), {}, b"").status == 405
+    assert w.endpoint.handle("POST", "/v1/namespaces/ns/jobs/a/progress", {}, b"").status == 404
+    assert w.endpoint.handle("POST", "/metrics", {}, b"").status == 404
+
+
+def test_a_deleted_job_takes_its_reports_with_it() -> None:
+    w = World()
+    assert w.post().status == 202
+    for handler in w.jobs.on_delete:
+        handler(job("a", "ja"))
+    assert w.store.latest("ja") == []
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"authenticated": True, "audiences": ["other"], "user": {}},
+        {"authenticated": True, "audiences": [AUDIENCE], "user": {"username": "alice"}},
+        {  # a ServiceAccount token not bound to a pod (a Secret's, or TokenRequest without one)
+            "authenticated": True,
+            "audiences": [AUDIENCE],
+            "user": {"username": "system:serviceaccount:ns:default", "extra": {}},
+        },
+    ],
+)
+def test_only_a_pod_bound_token_for_the_audience_is_a_reporter(status: Obj) -> None:
+    assert not _reviewed(status, AUDIENCE).authenticated
