@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import pytest
 
-from t9k_operator.kube import Forbidden, KubeClient
+from t9k_operator.kube import AlreadyExists, Forbidden, KubeClient
 from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.resources import (
     CONFIGMAPS,
@@ -17,10 +18,12 @@ from t9k_operator.resources import (
     PODS,
     SECRETS,
     SERVICES,
+    TOKENREVIEWS,
     Resource,
 )
 from tests.integration.jobs import PYTORCH
 
+PROGRESS_SECRET = "t9k-operator-progress-tls"
 MSJOBS = Resource("mindspore.gitee.com", "v1", "msjobs", "MSJob")
 
 CLUSTER_ROLE_BINDINGS = Resource(
@@ -33,6 +36,7 @@ CLUSTER_ROLE_BINDINGS = Resource(
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 
 
+@pytest.mark.usefixtures("progress_secret")
 def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -> None:
     c = operator_client
     for res in (PODS, SERVICES, CONFIGMAPS, SECRETS, NODES):
@@ -68,6 +72,19 @@ def test_operator_can_do_its_work(operator_client: KubeClient, namespace: str) -
     )
     c.patch(EVENTS, ev["metadata"]["name"], {"count": 2}, namespace)
     c.create(LEASES, {"metadata": {"name": f"rbac-{namespace}"}, "spec": {}}, "t9k-system")
+    # The progress endpoint: a token's review, and its certificate's Secret.
+    review = {"spec": {"token": "not-a-token", "audiences": ["t9k-operator-progress"]}}
+    assert not c.create(TOKENREVIEWS, review)["status"].get("authenticated")
+    secret = c.get(SECRETS, PROGRESS_SECRET, "t9k-system")
+    c.replace(SECRETS, secret)
+
+
+@pytest.fixture
+def progress_secret(admin: KubeClient) -> None:
+    """The certificate's Secret, as the operator's first start leaves it."""
+    body = {"metadata": {"name": PROGRESS_SECRET}, "stringData": {"tls.crt": "x"}}
+    with contextlib.suppress(AlreadyExists):
+        admin.create(SECRETS, body, "t9k-system")
 
 
 @pytest.mark.usefixtures("crds_installed")
@@ -167,6 +184,13 @@ def test_operator_can_serve_tensorboards(operator_client: KubeClient, namespace:
             id="patch-jobs",
         ),
         pytest.param(lambda c, ns: c.get(PYTORCH, "any", ns), id="get-jobs"),
+        # It updates its own certificate's Secret only.
+        pytest.param(
+            lambda c, ns: c.replace(
+                SECRETS, {"metadata": {"name": "k", "namespace": ns}, "stringData": {"a": "b"}}
+            ),
+            id="update-secrets",
+        ),
         pytest.param(
             lambda c, ns: c.patch(TENSORBOARDS, "any", {"metadata": {"labels": {"a": "b"}}}, ns),
             id="patch-tensorboards",

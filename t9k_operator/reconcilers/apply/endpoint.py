@@ -46,7 +46,7 @@ from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.kube import ApiError, KubeClient
+from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
 from t9k_operator.reconcilers.integrations.progress import JobProgress, Settings
@@ -236,6 +236,14 @@ class ProgressEndpoint:
         }
         try:
             status = self.client.create(TOKENREVIEWS, review).get("status") or {}
+        except Forbidden as exc:
+            log.error(
+                "the operator may not create TokenReviews, so no report is taken: grant it "
+                "create on tokenreviews (e.g. a ClusterRoleBinding to system:auth-delegator; "
+                "docs/progress.md)",
+                error=str(exc),
+            )
+            return Answer(503, UNAVAILABLE, "the operator cannot review tokens", 60.0)
         except ApiError as exc:
             log.warning("token review failed", error=str(exc))
             return Answer(503, UNAVAILABLE, "cannot review the token now", 5.0)
