@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from t9k_operator import report as reportmod
-from t9k_operator.report import Reporter, from_env, payload
+from t9k_operator.report import MIN_INTERVAL, Reporter, from_env, payload
 
 REPORT_PY = Path(reportmod.__file__)
 
@@ -142,6 +142,19 @@ def test_the_token_file_is_read_again_for_every_report(endpoint: Endpoint, token
     r.report({"step": 2})
     assert r.flush(10)
     assert [auth for auth, _ in endpoint.received] == ["Bearer token-1", "Bearer token-2"]
+
+
+def test_a_process_sends_at_most_one_report_a_second(endpoint: Endpoint, token: Path) -> None:
+    r = Reporter(endpoint.url, token_file=str(token), ca_file=str(endpoint.ca), timeout=5)
+    started = time.monotonic()
+    for step in range(30):  # a fast training: a step every 50 ms
+        r.report({"step": step})
+        time.sleep(0.05)
+    assert r.flush(10)
+    took = time.monotonic() - started
+    steps = [body["step"] for _, body in endpoint.received]
+    assert steps[0] == 0 and steps[-1] == 29  # the first at once, the last not lost
+    assert len(steps) <= took / MIN_INTERVAL + 1, f"{len(steps)} sends in {took:.1f} s"
 
 
 def test_many_reports_while_one_is_sent_leave_only_the_latest_waiting(
