@@ -69,10 +69,12 @@ DENY_LABEL = "t9k-test/deny-status"
 STUCK_THRESHOLD = "> 1800"
 STUCK_FOR_THE_TEST = "> 3"
 
-# Series only a job whose training reports its progress has. No job of this
-# run reports (the operator's endpoint that receives reports is not built yet:
-# docs/progress.md, "What remains"), so the queries over them must be valid
-# PromQL and come back empty; rules_test.yaml covers the alert's threshold.
+# Series only a job whose training reported its progress has. In this run
+# one job has progress: "stuck", given the status.progress a report would have
+# left before it went back to Pending (tests/integration/test_progress.py
+# sends real reports); the queries over them show that job alone, and the
+# silent-job alert, for Running jobs only, stays quiet. rules_test.yaml
+# covers the alert's threshold.
 SILENT_THRESHOLD = "> 900"
 PROGRESS_METRICS = (
     "t9k_job_progress_ratio",
@@ -272,6 +274,15 @@ def run_and_check(
     reason = next(c["reason"] for c in failed["conditions"] if c["type"] == "Failed")
     jobs.wait_phase("stuck", "Pending", 30)
     assert not jobs.status("denied"), "the policy should keep the job without status"
+    reported = {
+        "step": 420,
+        "totalSteps": 1000,
+        "replica": "stuck-worker-0",
+        "lastReportTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30)),
+    }
+    admin.patch(
+        jobs.resource, "stuck", {"status": {"progress": reported}}, namespace, subresource="status"
+    )
 
     # Prometheus has scraped the run's outcome, a few times over (rate() wants
     # two samples of a series born with the failure).
@@ -284,6 +295,11 @@ def run_and_check(
     )
     prom.wait_query(
         f"count_over_time(t9k_jobs_failed_total{{{ns_sel}}}[1m]) >= 3", 15, "three scrapes"
+    )
+    prom.wait_query(
+        f'count_over_time(t9k_job_progress_step{{{ns_sel}, name="stuck"}}[1m]) >= 2',
+        30,
+        "the stuck job's progress, scraped twice",
     )
 
     # -- t9k_jobs: from the leader only, so a plain sum counts each job once -------
@@ -341,7 +357,8 @@ def check_dashboard(prom: Prometheus, namespace: str, reason: str) -> None:
             result = prom.query(expr)
             where = f"panel {panel['title']!r}, query {expr}"
             if over_progress(expr):
-                assert result == [], f"{where}: no job reports, yet {result}"
+                names = {series["metric"].get("name") for series in result}
+                assert names == {"stuck"}, f"{where}: only the stuck job reported, yet {result}"
                 results.setdefault(panel["title"], []).append(result)
                 continue
             assert finite(result), f"{where}: no data ({result})"
@@ -371,6 +388,10 @@ def check_dashboard(prom: Prometheus, namespace: str, reason: str) -> None:
     # Answered requests in the window (lease renewals at least, every few seconds).
     requests = by(results["API requests by method and code"][0], "method", "code")
     assert any(code.startswith("2") and rate > 0 for (_, code), rate in requests.items()), requests
+    (ratio,) = results["Training progress"][0]
+    assert value(ratio) == pytest.approx(0.42)
+    silence = by(results["Seconds since the last progress report"][0], "phase")
+    assert 30 <= silence[("Pending",)] < 600, silence
     waits = by(results["Waiting for the client's own rate limiter"][0], "client")
     assert ("t9k-operator",) in waits, waits
 
@@ -385,8 +406,8 @@ def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str, jo
         "T9kJobStuckPending",
         "T9kJobSilent",
     }
-    # No job of the run reports its progress: none has a silence to measure,
-    # not even past a threshold of 0 (a job that never reported never fires).
+    # The one job with progress is Pending: not Running, so not silent, even
+    # past a threshold of 0 (and a job that never reported never fires).
     silent = alerts["T9kJobSilent"]["expr"]
     assert over_progress(silent) and silent.count(SILENT_THRESHOLD) == 1, silent
     assert prom.query(silent.replace(SILENT_THRESHOLD, ">= 0")) == []
