@@ -164,7 +164,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if problem:
         p.error(problem)
     if args.progress_service_namespace is None:
-        args.progress_service_namespace = pod_namespace() or "t9k-system"
+        # In a pod, its own; out of the cluster, the one it watches, if just one.
+        args.progress_service_namespace = pod_namespace() or args.namespace or "t9k-system"
     return args
 
 
@@ -264,24 +265,19 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         log.error("cannot use an integration", error=problem)
         return 2
-    try:
-        manager = Manager(
-            client,
-            options,
-            functools.partial(
-                build_controllers,
-                integrations=enabled,
-                pod_start_timeout=args.pod_start_timeout,
-                disruption_limit=args.disruption_limit,
-                watch_nodes=may_watch_nodes(client, log),
-            ),
-            election_client=election_client,
-            events_client=events_client,
-        )
-    except (ApiError, OSError, ValueError) as exc:
-        # The progress endpoint's certificate or address: said, and the pod restarts.
-        log.error("cannot start the manager", error=str(exc))
-        return 2
+    manager = Manager(
+        client,
+        options,
+        functools.partial(
+            build_controllers,
+            integrations=enabled,
+            pod_start_timeout=args.pod_start_timeout,
+            disruption_limit=args.disruption_limit,
+            watch_nodes=may_watch_nodes(client, log),
+        ),
+        election_client=election_client,
+        events_client=events_client,
+    )
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received, shutting down", signal=signal.Signals(signum).name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import structlog
+
 from t9k_operator.reconcilers.apply import endpoint
 from t9k_operator.reconcilers.apply.endpoint import Route
 from t9k_operator.reconcilers.apply.job import JobReconciler
@@ -21,6 +23,8 @@ from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.progress import JobProgress
 from t9k_operator.reconcilers.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.runtime.controller import Controller, ControllerContext
+
+log = structlog.get_logger(__name__)
 
 CONTROLLERS = len(KINDS) + len(OTHER_CRDS)
 """How many controllers :func:`build_controllers` makes (each with its own workers)."""
@@ -50,5 +54,12 @@ def build_controllers(
                 r.resource.plural: Route(r.resource, r.jobs, r.controller.enqueue_after)
                 for r in reconcilers
             }
-            ctx.servers.append(endpoint.serve(ctx, integration, routes, reconcilers[0].pods))
+            try:
+                ctx.servers.append(endpoint.serve(ctx, integration, routes, reconcilers[0].pods))
+            except Exception as exc:  # its certificate or address: jobs run without it
+                log.error(
+                    "progress reporting is off: the endpoint cannot start (the replicas are "
+                    "told of no endpoint, and no job is judged hung)",
+                    error=str(exc),
+                )
     return [*(r.controller for r in reconcilers), TensorBoardReconciler(ctx).controller]

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -143,6 +144,7 @@ class OperatorPod:
         self.name = f"{meta['name']}-{secrets.token_hex(5)[:10]}-{secrets.token_hex(3)[:5]}"
         self.dir = workdir / self.name
         self.dir.mkdir(parents=True)
+        self.mounts: list[Path] = []
         index = next(_counter)
         self.netns = f"t9kop{os.getpid()}r{index}"
         self.ip = f"10.244.99.{2 + index % 250}"
@@ -163,9 +165,12 @@ class OperatorPod:
             "hosts": str(self.dir / "hosts"),
             "hostnameFile": str(self.dir / "hostname"),
             "resolv": str(self.dir / "resolv.conf"),
-            # No volumes in the Deployment: the ServiceAccount's is the
-            # admission plugin's, read-only.
-            "mounts": [{"source": str(self.dir / "sa"), "path": SA_DIR, "readOnly": True}],
+            # The ServiceAccount's volume is the admission plugin's, read-only;
+            # then the Deployment's own.
+            "mounts": [
+                {"source": str(self.dir / "sa"), "path": SA_DIR, "readOnly": True},
+                *self._volumes(pod_spec, container),
+            ],
             "readOnlyRoot": bool(security.get("readOnlyRootFilesystem")),
             "workingDir": container.get("workingDir") or config.get("WorkingDir") or "/",
             "uid": uid,
@@ -221,6 +226,36 @@ class OperatorPod:
             },
         )
 
+    def _volumes(
+        self, pod_spec: Mapping[str, Any], container: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The Deployment's volumes, as kubelet makes them: an emptyDir is a
+        directory of mode 0777 (``setupDir``), or with medium Memory a tmpfs
+        (its ``sizeLimit`` the tmpfs's size) whose root is drwxrwxrwt."""
+        made: dict[str, Path] = {}
+        for vol in pod_spec.get("volumes") or []:
+            if "emptyDir" not in vol:
+                raise AssertionError(f"the operator's pod cannot have volume {vol}")
+            target = self.dir / "volumes" / vol["name"]
+            target.mkdir(parents=True)
+            empty = vol["emptyDir"] or {}
+            if empty.get("medium") == "Memory":
+                size = str(empty.get("sizeLimit", "64Mi")).replace("Mi", "m").replace("Ki", "k")
+                _run("mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target))
+                self.mounts.append(target)
+                target.chmod(0o1777)
+            else:
+                target.chmod(0o777)
+            made[vol["name"]] = target
+        return [
+            {
+                "source": str(made[m["name"]]),
+                "path": m["mountPath"],
+                "readOnly": bool(m.get("readOnly")),
+            }
+            for m in container.get("volumeMounts") or []
+        ]
+
     @staticmethod
     def _user(config: Mapping[str, Any], security: Mapping[str, Any]) -> tuple[int, int]:
         image_user, _, image_group = str(config.get("User") or "0").partition(":")
@@ -259,6 +294,25 @@ class OperatorPod:
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
+
+    def post_tls(self, port: int, ca: bytes, host: str, path: str) -> tuple[int, bytes]:
+        """An HTTPS POST (no body) to the pod's ``port`` from inside its network,
+        the server's certificate checked against ``ca`` for the name ``host``:
+        the status, and the certificate the server presented (DER)."""
+        ctx = ssl.create_default_context(cadata=ca.decode())
+        sock = socket_in(self.netns)
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", port))
+        with ctx.wrap_socket(sock, server_hostname=host) as tls:
+            cert = tls.getpeercert(binary_form=True) or b""
+            tls.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            chunks = []
+            while data := tls.recv(65536):
+                chunks.append(data)
+        return int(b"".join(chunks).split()[1]), cert
 
     def wait_ready(self, timeout: float = 60) -> None:
         def ready() -> bool:
@@ -314,7 +368,8 @@ class OperatorPod:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10)
         self.proxy.close()
-        subprocess.run(["umount", "-l", str(self.dir / "sa")], capture_output=True)
+        for target in (self.dir / "sa", *self.mounts):
+            subprocess.run(["umount", "-l", str(target)], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
 

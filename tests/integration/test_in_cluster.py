@@ -22,6 +22,8 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from t9k_operator import __version__
 from t9k_operator.api import deepspeed
@@ -178,6 +180,17 @@ def test_two_replicas_from_the_image_lead_run_jobs_and_hand_over_on_sigterm(
     ds.wait_phase("ds-from-image", "Succeeded", timeout=90)
     keys = admin.get(SECRETS, ssh_secret_name("ds-from-image"), namespace)["data"]
     assert b"BEGIN OPENSSH PRIVATE KEY" in base64.b64decode(keys[KEY_FILE])
+
+    # Both replicas serve the progress endpoint with the certificate the first
+    # to start put in its Secret (on a read-only root, through the emptyDir
+    # /tmp), for the Service's name; the standby leaves reports to the leader.
+    tls = admin.get(SECRETS, "t9k-operator-progress-tls", SA_NAMESPACE)["data"]
+    ca, cert = base64.b64decode(tls["ca.crt"]), base64.b64decode(tls["tls.crt"])
+    der = x509.load_pem_x509_certificate(cert).public_bytes(serialization.Encoding.DER)
+    host = f"t9k-operator-progress.{SA_NAMESPACE}.svc"
+    path = f"/v1/namespaces/{namespace}/pytorchtrainingjobs/from-image/progress"
+    assert leader.post_tls(8443, ca, host, path) == (401, der)  # no token
+    assert standby.post_tls(8443, ca, host, path) == (503, der)
 
     # SIGTERM to the leader, as kubelet stops a pod: it releases the Lease,
     # the standby takes over well within a lease duration (15 s), and the

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
+from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import ApiError
 from t9k_operator.objects import Obj
+from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.apply.endpoint import (
     MAX_BODY,
     ProgressEndpoint,
@@ -20,9 +23,17 @@ from t9k_operator.reconcilers.apply.endpoint import (
     _reviewed,
 )
 from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
-from t9k_operator.reconcilers.integrations.progress import job_path
+from t9k_operator.reconcilers.integrations.progress import (
+    EndpointOptions,
+    JobProgress,
+    ProgressState,
+    job_path,
+)
 from t9k_operator.resources import Resource
-from tests.fakes import FakeClock
+from t9k_operator.runtime import tls
+from t9k_operator.runtime.controller import ControllerContext
+from tests.fakes import FakeClock, FakeRecorder
+from tests.unit.reconcilers.fake_kube import FakeKube
 
 PTJ = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 AUDIENCE = "t9k-operator-progress"
@@ -232,3 +243,56 @@ def test_a_deleted_job_takes_its_reports_with_it() -> None:
 )
 def test_only_a_pod_bound_token_for_the_audience_is_a_reporter(status: Obj) -> None:
     assert not _reviewed(status, AUDIENCE).authenticated
+
+
+# -- the wiring -----------------------------------------------------------------------------
+
+
+def with_progress(tmp_path: Path, cert_dir: Path) -> tuple[JobProgress, list[Any], list[Any]]:
+    fake = FakeKube()
+    opts = EndpointOptions(
+        "127.0.0.1:0", "svc", "ops", 443, None, AUDIENCE, str(cert_dir), "tls", 10.0, 50
+    )
+    progress = JobProgress(Source(), options=opts)  # type: ignore[arg-type]
+    ctx = ControllerContext(
+        client=fake,  # type: ignore[arg-type]
+        informers=InformerFactory(fake),  # type: ignore[arg-type]
+        recorder=FakeRecorder(),  # type: ignore[arg-type]
+        workers=1,
+    )
+    controllers = build_controllers(ctx, [progress])
+    return progress, controllers, ctx.servers
+
+
+class Source:
+    def latest(self, job_uid: str) -> list[Any]:
+        return []
+
+
+def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path) -> None:
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    ca, ca_key = tls.new_ca("test CA")
+    cert, key = tls.new_serving(ca, ca_key, ["svc.ops.svc"])
+    for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
+        (certs / name).write_bytes(data)
+    progress, controllers, servers = with_progress(tmp_path, certs)
+    (server,) = servers
+    try:
+        assert len(controllers) == CONTROLLERS
+        assert progress.settings is not None and progress.settings.url == "https://svc.ops.svc"
+        assert progress._ca == ca.decode()
+    finally:
+        server.server.server_close()
+
+
+def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
+    tmp_path: Path,
+) -> None:
+    progress, controllers, servers = with_progress(tmp_path, tmp_path / "no-such-dir")
+    assert servers == []
+    assert len(controllers) == CONTROLLERS  # every kind is still served
+    assert progress.settings is None  # the replicas are told of no endpoint
+    pod: Obj = {"spec": {"containers": [{"name": "c"}]}}
+    progress.decorate(ProgressState(), None, pod)  # type: ignore[arg-type]
+    assert pod == {"spec": {"containers": [{"name": "c"}]}}
