@@ -27,38 +27,18 @@ from pathlib import Path
 
 # What every container's start does alike, shared with the pod host's.
 sys.path.insert(0, str(Path(__file__).resolve().with_name("podhost")))
-from container_start import bind, bind_kubelet_files, make_dev, overlay_root, read_spec, sh
+from container_start import (
+    bind,
+    bind_kubelet_files,
+    in_root,
+    make_dev,
+    overlay_root,
+    read_spec,
+    sh,
+)
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
-
-
-def resolve_in(root: Path, path: str) -> Path:
-    """``path`` inside ``root``, its symlinks followed within ``root`` (as
-    runc resolves a mount point: Debian's /var/run is a link to /run)."""
-    todo = [p for p in path.split("/") if p]
-    here: list[str] = []
-    hops = 0
-    while todo:
-        part = todo.pop(0)
-        if part == ".":
-            continue
-        if part == "..":
-            if here:
-                here.pop()
-            continue
-        full = root.joinpath(*here, part)
-        if full.is_symlink():
-            hops += 1
-            if hops > 40:
-                raise OSError(f"too many symlinks in {path}")
-            link = os.readlink(full)
-            if link.startswith("/"):
-                here = []
-            todo = [p for p in link.split("/") if p] + todo
-            continue
-        here.append(part)
-    return root.joinpath(*here)
 
 
 def main() -> None:
@@ -71,7 +51,7 @@ def main() -> None:
     sh("mount", "-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", str(root / "sys"))
     bind_kubelet_files(root, spec)
     for m in spec["mounts"]:
-        bind(m["source"], resolve_in(root, m["path"]), is_dir=True, read_only=m["readOnly"])
+        bind(m["source"], in_root(root, m["path"]), is_dir=True, read_only=m["readOnly"])
     sh("hostname", spec["hostname"])
     if spec["readOnlyRoot"]:
         sh("mount", "-o", "remount,ro", str(root))
