@@ -54,11 +54,12 @@ class OperatorProcess:
             f"127.0.0.1:{self.health_port}",
             "--log-level",
             "debug",
-            # Operators side by side (a test's peers, the other worker's): a port each.
+            # Operators side by side (a test's peers, the other worker's): any free
+            # port each, which the kernel picks when it binds (no race).
             *(
                 ()
                 if any(a.startswith("--progress-bind-address") for a in extra_args)
-                else ("--progress-bind-address", f"127.0.0.1:{free_port()}")
+                else ("--progress-bind-address", "127.0.0.1:0")
             ),
             *extra_args,
         ]

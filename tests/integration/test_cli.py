@@ -169,7 +169,8 @@ def test_create_every_kind_then_list_describe_wait_and_logs(
     table = wait_for(every_gpu_allocated, 30, "each job's 2 GPUs allocated")
     header, *rows = table.splitlines()
     assert header.split() == [
-        "NAME", "KIND", "PHASE", "REASON", "GPUS", "ALLOCATED", "DURATION", "NODES", "QUEUE",
+        "NAME", "KIND", "PHASE", "REASON", "GPUS", "ALLOCATED", "DURATION", "PROGRESS", "ETA",
+        "NODES", "QUEUE",
     ]  # fmt: skip
     kinds = {r.split()[0]: r.split()[1:6] for r in rows}
     # ColossalAI's launcher asks for no GPU: 2 workers of 1 GPU each, for every kind.

@@ -115,7 +115,17 @@ def test_kubectl_get_and_scale(cluster: Cluster, crd: None, namespace: str) -> N
     }
     applied(cluster, namespace, yaml.safe_dump(elastic))
     header = cluster.kubectl("get", "dsj", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "REASON", "READY", "REPLICAS", "RESTARTS", "AGE"]
+    assert header == [
+        "NAME",
+        "PHASE",
+        "REASON",
+        "READY",
+        "REPLICAS",
+        "RESTARTS",
+        "PROGRESS",
+        "ETA",
+        "AGE",
+    ]
     cluster.kubectl("scale", "dsj", JOB, "-n", namespace, "--replicas=6")
     assert stored(cluster, namespace)["spec"]["elastic"]["expectedReplicas"] == 6
     proc = cluster.kubectl("scale", "dsj", JOB, "-n", namespace, "--replicas=9", check=False)

@@ -74,7 +74,7 @@ def _status(examples: dict[str, str], **more: Any) -> dict[str, Any]:
     return {**status, **more}
 
 
-T9K_COLUMNS = ["NAME", "PHASE", "REASON", "READY", "REPLICAS", "RESTARTS", "AGE"]
+T9K_COLUMNS = ["NAME", "PHASE", "REASON", "READY", "REPLICAS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
 CASES: dict[str, Callable[[], Case]] = {
     "PyTorchTrainingJob": lambda: Case(
         crd=pytorch.CRD,
@@ -119,7 +119,7 @@ CASES: dict[str, Callable[[], Case]] = {
         example=msjob_models.SPEC_EXAMPLES["data-parallel"],
         examples=msjob_models.SPEC_EXAMPLES,
         invalid=_msjob_invalid(),
-        columns=["NAME", "STATE", "REASON", "AGE"],
+        columns=["NAME", "STATE", "REASON", "PROGRESS", "ETA", "AGE"],
         status=_status(msjob_models.STATUS_EXAMPLES),
         row=[msjob.JOB, "Running"],  # no t9kConditions here: REASON is empty
     ),
