@@ -314,7 +314,28 @@ def _kube_convert(
         and "additionalProperties" not in out
     ):
         out["x-kubernetes-preserve-unknown-fields"] = True  # FieldsV1 and the like: opaque
+    if out.get("type") == "integer" and out.get("format") == "int32":
+        _bound_int32(out)
     return out
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _bound_int32(node: Schema) -> None:
+    """``node`` (``type: integer, format: int32``) bounded to int32's range; a bound
+    the node already has and that is tighter stays.
+
+    The API server does not check a custom resource's ``format``, and the Pod API
+    cannot decode a number beyond its field's int32 (400 when the pod is created):
+    with the bounds, a ``containerPort: 4294967296`` is refused at admission,
+    naming the field. An ``int64`` needs none, and must get none: a number beyond
+    int64 is already refused ("must be of type integer", it decodes as a float),
+    and a bound is a float64 to the API server, so 2**63-1 becomes 2**63, which
+    overflows to -2**63 when compared with an integer: every value would be
+    refused."""
+    node["minimum"] = max(node.get("minimum", INT32_MIN), INT32_MIN)
+    node["maximum"] = min(node.get("maximum", INT32_MAX), INT32_MAX)
 
 
 def _kube_field(

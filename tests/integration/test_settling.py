@@ -77,13 +77,15 @@ def test_counts_and_durations_beyond_any_cluster_are_refused(
 
 
 def test_a_pod_the_api_server_cannot_decode_fails_the_job_naming_the_replica(jobs: Jobs) -> None:
-    """The Pod API cannot decode a port beyond int32 (400), which the CRD's
-    schema (an integer of format int32, whose range the API server does not
-    check for custom resources) lets through. A malformed quantity, the other
-    such case once, is refused at admission now (test_fuzz_specs)."""
+    """The Pod API cannot decode a probe's port beyond int32 (400), which the CRD
+    lets through: the port is an int-or-string, a node that takes no bounds (and
+    CEL on every such port would cost more of the rule budget than the case is
+    worth). An integer typed int32 is refused at admission
+    (test_a_template_of_the_wrong_shape_is_refused_naming_the_field), and so is a
+    malformed quantity (test_fuzz_specs)."""
     job = pytorch_job("badport", [("worker", 1, "Never")])
     container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
-    container["ports"] = [{"containerPort": 4294967296}]
+    container["livenessProbe"] = {"httpGet": {"port": 4294967296}}
     jobs.create(job)
     failed_with(
         jobs,
@@ -159,19 +161,47 @@ def test_exceeded_quota_keeps_the_job_pending_and_saying_why_until_it_passes(
             lambda t: t["spec"]["containers"][0].update(ports="8080"),
             "spec.replicaSpecs[0].template.spec.containers[0].ports",
         ),
+        (
+            lambda t: t["spec"]["containers"][0].update(ports=[{"containerPort": 4294967296}]),
+            "spec.replicaSpecs[0].template.spec.containers[0].ports[0].containerPort",
+        ),
+        (
+            lambda t: t["spec"].update(activeDeadlineSeconds=2**63),
+            "spec.replicaSpecs[0].template.spec.activeDeadlineSeconds",
+        ),
     ],
-    ids=["labels-list", "annotations-string", "ports-string"],
+    ids=["labels-list", "annotations-string", "ports-string", "port-beyond-int32", "beyond-int64"],
 )
 def test_a_template_of_the_wrong_shape_is_refused_naming_the_field(
     jobs: Jobs, template_change: Any, field: str
 ) -> None:
     """The pod template schema refuses it at admission (an object stored before
-    that schema still meets the operator's own shape check: tests/unit/api)."""
+    that schema still meets the operator's own shape check: tests/unit/api). An
+    integer the Pod API holds in an int32 is bounded to int32's range: the API
+    server does not check a custom resource's integer format, and the pod could
+    not be decoded (400) when made."""
     job = pytorch_job("shape", [("worker", 1, "Never")])
     template_change(job["spec"]["replicaSpecs"][0]["template"])
     with pytest.raises(Invalid) as refused:
         jobs.create(job)
     assert field in refused.value.message, refused.value.message
+
+
+def test_integers_at_the_ends_of_their_range_are_accepted(jobs: Jobs) -> None:
+    """The bounds are int32's own, and an int64 takes none: the API server reads a
+    bound as a float64, and int64's maximum would become 2**63, compared with an
+    integer as -2**63, refusing every value."""
+    job = pytorch_job("ends", [("worker", 1, "Never")])
+    template = job["spec"]["replicaSpecs"][0]["template"]
+    template["spec"]["activeDeadlineSeconds"] = 2**63 - 1
+    template["spec"]["terminationGracePeriodSeconds"] = -(2**63)
+    template["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 2**31 - 1, "hostPort": -(2**31)}
+    ]
+    jobs.create(job)
+    stored = jobs.get("ends")["spec"]["replicaSpecs"][0]["template"]["spec"]
+    assert stored["activeDeadlineSeconds"] == 2**63 - 1
+    assert stored["containers"][0]["ports"][0]["containerPort"] == 2**31 - 1
 
 
 # -- 5: two jobs of different kinds with one name ---------------------------------------

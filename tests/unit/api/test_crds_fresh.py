@@ -247,6 +247,12 @@ def test_kubernetes_types_become_structural_and_no_stricter_than_the_pod_api() -
     assert limits["additionalProperties"]["pattern"] == CONTROLLER_GEN_QUANTITY
     assert "x-kubernetes-list-type" not in container["properties"]["env"]
     assert "x-kubernetes-list-type" not in container["properties"]["ports"]
+    port = container["properties"]["ports"]["items"]["properties"]["containerPort"]
+    assert (port["minimum"], port["maximum"]) == (-(2**31), 2**31 - 1)  # the Pod API's int32
+    deadline = gen.kubernetes_schema("io.k8s.api.core.v1.PodSpec")["properties"][
+        "activeDeadlineSeconds"
+    ]
+    assert "maximum" not in deadline  # int64: the API server refuses what is beyond it
     assert "default" not in container["properties"]["ports"]["items"]["properties"]["protocol"]
     assert container["properties"]["imagePullPolicy"]["enum"] == ["Always", "IfNotPresent", "Never"]
     pod = gen.kubernetes_schema("io.k8s.api.core.v1.PodSpec")
@@ -269,16 +275,45 @@ def _integers(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 _KUBERNETES_TYPED = (".template", "launcher.env[]", "launcher.resources")
 
+INT32_RANGE = (-(2**31), 2**31 - 1)
+
 
 @pytest.mark.parametrize("path", sorted(CRD_DIR.glob("*.yaml")), ids=lambda p: p.name)
-def test_every_count_and_duration_in_a_spec_has_a_maximum(path: Path) -> None:
-    """A number the operator acts on is bounded at admission: a replica count of
-    2**63-1 once took the operator to 16 GB; a deadline that large overflowed."""
+def test_every_int32_is_bounded_to_its_range(path: Path) -> None:
+    """The API server does not check a custom resource's integer ``format``: without
+    the bounds a ``containerPort: 4294967296`` was stored, and the job failed only
+    when the Pod API could not decode its pod (400)."""
     crd = yaml.safe_load(path.read_text())
+    low, high = INT32_RANGE
     for version in crd["spec"]["versions"]:
-        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-        unbounded = [p for p, s in _integers(spec, "spec") if "maximum" not in s]
-        assert unbounded == [], f"{path.name}: integers without a maximum: {unbounded}"
+        nodes = dict(_every_node(version["schema"]["openAPIV3Schema"]))
+        int32 = {p: n for p, n in nodes.items() if n.get("format") == "int32"}
+        unbounded = [
+            p
+            for p, n in int32.items()
+            if not low <= n.get("minimum", low - 1) <= n.get("maximum", high + 1) <= high
+        ]
+        assert unbounded == [], f"{path.name}: int32s without int32's bounds: {unbounded}"
+        if "tensorboards" not in path.name:  # the job kinds embed a pod template
+            assert any(p.endswith(".containers[*].ports[*].containerPort") for p in int32)
+        # A bound is a float64 to the API server, compared with an integer as an
+        # int64: 2**63-1 becomes 2**63, overflows to -2**63, and refuses every value.
+        too_wide = [
+            p
+            for p, n in nodes.items()
+            for key in ("minimum", "maximum")
+            if key in n and not -(2**63) <= n[key] < 2**63 - 512
+        ]
+        assert too_wide == [], f"{path.name}: bounds a float64 cannot hold: {too_wide}"
+
+
+def test_an_int32_keeps_a_tighter_bound() -> None:
+    node = {"type": "integer", "format": "int32", "minimum": 1, "maximum": 2**40}
+    gen._bound_int32(node)
+    assert (node["minimum"], node["maximum"]) == (1, 2**31 - 1)
+    node = {"type": "integer", "format": "int32", "maximum": 100}
+    gen._bound_int32(node)
+    assert (node["minimum"], node["maximum"]) == (-(2**31), 100)
 
 
 # -- resource quantities ---------------------------------------------------------------
