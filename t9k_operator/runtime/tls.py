@@ -313,6 +313,9 @@ class _TLSHTTPServer(ThreadingHTTPServer):
     own thread, so a slow or silent client holds up no other."""
 
     daemon_threads = True
+    # Many replicas connect at once (each report is a connection): socketserver's
+    # backlog of 5 would drop their SYNs, each retried only a second later.
+    request_queue_size = 128
     ssl_context: ssl.SSLContext
 
     def finish_request(self, request: Any, client_address: Any) -> None:

@@ -302,6 +302,9 @@ def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The headers and the body go out in two writes: without TCP_NODELAY the
+        # second waits for the client's delayed ACK (40 ms a report).
+        disable_nagle_algorithm = True
 
         def _serve(self, method: str) -> None:
             try:
