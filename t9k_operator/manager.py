@@ -3,7 +3,9 @@
 It owns the process's long-lived parts and their order of life:
 
 1. ``/healthz``, ``/readyz`` (health probe address) and ``/metrics`` (metrics
-   address) start first, so probes answer while caches fill.
+   address) start first, so probes answer while caches fill; then the
+   controllers' own servers (``ControllerContext.servers``: the progress
+   endpoint), on every replica (a standby's answers that it is not the leader).
 2. Informers start and sync on every replica (a standby has a warm cache when
    it takes over); ``/readyz`` turns 200 once every informer has synced.
 3. Controllers' workers start only while this process holds the Lease
