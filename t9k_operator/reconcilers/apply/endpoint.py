@@ -10,15 +10,16 @@ API server asked only for a job that exists and within its job's rate):
    (503: a standby's workers are stopped, and its store would never be
    read), the body is at most :data:`MAX_BODY` bytes (413);
 2. the job is in the cache (404);
-3. the job's reports are within its rate (``qps``, ``burst``: 429, with
-   ``Retry-After``);
-4. the token is good for the endpoint's audience, by a TokenReview (401);
+3. the token is good for the endpoint's audience, by a TokenReview (401);
    reviews are cached by the token's digest for :data:`REVIEW_TTL` seconds
    (a refusal too, so a flood of one bad token reaches the API server once),
    and the reviews not in the cache are limited for all jobs together (429);
-5. the token is a pod's (its review names the pod and its uid), in the
+4. the token is a pod's (its review names the pod and its uid), in the
    job's namespace, and that pod, as cached, is the job's: controlled by the
    job with the uid the cache has (403);
+5. the job's reports are within its rate (``qps``, ``burst``: 429, with
+   ``Retry-After``): only its own pods' reports count against it, so no one
+   else can use it up and make a reporting job look silent;
 6. the body is a report within bounds (400, with the reason).
 
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
@@ -144,6 +145,9 @@ class ProgressEndpoint:
             REVIEWS_CACHED, ttl=REVIEW_TTL, timer=clock.monotonic
         )
         self._review_bucket = TokenBucket(review_qps, review_burst, clock)
+        self._logged: TTLCache[tuple[int, str], bool] = TTLCache(
+            1024, ttl=60.0, timer=clock.monotonic
+        )
         for route in self.routes.values():
             route.jobs.add_event_handler(on_delete=self._job_gone)
 
@@ -157,9 +161,19 @@ class ProgressEndpoint:
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
         answer = self._answer(method, path, headers, body)
         metrics.PROGRESS_REPORTS.labels(answer.result).inc()
-        if answer.result not in (ACCEPTED, RATE_LIMITED):
+        if answer.result not in (ACCEPTED, RATE_LIMITED) and self._first_lately(answer, path):
             log.info("progress report refused", path=path, status=answer.status, why=answer.message)
         return answer
+
+    def _first_lately(self, answer: Answer, path: str) -> bool:
+        """Whether this refusal of this path was not logged within a minute (a
+        flood is counted, not logged line by line)."""
+        key = (answer.status, path[:300])
+        with self._lock:
+            if key in self._logged:
+                return False
+            self._logged[key] = True
+            return True
 
     def _answer(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
         match = PATH.match(path.split("?", 1)[0])
@@ -180,10 +194,6 @@ class ProgressEndpoint:
         job = route.jobs.get(namespace, name)
         if job is None:
             return Answer(404, NOT_FOUND, f"no {route.resource.kind} {namespace}/{name}")
-        key = f"{namespace}/{name}"
-        wait = self._within_rate(key)
-        if wait is not None:
-            return Answer(429, RATE_LIMITED, f"too many reports for {key}", wait)
         token = _bearer(headers)
         if token is None:
             return Answer(401, UNAUTHENTICATED, "no bearer token")
@@ -197,6 +207,10 @@ class ProgressEndpoint:
         why = self._not_the_jobs(reviewed, namespace, job, route.resource)
         if why is not None:
             return Answer(403, FORBIDDEN, why)
+        key = f"{namespace}/{name}"
+        wait = self._within_rate(key)
+        if wait is not None:
+            return Answer(429, RATE_LIMITED, f"too many reports for {key}", wait)
         try:
             report = parse_report(body)
         except ReportError as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog.testing
 from prometheus_client import REGISTRY
 
 from t9k_operator.informers.factory import InformerFactory
@@ -305,3 +306,24 @@ def test_the_answer_is_not_held_back_by_nagle() -> None:
     # a second from one reporter, 285 without).
     handler = handler_for(World().endpoint)
     assert handler.disable_nagle_algorithm is True
+
+
+def test_no_one_but_the_jobs_pods_uses_up_its_rate() -> None:
+    # Else anyone who reaches the endpoint could silence a job's reporters and
+    # have the hang rule fail it.
+    w = World(qps=2.0, burst=5)
+    assert {w.post(token="forged").status for _ in range(20)} == {401}
+    assert {w.post(token="tb").status for _ in range(20)} == {403}  # another job's pod
+    assert w.post().status == 202
+
+
+def test_a_flood_of_refusals_is_counted_and_logged_once_a_minute() -> None:
+    w = World()
+    before = counted("unauthenticated")
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(50):
+            w.post(token="forged")
+        w.clock.step(61)
+        w.post(token="forged")
+    assert counted("unauthenticated") == before + 51
+    assert [e["event"] for e in logs] == ["progress report refused"] * 2
