@@ -255,7 +255,7 @@ def with_progress(tmp_path: Path, cert_dir: Path) -> tuple[JobProgress, list[Any
     opts = EndpointOptions(
         "127.0.0.1:0", "svc", "ops", 443, None, AUDIENCE, str(cert_dir), "tls", 10.0, 50
     )
-    progress = JobProgress(Source(), options=opts)  # type: ignore[arg-type]
+    progress = JobProgress(Source(), options=opts)
     ctx = ControllerContext(
         client=fake,  # type: ignore[arg-type]
         informers=InformerFactory(fake),  # type: ignore[arg-type]
