@@ -243,3 +243,17 @@ def provide_claims(jobs: Jobs, template: dict[str, Any]) -> None:
             },
             jobs.namespace,
         )
+    # Bound before use, as an administrator's claims are: a pod created while
+    # its claim is still unbound is Unschedulable until the PV controller binds
+    # it (at its next sync under load) and the scheduler retries it.
+    for vol in volumes:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim:
+            wait_for(
+                lambda c=claim: (
+                    (jobs.client.get(PVCS, c, jobs.namespace).get("status") or {}).get("phase")
+                    == "Bound"
+                ),
+                60,
+                f"claim {claim} bound",
+            )
