@@ -2,23 +2,24 @@
 engine's hang rule judges.
 
 A training process reports its progress (``t9k_operator/report.py``) to the
-operator's endpoint, which checks who sent it and keeps it in a store
-(:class:`ProgressSource` is what this integration reads of it; the store
-itself, thread-safe, is ``reconcilers/apply/progress.py``). Per job, in a
-reconcile, this integration
+operator's endpoint (``reconcilers/apply/endpoint.py``), which checks who
+sent it and keeps it in a store (:class:`ProgressSource` is what this
+integration reads of it; the store itself, thread-safe, is
+``reconcilers/apply/progress.py``). The endpoint's wiring
+(``endpoint.serve``) :meth:`JobProgress.connect` s this integration to it.
+Per job, in a reconcile, this integration
 
 - observes the latest report of each of the job's pods (:class:`Received`)
   and puts when each was heard into the job's view (``JobView.heard``): the
   engine's hang rule (runPolicy.progress) judges from it, restarting or
-  failing the job as the job asks; the integration itself holds nothing back
-  and builds nothing;
+  failing the job as the job asks; the integration itself holds nothing back;
+- keeps the job's CA ConfigMap (``prepare``) and gives every new pod the
+  reporter's environment, projected token and CA (``decorate``);
 - renders ``status.progress`` (:func:`render`): the newest report's step,
   total, epoch and metrics, the replica it came from and when, the
   throughput over that replica's recent reports and the time left.
 
-Everything here is pure: times are given, never read. Not yet wired (see
-docs/progress.md): the endpoint, so the store stays empty and the
-integration is not in the registry yet.
+Everything here is pure: times are given, never read.
 """
 
 from __future__ import annotations
