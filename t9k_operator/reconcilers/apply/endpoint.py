@@ -50,6 +50,7 @@ from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
+from t9k_operator.reconcilers.integrations.contract import controller_of
 from t9k_operator.reconcilers.integrations.progress import JobProgress, Settings
 from t9k_operator.resources import TOKENREVIEWS, Resource
 from t9k_operator.runtime.controller import ControllerContext
@@ -276,9 +277,7 @@ class ProgressEndpoint:
         pod = self.pods.get(namespace, who.pod)
         if pod is None or pod["metadata"].get("uid") != who.pod_uid:
             return f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
-        owner = next(
-            (r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None
-        )
+        owner = controller_of(pod)
         if (
             owner is None
             or owner.get("uid") != job["metadata"]["uid"]

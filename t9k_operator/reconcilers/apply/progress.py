@@ -77,14 +77,6 @@ class ProgressStore:
         with self._lock:
             self._jobs.pop(job_uid, None)
 
-    def forget_pod(self, job_uid: str, pod: str) -> None:
-        with self._lock:
-            pods = self._jobs.get(job_uid)
-            if pods is not None:
-                pods.pop(pod, None)
-                if not pods:
-                    del self._jobs[job_uid]
-
 
 class Coalescer:
     """When a job is reconciled for its reports: at once after a quiet

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from t9k_operator.api.progress import ProgressReport, human_seconds, summary
 from t9k_operator.builders.common import job_labels
@@ -132,10 +133,9 @@ class EndpointOptions:
         svc = self.service
         names = [f"{svc}.{namespace}.svc", f"{svc}.{namespace}.svc.cluster.local"]
         names += [f"{svc}.{namespace}", svc]
-        if self.url:
-            host = self.url.split("://", 1)[1].split("/", 1)[0]
-            host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            names.insert(0, host.strip("[]"))
+        host = urlsplit(self.url).hostname if self.url else None
+        if host:
+            names.insert(0, host)
         return list(dict.fromkeys(names))
 
 
