@@ -132,6 +132,8 @@ from t9k_operator.builders.gang import (  # noqa: E402
     priority_class,
 )
 from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
+from t9k_operator.kinds.contract import PodMode, read  # noqa: E402
+from t9k_operator.kinds.pytorch import PyTorchKind  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
 from t9k_operator.reconcilers.integrations.kueue import (  # noqa: E402
@@ -139,8 +141,6 @@ from t9k_operator.reconcilers.integrations.kueue import (  # noqa: E402
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
 )
-from t9k_operator.reconcilers.kinds.contract import PodMode, read  # noqa: E402
-from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind  # noqa: E402
 from t9k_operator.resources import (  # noqa: E402
     CONFIGMAPS,
     EVENTS,

@@ -29,7 +29,7 @@ tests/unit/api/test_crds_fresh.py) can tell when the YAML is stale.
 
 A kind's CRD is the ``CRD = CrdInfo(...)`` of its api module; the kinds are
 those the operator serves: the job kinds of
-``t9k_operator.reconcilers.kinds.registry.KINDS`` and the TensorBoard
+``t9k_operator.kinds.registry.KINDS`` and the TensorBoard
 (``registry.served_crds``).
 
 Usage: ``python hack/gen_crds.py [--out-dir DIR] [--check]`` (``make manifests``).
@@ -49,7 +49,7 @@ import yaml
 
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
-from t9k_operator.reconcilers.kinds.registry import served_crds
+from t9k_operator.kinds.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"

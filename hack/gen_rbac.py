@@ -6,7 +6,7 @@ manifests/kueue/workload-priority-classes.yaml, Kueue's WorkloadPriorityClasses
 for the same levels (applied only where Kueue is installed).
 
 The rules on the jobs derive from the one registry of kinds
-(``t9k_operator.reconcilers.kinds.registry.KINDS``): for every kind's API group, list
+(``t9k_operator.kinds.registry.KINDS``): for every kind's API group, list
 and watch on its plurals, update on their status and finalizers. The rules on
 the children are the same for every kind and written here, with why.
 
@@ -28,7 +28,7 @@ from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.builders.kueue import GROUP as KUEUE_GROUP
 from t9k_operator.builders.kueue import workload_priority_classes
-from t9k_operator.reconcilers.kinds.registry import crds
+from t9k_operator.kinds.registry import crds
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "manifests" / "rbac" / "20-cluster-role.yaml"

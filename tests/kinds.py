@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from t9k_operator.kinds import registry
 from t9k_operator.kube import Resource
-from t9k_operator.reconcilers.kinds import registry
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ Entry points: :func:`add_arguments` and :func:`main` for the ``t9k`` CLI,
 :func:`run` for the SDK, and ``python -m t9k_operator.local FILE`` meanwhile.
 
 May import ``api``, ``builders``, ``objects`` and the pure
-``reconcilers.kinds`` (the kinds' views and success rules); never the client,
+``kinds`` (the kinds' views and success rules); never the client,
 the informers, the runtime, the foundation or the apply step.
 """
 

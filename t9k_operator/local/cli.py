@@ -13,9 +13,9 @@ from typing import IO, Any
 
 import yaml
 
+from t9k_operator.kinds import registry
 from t9k_operator.local.plan import LocalJob, LocalRunError, plan
 from t9k_operator.local.runner import TAG, Runner, describe
-from t9k_operator.reconcilers.kinds import registry
 
 KINDS = frozenset(k.crd.kind for k in registry.KINDS)
 

@@ -59,10 +59,10 @@ from t9k_operator.builders.common import (
     REPLICA_TYPE,
     training_container_index,
 )
+from t9k_operator.kinds import registry
+from t9k_operator.kinds.contract import JobKind, parse
+from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kinds import registry
-from t9k_operator.reconcilers.kinds.contract import JobKind, parse
-from t9k_operator.reconcilers.kinds.view import JobView
 
 LOOPBACK = "127.0.0.1"
 LOCAL_NODE = "localhost"

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.local.plan import LocalJob, Process
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
 
 POLL = 0.05
 TAG = "[t9k]"

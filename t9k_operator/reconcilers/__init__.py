@@ -1,9 +1,9 @@
-"""Reconcilers: the pure engine (``engine``), the job kinds (``kinds``), the
+"""Reconcilers: the pure engine (``engine``), over the job kinds (``t9k_operator.kinds``), the
 integrations (``integrations``) and the apply step (``apply``).
 
 :func:`build_controllers` is what the manager calls to get one
 :class:`~t9k_operator.runtime.controller.Controller` per kind in
-:data:`~t9k_operator.reconcilers.kinds.registry.KINDS`, all with the
+:data:`~t9k_operator.kinds.registry.KINDS`, all with the
 integrations the operator's flags turned on, plus the TensorBoard's.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from t9k_operator.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.reconcilers.apply import endpoint
 from t9k_operator.reconcilers.apply.endpoint import Route
 from t9k_operator.reconcilers.apply.job import JobReconciler
@@ -21,7 +22,6 @@ from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.progress import JobProgress
-from t9k_operator.reconcilers.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.runtime.controller import Controller, ControllerContext
 
 log = structlog.get_logger(__name__)

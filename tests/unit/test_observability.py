@@ -420,9 +420,9 @@ def test_reconcile_series_exist_at_zero_once_a_controller_starts() -> None:
 
 
 def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[str, Any]]) -> None:
+    from t9k_operator.kinds.view import Outcome
     from t9k_operator.reconcilers import engine
     from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
-    from t9k_operator.reconcilers.kinds.view import Outcome
 
     plan = engine.Plan()
     plan.finished = Outcome("Failed", "BackoffLimitExceeded", "replica worker-0 failed twice")

@@ -39,6 +39,9 @@ from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE, ssh_secret_name
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.informer import SharedInformer
+from t9k_operator.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
+from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
+from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.kube import NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
@@ -60,9 +63,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Unavailable,
     controller_of,
 )
-from t9k_operator.reconcilers.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
-from t9k_operator.reconcilers.kinds.pods import ReplicaState, node_trouble, replica_state
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES, Resource
 from t9k_operator.runtime.controller import (
     Controller,

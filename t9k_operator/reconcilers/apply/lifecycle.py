@@ -9,9 +9,9 @@ from typing import Any
 import structlog
 
 from t9k_operator.foundation import metrics
+from t9k_operator.kinds.contract import JobKind
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
-from t9k_operator.reconcilers.kinds.contract import JobKind
 from t9k_operator.runtime.events import EventRecorder
 
 log = structlog.get_logger("t9k_operator.reconcilers.apply.job")

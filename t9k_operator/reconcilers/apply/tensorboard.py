@@ -44,6 +44,7 @@ from t9k_operator.api import tensorboard as api
 from t9k_operator.api.tensorboard import TensorBoardObject
 from t9k_operator.builders import tensorboard as build
 from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.kinds.contract import parse
 from t9k_operator.kube import AlreadyExists, ApiError, NotFound, Resource
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.apply.children import refusal_is_permanent
@@ -56,7 +57,6 @@ from t9k_operator.reconcilers.integrations.tensorboard_status import (
     replace_in,
     transition_event,
 )
-from t9k_operator.reconcilers.kinds.contract import parse
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import Controller, ControllerContext, Result
 from t9k_operator.runtime.wiring import watch

@@ -1,7 +1,7 @@
 """The job engine: one pure state machine (restart, backoff, deadline, pause,
 resume, debug, cleanup, conditions) that every job kind goes through.
 
-May import the kinds' vocabulary (``reconcilers.kinds``), ``builders``, ``api``
+May import the kinds' vocabulary (``t9k_operator.kinds``), ``builders``, ``api``
 and ``objects``; never an integration, the apply step or any runtime plumbing.
 """
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from t9k_operator.builders.common import job_selector
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine.conditions import TERMINAL
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import JobView
 
 
 def role_restarts(prev: Mapping[str, Any]) -> dict[str, int]:

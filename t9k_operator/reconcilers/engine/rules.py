@@ -72,6 +72,8 @@ from functools import cached_property
 from typing import Protocol
 
 from t9k_operator.builders.common import PodMode
+from t9k_operator.kinds.pods import ReplicaState, should_restart
+from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Role
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine.conditions import (
     TERMINAL,
@@ -82,8 +84,6 @@ from t9k_operator.reconcilers.engine.conditions import (
     set_condition,
 )
 from t9k_operator.reconcilers.engine.replicas import render_replicas, role_restarts
-from t9k_operator.reconcilers.kinds.pods import ReplicaState, should_restart
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Role
 
 DEFAULT_START_TIMEOUT = 600.0
 """Seconds a placed pod may take to start when neither the job nor the
@@ -108,7 +108,7 @@ Pods = Mapping[tuple[str, int], ReplicaState]
 
 class Rules(Protocol):
     """What the engine asks of a job's kind (a
-    :class:`~t9k_operator.reconcilers.kinds.contract.JobKind` is one)."""
+    :class:`~t9k_operator.kinds.contract.JobKind` is one)."""
 
     @property
     def debug_command(self) -> tuple[str, ...]: ...

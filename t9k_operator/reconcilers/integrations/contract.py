@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from t9k_operator.kinds.contract import JobKind, Stored
+from t9k_operator.kinds.view import Gate, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL
-from t9k_operator.reconcilers.kinds.contract import JobKind, Stored
-from t9k_operator.reconcilers.kinds.view import Gate, JobView
 from t9k_operator.resources import Resource
 
 S = TypeVar("S")
@@ -41,7 +41,7 @@ Event = tuple[str, str, str]
 """An Event to record on the job: type (Normal | Warning), reason, message."""
 Templates = Callable[[str], Obj]
 """A replica type's pod as the kind builds it (index 0, no debug or resume);
-raises :class:`~t9k_operator.reconcilers.kinds.contract.ChildNotReady` while a
+raises :class:`~t9k_operator.kinds.contract.ChildNotReady` while a
 child it needs is missing."""
 
 

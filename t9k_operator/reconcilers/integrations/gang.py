@@ -23,6 +23,7 @@ from typing import Any
 
 from t9k_operator.builders import gang
 from t9k_operator.builders.gang import Backend
+from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -35,7 +36,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Watch,
     last_seen,
 )
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import Resource
 
 WARN, HOLD = "warn", "hold"

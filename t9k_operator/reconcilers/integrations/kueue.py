@@ -34,6 +34,8 @@ from typing import Any
 
 from t9k_operator.builders import gang, kueue
 from t9k_operator.builders.common import REPLICA_TYPE
+from t9k_operator.kinds.contract import ChildNotReady
+from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import fmt_time
 from t9k_operator.reconcilers.integrations.contract import (
@@ -48,8 +50,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Watch,
     last_seen,
 )
-from t9k_operator.reconcilers.kinds.contract import ChildNotReady
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import Resource
 
 WORKLOADS = Resource(kueue.GROUP, kueue.VERSION, "workloads", "Workload")

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from t9k_operator.kinds.contract import JobKind
+from t9k_operator.kinds.view import Gate, JobView
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.integrations.contract import Caches, Integration, JobInput
-from t9k_operator.reconcilers.kinds.contract import JobKind
-from t9k_operator.reconcilers.kinds.view import Gate, JobView
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from t9k_operator.api.progress import ProgressReport, human_seconds, summary
 from t9k_operator.builders.common import job_labels
+from t9k_operator.kinds.view import Heard, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL, fmt_time
 from t9k_operator.reconcilers.integrations.contract import (
@@ -45,7 +46,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Watch,
     controller_of,
 )
-from t9k_operator.reconcilers.kinds.view import Heard, JobView
 from t9k_operator.resources import CONFIGMAPS
 
 WHAT = "the job's progress CA ConfigMap"

@@ -18,7 +18,7 @@ import pytest
 
 from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
 from t9k_operator.api.crd import CrdInfo, JobObject
-from t9k_operator.reconcilers.kinds.registry import crds
+from t9k_operator.kinds.registry import crds
 from tests.unit.api import test_colossalai_models as colossalai_tests
 from tests.unit.api import test_deepspeed_models as deepspeed_tests
 from tests.unit.api import test_msjob_models as msjob_tests

@@ -64,7 +64,7 @@ def test_env_of_each_role() -> None:
 
 
 def test_kubeflow_conditions_carry_the_moment_they_changed() -> None:
-    from t9k_operator.reconcilers.kinds.msjob import kubeflow_conditions
+    from t9k_operator.kinds.msjob import kubeflow_conditions
 
     engine = {
         "phase": "Running",

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from t9k_operator.builders.gang import GangRequest
+from t9k_operator.kinds.contract import PodMode
+from t9k_operator.kinds.pods import ReplicaState, Waiting
+from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role
 from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
 from t9k_operator.reconcilers.integrations import plan as planning
 from t9k_operator.reconcilers.integrations.gang import (
@@ -24,9 +27,6 @@ from t9k_operator.reconcilers.integrations.tensorboard import (
     JobTensorBoardState,
 )
 from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
-from t9k_operator.reconcilers.kinds.contract import PodMode
-from t9k_operator.reconcilers.kinds.pods import ReplicaState, Waiting
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView, Outcome, Override, Role
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 Pods = dict[tuple[str, int], ReplicaState]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.view import HangPolicy, Heard, JobView, Role
 from t9k_operator.reconcilers.engine import Plan, Reason, get_condition, plan
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import HangPolicy, Heard, JobView, Role
 from tests.unit.reconcilers.test_engine import KIND, T0, job, pod, running
 
 TIMEOUT = 600

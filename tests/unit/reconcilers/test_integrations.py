@@ -21,6 +21,7 @@ import yaml
 from t9k_operator.__main__ import parse_args
 from t9k_operator.builders import gang
 from t9k_operator.builders.common import child_metadata, job_labels
+from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations import registry
 from t9k_operator.reconcilers.integrations.contract import (
@@ -33,7 +34,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Watch,
 )
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
-from t9k_operator.reconcilers.kinds.view import Gate, Hold, JobView
 from t9k_operator.resources import Resource
 from tests.kinds import KIND_NAMES
 from tests.unit.reconcilers.test_job_reconciler import JOBS, Harness

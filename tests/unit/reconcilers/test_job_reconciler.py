@@ -20,17 +20,17 @@ from pytest_mock import MockerFixture
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.kinds.colossalai import ColossalAIKind
+from t9k_operator.kinds.contract import JobKind
+from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.msjob import MSJobKind
+from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
 from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
-from t9k_operator.reconcilers.kinds.colossalai import ColossalAIKind
-from t9k_operator.reconcilers.kinds.contract import JobKind
-from t9k_operator.reconcilers.kinds.deepspeed import DeepSpeedKind
-from t9k_operator.reconcilers.kinds.msjob import MSJobKind
-from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeRecorder

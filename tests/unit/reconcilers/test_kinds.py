@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch
-from t9k_operator.reconcilers.kinds.contract import JobKind, PodMode, read
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.registry import KINDS, by_kind
-from t9k_operator.reconcilers.kinds.view import HangPolicy, Override, Role
+from t9k_operator.kinds.contract import JobKind, PodMode, read
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.registry import KINDS, by_kind
+from t9k_operator.kinds.view import HangPolicy, Override, Role
 
 
 def _template(container: str) -> dict[str, Any]:

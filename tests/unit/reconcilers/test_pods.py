@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.kinds.pods import (
+from t9k_operator.kinds.pods import (
     ReplicaState,
     node_trouble,
     replica_state,

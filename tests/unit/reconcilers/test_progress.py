@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.progress import ProgressReport
+from t9k_operator.kinds.registry import KINDS
+from t9k_operator.kinds.view import HangPolicy, Heard
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.apply.progress import MAX_PODS, Coalescer, ProgressStore
 from t9k_operator.reconcilers.engine import Reason, get_condition
@@ -30,8 +32,6 @@ from t9k_operator.reconcilers.integrations.progress import (
     render,
     throughput,
 )
-from t9k_operator.reconcilers.kinds.registry import KINDS
-from t9k_operator.reconcilers.kinds.view import HangPolicy, Heard
 from tests.unit.reconcilers.test_engine import KIND, T0, job, running
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.reconcilers.kinds.contract import read
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
-from t9k_operator.reconcilers.kinds.view import Override, Role
+from t9k_operator.kinds.contract import read
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.view import Override, Role
 
 
 def job(specs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:

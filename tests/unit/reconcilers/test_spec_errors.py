@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from t9k_operator.api.deepspeed import DeepSpeedJobObject
-from t9k_operator.reconcilers.kinds.contract import parse, user_path
+from t9k_operator.kinds.contract import parse, user_path
 
 
 def ds(run: Any) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def test_user_path_walks_the_object() -> None:
 
 
 def test_fields_not_acted_on_are_found_where_set() -> None:
-    from t9k_operator.reconcilers.kinds.contract import present_fields
+    from t9k_operator.kinds.contract import present_fields
 
     replica_specs = [{"type": "a"}, {"type": "b", "scalingWeight": 2}]
     scheduler = {"t9kScheduler": {"queue": "q"}}
@@ -46,7 +46,7 @@ def test_fields_not_acted_on_are_found_where_set() -> None:
 
 
 def test_a_start_timeout_annotation_that_is_not_whole_seconds_names_the_annotation() -> None:
-    from t9k_operator.reconcilers.kinds.contract import START_TIMEOUT_ANNOTATION, job_view
+    from t9k_operator.kinds.contract import START_TIMEOUT_ANNOTATION, job_view
 
     meta = {"name": "a", "namespace": "n", "uid": "u"}
     good = job_view("K", {**meta, "annotations": {START_TIMEOUT_ANNOTATION: "900"}}, ())

@@ -4,10 +4,10 @@ A kind is its API module (``t9k_operator.api.<kind>``: the models, and the
 ``CRD`` that declares its identity: group, version, plural, kind), its
 builders (``t9k_operator.builders.<kind>``: pure functions from a job to its
 children) and a class in this package satisfying :class:`JobKind`, listed once
-in :data:`t9k_operator.reconcilers.kinds.registry.KINDS`. Everything else (the
+in :data:`t9k_operator.kinds.registry.KINDS`. Everything else (the
 controller, the CRD and RBAC generators, the thread pool, the tests' list of
 kinds) derives from that list. The types the engine and the hooks exchange are
-in :mod:`~t9k_operator.reconcilers.kinds.view`.
+in :mod:`~t9k_operator.kinds.view`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""

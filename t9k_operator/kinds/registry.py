@@ -16,11 +16,11 @@ from typing import Any
 
 from t9k_operator.api import tensorboard
 from t9k_operator.api.crd import CrdInfo
-from t9k_operator.reconcilers.kinds.colossalai import ColossalAIKind
-from t9k_operator.reconcilers.kinds.contract import JobKind
-from t9k_operator.reconcilers.kinds.deepspeed import DeepSpeedKind
-from t9k_operator.reconcilers.kinds.msjob import MSJobKind
-from t9k_operator.reconcilers.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.colossalai import ColossalAIKind
+from t9k_operator.kinds.contract import JobKind
+from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.msjob import MSJobKind
+from t9k_operator.kinds.pytorch import PyTorchKind
 
 KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
 

@@ -22,8 +22,7 @@ from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPoli
 from t9k_operator.builders import msjob as build
 from t9k_operator.builders.gang import GangRequest
 from t9k_operator.builders.msjob import Job
-from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kinds.contract import (
+from t9k_operator.kinds.contract import (
     ChildNotReady,
     KindBase,
     PodMode,
@@ -31,8 +30,9 @@ from t9k_operator.reconcilers.kinds.contract import (
     Stored,
     job_view,
 )
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role, hang_policy
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
+from t9k_operator.objects import Obj
 
 
 def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:

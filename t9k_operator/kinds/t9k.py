@@ -8,8 +8,8 @@ from typing import Any
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders.gang import GangRequest, priority_class
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.view import Outcome, Override, hang_policy
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.view import Outcome, Override, hang_policy
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:

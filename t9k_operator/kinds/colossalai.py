@@ -16,11 +16,11 @@ from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh, tensorboard
 from t9k_operator.builders.colossalai import Job
+from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.t9k import gang_view, run_mode_view, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kinds.contract import KindBase, PodMode, Services, job_view
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.t9k import gang_view, run_mode_view, succeeded_with
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role, hang_policy
 
 WORKERS_ONLY = frozenset({"worker"})
 

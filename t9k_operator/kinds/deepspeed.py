@@ -14,11 +14,11 @@ from t9k_operator.api.deepspeed import CRD, DeepSpeedJobSpec, effective_worker_c
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
+from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.kinds.contract import KindBase, PodMode, Services, job_view
-from t9k_operator.reconcilers.kinds.pods import ReplicaState
-from t9k_operator.reconcilers.kinds.t9k import gang_view, run_policy_view, succeeded_with
-from t9k_operator.reconcilers.kinds.view import JobView, Outcome, Role
 
 
 def spec_error(spec: DeepSpeedJobSpec) -> str | None:
