@@ -10,13 +10,26 @@ keeps the launcher for its logs. Debug pods run ``sleep inf``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import shlex
+from collections.abc import Mapping, Sequence
 
 from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
+from t9k_operator.api.deepspeed_config import command_argv
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh, tensorboard
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.local import (
+    LOOPBACK,
+    Here,
+    Launch,
+    Process,
+    Program,
+    Replica,
+    rank_env,
+    split_python,
+)
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_mode_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
@@ -78,3 +91,84 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def tensorboard(self, job: Job) -> Obj | None:
         return tensorboard.for_job(job, job.spec.tensorboard_spec)
+
+    @property
+    def local(self) -> ColossalAILocal:
+        return ColossalAILocal()
+
+
+# -- t9k run --local -----------------------------------------------------------------------
+
+
+class ColossalAILocal:
+    """The launcher pod runs ``colossalai run``, which logs into every worker
+    over ssh and starts a ``torchrun`` line there; without sshd here, every rank
+    is started directly as that line would start it, with the launcher's
+    environment. A program given after ``--`` becomes ``worker.command``: a
+    script Python runs, or a command each rank runs as is."""
+
+    def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
+        out = copy.deepcopy(manifest)
+        worker = out.setdefault("spec", {}).setdefault("worker", {})
+        python, script = split_python(argv)
+        if script and not script[0].startswith("-"):
+            worker["command"] = script
+            return Program(out, python)
+        worker["command"] = list(argv)
+        return Program(out, as_is=True)
+
+    def launch(self, job: Job, replicas: Mapping[str, Replica], here: Here) -> Launch:
+        w = job.spec.worker
+        workers, per_worker = w.replicas, int(w.proc_per_worker)
+        extra = build.extra_launch_args(w.torch_args)
+        overrides = dict(kv.split("=", 1) for kv in extra.split(",") if "=" in kv) if extra else {}
+        port = here.port(int(overrides.get("master_port", build.MASTER_PORT)))
+        ignored = [kv for kv in extra.split(",") if kv and kv.split("=")[0] != "master_port"]
+        if ignored:
+            here.note(f"torchrun arguments not applied locally: {','.join(ignored)}")
+        cluster = shlex.join(build.colossalai_command(job))
+        launcher = replicas["launcher"]
+        env_base = here.env(launcher.env)
+        env_base.pop("HOSTNAME", None)
+        command = [here.text(str(a)) for a in command_argv(list(w.command or []))]
+        if launcher.container.get("workingDir"):
+            here.note(
+                f"the launcher's workingDir {launcher.container['workingDir']} is the image's: "
+                "ranks run in this directory"
+            )
+        world = workers * per_worker
+        processes = []
+        for node in range(workers):
+            for local in range(per_worker):
+                rank = node * per_worker + local
+                argv = command if here.as_is else [here.python, "-u", *command]
+                env = rank_env(
+                    env_base,
+                    {
+                        "RANK": rank,
+                        "LOCAL_RANK": local,
+                        "WORLD_SIZE": world,
+                        "LOCAL_WORLD_SIZE": per_worker,
+                        "GROUP_RANK": node,
+                        "GROUP_WORLD_SIZE": workers,
+                        "ROLE_RANK": rank,
+                        "ROLE_WORLD_SIZE": world,
+                        "ROLE_NAME": "default",
+                        "MASTER_ADDR": LOOPBACK,
+                        "MASTER_PORT": port,
+                        "TORCHELASTIC_RESTART_COUNT": 0,
+                        "TORCHELASTIC_MAX_RESTARTS": 0,
+                        "TORCHELASTIC_RUN_ID": job.uid,
+                    },
+                )
+                label = f"worker-{node}" if per_worker == 1 else f"worker-{node}:{local}"
+                processes.append(Process(label, ("launcher", 0), tuple(argv), env))
+        here.note(
+            f"ColossalAIJob: on the cluster the launcher pod runs `{cluster}`, which logs into "
+            "every worker over ssh (workers run sshd): here there is no sshd, so each rank is "
+            "started directly as that torchrun line would start it on its worker, with the "
+            "launcher's environment; the ranks together stand for the launcher, whose exit "
+            "(1 when any rank fails) decides the job"
+        )
+        # The launcher exits 1 whichever host failed.
+        return Launch("launcher", cluster, tuple(processes), failed_exit_code=1)

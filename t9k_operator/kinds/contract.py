@@ -22,6 +22,7 @@ from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
+from t9k_operator.kinds.local import LocalRun
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj
@@ -130,6 +131,13 @@ class JobKind(Protocol[J]):
         """The status to store, from the engine's. A kind whose stored status has
         another shape (MSJob's is Kubeflow's) reads the engine's back in
         ``engine_status``."""
+        ...
+
+    # -- t9k run --local -----------------------------------------------------------------
+
+    @property
+    def local(self) -> LocalRun[J]:
+        """What the local runner needs of the kind (:mod:`~t9k_operator.kinds.local`)."""
         ...
 
 

@@ -8,13 +8,30 @@ does both, at once and with the reason). Debug pods run ``/usr/sbin/sshd -D``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import shlex
+from collections.abc import Mapping, Sequence
 
-from t9k_operator.api.deepspeed import CRD, DeepSpeedJobSpec, effective_worker_count
+from t9k_operator.api.deepspeed import (
+    CRD,
+    DeepSpeedJobSpec,
+    effective_slots,
+    effective_worker_count,
+)
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.local import (
+    LOOPBACK,
+    Here,
+    Launch,
+    Process,
+    Program,
+    Replica,
+    rank_env,
+    split_python,
+)
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role
@@ -70,3 +87,102 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def tensorboard(self, job: Job) -> Obj | None:
         return tensorboard.for_job(job, job.spec.tensorboard_spec)
+
+    @property
+    def local(self) -> DeepSpeedLocal:
+        return DeepSpeedLocal()
+
+
+# -- t9k run --local -----------------------------------------------------------------------
+
+MASTER_PORT = 29500
+"""deepspeed's ``--master_port`` default (the first host's TCPStore port)."""
+ENV_SKIPPED = frozenset({"HOSTNAME", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "TERM"})
+"""What worker-0's launch script leaves out of ``.deepspeed_env`` (with T9K_*)."""
+
+
+def _flag_value(args: Sequence[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+class DeepSpeedLocal:
+    """worker-0 runs ``deepspeed``, whose launcher (pdsh) logs into every worker
+    over ssh; without sshd here, every rank is started directly as
+    ``deepspeed.launcher.launch`` starts it on its worker, with the environment
+    ``.deepspeed_env`` carries from worker-0. A program given after ``--``
+    becomes ``config.run``: ``python SCRIPT`` its ``python``, ``python -m MOD``
+    its ``module``, anything else its ``exec``."""
+
+    def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
+        out = copy.deepcopy(manifest)
+        config = out.setdefault("spec", {}).setdefault("config", {})
+        python, script = split_python(argv)
+        if script and script[0] == "-m" and len(script) > 1:
+            config["run"] = {"module": script[1:]}
+        elif script and not script[0].startswith("-"):
+            config["run"] = {"python": script}
+        else:
+            python, config["run"] = None, {"exec": list(argv)}
+        return Program(out, python)
+
+    def launch(self, job: Job, replicas: Mapping[str, Replica], here: Here) -> Launch:
+        cfg = build.config(job)
+        workers, slots = effective_worker_count(job.spec), effective_slots(job.spec)
+        other = list(cfg.other_args)
+        port = here.port(int(_flag_value(other, "--master_port") or MASTER_PORT))
+        cluster = shlex.join(build.deepspeed_command(job))
+        ignored = [a for a in other if not a.startswith(("--master_port", "--master_addr"))]
+        if ignored:
+            here.note(f"deepspeed arguments not applied locally: {' '.join(ignored)}")
+        if cfg.autotune != "none":
+            here.note("autotuning is not run locally: the ranks train as configured")
+        # worker-0's launch script writes .deepspeed_env from its environment; pdsh
+        # gives the remote ranks that, not their own pods' environment.
+        ds_env = {
+            k: v
+            for k, v in here.env(replicas["worker-0"].env).items()
+            if not k.startswith("T9K_") and k not in ENV_SKIPPED and "\n" not in v
+        }
+        content = "".join(f"{k}={v}\n" for k, v in ds_env.items())
+        here.file(".deepspeed_env", content, mounted_at=build.ENV_FILE)
+        run = cfg.run
+        assert run is not None  # spec_error refuses a job without one
+        run_argv = [here.text(a) for a in run.argv]
+        processes = []
+        for node in range(workers):
+            for local in range(slots):
+                flag = [f"--local_rank={local}"] if cfg.local_rank else []
+                if run.kind == "exec":
+                    argv = [run_argv[0], *flag, *run_argv[1:]]
+                elif run.kind == "module":
+                    argv = [here.python, "-u", "-m", run_argv[0], *flag, *run_argv[1:]]
+                else:
+                    argv = [here.python, "-u", run_argv[0], *flag, *run_argv[1:]]
+                env = rank_env(
+                    ds_env,
+                    {
+                        "RANK": node * slots + local,
+                        "LOCAL_RANK": local,
+                        "WORLD_SIZE": workers * slots,
+                        "LOCAL_SIZE": slots,
+                        "CROSS_RANK": node,
+                        "CROSS_SIZE": workers,
+                        "MASTER_ADDR": LOOPBACK,
+                        "MASTER_PORT": port,
+                    },
+                )
+                label = f"worker-{node}" if slots == 1 else f"worker-{node}:{local}"
+                processes.append(Process(label, ("worker", 0), tuple(argv), env))
+        here.note(
+            f"DeepSpeedJob: on the cluster worker-0 runs `{cluster}`, which reaches every "
+            "worker over ssh (pdsh) and needs sshd on each: here there is no sshd, so each "
+            "rank is started directly as deepspeed.launcher.launch would start it on its "
+            "worker, with worker-0's environment (.deepspeed_env); the ranks together stand "
+            "for worker-0, whose exit decides the job"
+        )
+        return Launch("worker-0", cluster, tuple(processes))

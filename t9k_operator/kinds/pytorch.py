@@ -7,13 +7,15 @@ debug pods run ``sleep inf`` unless told otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
 from t9k_operator.builders import tensorboard
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role
@@ -75,3 +77,34 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def tensorboard(self, job: Job) -> Obj | None:
         return tensorboard.for_job(job, job.spec.tensorboard_spec)
+
+    @property
+    def local(self) -> PyTorchLocal:
+        return PyTorchLocal()
+
+
+# -- t9k run --local -----------------------------------------------------------------------
+
+
+class PyTorchLocal(EachReplica):
+    """Each replica runs its training container. A program given after ``--``
+    replaces the container's command (its args dropped); in torchrun mode,
+    torchrun runs the container's args, so a script becomes them and anything
+    else runs with ``--no-python``."""
+
+    def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
+        out = copy.deepcopy(manifest)
+        spec = out.setdefault("spec", {})
+        python, script = split_python(argv)
+        torchrun = (spec.get("torchrunConfig") or {}).get("enabled")
+        for rs in spec.get("replicaSpecs") or []:
+            c = training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
+            if c is None:
+                continue
+            if torchrun:  # torchrun runs the container's args: a script, else --no-python
+                c["args"] = script if script is not None and script[0] != "-m" else list(argv)
+            else:
+                c["command"], _ = list(argv), c.pop("args", None)
+        if torchrun and (script is None or script[0] == "-m"):
+            spec["torchrunConfig"].setdefault("extraOptions", []).append("--no-python")
+        return Program(out, python)

@@ -26,7 +26,7 @@ import yaml
 
 from t9k_operator.local import LocalRunError, add_arguments, main, plan, run
 from t9k_operator.local.cli import prepare
-from t9k_operator.local.plan import Rewriter
+from t9k_operator.local.rewrite import Rewriter
 from t9k_operator.local.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
