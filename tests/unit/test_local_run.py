@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from t9k_operator.kinds import registry
+from t9k_operator.kinds.contract import JobKind
 from t9k_operator.local import LocalRunError, add_arguments, main, plan, run
 from t9k_operator.local.cli import prepare
 from t9k_operator.local.rewrite import Rewriter
@@ -66,6 +68,20 @@ def test_the_samples_cover_all_four_kinds() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
     assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("kind", registry.KINDS, ids=lambda k: k.crd.kind)
+@pytest.mark.parametrize("program", [[], ["python", "train.py"], ["./train.sh"]])
+def test_every_kind_says_what_runs_locally(kind: JobKind[Any], program: list[str]) -> None:
+    # Every registered kind has the local runner's hook, and its sample plans
+    # (a dry run), with its own program and with one given after `--`.
+    assert callable(kind.local.program) and callable(kind.local.launch)
+    paths = [p for p in SAMPLES if sample(p.name)["kind"] == kind.crd.kind]
+    assert paths, f"no sample of {kind.crd.kind} in manifests/samples"
+    for path in paths:
+        out, err = io.StringIO(), io.StringIO()
+        assert run(path, program, dry_run=True, out=out, err=err) == 0, err.getvalue()
+        assert out.getvalue().startswith("[") and "  command: " in out.getvalue()
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
