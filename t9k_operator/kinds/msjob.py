@@ -255,5 +255,6 @@ class MSJobLocal(EachReplica):
         for rs in (out.setdefault("spec", {}).get("msReplicaSpecs") or {}).values():
             c = training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
             if c is not None:
-                c["command"], _ = list(argv), c.pop("args", None)
+                c["command"] = list(argv)
+                c.pop("args", None)
         return Program(out)

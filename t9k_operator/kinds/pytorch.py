@@ -95,7 +95,7 @@ class PyTorchLocal(EachReplica):
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
         spec = out.setdefault("spec", {})
-        python, script = split_python(argv)
+        _, script = split_python(argv)
         torchrun = (spec.get("torchrunConfig") or {}).get("enabled")
         for rs in spec.get("replicaSpecs") or []:
             c = training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
@@ -104,7 +104,8 @@ class PyTorchLocal(EachReplica):
             if torchrun:  # torchrun runs the container's args: a script, else --no-python
                 c["args"] = script if script is not None and script[0] != "-m" else list(argv)
             else:
-                c["command"], _ = list(argv), c.pop("args", None)
+                c["command"] = list(argv)
+                c.pop("args", None)
         if torchrun and (script is None or script[0] == "-m"):
             spec["torchrunConfig"].setdefault("extraOptions", []).append("--no-python")
-        return Program(out, python)
+        return Program(out)
