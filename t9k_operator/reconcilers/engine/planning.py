@@ -16,7 +16,7 @@ from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine.conditions import fmt_time, get_condition, set_condition
-from t9k_operator.reconcilers.engine.replicas import render_replicas, role_restarts
+from t9k_operator.reconcilers.engine.replicas import render_nodes, render_replicas, role_restarts
 
 RESTARTS_KEPT = 10
 """How many recreated replicas ``status.restarts`` remembers (the newest)."""
@@ -128,6 +128,7 @@ class Pass:
         creating = {(t, i) for t, i, _ in self.out.create}
         deleting = {s.uid for s in self.out.delete}
         render_replicas(self.job, self.pods, self.status, self.role_restarts, creating, deleting)
+        render_nodes(self.prev, self.pods, self.status)
         return self.out
 
 
