@@ -5,7 +5,8 @@ PyTorchTrainingJob, DeepSpeedJob or ColossalAIJob (a kind adds its own
 fields by subclassing it): the phase and conditions of the job, its replicas
 grouped by replica type (:class:`TaskStatus`, :class:`ReplicaStatus`,
 :class:`ContainerStatus`) and counted by phase (:class:`Aggregate`), the
-restart count that ``spec.runPolicy.backoffLimit`` limits, the scale
+restart count that ``spec.runPolicy.backoffLimit`` limits, the node each
+replica last ran on (:class:`ReplicaNode`, kept after its pod), the scale
 subresource's replica count and selector, and what the gang scheduler
 (:class:`PodGroupStatus`) and Kueue (:class:`WorkloadStatus`) say of the job.
 MSJob's status, the MindSpore operator's, builds on the same models with
@@ -101,6 +102,13 @@ class RestartRecord(T9kModel):
             "(a disruption, counted in disruptionCount)."
         )
     )
+
+
+class ReplicaNode(T9kModel):
+    """The node a replica last ran on."""
+
+    replica: str = Field(description="Name of the replica's pod.")
+    node: str = Field(description="The node that pod was placed on.")
 
 
 class TaskStatus(T9kModel):
@@ -216,6 +224,14 @@ class JobStatus(T9kModel):
             "The last 10 replicas the operator recreated, oldest first: when, which, why, "
             "on which node, and whether it counted against backoffLimit. Kept after the job "
             "has finished."
+        ),
+    )
+    nodes: list[ReplicaNode] = Field(
+        default=[],
+        description=(
+            "The node each replica last ran on, by the name of its pod, sorted by replica "
+            "type and index; kept when the pod is gone (recreated, deleted by the cleanup policy, "
+            "the job paused), so that a finished job still says where it ran."
         ),
     )
     counted_failures: list[str] = Field(

@@ -178,6 +178,11 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
     start = parse_time(status.get("startTime"))
     end = parse_time(status.get("completionTime")) or now
     created = parse_time(_meta(job).get("creationTimestamp"))
+    nodes = {str(p["spec"]["nodeName"]) for p in mine if live(p)}
+    if not nodes and phase(job) in FINISHED:
+        # None of its pods runs any more: the nodes its replicas ran on, as
+        # the operator recorded them.
+        nodes = {str(n["node"]) for n in status.get("nodes") or [] if n.get("node")}
     return JobSummary(
         namespace=str(_meta(job).get("namespace") or ""),
         name=str(_meta(job).get("name") or ""),
@@ -187,7 +192,7 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
         gpus_requested=gpus_requested(kind, job),
         gpus_allocated=sum(pod_gpus(p) for p in mine if live(p)),
         duration=human_duration((end - start).total_seconds()) if start else "",
-        nodes=tuple(sorted({str(p["spec"]["nodeName"]) for p in mine if live(p)})),
+        nodes=tuple(sorted(nodes)),
         queue=queue(job),
         age=human_duration((now - created).total_seconds()) if created else "",
         progress=str(_progress(job).get("summary") or ""),
@@ -250,11 +255,13 @@ def _exit_code(pod: Obj) -> str:
 
 
 def replica_rows(job: Obj, pods: Iterable[Obj]) -> list[ReplicaRow]:
-    """One row per replica: the operator's status.tasks, with each pod's node;
-    replicas the status does not list yet come from their pods."""
+    """One row per replica: the operator's status.tasks, with each pod's node
+    (the node the status recorded, for a pod that is gone); replicas the status
+    does not list yet come from their pods."""
     name = str(_meta(job).get("name") or "")
     by_pod = {str(_meta(p).get("name")): p for p in job_pods(job, pods)}
     records = _status(job).get("restarts") or []
+    ran_on = {str(n.get("replica")): str(n.get("node")) for n in _status(job).get("nodes") or []}
     rows: dict[str, ReplicaRow] = {}
     for task in _status(job).get("tasks") or []:
         for r in task.get("replicas") or []:
@@ -270,7 +277,9 @@ def replica_rows(job: Obj, pods: Iterable[Obj]) -> list[ReplicaRow]:
                 phase=str(r.get("phase") or _status(pod).get("phase") or ""),
                 exit_code=code or _exit_code(pod),
                 restarts=sum(1 for rec in records if rec.get("replica") == pod_name),
-                node=str((pod.get("spec") or {}).get("nodeName") or ""),
+                node=str((pod.get("spec") or {}).get("nodeName") or "")
+                if pod
+                else ran_on.get(pod_name, ""),
             )
     for pod_name, pod in by_pod.items():
         if pod_name not in rows:
@@ -328,8 +337,7 @@ def node_usage(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[NodeUsage]:
 
 def job_usage(jobs: Sequence[Obj], pods: Sequence[Obj], now: datetime) -> list[JobSummary]:
     """The jobs that hold GPUs or pods, most GPUs first."""
-    rows = [summarize(j, pods, now) for j in jobs]
-    rows = [r for r in rows if r.gpus_allocated or r.nodes]
+    rows = [summarize(j, pods, now) for j in jobs if any(live(p) for p in job_pods(j, pods))]
     return sorted(rows, key=lambda r: (-r.gpus_allocated, r.namespace, r.name))
 
 

@@ -38,7 +38,7 @@ PURE = "Pure packages: builders, api, kinds, engine, integrations"
 @pytest.mark.parametrize(
     "module",
     [
-        "reconcilers/engine/rules.py",
+        "reconcilers/engine/planner.py",
         "kinds/contract.py",
         "reconcilers/integrations/gang.py",
         "reconcilers/integrations/contract.py",
@@ -62,7 +62,7 @@ def test_the_engine_importing_an_integration_breaks_the_reconcilers_layers(tmp_p
     tree = copy_of_the_package(tmp_path)
     contract = "Reconcilers by role: apply -> integrations -> engine"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
-    rules = tree / "t9k_operator" / "reconcilers" / "engine" / "rules.py"
+    rules = tree / "t9k_operator" / "reconcilers" / "engine" / "planner.py"
     rules.write_text(
         rules.read_text() + "\nfrom t9k_operator.reconcilers.integrations import plan  # noqa\n"
     )

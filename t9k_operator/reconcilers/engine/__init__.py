@@ -13,15 +13,11 @@ from t9k_operator.reconcilers.engine.conditions import (
     parse_time,
     set_condition,
 )
-from t9k_operator.reconcilers.engine.rules import (
-    CREATE_BATCH,
-    DEFAULT_DISRUPTION_LIMIT,
-    DEFAULT_START_TIMEOUT,
-    Plan,
-    Pods,
-    Rules,
-    plan,
-)
+from t9k_operator.reconcilers.engine.creation import CREATE_BATCH
+from t9k_operator.reconcilers.engine.deadlines import DEFAULT_START_TIMEOUT
+from t9k_operator.reconcilers.engine.planner import plan
+from t9k_operator.reconcilers.engine.planning import Plan, Pods, Rules
+from t9k_operator.reconcilers.engine.restarts import DEFAULT_DISRUPTION_LIMIT
 
 __all__ = [
     "CREATE_BATCH",

@@ -1,6 +1,7 @@
 """The replica part of a job's status: ``tasks`` (per replica type: its
-restarts and the replicas that have a pod or are being created) and the
-``aggregate`` counts, ``replicas``, ``readyReplicas`` and ``selector``. Pure."""
+restarts and the replicas that have a pod or are being created), the
+``aggregate`` counts, ``replicas``, ``readyReplicas`` and ``selector``, and
+``nodes`` (the node each replica last ran on, which outlives its pod). Pure."""
 
 from __future__ import annotations
 
@@ -88,3 +89,28 @@ def render_replicas(
     status["replicas"] = total
     status["readyReplicas"] = ready
     status["selector"] = job_selector(job.kind, job.name)
+
+
+def render_nodes(
+    prev: Mapping[str, Any], pods: Mapping[tuple[str, int], ReplicaState], status: Obj
+) -> None:
+    """``nodes``: the node each replica's pod is placed on now, else the one the
+    last status recorded for it (its pod gone or not placed again yet), by the
+    pod's name, sorted by replica type and index; absent while no replica has
+    been placed."""
+    nodes = {
+        str(n["replica"]): str(n["node"])
+        for n in prev.get("nodes") or []
+        if n.get("replica") and n.get("node")
+    }
+    nodes |= {s.name: s.node for s in pods.values() if s.node}
+    if nodes:
+        status["nodes"] = [
+            {"replica": r, "node": nodes[r]} for r in sorted(nodes, key=_replica_order)
+        ]
+
+
+def _replica_order(pod_name: str) -> tuple[str, int]:
+    """``j-worker-2`` before ``j-worker-10``: by type, then by index."""
+    head, _, index = pod_name.rpartition("-")
+    return (head, int(index)) if index.isdigit() else (pod_name, -1)
