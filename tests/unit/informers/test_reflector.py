@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 from prometheus_client import REGISTRY
 
+from t9k_operator.informers.backoff import Backoff
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.informers.reflector import (
-    Backoff,
-    Reflector,
-    ResourceListerWatcher,
-    strip_managed_fields,
-)
+from t9k_operator.informers.listwatch import ResourceListerWatcher
+from t9k_operator.informers.reflector import Reflector
+from t9k_operator.informers.transform import strip_managed_fields
 from t9k_operator.kube.errors import Gone, ServerError, TransportError
 from t9k_operator.objects import Obj
 from t9k_operator.resources import PODS
