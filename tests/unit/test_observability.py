@@ -23,7 +23,7 @@ from t9k_operator.objects import Obj
 from t9k_operator.resources import LEASES, Resource
 from t9k_operator.runtime.controller import Controller, Result
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions
-from t9k_operator.runtime.workqueue import RateLimitingQueue
+from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 from tests.fakes import FakeClock
 
 

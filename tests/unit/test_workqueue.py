@@ -14,7 +14,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from t9k_operator.foundation.clock import RealClock
-from t9k_operator.runtime.workqueue import DelayingQueue, Queue, RateLimitingQueue
+from t9k_operator.runtime.delayingqueue import DelayingQueue
+from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
+from t9k_operator.runtime.workqueue import Queue
 from tests.fakes import FakeClock, StubLimiter
 
 JOIN = 5.0  # generous bound for thread joins; tests normally finish in milliseconds
@@ -586,7 +588,7 @@ def test_metrics_disabled(name: str, metrics: bool, clock: FakeClock) -> None:
 def test_module_reload_does_not_register_metrics_twice() -> None:
     code = (
         "import importlib\n"
-        "import t9k_operator.runtime.workqueue as w\n"
+        "import t9k_operator.runtime.queue_metrics as w\n"
         "depth = w.DEPTH\n"
         "w = importlib.reload(w)\n"
         "assert w.DEPTH is depth\n"
