@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from t9k_operator.foundation import metrics
+from t9k_operator.foundation.metrics_client import INFORMER_REQUESTS
 from t9k_operator.kube.client import collect
 from t9k_operator.objects import Obj
 
@@ -63,7 +63,7 @@ class ResourceListerWatcher:
     def list(self) -> tuple[list[Obj], str]:
         """Every object, a page per request, each counted in
         ``t9k_informer_requests_total``."""
-        requests = metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="list")
+        requests = INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="list")
 
         def counted() -> Iterator[Obj]:
             for page in self.client.list_pages(
@@ -75,7 +75,7 @@ class ResourceListerWatcher:
         return collect(counted())
 
     def watch(self, resource_version: str, timeout_seconds: int) -> WatchEvents:
-        metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="watch").inc()
+        INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="watch").inc()
         return self.client.watch(
             self.resource,
             self.namespace,

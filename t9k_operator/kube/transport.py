@@ -13,8 +13,8 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
-from t9k_operator.foundation import metrics
 from t9k_operator.foundation.flowcontrol import TokenBucket
+from t9k_operator.foundation.metrics_client import API_LIMITER_WAIT, API_REQUESTS
 from t9k_operator.kube.config import Connection
 from t9k_operator.kube.errors import ApiError, TransportError, error_from_response
 from t9k_operator.objects import Obj
@@ -79,7 +79,7 @@ class Transport:
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
         waited = self._limiter.accept()
-        metrics.API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
+        API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
         url = self.connection.host + path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
@@ -102,9 +102,9 @@ class Transport:
                 redirect=False,
             )
         except urllib3.exceptions.HTTPError as exc:
-            metrics.API_REQUESTS.labels("<error>", method, self._host).inc()
+            API_REQUESTS.labels("<error>", method, self._host).inc()
             raise TransportError(f"{method} {path}: {exc}") from exc
-        metrics.API_REQUESTS.labels(str(response.status), method, self._host).inc()
+        API_REQUESTS.labels(str(response.status), method, self._host).inc()
         if response.status >= 300:
             payload = response.data if not stream else response.read()
             if stream:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from t9k_operator.foundation.clock import Clock
-from t9k_operator.foundation.metrics import (
+from t9k_operator.foundation.metrics_workqueue import (
     ADDS,
     DEPTH,
     LONGEST_RUNNING,

@@ -16,8 +16,8 @@ import structlog
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from t9k_operator.foundation import metrics
-from t9k_operator.foundation.metrics import JobsCollector
+from t9k_operator.foundation import metrics_jobs
+from t9k_operator.foundation.metrics_jobs import JobsCollector
 from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
 from t9k_operator.resources import LEASES, Resource
@@ -184,7 +184,7 @@ def test_jobs_are_counted_by_kind_namespace_and_phase_from_the_cache() -> None:
     assert jobs[labels(kind=pt, namespace="b", phase="Pending")] == 2
     assert jobs[labels(kind="MSJob", namespace="a", phase="Failed")] == 1
     assert not any(dict(k)["kind"] == "DeepSpeedJob" for k in jobs)  # a cold cache: nothing
-    assert len(jobs) == 3 * len(metrics.PHASES)  # (pt, a), (pt, b), (MSJob, a)
+    assert len(jobs) == 3 * len(metrics_jobs.PHASES)  # (pt, a), (pt, b), (MSJob, a)
     assert got["t9k_jobs_oldest_pending_seconds"] == {
         labels(kind=pt, namespace="b"): 30 * 60.0,
     }
@@ -209,16 +209,16 @@ def test_the_registered_collector_exports_while_the_manager_leads() -> None:
         leader_elect=True, leader_election=LeaderElectionOptions(lease_name="unit-jobs")
     )
     manager = Manager(object(), options)  # type: ignore[arg-type]
-    metrics.JOBS.watch("UnitKind", Cache([job("u", "Running", "2026-01-01T11:00:00Z")]))
+    metrics_jobs.JOBS.watch("UnitKind", Cache([job("u", "Running", "2026-01-01T11:00:00Z")]))
     series = labels(kind="UnitKind", namespace="u", phase="Running")
-    metrics.JOBS.export_while(manager.is_leader)
+    metrics_jobs.JOBS.export_while(manager.is_leader)
     try:
         assert series not in samples("t9k_jobs")
         manager._leading.set()
         assert samples("t9k_jobs")[series] == 1.0
     finally:
-        metrics.JOBS.export_while(None)
-        metrics.JOBS._caches.pop("UnitKind", None)
+        metrics_jobs.JOBS.export_while(None)
+        metrics_jobs.JOBS._caches.pop("UnitKind", None)
 
 
 # -- the progress of jobs not finished ---------------------------------------------------
@@ -438,7 +438,7 @@ def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[st
 
 def test_jobs_collector_is_registered_once() -> None:
     names = [c for c in REGISTRY._collector_to_names if isinstance(c, JobsCollector)]
-    assert names == [metrics.JOBS]
+    assert names == [metrics_jobs.JOBS]
 
 
 def test_a_kinds_lifecycle_series_exist_at_zero_once_a_job_of_a_namespace_is_seen() -> None:
