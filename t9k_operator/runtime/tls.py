@@ -84,18 +84,32 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    now: dt.datetime,
+    not_after: dt.datetime,
+) -> x509.CertificateBuilder:
+    """What every certificate here starts from: its names, its key, a random
+    serial, and a validity from five minutes ago (clocks differ) to ``not_after``."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(not_after)
+    )
+
+
 def new_ca(common: str) -> tuple[bytes, bytes]:
     """A self-signed CA: (certificate, key), PEM."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common))
-        .issuer_name(_name(common))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + CA_LIFETIME)
+        _builder(_name(common), _name(common), key, now, now + CA_LIFETIME)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -133,14 +147,9 @@ def new_serving(ca_cert: bytes, ca_key: bytes, hosts: Sequence[str]) -> tuple[by
         raise ValueError("the CA's key is not an EC key")
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
+    not_after = min(now + CERT_LIFETIME, ca.not_valid_after_utc)
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(hosts[0]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(min(now + CERT_LIFETIME, ca.not_valid_after_utc))
+        _builder(_name(hosts[0]), ca.subject, key, now, not_after)
         .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
