@@ -107,8 +107,8 @@ def run(reporters: int, seconds: float, workdir: Path) -> tuple[float, float, fl
     )
     certs = workdir / "certs"
     certs.mkdir(exist_ok=True)
-    ca, ca_key = tls.new_ca("bench CA")
-    cert, key = tls.new_serving(ca, ca_key, ["127.0.0.1"])
+    ca, ca_key = certs.new_ca("bench CA")
+    cert, key = certs.new_serving(ca, ca_key, ["127.0.0.1"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
         (certs / name).write_bytes(data)
     server = tls.TLSServer(("127.0.0.1", 0), handler_for(endpoint), tls.DirSource(certs))

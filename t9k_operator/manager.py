@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from t9k_operator.foundation import metrics
+from t9k_operator.foundation import metrics, metrics_jobs
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
@@ -230,7 +230,7 @@ class Manager:
         )
         # The jobs gauges come from the cache, from the leader only: a standby's
         # cache holds the same jobs, and summing over replicas must count each once.
-        metrics.JOBS.export_while(lambda: self._leading.is_set() and not self._stop.is_set())
+        metrics_jobs.JOBS.export_while(lambda: self._leading.is_set() and not self._stop.is_set())
         self._start_servers()
         self.recorder.start()
         self.informers.start()
@@ -273,7 +273,7 @@ class Manager:
             self._elector.stop()
             if elector_thread is not None:
                 elector_thread.join(timeout=5)
-        metrics.JOBS.export_while(None)
+        metrics_jobs.JOBS.export_while(None)
         self.informers.stop()
         self.recorder.stop(timeout=5)
         for server in self._servers:

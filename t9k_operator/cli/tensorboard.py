@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
+from t9k_operator.cli.common import client_for
 from t9k_operator.sdk import Client, views
 
 
@@ -23,3 +25,18 @@ def open_tensorboard(client: Client, name: str, address: str, port: int) -> int:
     finally:
         forwarder.close()
     return 0
+
+
+def tensorboard_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "name", metavar="NAME", help="the job (or TensorBoard) whose TensorBoard to open"
+    )
+    p.add_argument(
+        "--port", type=int, default=6006, help="local port (default 6006; 0: any free one)"
+    )
+    p.add_argument("--address", default="127.0.0.1", help="local address to listen on")
+
+
+def cmd_tensorboard(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        return open_tensorboard(client, args.name, args.address, args.port)

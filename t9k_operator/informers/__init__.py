@@ -2,7 +2,10 @@
 May import ``kube``, ``foundation``, ``resources`` and ``objects``; never the runtime or a job kind.
 
 * :mod:`~t9k_operator.informers.store` - the thread-safe indexed cache.
-* :mod:`~t9k_operator.informers.reflector` - the list/watch loop feeding it.
+* :mod:`~t9k_operator.informers.reflector` - the list/watch loop feeding it,
+  through the seam in :mod:`~t9k_operator.informers.listwatch`, with the
+  retry delays of :mod:`~t9k_operator.informers.backoff` and the object
+  transforms of :mod:`~t9k_operator.informers.transform`.
 * :mod:`~t9k_operator.informers.informer` - :class:`SharedInformer`, which
   ties the two together in a daemon thread and dispatches events to handlers.
 
@@ -10,18 +13,10 @@ Threads, not asyncio. Cached objects are read-only: copy before changing.
 This package knows nothing about job kinds.
 """
 
+from t9k_operator.informers.backoff import Backoff
 from t9k_operator.informers.informer import EventHandlerRegistration, SharedInformer
-from t9k_operator.informers.reflector import (
-    Backoff,
-    ListerWatcher,
-    Reflector,
-    ReflectorHandler,
-    ResourceListerWatcher,
-    Transform,
-    WatchEvents,
-    compact_for_cache,
-    strip_managed_fields,
-)
+from t9k_operator.informers.listwatch import ListerWatcher, ResourceListerWatcher, WatchEvents
+from t9k_operator.informers.reflector import Reflector, ReflectorHandler
 from t9k_operator.informers.store import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -37,6 +32,7 @@ from t9k_operator.informers.store import (
     object_key,
     split_key,
 )
+from t9k_operator.informers.transform import Transform, compact_for_cache, strip_managed_fields
 
 __all__ = [
     "CONTROLLER_UID_INDEX",

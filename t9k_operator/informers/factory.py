@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.informers.reflector import ResourceListerWatcher
+from t9k_operator.informers.listwatch import ResourceListerWatcher
 from t9k_operator.kube import KubeClient, Resource
 
 

@@ -42,13 +42,10 @@ from dataclasses import dataclass
 import structlog
 
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
-from t9k_operator.informers.reflector import (
-    ListerWatcher,
-    Reflector,
-    Transform,
-    compact_for_cache,
-)
+from t9k_operator.informers.listwatch import ListerWatcher
+from t9k_operator.informers.reflector import Reflector
 from t9k_operator.informers.store import Indexer, Indexers, make_key, object_key
+from t9k_operator.informers.transform import Transform, compact_for_cache
 from t9k_operator.objects import Obj, ObjList
 
 AddFunc = Callable[[Obj], None]

@@ -1,9 +1,10 @@
 """The reflector: keeps a handler in step with one resource through list + watch.
 
-Owns the list/watch loop of one resource (client-go's ``cache.Reflector``),
-the :class:`ListerWatcher` seam it reads through, the adapter of that seam to
-:class:`~t9k_operator.kube.KubeClient`, the retry :class:`Backoff`, and the
-object transform applied before anything reaches the cache.
+Owns the list/watch loop of one resource (client-go's ``cache.Reflector``).
+It reads through the :class:`~t9k_operator.informers.listwatch.ListerWatcher`
+seam, waits out failures with a :class:`~t9k_operator.informers.backoff.Backoff`
+and passes every object through a transform
+(:mod:`t9k_operator.informers.transform`) before anything reaches the cache.
 
 Design of :meth:`Reflector.run`:
 
@@ -33,148 +34,31 @@ event instead, so :meth:`Reflector.stop` is never held up by a backoff.
 stream, which ends the blocking read in the loop's thread.
 
 Every object (listed or watched, not bookmarks) passes through ``transform``
-first; the default, :func:`compact_for_cache`, drops
+first; the default,
+:func:`~t9k_operator.informers.transform.compact_for_cache`, drops
 ``metadata.managedFields``, which is large and never read by the operator,
-and shares the strings every object repeats. Transforms may change the
-object in place: it was just decoded and is not shared yet.
+and shares the strings every object repeats.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import structlog
 
-from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
-from t9k_operator.kube.client import collect
+from t9k_operator.informers.backoff import Backoff
+from t9k_operator.informers.listwatch import ListerWatcher, WatchEvents
+from t9k_operator.informers.transform import Transform, compact_for_cache
 from t9k_operator.kube.errors import ApiError, Gone, TransportError, error_from_status_object
 from t9k_operator.objects import Obj
-
-if TYPE_CHECKING:
-    from t9k_operator.kube.client import KubeClient
-    from t9k_operator.resources import Resource
-
-Transform = Callable[[Obj], Obj]
 
 log = structlog.get_logger(__name__)
 
 # A watch that ends normally this fast (seconds) with no event counts as a failure.
 _SHORT_WATCH = 1.0
-
-
-def strip_managed_fields(obj: Obj) -> Obj:
-    """Drop ``metadata.managedFields`` (in place) and return ``obj``."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return obj
-
-
-# Strings up to this length are shared between cached objects: field names,
-# phases, images, label values. Longer ones (commands, annotations) rarely repeat.
-_SHARED_STRING_MAX = 64
-
-
-def _shared(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        return {sys.intern(k): _shared(v) for k, v in value.items()}
-    if kind is list:
-        return [_shared(v) for v in value]
-    if kind is str and len(value) <= _SHARED_STRING_MAX:
-        return sys.intern(value)
-    return value
-
-
-def compact_for_cache(obj: Obj) -> Obj:
-    """Default transform: :func:`strip_managed_fields`, then a copy of ``obj``
-    whose field names and short strings are shared with every other cached
-    object. Each watch event is decoded on its own, so without this every
-    cached pod holds its own copy of ``"metadata"``, ``"Running"``, its image
-    name and so on: sharing them takes a third to a half off the cache
-    (docs/benchmarks.md). Interned strings are freed with their last object."""
-    result: Obj = _shared(strip_managed_fields(obj))
-    return result
-
-
-# -- the seam --------------------------------------------------------------------
-
-
-class WatchEvents(Protocol):
-    """One watch: iterate it for ``{"type": ..., "object": {...}}``; ``close()`` ends it.
-
-    ``close()`` may be called from another thread while iteration blocks; the
-    iteration must then end (normally or with an error) soon after.
-    """
-
-    def __iter__(self) -> Iterator[Obj]: ...
-
-    def close(self) -> None: ...
-
-
-class ListerWatcher(Protocol):
-    def list(self) -> tuple[list[Obj], str]:
-        """Every object and the list's resourceVersion."""
-        ...
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> WatchEvents:
-        """Watch from ``resource_version``; the server ends it after ``timeout_seconds``."""
-        ...
-
-
-class ResourceListerWatcher:
-    """:class:`ListerWatcher` over a :class:`KubeClient` for one resource.
-
-    ``namespace=None`` watches all namespaces; ``label_selector`` narrows both
-    the list and the watch. Watches ask for bookmarks.
-    """
-
-    def __init__(
-        self,
-        client: KubeClient,
-        resource: Resource,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-    ) -> None:
-        self.client = client
-        self.resource = resource
-        self.namespace = namespace
-        self.label_selector = label_selector
-
-    def list(self) -> tuple[list[Obj], str]:
-        """Every object, a page per request, each counted in
-        ``t9k_informer_requests_total``."""
-        requests = metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="list")
-
-        def counted() -> Iterator[Obj]:
-            for page in self.client.list_pages(
-                self.resource, self.namespace, label_selector=self.label_selector
-            ):
-                requests.inc()
-                yield page
-
-        return collect(counted())
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> WatchEvents:
-        metrics.INFORMER_REQUESTS.labels(resource=self.resource.plural, verb="watch").inc()
-        return self.client.watch(
-            self.resource,
-            self.namespace,
-            resource_version=resource_version or None,
-            timeout_seconds=timeout_seconds,
-            label_selector=self.label_selector,
-            allow_bookmarks=True,
-        )
-
-    def __repr__(self) -> str:
-        where = self.namespace or "*"
-        sel = f" -l {self.label_selector}" if self.label_selector else ""
-        return f"<ResourceListerWatcher {self.resource.plural} in {where}{sel}>"
 
 
 class ReflectorHandler(Protocol):
@@ -187,45 +71,6 @@ class ReflectorHandler(Protocol):
     def on_update(self, obj: Obj) -> None: ...
 
     def on_delete(self, obj: Obj) -> None: ...
-
-
-# -- backoff ---------------------------------------------------------------------
-
-
-class Backoff:
-    """Exponential backoff over consecutive failures, with upward jitter.
-
-    The n-th consecutive :meth:`next` returns ``min(cap, initial * factor**(n-1))``
-    times a random factor in ``[1, 1 + jitter]``. :meth:`reset` starts over.
-    Not thread-safe (one reflector loop owns it).
-    """
-
-    def __init__(
-        self,
-        initial: float = 0.8,
-        cap: float = 30.0,
-        factor: float = 2.0,
-        jitter: float = 0.2,
-        rng: random.Random | None = None,
-    ) -> None:
-        if initial <= 0 or cap < initial or factor < 1 or jitter < 0:
-            raise ValueError("need 0 < initial <= cap, factor >= 1, jitter >= 0")
-        self.initial = initial
-        self.cap = cap
-        self.factor = factor
-        self.jitter = jitter
-        self._rng = rng or random.Random()
-        self.failures = 0
-
-    def next(self) -> float:
-        """Count one more failure and return how long to wait before retrying."""
-        self.failures += 1
-        # Cap the exponent too so a long outage cannot overflow the float.
-        base = min(self.cap, self.initial * self.factor ** min(self.failures - 1, 64))
-        return base * (1.0 + self.jitter * self._rng.random())
-
-    def reset(self) -> None:
-        self.failures = 0
 
 
 # -- the reflector ---------------------------------------------------------------

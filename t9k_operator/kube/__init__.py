@@ -3,10 +3,12 @@ May import ``foundation``, ``resources`` and ``objects``; never informers, runti
 
 Public surface: :class:`KubeClient` (raw-JSON verbs, watches, QPS limit,
 timeouts), :class:`Resource` descriptors, and the error hierarchy in
-:mod:`t9k_operator.kube.errors`.
+:mod:`t9k_operator.kube.errors`. The client's verbs live in ``client``, the
+connection and request machinery under them in ``transport``, watch and log
+streams in ``streams``.
 """
 
-from t9k_operator.kube.client import ClientOptions, KubeClient, LogStream, WatchStream
+from t9k_operator.kube.client import KubeClient
 from t9k_operator.kube.config import Connection, load_connection
 from t9k_operator.kube.errors import (
     AlreadyExists,
@@ -23,6 +25,8 @@ from t9k_operator.kube.errors import (
     Unauthorized,
 )
 from t9k_operator.kube.portforward import PodPort, open_pod_port
+from t9k_operator.kube.streams import LogStream, WatchStream
+from t9k_operator.kube.transport import ClientOptions
 from t9k_operator.objects import Obj
 from t9k_operator.resources import Resource
 

@@ -7,127 +7,25 @@ only needs dicts for built-in objects (its own CRDs are parsed by pydantic in
 client-side token bucket (``--kube-api-qps`` / ``--kube-api-burst``), and maps
 failures onto :mod:`t9k_operator.kube.errors`. One urllib3 pool is shared by
 all threads; size it to workers + watches.
+
+This module owns the verbs (get, list, watch, create, replace, patch, delete,
+pod logs); :mod:`t9k_operator.kube.transport` owns the connection and the
+request machinery under them, :mod:`t9k_operator.kube.streams` the streamed
+answers.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
-import ssl
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
-import urllib3
-
-from t9k_operator.foundation import metrics
-from t9k_operator.foundation.flowcontrol import TokenBucket
-from t9k_operator.kube.config import Connection, load_connection
-from t9k_operator.kube.errors import (
-    ApiError,
-    Gone,
-    TransportError,
-    error_from_response,
-    error_from_status_object,
-)
+from t9k_operator.kube.config import load_connection
+from t9k_operator.kube.errors import Gone
+from t9k_operator.kube.streams import LogStream, WatchStream
+from t9k_operator.kube.transport import ClientOptions, Transport
 from t9k_operator.objects import Obj
 from t9k_operator.resources import PODS, Resource
-
-
-@dataclass(frozen=True)
-class ClientOptions:
-    qps: float = 20.0
-    burst: int = 30
-    pool_size: int = 16
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    # Longer than the API server's bookmark interval (about 1 min), so a quiet
-    # but healthy watch is not mistaken for a dead one.
-    watch_read_timeout: float = 150.0
-    user_agent: str = "t9k-operator"
-
-
-class _Lines:
-    """The lines of one streamed response (a watch, a log), without their
-    newlines; ``close()`` ends it, also from another thread blocked reading it."""
-
-    what = "stream"
-
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
-        self._closed = False
-
-    def lines(self) -> Iterator[bytes]:
-        buffer = b""
-        try:
-            for chunk in self._response.stream(amt=None, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    yield line
-            if buffer:
-                yield buffer
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            if not self._closed:
-                raise TransportError(f"{self.what} stream broken: {exc}") from exc
-        finally:
-            self.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        """End the stream, also from another thread blocked reading it.
-
-        The connection is closed, never handed back to the pool: it still has
-        unread chunks of this stream on it.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        shutdown = getattr(self._response, "shutdown", None)  # urllib3 >= 2.3
-        try:
-            if shutdown is not None:
-                shutdown()
-            self._response.close()
-        except Exception:
-            pass
-
-
-class LogStream(_Lines):
-    """The lines of one log request, decoded (bad UTF-8 replaced)."""
-
-    what = "log"
-
-    def __iter__(self) -> Iterator[str]:
-        for line in self.lines():
-            yield line.decode("utf-8", "replace")
-
-
-class WatchStream(_Lines):
-    """Iterates the events of one watch request; ``close()`` ends it early.
-
-    Yields ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": {...}}``.
-    An ``ERROR`` event is raised as the mapped :class:`ApiError` (410 ->
-    :class:`Gone`). A read timeout or a dropped connection ends iteration
-    with :class:`TransportError`; a server-side timeout ends it normally.
-    """
-
-    what = "watch"
-
-    def __iter__(self) -> Iterator[Obj]:
-        for line in self.lines():
-            if line.strip():
-                yield self._decode(line)
-
-    @staticmethod
-    def _decode(line: bytes) -> Obj:
-        event: Obj = json.loads(line)
-        if event.get("type") == "ERROR":
-            raise error_from_status_object(event.get("object") or {})
-        return event
 
 
 def collect(pages: Iterable[Obj]) -> tuple[list[Obj], str]:
@@ -140,35 +38,8 @@ def collect(pages: Iterable[Obj]) -> tuple[list[Obj], str]:
     return items, str(meta.get("resourceVersion", ""))
 
 
-class KubeClient:
+class KubeClient(Transport):
     """Thread-safe; share one per process."""
-
-    def __init__(self, connection: Connection, options: ClientOptions | None = None) -> None:
-        self.connection = connection
-        self.options = options or ClientOptions()
-        self._limiter = TokenBucket(self.options.qps, self.options.burst)
-        # Metric labels: the API server as host:port, this client by its user agent.
-        self._host = urlsplit(connection.host).netloc or connection.host
-        pool_kwargs: dict[str, Any] = {
-            "maxsize": self.options.pool_size,
-            "block": False,
-            "retries": False,
-        }
-        if connection.host.startswith("https"):
-            if connection.verify:
-                pool_kwargs["cert_reqs"] = ssl.CERT_REQUIRED
-                if connection.ca_file:
-                    pool_kwargs["ca_certs"] = connection.ca_file
-            else:
-                pool_kwargs["cert_reqs"] = ssl.CERT_NONE
-                pool_kwargs["assert_hostname"] = False
-            if connection.cert_file:
-                pool_kwargs["cert_file"] = connection.cert_file
-            if connection.key_file:
-                pool_kwargs["key_file"] = connection.key_file
-            if connection.tls_server_name:
-                pool_kwargs["server_hostname"] = connection.tls_server_name
-        self._pool = urllib3.PoolManager(**pool_kwargs)
 
     @classmethod
     def from_config(
@@ -178,82 +49,6 @@ class KubeClient:
         options: ClientOptions | None = None,
     ) -> KubeClient:
         return cls(load_connection(kubeconfig, context), options)
-
-    def close(self) -> None:
-        self._pool.clear()
-
-    # -- the one HTTP entry point ------------------------------------------------
-
-    def _open(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, Any] | None,
-        body: Any,
-        content_type: str,
-        read_timeout: float,
-        stream: bool,
-    ) -> urllib3.BaseHTTPResponse:
-        waited = self._limiter.accept()
-        metrics.API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
-        url = self.connection.host + path
-        if query:
-            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
-        headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
-        auth = self.connection.authorization()
-        if auth:
-            headers["Authorization"] = auth
-        data: bytes | None = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        try:
-            response = self._pool.request(
-                method,
-                url,
-                body=data,
-                headers=headers,
-                timeout=urllib3.Timeout(connect=self.options.connect_timeout, read=read_timeout),
-                preload_content=not stream,
-                redirect=False,
-            )
-        except urllib3.exceptions.HTTPError as exc:
-            metrics.API_REQUESTS.labels("<error>", method, self._host).inc()
-            raise TransportError(f"{method} {path}: {exc}") from exc
-        metrics.API_REQUESTS.labels(str(response.status), method, self._host).inc()
-        if response.status >= 300:
-            payload = response.data if not stream else response.read()
-            if stream:
-                response.release_conn()
-            raise error_from_response(response.status, payload, response.headers.get("Retry-After"))
-        return response
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
-    ) -> Obj:
-        response = self._open(
-            method,
-            path,
-            query,
-            body,
-            content_type,
-            timeout or self.options.read_timeout,
-            stream=False,
-        )
-        if not response.data:
-            return {}
-        try:
-            decoded: Obj = json.loads(response.data)
-        except ValueError as exc:
-            raise ApiError(f"{method} {path}: answer is not JSON") from exc
-        return decoded
 
     # -- verbs -------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.kube.errors import Conflict
 from t9k_operator.objects import Obj
 from t9k_operator.runtime.events import EventRecorder
-from t9k_operator.runtime.workqueue import RateLimitingQueue
+from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 
 log = structlog.get_logger(__name__)
 

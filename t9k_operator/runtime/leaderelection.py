@@ -255,21 +255,25 @@ class LeaderElector:
             self._end_leadership("on_started_leading failed")
             raise
 
-    def _lose(self, why: str) -> None:
-        self._lost = True
+    def _step_down(self) -> bool:
+        """Mark this process as no longer leading; False if it was not."""
         with self._state_lock:
             if not self._leading:
-                return
+                return False
             self._leading = False
+            return True
+
+    def _lose(self, why: str) -> None:
+        self._lost = True
+        if not self._step_down():
+            return
         self._log.warning("lost leadership", why=why)
         self._call_stopped()
 
     def _end_leadership(self, why: str, *, call_callback: bool = True) -> None:
         """Stop leading (callback first), then release the lease if configured."""
-        with self._state_lock:
-            if not self._leading:
-                return
-            self._leading = False
+        if not self._step_down():
+            return
         self._log.info("stopping leading", why=why)
         if call_callback:
             self._call_stopped()

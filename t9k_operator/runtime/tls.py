@@ -10,22 +10,20 @@ Two sources, as the operator's flags choose:
 - **a Secret the operator keeps** (the default, with nothing to install): on
   start the operator reads it, and creates or renews it when it is missing,
   does not cover the names the endpoint is reached by, or expires within
-  :data:`RENEW_BEFORE`. It holds a CA of the operator's own (``ca.crt``,
+  :data:`~t9k_operator.runtime.certs.RENEW_BEFORE`. It holds a CA of the operator's own (``ca.crt``,
   ``ca.key``, ten years) and a serving certificate it signed (``tls.crt``,
   ``tls.key``, one year). Every replica of the operator reads the same Secret,
   so whichever serves a request presents a certificate the same CA signed;
   the CA is kept across renewals, so clients that trust it keep trusting.
 
-``cryptography`` does the key and certificate work (it is already the
-operator's dependency for ssh keys).
+The certificates themselves are made and checked by
+:mod:`t9k_operator.runtime.certs`.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import datetime as dt
-import ipaddress
 import os
 import socket
 import ssl
@@ -38,22 +36,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from t9k_operator.kube import AlreadyExists, Conflict, KubeClient, NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.resources import SECRETS
+from t9k_operator.runtime.certs import ca_usable, covers, new_ca, new_serving
 
 log = structlog.get_logger(__name__)
 
-CA_LIFETIME = dt.timedelta(days=3650)
-CERT_LIFETIME = dt.timedelta(days=365)
-RENEW_BEFORE = dt.timedelta(days=30)
-"""A certificate this close to its end is renewed (on start, and by the check
-every :data:`CHECK_EVERY` seconds)."""
 CHECK_EVERY = 600.0
 HANDSHAKE_TIMEOUT = 10.0
 """Seconds a client may take over its TLS handshake and its request."""
@@ -66,114 +56,6 @@ class Bundle:
     ca: bytes
     cert: bytes
     key: bytes
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def new_ca(common: str) -> tuple[bytes, bytes]:
-    """A self-signed CA: (certificate, key), PEM."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common))
-        .issuer_name(_name(common))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + CA_LIFETIME)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
-
-
-def _san(host: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(host))
-    except ValueError:
-        return x509.DNSName(host)
-
-
-def new_serving(ca_cert: bytes, ca_key: bytes, hosts: Sequence[str]) -> tuple[bytes, bytes]:
-    """A serving certificate for ``hosts`` (DNS names or IP addresses), signed
-    by the CA: (certificate, key), PEM."""
-    ca = x509.load_pem_x509_certificate(ca_cert)
-    signer = serialization.load_pem_private_key(ca_key, password=None)
-    if not isinstance(signer, ec.EllipticCurvePrivateKey):
-        raise ValueError("the CA's key is not an EC key")
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(hosts[0]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(min(now + CERT_LIFETIME, ca.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
-            critical=False,
-        )
-        .sign(signer, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
-
-
-def covers(cert_pem: bytes, hosts: Sequence[str], *, at: dt.datetime | None = None) -> bool:
-    """Whether the certificate names every host and stays valid for
-    :data:`RENEW_BEFORE` from ``at``."""
-    try:
-        cert = x509.load_pem_x509_certificate(cert_pem)
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (ValueError, x509.ExtensionNotFound):
-        return False
-    have = {str(n) for n in names.get_values_for_type(x509.DNSName)}
-    have |= {str(n) for n in names.get_values_for_type(x509.IPAddress)}
-    when = at or _now()
-    return set(hosts) <= have and cert.not_valid_after_utc - RENEW_BEFORE > when
-
-
-def _ca_usable(ca_cert: bytes, ca_key: bytes) -> bool:
-    try:
-        cert = x509.load_pem_x509_certificate(ca_cert)
-        serialization.load_pem_private_key(ca_key, password=None)
-    except ValueError:
-        return False
-    return cert.not_valid_after_utc - CERT_LIFETIME > _now()
 
 
 def _decoded(secret: Obj) -> dict[str, bytes]:
@@ -205,7 +87,7 @@ class SecretSource:
             ready = {"ca.crt", "ca.key", "tls.crt", "tls.key"} <= files.keys()
             if ready and covers(files["tls.crt"], self.hosts):
                 return Bundle(files["ca.crt"], files["tls.crt"], files["tls.key"])
-            if not (ready and _ca_usable(files["ca.crt"], files["ca.key"])):
+            if not (ready and ca_usable(files["ca.crt"], files["ca.key"])):
                 files["ca.crt"], files["ca.key"] = new_ca("t9k-operator endpoint CA")
             files["tls.crt"], files["tls.key"] = new_serving(
                 files["ca.crt"], files["ca.key"], self.hosts

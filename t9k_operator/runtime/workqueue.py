@@ -2,8 +2,11 @@
 
 Controllers do not process events; they process *keys* (``namespace/name``).
 Informer handlers add the key of whatever changed, worker threads take keys out,
-reconcile the object's current state and mark the key done. This module provides
-the queue between them, built from three layers:
+reconcile the object's current state and mark the key done. The queue between
+them is built from three layers, one module each: this one owns the first,
+:mod:`t9k_operator.runtime.delayingqueue` the second,
+:mod:`t9k_operator.runtime.ratelimitingqueue` the third, and
+:mod:`t9k_operator.runtime.queue_metrics` what they record.
 
 :class:`Queue`
     A FIFO of hashable items plus two sets:
@@ -52,108 +55,15 @@ labelled by queue name. Queues with an empty name, or built with
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
 from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
-from t9k_operator.foundation.metrics import (
-    ADDS,
-    DEPTH,
-    LONGEST_RUNNING,
-    QUEUE_LATENCY,
-    RETRIES,
-    UNFINISHED_WORK,
-    WORK_DURATION,
-)
-from t9k_operator.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
-
-__all__ = [
-    "MAX_WAIT",
-    "DelayingQueue",
-    "Queue",
-    "RateLimitingQueue",
-]
+from t9k_operator.runtime.queue_metrics import NoQueueMetrics, QueueMetrics
 
 T = TypeVar("T", bound=Hashable)
-
-MAX_WAIT = 10.0
-"""Longest the delaying thread sleeps without re-checking the heap (client-go's heartbeat)."""
-
-# --------------------------------------------------------------------------- metrics
-
-
-class _NoMetrics:
-    """Metrics sink that records nothing (unnamed queues, ``metrics=False``)."""
-
-    def add(self, item: Hashable) -> None:
-        pass
-
-    def get(self, item: Hashable) -> None:
-        pass
-
-    def done(self, item: Hashable) -> None:
-        pass
-
-    def retry(self) -> None:
-        pass
-
-    def update_unfinished_work(self) -> None:
-        pass
-
-
-class _QueueMetrics(_NoMetrics):
-    """Per-queue metrics. Called with the queue's lock held."""
-
-    def __init__(self, name: str, clock: Clock) -> None:
-        self._clock = clock
-        self._depth = DEPTH.labels(name=name)
-        self._adds = ADDS.labels(name=name)
-        self._latency = QUEUE_LATENCY.labels(name=name)
-        self._work_duration = WORK_DURATION.labels(name=name)
-        self._unfinished = UNFINISHED_WORK.labels(name=name)
-        self._longest = LONGEST_RUNNING.labels(name=name)
-        self._retries = RETRIES.labels(name=name)
-        self._add_times: dict[Hashable, float] = {}
-        self._processing_start: dict[Hashable, float] = {}
-
-    def add(self, item: Hashable) -> None:
-        self._adds.inc()
-        self._depth.inc()
-        self._add_times.setdefault(item, self._clock.monotonic())
-
-    def get(self, item: Hashable) -> None:
-        now = self._clock.monotonic()
-        self._depth.dec()
-        self._processing_start[item] = now
-        added = self._add_times.pop(item, None)
-        if added is not None:
-            self._latency.observe(now - added)
-
-    def done(self, item: Hashable) -> None:
-        started = self._processing_start.pop(item, None)
-        if started is not None:
-            self._work_duration.observe(self._clock.monotonic() - started)
-
-    def retry(self) -> None:
-        self._retries.inc()
-
-    def update_unfinished_work(self) -> None:
-        now = self._clock.monotonic()
-        total = 0.0
-        oldest = 0.0
-        for started in self._processing_start.values():
-            age = now - started
-            total += age
-            oldest = max(oldest, age)
-        self._unfinished.set(total)
-        self._longest.set(oldest)
-
-
-# --------------------------------------------------------------------------- queue
 
 
 class Queue(Generic[T]):
@@ -176,7 +86,9 @@ class Queue(Generic[T]):
         self._processing: set[T] = set()
         self._shutting_down = False
         self._drain = False
-        self._metrics: _NoMetrics = _QueueMetrics(name, clock) if metrics and name else _NoMetrics()
+        self._metrics: NoQueueMetrics = (
+            QueueMetrics(name, clock) if metrics and name else NoQueueMetrics()
+        )
 
     def add(self, item: T) -> None:
         """Mark ``item`` as needing processing.
@@ -278,143 +190,3 @@ class Queue(Generic[T]):
         """
         with self._lock:
             self._metrics.update_unfinished_work()
-
-
-# --------------------------------------------------------------------------- delaying
-
-
-class DelayingQueue(Queue[T]):
-    """A :class:`Queue` that can also add items after a delay.
-
-    Starts a daemon thread that moves due items into the queue; it stops on
-    shutdown, and items still waiting are dropped.
-    """
-
-    def __init__(self, name: str = "", *, clock: Clock = REAL_CLOCK, metrics: bool = True) -> None:
-        super().__init__(name, clock=clock, metrics=metrics)
-        self._waiting_cond = threading.Condition()
-        # Entries are (ready_at, seq, item); seq is unique, so items are never compared.
-        self._heap: list[tuple[float, int, T]] = []
-        self._waiting: dict[T, tuple[float, int, T]] = {}
-        self._seq = itertools.count()
-        self._stopped = False
-        self._thread = threading.Thread(
-            target=self._waiting_loop,
-            name=f"workqueue-delay-{name or id(self)}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def add_after(self, item: T, delay: float) -> None:
-        """Add ``item`` once ``delay`` seconds have passed (now if ``delay <= 0``).
-
-        If the item is already waiting, the earlier of the two ready times wins.
-        Ignored after shutdown.
-        """
-        if self.shutting_down():
-            return
-        if delay <= 0:
-            self.add(item)
-            return
-        if item is None:
-            raise ValueError("None cannot be queued")
-        with self._waiting_cond:
-            if self._stopped:
-                return
-            ready_at = self._clock.monotonic() + delay
-            existing = self._waiting.get(item)
-            if existing is not None and existing[0] <= ready_at:
-                return
-            entry = (ready_at, next(self._seq), item)
-            self._waiting[item] = entry
-            heapq.heappush(self._heap, entry)
-            self._waiting_cond.notify()
-
-    def move_ready_items(self) -> int:
-        """Move every item whose ready time has come into the queue; return how many.
-
-        The background thread calls this; tests using a FakeClock call it after
-        stepping the clock.
-        """
-        with self._waiting_cond:
-            moved, _ = self._move_ready_locked()
-            return moved
-
-    def num_waiting(self) -> int:
-        """Number of items waiting for their ready time."""
-        with self._waiting_cond:
-            return len(self._waiting)
-
-    def shut_down(self) -> None:
-        self._stop_waiting_loop()
-        super().shut_down()
-
-    def shut_down_with_drain(self, timeout: float | None = None) -> bool:
-        self._stop_waiting_loop()
-        return super().shut_down_with_drain(timeout)
-
-    def _stop_waiting_loop(self) -> None:
-        with self._waiting_cond:
-            self._stopped = True
-            self._heap.clear()
-            self._waiting.clear()
-            self._waiting_cond.notify_all()
-
-    def _move_ready_locked(self) -> tuple[int, float | None]:
-        """Move due items; return (count moved, seconds until the next one or None)."""
-        now = self._clock.monotonic()
-        moved = 0
-        while self._heap:
-            entry = self._heap[0]
-            ready_at, _, item = entry
-            if self._waiting.get(item) is not entry:
-                heapq.heappop(self._heap)  # superseded by an earlier ready time
-                continue
-            if ready_at > now:
-                return moved, ready_at - now
-            heapq.heappop(self._heap)
-            del self._waiting[item]
-            self.add(item)
-            moved += 1
-        return moved, None
-
-    def _waiting_loop(self) -> None:
-        with self._waiting_cond:
-            while not self._stopped:
-                _, wait = self._move_ready_locked()
-                self._waiting_cond.wait(MAX_WAIT if wait is None else min(wait, MAX_WAIT))
-
-
-# --------------------------------------------------------------------------- rate limiting
-
-
-class RateLimitingQueue(DelayingQueue[T]):
-    """The queue controllers use: a :class:`DelayingQueue` plus a rate limiter."""
-
-    def __init__(
-        self,
-        name: str,
-        rate_limiter: RateLimiter[T] | None = None,
-        clock: Clock = REAL_CLOCK,
-        metrics: bool = True,
-    ) -> None:
-        super().__init__(name, clock=clock, metrics=metrics)
-        self.rate_limiter: RateLimiter[T] = (
-            rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock)
-        )
-
-    def add_rate_limited(self, item: T) -> None:
-        """Add ``item`` after the delay the rate limiter says (counts as a retry)."""
-        delay = self.rate_limiter.when(item)
-        if self.shutting_down():
-            return
-        with self._lock:
-            self._metrics.retry()
-        self.add_after(item, delay)
-
-    def forget(self, item: T) -> None:
-        """Reset the item's failure history (call after it was processed successfully)."""
-        self.rate_limiter.forget(item)
-
-    def num_requeues(self, item: T) -> int:
-        return self.rate_limiter.num_requeues(item)

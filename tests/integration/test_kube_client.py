@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from t9k_operator.kube import AlreadyExists, Conflict, Gone, Invalid, KubeClient, NotFound
-from t9k_operator.kube.client import ClientOptions
+from t9k_operator.kube import (
+    AlreadyExists,
+    ClientOptions,
+    Conflict,
+    Gone,
+    Invalid,
+    KubeClient,
+    NotFound,
+)
 from t9k_operator.resources import CONFIGMAPS
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from t9k_operator.kube.errors import Conflict
 from t9k_operator.runtime.controller import Controller, Result, controller_owner_key, object_key
-from t9k_operator.runtime.workqueue import RateLimitingQueue
+from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 from tests.fakes import FakeClock
 
 

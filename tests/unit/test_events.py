@@ -16,7 +16,8 @@ from pytest_mock import MockerFixture
 from t9k_operator.kube.errors import AlreadyExists, ApiError, Forbidden, NotFound, ServerError
 from t9k_operator.objects import Obj
 from t9k_operator.resources import EVENTS, Resource
-from t9k_operator.runtime.events import COMBINED_PREFIX, EventRecorder
+from t9k_operator.runtime.event_correlation import COMBINED_PREFIX
+from t9k_operator.runtime.events import EventRecorder
 from tests.fakes import FakeClock, FakeRecorder, RecordedEvent
 
 

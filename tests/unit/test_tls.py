@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from t9k_operator.runtime import tls
+from t9k_operator.runtime import certs, tls
 
 
 class Hello(BaseHTTPRequestHandler):
@@ -32,8 +32,8 @@ class Hello(BaseHTTPRequestHandler):
 
 
 def write_dir(path: Path, hosts: list[str]) -> tuple[bytes, bytes]:
-    ca, ca_key = tls.new_ca("test CA")
-    cert, key = tls.new_serving(ca, ca_key, hosts)
+    ca, ca_key = certs.new_ca("test CA")
+    cert, key = certs.new_serving(ca, ca_key, hosts)
     path.mkdir(exist_ok=True)
     (path / "ca.crt").write_bytes(ca)
     (path / "tls.crt").write_bytes(cert)
@@ -67,7 +67,7 @@ def test_the_server_presents_a_certificate_its_ca_signed_for_its_names(tmp_path:
         assert get(server.port, tmp_path / "certs" / "ca.crt") == b"hi\n"
         assert get(server.port, tmp_path / "certs" / "ca.crt", "127.0.0.1") == b"hi\n"
         # Another CA's clients do not trust it.
-        other_ca, _ = tls.new_ca("another CA")
+        other_ca, _ = certs.new_ca("another CA")
         (tmp_path / "other.crt").write_bytes(other_ca)
         with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
             get(server.port, tmp_path / "other.crt")
@@ -122,26 +122,29 @@ def test_a_renewed_certificate_in_the_directory_is_served_without_a_restart(
 
 
 def test_a_certificate_covers_its_names_until_shortly_before_its_end() -> None:
-    ca, ca_key = tls.new_ca("test CA")
-    cert, _ = tls.new_serving(ca, ca_key, ["svc.ns.svc", "10.0.0.1"])
-    assert tls.covers(cert, ["svc.ns.svc", "10.0.0.1"])
-    assert not tls.covers(cert, ["svc.ns.svc", "other.ns.svc"])
+    ca, ca_key = certs.new_ca("test CA")
+    cert, _ = certs.new_serving(ca, ca_key, ["svc.ns.svc", "10.0.0.1"])
+    assert certs.covers(cert, ["svc.ns.svc", "10.0.0.1"])
+    assert not certs.covers(cert, ["svc.ns.svc", "other.ns.svc"])
     end = x509.load_pem_x509_certificate(cert).not_valid_after_utc
-    assert tls.covers(cert, ["svc.ns.svc"], at=end - tls.RENEW_BEFORE - dt.timedelta(days=1))
-    assert not tls.covers(cert, ["svc.ns.svc"], at=end - tls.RENEW_BEFORE + dt.timedelta(days=1))
-    assert not tls.covers(b"not a certificate", ["svc.ns.svc"])
+    assert certs.covers(cert, ["svc.ns.svc"], at=end - certs.RENEW_BEFORE - dt.timedelta(days=1))
+    assert not certs.covers(
+        cert, ["svc.ns.svc"], at=end - certs.RENEW_BEFORE + dt.timedelta(days=1)
+    )
+    assert not certs.covers(b"not a certificate", ["svc.ns.svc"])
 
 
 def test_the_ca_signs_and_is_a_ca() -> None:
-    ca, ca_key = tls.new_ca("test CA")
-    cert, _ = tls.new_serving(ca, ca_key, ["svc.ns.svc"])
+    ca, ca_key = certs.new_ca("test CA")
+    cert, _ = certs.new_serving(ca, ca_key, ["svc.ns.svc"])
     ca_cert = x509.load_pem_x509_certificate(ca)
     leaf = x509.load_pem_x509_certificate(cert)
     assert ca_cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     assert not leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     leaf.verify_directly_issued_by(ca_cert)
-    assert leaf.not_valid_after_utc - leaf.not_valid_before_utc <= tls.CERT_LIFETIME + dt.timedelta(
-        minutes=5
+    assert (
+        leaf.not_valid_after_utc - leaf.not_valid_before_utc
+        <= certs.CERT_LIFETIME + dt.timedelta(minutes=5)
     )
 
 

@@ -37,7 +37,7 @@ import structlog
 
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE, ssh_secret_name
-from t9k_operator.foundation import metrics
+from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
 from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
@@ -121,7 +121,7 @@ class JobReconciler:
         self.resource = resource_of(kind.crd)
         self.client, self.recorder, self.clock = ctx.client, ctx.recorder, ctx.clock
         self.jobs = ctx.informers.informer(self.resource)
-        metrics.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
+        metrics_jobs.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
         watches = [w for i in integrations for w in i.watches()]
         self.caches = InformerCaches(ctx.informers, watches)
         self.pods = self.caches.informer(PODS)

@@ -13,7 +13,8 @@ import yaml
 
 from t9k_operator import kube
 from t9k_operator.cli import main
-from t9k_operator.cli.commands import COMMANDS, build_parser, parse_duration
+from t9k_operator.cli.commands import COMMANDS, build_parser
+from t9k_operator.cli.common import parse_duration
 from t9k_operator.sdk import errors
 from t9k_operator.sdk.client import context_namespace
 

@@ -14,7 +14,7 @@ from t9k_operator.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Shared
 from t9k_operator.kube.errors import Gone, ServerError
 from t9k_operator.objects import Obj
 
-from .test_reflector import (
+from .fakes import (
     FakeListerWatcher,
     FakeStream,
     ListStep,

@@ -1,222 +1,31 @@
-"""Unit tests for t9k_operator.informers.reflector (with fake ListerWatchers).
-
-The fakes here are shared with test_informer.py.
-"""
+"""Unit tests for t9k_operator.informers.reflector (with the fake ListerWatchers
+of fakes.py)."""
 
 from __future__ import annotations
 
-import json
-import queue
 import random
 import threading
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
 
 import pytest
-from prometheus_client import REGISTRY
 
+from t9k_operator.informers.backoff import Backoff
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.informers.reflector import (
-    Backoff,
-    Reflector,
-    ResourceListerWatcher,
-    strip_managed_fields,
-)
+from t9k_operator.informers.reflector import Reflector
+from t9k_operator.informers.transform import strip_managed_fields
 from t9k_operator.kube.errors import Gone, ServerError, TransportError
 from t9k_operator.objects import Obj
-from t9k_operator.resources import PODS
-from tests.fakes import FakeClock
 
-if TYPE_CHECKING:
-    from t9k_operator.kube.client import KubeClient
-
-
-# -- fakes -------------------------------------------------------------------------
-
-
-def pod(
-    name: str,
-    rv: str = "1",
-    namespace: str = "default",
-    *,
-    owner: str | None = None,
-    managed_fields: bool = False,
-    **labels: str,
-) -> Obj:
-    meta: Obj = {"name": name, "namespace": namespace, "resourceVersion": rv, "uid": f"uid-{name}"}
-    if labels:
-        meta["labels"] = dict(labels)
-    if owner:
-        meta["ownerReferences"] = [{"kind": "Job", "name": "j", "uid": owner, "controller": True}]
-    if managed_fields:
-        meta["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
-
-
-def event(kind: str, obj: Obj) -> Obj:
-    return {"type": kind, "object": obj}
-
-
-def bookmark(rv: str) -> Obj:
-    return {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": rv}}}
-
-
-class FakeStream:
-    """A scripted watch: yields events, raises exceptions found in the script.
-
-    With ``block=True`` it then blocks until closed, like an idle real watch.
-    """
-
-    def __init__(self, steps: list[Obj | BaseException], *, block: bool = False) -> None:
-        self.steps = steps
-        self.block = block
-        self.closed = threading.Event()
-
-    def __iter__(self) -> Iterator[Obj]:
-        for step in self.steps:
-            if self.closed.is_set():
-                return
-            if isinstance(step, BaseException):
-                raise step
-            yield step
-        if self.block:
-            assert self.closed.wait(10), "blocking fake watch was never closed"
-
-    def close(self) -> None:
-        self.closed.set()
-
-
-class QueueStream:
-    """A watch fed one event at a time by the test (``put``); ``close()`` ends it."""
-
-    def __init__(self) -> None:
-        self.queue: queue.Queue[Obj | BaseException | None] = queue.Queue()
-        self.closed = threading.Event()
-
-    def put(self, item: Obj | BaseException) -> None:
-        self.queue.put(item)
-
-    def __iter__(self) -> Iterator[Obj]:
-        while True:
-            item = self.queue.get(timeout=10)
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    def close(self) -> None:
-        self.closed.set()
-        self.queue.put(None)
-
-
-ListStep = tuple[list[Obj], str] | BaseException | Callable[[], tuple[list[Obj], str]]
-WatchStep = list[Obj | BaseException] | BaseException | FakeStream | QueueStream
-
-
-class FakeListerWatcher:
-    """Plays back scripted list answers and watches, recording the calls.
-
-    When a script runs out, ``on_exhausted`` is called (tests pass the
-    reflector's or informer's ``stop``) and a harmless empty answer returned.
-    """
-
-    def __init__(
-        self,
-        lists: list[ListStep],
-        watches: list[WatchStep],
-        on_exhausted: Callable[[], None] | None = None,
-    ) -> None:
-        self.lists: deque[ListStep] = deque(lists)
-        self.watches: deque[WatchStep] = deque(watches)
-        self.on_exhausted = on_exhausted
-        self.list_calls = 0
-        self.watch_calls: list[tuple[str, int]] = []
-        self.streams: list[FakeStream | QueueStream] = []
-        self.watch_opened = threading.Event()
-
-    def _exhausted(self) -> None:
-        assert self.on_exhausted is not None, "script ran out and nobody stops the loop"
-        self.on_exhausted()
-
-    def list(self) -> tuple[list[Obj], str]:
-        self.list_calls += 1
-        if not self.lists:
-            self._exhausted()
-            return [], ""
-        step = self.lists.popleft()
-        if isinstance(step, BaseException):
-            raise step
-        if callable(step):
-            return step()
-        items, rv = step
-        return list(items), rv
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> FakeStream | QueueStream:
-        self.watch_calls.append((resource_version, timeout_seconds))
-        stream: FakeStream | QueueStream
-        if not self.watches:
-            self._exhausted()
-            stream = FakeStream([])
-        else:
-            step = self.watches.popleft()
-            if isinstance(step, BaseException):
-                raise step
-            stream = FakeStream(step) if isinstance(step, list) else step
-        self.streams.append(stream)
-        self.watch_opened.set()
-        return stream
-
-    @property
-    def watched_rvs(self) -> Sequence[str]:
-        return [rv for rv, _ in self.watch_calls]
-
-
-class RecordingHandler:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def on_replace(self, items: list[Obj], resource_version: str) -> None:
-        self.events.append(("replace", ([i["metadata"]["name"] for i in items], resource_version)))
-        self.items = items
-
-    def on_add(self, obj: Obj) -> None:
-        self.events.append(("add", obj))
-
-    def on_update(self, obj: Obj) -> None:
-        self.events.append(("update", obj))
-
-    def on_delete(self, obj: Obj) -> None:
-        self.events.append(("delete", obj))
-
-    def names(self) -> list[tuple[str, Any]]:
-        return [(k, v if k == "replace" else v["metadata"]["name"]) for k, v in self.events]
-
-
-class RecordingClock(FakeClock):
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        super().sleep(seconds)
-
-
-def make_reflector(
-    lists: list[ListStep],
-    watches: list[WatchStep],
-    **kwargs: Any,
-) -> tuple[Reflector, FakeListerWatcher, RecordingHandler, RecordingClock]:
-    lw = FakeListerWatcher(lists, watches)
-    handler = RecordingHandler()
-    clock = RecordingClock()
-    kwargs.setdefault("rng", random.Random(7))
-    reflector = Reflector(lw, handler, clock=clock, **kwargs)
-    lw.on_exhausted = reflector.stop
-    return reflector, lw, handler, clock
-
+from .fakes import (
+    FakeListerWatcher,
+    FakeStream,
+    RecordingClock,
+    RecordingHandler,
+    WatchStep,
+    bookmark,
+    event,
+    make_reflector,
+    pod,
+)
 
 # -- list and watch -----------------------------------------------------------------
 
@@ -397,34 +206,6 @@ def test_backoff_grows_on_consecutive_failures_and_resets_after_success() -> Non
     assert reflector.backoff.failures == 0  # reset by the last successful list
 
 
-@pytest.mark.parametrize(
-    ("backoff", "expected"),
-    [
-        (Backoff(jitter=0), [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]),
-        (Backoff(initial=1, cap=4, factor=3, jitter=0), [1, 3, 4, 4]),
-    ],
-)
-def test_backoff_sequence_is_capped(backoff: Backoff, expected: list[float]) -> None:
-    assert [backoff.next() for _ in expected] == pytest.approx(expected)
-    backoff.reset()
-    assert backoff.next() == pytest.approx(expected[0])
-
-
-def test_backoff_jitter_stays_within_bounds() -> None:
-    backoff = Backoff(rng=random.Random(3))
-    delays = [backoff.next() for _ in range(200)]
-    assert all(0.8 <= d <= 30 * 1.2 for d in delays)
-    assert len({round(d, 6) for d in delays[-50:]}) > 1  # jittered, not a fixed 30
-
-
-@pytest.mark.parametrize(
-    "kwargs", [{"initial": 0}, {"initial": 2, "cap": 1}, {"factor": 0.5}, {"jitter": -1}]
-)
-def test_backoff_rejects_bad_settings(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        Backoff(**kwargs)
-
-
 # -- watch timeout -------------------------------------------------------------------
 
 
@@ -559,79 +340,3 @@ def test_stop_before_run_returns_at_once() -> None:
     reflector.run()
     assert lw.list_calls == 0
     assert not reflector.has_synced()
-
-
-# -- adapter over KubeClient -----------------------------------------------------------
-
-
-class FakeKubeClient:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self.stream = FakeStream([])
-
-    def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[Obj]:
-        """Two pages: a list of more objects than one page holds."""
-        self.calls.append(("list_pages", args, kwargs))
-        yield {"metadata": {"continue": "more"}, "items": [pod("a")]}
-        yield {"metadata": {"resourceVersion": "7"}, "items": [pod("b")]}
-
-    def watch(self, *args: Any, **kwargs: Any) -> FakeStream:
-        self.calls.append(("watch", args, kwargs))
-        return self.stream
-
-
-def test_resource_lister_watcher_adapts_kube_client() -> None:
-    client = FakeKubeClient()
-    lw = ResourceListerWatcher(
-        cast("KubeClient", client), PODS, namespace="ns1", label_selector="app=x"
-    )
-
-    def requests(verb: str) -> float:
-        value = REGISTRY.get_sample_value(
-            "t9k_informer_requests_total", {"resource": "pods", "verb": verb}
-        )
-        return value or 0.0
-
-    before = requests("list"), requests("watch")
-    assert lw.list() == ([pod("a"), pod("b")], "7")
-    assert lw.watch("7", 321) is client.stream
-    # Each page and each watch is a request of the informers', counted.
-    assert (requests("list"), requests("watch")) == (before[0] + 2, before[1] + 1)
-    assert client.calls == [
-        ("list_pages", (PODS, "ns1"), {"label_selector": "app=x"}),
-        (
-            "watch",
-            (PODS, "ns1"),
-            {
-                "resource_version": "7",
-                "timeout_seconds": 321,
-                "label_selector": "app=x",
-                "allow_bookmarks": True,
-            },
-        ),
-    ]
-    assert "pods" in repr(lw)
-
-
-def test_the_default_transform_shares_repeated_strings_between_cached_objects() -> None:
-    """Each watch event is decoded on its own, so two pods arrive with their own
-    copies of every field name and of values such as the image; the cache must
-    hold one copy, or it costs a third to a half more (docs/benchmarks.md)."""
-
-    def decoded(name: str, rv: str) -> Obj:
-        # a fresh decode per event, as the watch stream does
-        return cast(Obj, json.loads(json.dumps(event("ADDED", pod(name, rv, managed_fields=True)))))
-
-    first, second = decoded("a", "11"), decoded("b", "12")
-    reflector, _, handler, _ = make_reflector(lists=[([], "10")], watches=[[first, second]])
-    reflector.run()
-    a, b = (obj for kind, obj in handler.events if kind != "replace")
-    assert a["metadata"]["name"] == "a" and b["metadata"]["name"] == "b"
-    assert "managedFields" not in a["metadata"]
-    key_a = next(k for k in a if k == "metadata")
-    key_b = next(k for k in b if k == "metadata")
-    assert key_a is key_b
-    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
-    # nothing else changes: the cached object equals the decoded one
-    expected = json.loads(json.dumps(event("ADDED", pod("a", "11"))))["object"]
-    assert a == expected

@@ -32,7 +32,7 @@ from t9k_operator.reconcilers.integrations.progress import (
     job_path,
 )
 from t9k_operator.resources import Resource
-from t9k_operator.runtime import tls
+from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.controller import ControllerContext
 from tests.fakes import FakeClock, FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
@@ -274,8 +274,8 @@ class Source:
 def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path) -> None:
     certs = tmp_path / "certs"
     certs.mkdir()
-    ca, ca_key = tls.new_ca("test CA")
-    cert, key = tls.new_serving(ca, ca_key, ["svc.ops.svc"])
+    ca, ca_key = new_ca("test CA")
+    cert, key = new_serving(ca, ca_key, ["svc.ops.svc"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
         (certs / name).write_bytes(data)
     progress, controllers, servers = with_progress(tmp_path, certs)

@@ -1,0 +1,135 @@
+"""``t9k list``, ``t9k describe`` and ``t9k top``: what jobs there are, one
+job in full, and who holds the GPUs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from t9k_operator.cli import render
+from t9k_operator.cli.common import (
+    EXIT_OK,
+    client_for,
+    output_arg,
+    parse_duration,
+    split_name,
+    use_colour,
+)
+from t9k_operator.sdk import T9kError, views
+
+
+def list_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="jobs of every namespace")
+    p.add_argument("--kind", action="append", help="only jobs of this kind (repeatable)")
+    p.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the table, print each job again when it changes",
+    )
+    p.add_argument("--interval", type=parse_duration, default=2.0, help=argparse.SUPPRESS)
+    output_arg(p, ("json", "yaml", "wide", "name"))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        jobs = client.list(all_namespaces=args.all_namespaces, kinds=args.kind)
+        if args.output in ("json", "yaml"):
+            doc = {"apiVersion": "v1", "kind": "List", "items": jobs}
+            sys.stdout.write(render.dump([doc], args.output))
+            return EXIT_OK
+        if args.output == "name":
+            sys.stdout.write(render.names(jobs))
+            return EXIT_OK
+        wide = args.output == "wide"
+        colour = use_colour(sys.stdout)
+        headers = render.job_headers(args.all_namespaces, wide)
+        pods = client.pods(all_namespaces=args.all_namespaces)
+        rows = {_key(j): _row(j, pods, args) for j in jobs}
+        if not rows and not args.watch:
+            where = "any namespace" if args.all_namespaces else f"namespace {client.namespace}"
+            print(f"No jobs found in {where}.", file=sys.stderr)
+            return EXIT_OK
+        widths = render.widths(headers, list(rows.values()))
+        sys.stdout.write(render.table(headers, list(rows.values()), colour, widths=widths))
+        sys.stdout.flush()
+        if not args.watch:
+            return EXIT_OK
+        # kubectl's --watch: a job's row again when it changes (not for the
+        # DURATION and AGE that tick by themselves), "deleted" when it goes.
+        ticking = {headers.index("DURATION"), *([headers.index("AGE")] if wide else [])}
+
+        def steady(row: list[str]) -> list[str]:
+            return [c for i, c in enumerate(row) if i not in ticking]
+
+        while True:
+            time.sleep(args.interval)
+            jobs = client.list(all_namespaces=args.all_namespaces, kinds=args.kind)
+            pods = client.pods(all_namespaces=args.all_namespaces)
+            now_rows = {_key(j): _row(j, pods, args) for j in jobs}
+            for key, row in now_rows.items():
+                if key not in rows or steady(rows[key]) != steady(row):
+                    sys.stdout.write(
+                        render.table(headers, [row], colour, widths=widths, header=False)
+                    )
+            for key in rows.keys() - now_rows.keys():
+                print(f"{key[1]}/{key[2]} deleted")
+            sys.stdout.flush()
+            rows = now_rows
+
+
+def _key(job: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(job["metadata"].get("namespace")), str(job["kind"]), str(job["metadata"]["name"]))
+
+
+def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    summary = views.summarize(job, pods, views.now_utc())
+    return render.job_row(summary, args.all_namespaces, args.output == "wide")
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    kind, name = split_name(args.name)
+    with client_for(args) as client:
+        job = client.get(name, kind)
+        pods = client.pods(job)
+        events = client.events(job, pods)
+        tb = None
+        if (job.get("status") or {}).get("tensorboard"):
+            try:
+                tb = client.tensorboard(name, job["metadata"]["namespace"])
+            except T9kError:
+                tb = None
+    sys.stdout.write(
+        render.describe(
+            job, pods, events, views.now_utc(), tensorboard=tb, colour=use_colour(sys.stdout)
+        )
+    )
+    return EXIT_OK
+
+
+def top_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "what",
+        choices=("nodes", "jobs"),
+        help="nodes: GPUs per node and who holds them; jobs: GPUs per job",
+    )
+    p.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="top jobs: of every namespace"
+    )
+
+
+def cmd_top(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        if args.what == "nodes":
+            usage = views.node_usage(client.nodes(), client.pods(all_namespaces=True))
+            sys.stdout.write(render.top_nodes(usage))
+            return EXIT_OK
+        jobs = client.list(all_namespaces=args.all_namespaces)
+        pods = client.pods(all_namespaces=args.all_namespaces)
+    text = render.top_jobs(views.job_usage(jobs, pods, views.now_utc()), args.all_namespaces)
+    if not text:
+        print("No job holds GPUs or pods.", file=sys.stderr)
+    sys.stdout.write(text)
+    return EXIT_OK

@@ -1,0 +1,140 @@
+"""The connection and request machinery under :class:`~t9k_operator.kube.KubeClient`:
+the client's options, the shared urllib3 pool (TLS as the connection says),
+the client-side token bucket, and the one HTTP entry point that times,
+authorizes, counts and maps every request onto :mod:`t9k_operator.kube.errors`."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import urllib3
+
+from t9k_operator.foundation.flowcontrol import TokenBucket
+from t9k_operator.foundation.metrics_client import API_LIMITER_WAIT, API_REQUESTS
+from t9k_operator.kube.config import Connection
+from t9k_operator.kube.errors import ApiError, TransportError, error_from_response
+from t9k_operator.objects import Obj
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    qps: float = 20.0
+    burst: int = 30
+    pool_size: int = 16
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    # Longer than the API server's bookmark interval (about 1 min), so a quiet
+    # but healthy watch is not mistaken for a dead one.
+    watch_read_timeout: float = 150.0
+    user_agent: str = "t9k-operator"
+
+
+class Transport:
+    """Sends requests to one API server; thread-safe, one pool for all threads."""
+
+    def __init__(self, connection: Connection, options: ClientOptions | None = None) -> None:
+        self.connection = connection
+        self.options = options or ClientOptions()
+        self._limiter = TokenBucket(self.options.qps, self.options.burst)
+        # Metric labels: the API server as host:port, this client by its user agent.
+        self._host = urlsplit(connection.host).netloc or connection.host
+        pool_kwargs: dict[str, Any] = {
+            "maxsize": self.options.pool_size,
+            "block": False,
+            "retries": False,
+        }
+        if connection.host.startswith("https"):
+            if connection.verify:
+                pool_kwargs["cert_reqs"] = ssl.CERT_REQUIRED
+                if connection.ca_file:
+                    pool_kwargs["ca_certs"] = connection.ca_file
+            else:
+                pool_kwargs["cert_reqs"] = ssl.CERT_NONE
+                pool_kwargs["assert_hostname"] = False
+            if connection.cert_file:
+                pool_kwargs["cert_file"] = connection.cert_file
+            if connection.key_file:
+                pool_kwargs["key_file"] = connection.key_file
+            if connection.tls_server_name:
+                pool_kwargs["server_hostname"] = connection.tls_server_name
+        self._pool = urllib3.PoolManager(**pool_kwargs)
+
+    def close(self) -> None:
+        self._pool.clear()
+
+    # -- the one HTTP entry point ------------------------------------------------
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str,
+        read_timeout: float,
+        stream: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        waited = self._limiter.accept()
+        API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
+        url = self.connection.host + path
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+        auth = self.connection.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        data: bytes | None = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            response = self._pool.request(
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=urllib3.Timeout(connect=self.options.connect_timeout, read=read_timeout),
+                preload_content=not stream,
+                redirect=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            API_REQUESTS.labels("<error>", method, self._host).inc()
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        API_REQUESTS.labels(str(response.status), method, self._host).inc()
+        if response.status >= 300:
+            payload = response.data if not stream else response.read()
+            if stream:
+                response.release_conn()
+            raise error_from_response(response.status, payload, response.headers.get("Retry-After"))
+        return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Obj:
+        response = self._open(
+            method,
+            path,
+            query,
+            body,
+            content_type,
+            timeout or self.options.read_timeout,
+            stream=False,
+        )
+        if not response.data:
+            return {}
+        try:
+            decoded: Obj = json.loads(response.data)
+        except ValueError as exc:
+            raise ApiError(f"{method} {path}: answer is not JSON") from exc
+        return decoded
