@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
-from t9k_operator.builders import tensorboard
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.pods import ReplicaState
@@ -72,6 +71,3 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job)]
-
-    def tensorboard(self, job: Job) -> Obj | None:
-        return tensorboard.for_job(job, job.spec.tensorboard_spec)

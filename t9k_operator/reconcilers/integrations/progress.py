@@ -2,12 +2,13 @@
 engine's hang rule judges.
 
 A training process reports its progress (``t9k_operator/report.py``) to the
-operator's endpoint (``reconcilers/apply/endpoint.py``), which checks who
-sent it and keeps it in a store (:class:`ProgressSource` is what this
-integration reads of it; the store itself, thread-safe, is
-``reconcilers/apply/progress.py``). The endpoint's wiring
-(``endpoint.serve``) :meth:`JobProgress.connect` s this integration to it.
-Per job, in a reconcile, this integration
+operator's endpoint (``reconcilers/progress/endpoint.py``, started by this
+integration's server hook in ``reconcilers/progress/plugin.py``), which checks
+who sent it and keeps it in a store. The endpoint provides what it took, with
+where it serves and its CA, as a :class:`ProgressSource`, which this
+integration reads at observe time through ``Caches.source("progress")`` as
+other integrations read the informers' caches (None: no endpoint serves, and
+the replicas are told of none). Per job, in a reconcile, this integration
 
 - observes the latest report of each of the job's pods (:class:`Received`)
   and puts when each was heard into the job's view (``JobView.heard``): the
@@ -29,7 +30,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import urlsplit
 
 from t9k_operator.api.progress import ProgressReport, human_seconds, summary
@@ -43,16 +44,19 @@ from t9k_operator.reconcilers.integrations.contract import (
     Caches,
     Event,
     JobInput,
+    Rule,
     Watch,
     controller_of,
 )
-from t9k_operator.resources import CONFIGMAPS
+from t9k_operator.resources import CONFIGMAPS, TOKENREVIEWS
 
 WHAT = "the job's progress CA ConfigMap"
 VOLUME = "t9k-progress"
 MOUNT_PATH = "/var/run/secrets/t9k.dev/progress"
 TOKEN_KEY = "token"
 CA_KEY = "ca.crt"
+CERT_SECRET = "t9k-operator-progress-tls"
+"""The Secret the operator keeps the endpoint's certificate in, by default."""
 TOKEN_SECONDS = 3600
 """The projected token's lifetime (kubelet renews it at 80% of it)."""
 # The reporter's environment (t9k_operator/report.py reads the same names).
@@ -85,14 +89,6 @@ class Received:
     the throughput); the latest report is not among them."""
 
 
-class ProgressSource(Protocol):
-    """What the integration reads of the store the endpoint fills."""
-
-    def latest(self, job_uid: str) -> Sequence[Received]:
-        """The latest report of each pod of the job (by the job's uid), any order."""
-        ...
-
-
 @dataclass(frozen=True)
 class Settings:
     """Where the replicas report, and how they prove who they are."""
@@ -102,6 +98,24 @@ class Settings:
     audience: str
     """The audience the replicas' projected tokens are bound to."""
     token_seconds: int = TOKEN_SECONDS
+
+
+class ProgressSource(Protocol):
+    """What the serving endpoint provides this integration (``Caches.source``)."""
+
+    @property
+    def settings(self) -> Settings:
+        """Where it serves, and the audience of the replicas' tokens."""
+        ...
+
+    @property
+    def ca(self) -> str:
+        """The CA its certificate chains to (PEM; "" not known yet)."""
+        ...
+
+    def latest(self, job_uid: str) -> Sequence[Received]:
+        """The latest report of each pod of the job (by the job's uid), any order."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,7 @@ class EndpointOptions:
 @dataclass(frozen=True)
 class ProgressState:
     received: tuple[Received, ...] = ()
+    settings: Settings | None = None  # None: no endpoint serves; the replicas are told of none
     path: str = ""  # the job's path on the endpoint
     ca: str = ""  # the CA the endpoint's certificate chains to (PEM; "" not known yet)
     ca_map: Obj | None = None  # the job's CA ConfigMap, as cached
@@ -155,20 +170,8 @@ class JobProgress(Base[ProgressState]):
 
     name = "progress"
 
-    def __init__(
-        self,
-        source: ProgressSource,
-        settings: Settings | None = None,
-        options: EndpointOptions | None = None,
-    ) -> None:
-        self.source = source
-        self.settings = settings  # None: the replicas are not told where to report
-        self.options = options
-        self._ca = ""
-
-    def connect(self, source: ProgressSource, settings: Settings) -> None:
-        """The endpoint serves: read its store, and tell the replicas of it."""
-        self.source, self.settings = source, settings
+    def __init__(self, options: EndpointOptions | None = None) -> None:
+        self.options = options  # the endpoint's flags, for its server
 
     # -- flags ----------------------------------------------------------------------
 
@@ -213,7 +216,7 @@ class JobProgress(Base[ProgressState]):
         )
         g.add_argument(
             "--progress-cert-secret",
-            default="t9k-operator-progress-tls",
+            default=CERT_SECRET,
             help="the Secret, in the Service's namespace, the operator keeps its CA and "
             "serving certificate in",
         )
@@ -243,11 +246,10 @@ class JobProgress(Base[ProgressState]):
             return "--progress-audience must not be empty"
         return None
 
-    @staticmethod
-    def from_flags(args: argparse.Namespace) -> JobProgress | None:
-        """Off with ``--progress-bind-address 0``. The endpoint and its store are
-        the wiring's to start (``reconcilers/apply/endpoint.serve``), which then
-        :meth:`connect` s this integration to them."""
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> JobProgress | None:
+        """Off with ``--progress-bind-address 0``. The endpoint is the server
+        hook's to start (``reconcilers/progress/plugin.py``)."""
         if args.progress_bind_address in ("0", ""):
             return None
         options = EndpointOptions(
@@ -262,13 +264,36 @@ class JobProgress(Base[ProgressState]):
             qps=args.progress_report_qps,
             burst=args.progress_report_burst,
         )
-        return JobProgress(_NoReports(), options=options)
+        return cls(options)
 
-    # -- the CA the replicas trust ---------------------------------------------------
-
-    def use_ca(self, pem: str) -> None:
-        """The endpoint's CA (at start, and once renewed)."""
-        self._ca = pem
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        return (
+            Rule(
+                (TOKENREVIEWS.group,),
+                (TOKENREVIEWS.plural,),
+                ("create",),
+                why="The progress endpoint checks each report's token (a projected ServiceAccount\n"
+                "token bound to the endpoint's audience) with a TokenReview. Left out of a\n"
+                "namespaced install's Role (cluster-scoped: docs/progress.md says what to grant).",
+            ),
+            Rule(
+                ("",),
+                ("secrets",),
+                ("create",),
+                why="The progress endpoint's certificate: the operator keeps its CA and serving\n"
+                "certificate in this Secret of its own namespace, creating it on first start\n"
+                "and renewing it before it expires (docs/security.md).",
+                own_namespace=True,
+            ),
+            Rule(
+                ("",),
+                ("secrets",),
+                ("get", "update"),
+                resource_names=(CERT_SECRET,),
+                own_namespace=True,
+            ),
+        )
 
     # -- hooks ----------------------------------------------------------------------
 
@@ -276,16 +301,19 @@ class JobProgress(Base[ProgressState]):
         return (Watch(CONFIGMAPS, owned=True),)
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[ProgressState, JobView] | None:
-        received = tuple(self.source.latest(job.view.uid))
+        # What the endpoint provides under this integration's name (see the module).
+        source = cast("ProgressSource | None", caches.source(self.name))
+        received = tuple(source.latest(job.view.uid)) if source is not None else ()
         view = replace(job.view, heard=tuple(Heard(r.uid, r.at) for r in received))
         finished = view.status.get("phase") in TERMINAL
-        if self.settings is None:  # not connected to an endpoint: the reports only
+        if source is None:  # no endpoint serves: nothing to tell the replicas
             return ProgressState(received, finished=finished), view
         crd = job.kind.crd
         state = ProgressState(
             received,
+            settings=source.settings,
             path=job_path(view.namespace, crd.plural, view.name),
-            ca=self._ca,
+            ca=source.ca,
             ca_map=caches.get(CONFIGMAPS, view.namespace, ca_map_name(view.name)),
             owner={
                 "apiVersion": f"{crd.group}/{crd.version}",
@@ -303,7 +331,7 @@ class JobProgress(Base[ProgressState]):
         """The job's CA ConfigMap, kept equal to the endpoint's CA while the job
         runs (a name held by another object is left alone: the volume's source
         is optional, so its pods start; their reports fail TLS and are dropped)."""
-        if self.settings is None or not state.ca or state.finished or state.owner is None:
+        if state.settings is None or not state.ca or state.finished or state.owner is None:
             return []
         want = ca_map(view, state.ca, state.owner)
         seen = state.ca_map
@@ -318,8 +346,8 @@ class JobProgress(Base[ProgressState]):
         return []
 
     def decorate(self, state: ProgressState, view: JobView, pod: Obj) -> None:
-        if self.settings is not None:
-            add_reporting(pod, self.settings, state.path, ca_map_name(view.name))
+        if state.settings is not None:
+            add_reporting(pod, state.settings, state.path, ca_map_name(view.name))
 
     def status(self, state: ProgressState, view: JobView, status: Obj) -> list[Event]:
         # A job that had finished keeps what was last written; the pass that ends
@@ -330,11 +358,6 @@ class JobProgress(Base[ProgressState]):
         elif view.status.get("progress"):
             status["progress"] = dict(view.status["progress"])  # kept as last written
         return []
-
-
-class _NoReports:
-    def latest(self, job_uid: str) -> Sequence[Received]:
-        return ()
 
 
 def job_path(namespace: str, plural: str, name: str) -> str:

@@ -23,7 +23,7 @@ from t9k_operator.builders import gang
 from t9k_operator.builders.common import child_metadata, job_labels
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.integrations import registry
+from t9k_operator.reconcilers import plugins as registry
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Base,
