@@ -130,9 +130,13 @@ def ttl_rules() -> str:
     )
 
 
-def rule(r: Rule, *, comment: bool = True) -> str:
+def comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in text.splitlines())
+
+
+def rule(r: Rule, *, commented: bool = True) -> str:
     """One rule, as YAML, under its comment."""
-    why = "".join(f"# {line}\n" for line in r.why.splitlines()) if comment else ""
+    why = comment(r.why) if commented else ""
     names = f"  resourceNames: {_list(r.resource_names)}\n" if r.resource_names else ""
     return (
         f"{why}- apiGroups: {_list(r.groups)}\n"
@@ -163,12 +167,12 @@ def render_roles(rules: Mapping[str, Sequence[Rule]]) -> dict[Path, str]:
         if not own:
             continue
         role = f"{NAME}-{name}"
-        head = "".join(rule(r).split("- apiGroups")[0] for r in own)
+        head = "".join(comment(r.why) for r in own)
         labels = f"  labels:\n    app.kubernetes.io/name: {NAME}\n"
         meta = f"metadata:\n  name: {role}\n  namespace: {NAMESPACE}\n{labels}"
         out[ROOT / "manifests" / "rbac" / f"50-{name}-role.yaml"] = (
             f"{head}apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n{meta}rules:\n"
-            + "".join(rule(r, comment=False) for r in own)
+            + "".join(rule(r, commented=False) for r in own)
             + f"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n{meta}"
             "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"
             f"  name: {role}\nsubjects:\n- kind: ServiceAccount\n  name: {NAME}\n"

@@ -46,6 +46,6 @@ def configure(args: argparse.Namespace) -> tuple[Integration[Any], ...]:
     return tuple(i for setup in INTEGRATIONS if (i := setup.from_flags(args)) is not None)
 
 
-def rbac(setups: tuple[type[Setup], ...] = INTEGRATIONS) -> dict[str, tuple[Rule, ...]]:
-    """The RBAC rules of every integration, by its name."""
-    return {setup.name: setup.rbac() for setup in setups}
+def rbac() -> dict[str, tuple[Rule, ...]]:
+    """The RBAC rules of every integration, by its name, in registry order."""
+    return {setup.name: setup.rbac() for setup in INTEGRATIONS}

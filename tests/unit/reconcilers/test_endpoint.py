@@ -265,7 +265,7 @@ def with_progress(tmp_path: Path, cert_dir: Path) -> tuple[list[Any], list[Any],
         workers=1,
     )
     controllers = build_controllers(ctx, [ServedProgress(opts)])
-    reconciler = controllers[0]._reconcile.__self__  # the first kind's JobReconciler
+    reconciler = controllers[0]._reconcile.__self__  # type: ignore[attr-defined]
     return controllers, ctx.servers, reconciler.caches.source("progress")
 
 
