@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from t9k_operator.reconcilers.integrations.progress import job_path  # noqa: E402
+from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
 from t9k_operator.reconcilers.progress.endpoint import (  # noqa: E402
     ProgressEndpoint,
     handler_for,

@@ -15,10 +15,11 @@ the replicas are told of none). Per job, in a reconcile, this integration
   engine's hang rule (runPolicy.progress) judges from it, restarting or
   failing the job as the job asks; the integration itself holds nothing back;
 - keeps the job's CA ConfigMap (``prepare``) and gives every new pod the
-  reporter's environment, projected token and CA (``decorate``);
-- renders ``status.progress`` (:func:`render`): the newest report's step,
-  total, epoch and metrics, the replica it came from and when, the
-  throughput over that replica's recent reports and the time left.
+  reporter's environment, projected token and CA (``decorate``; what they
+  are: ``progress_pods``);
+- renders ``status.progress`` (``progress_status.render``): the newest
+  report's step, total, epoch and metrics, the replica it came from and when,
+  the throughput over that replica's recent reports and the time left.
 
 Everything here is pure: times are given, never read.
 """
@@ -29,15 +30,12 @@ import argparse
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-from t9k_operator.api.progress import ProgressReport, human_seconds, summary
-from t9k_operator.builders.common import job_labels
 from t9k_operator.kinds.view import Heard, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.engine import TERMINAL, fmt_time
+from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Base,
@@ -48,56 +46,19 @@ from t9k_operator.reconcilers.integrations.contract import (
     Watch,
     controller_of,
 )
+from t9k_operator.reconcilers.integrations.progress_pods import (
+    Settings,
+    add_reporting,
+    ca_map,
+    ca_map_name,
+    job_path,
+)
+from t9k_operator.reconcilers.integrations.progress_status import Received, render
 from t9k_operator.resources import CONFIGMAPS, TOKENREVIEWS
 
 WHAT = "the job's progress CA ConfigMap"
-VOLUME = "t9k-progress"
-MOUNT_PATH = "/var/run/secrets/t9k.dev/progress"
-TOKEN_KEY = "token"
-CA_KEY = "ca.crt"
 CERT_SECRET = "t9k-operator-progress-tls"
 """The Secret the operator keeps the endpoint's certificate in, by default."""
-TOKEN_SECONDS = 3600
-"""The projected token's lifetime (kubelet renews it at 80% of it)."""
-# The reporter's environment (t9k_operator/report.py reads the same names).
-URL_ENV = "T9K_PROGRESS_URL"
-TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
-CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
-
-THROUGHPUT_WINDOW = 300.0
-"""Seconds of a replica's reports the throughput is measured over."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A report's step, and when the operator received it."""
-
-    at: datetime
-    step: int
-
-
-@dataclass(frozen=True)
-class Received:
-    """The latest report of one pod of a job, as the endpoint took it."""
-
-    pod: str  # the pod's name (the replica)
-    uid: str  # the pod's uid: reports of a pod since replaced are told apart
-    at: datetime  # when the operator received it
-    report: ProgressReport
-    samples: tuple[Sample, ...] = ()
-    """Earlier steps of the same pod, oldest first (the store keeps a few, for
-    the throughput); the latest report is not among them."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Where the replicas report, and how they prove who they are."""
-
-    url: str
-    """The endpoint's base address (``https://host:port``)."""
-    audience: str
-    """The audience the replicas' projected tokens are bound to."""
-    token_seconds: int = TOKEN_SECONDS
 
 
 class ProgressSource(Protocol):
@@ -358,144 +319,3 @@ class JobProgress(Base[ProgressState]):
         elif view.status.get("progress"):
             status["progress"] = dict(view.status["progress"])  # kept as last written
         return []
-
-
-def job_path(namespace: str, plural: str, name: str) -> str:
-    """The path of the endpoint a job's replicas report to."""
-    return f"/v1/namespaces/{namespace}/{plural}/{name}/progress"
-
-
-def ca_map_name(job: str) -> str:
-    return f"{job}-progress-ca"
-
-
-def ca_map(view: JobView, ca: str, owner: Obj) -> Obj:
-    """The job's ConfigMap holding the endpoint's CA (``ca.crt``)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": ca_map_name(view.name),
-            "namespace": view.namespace,
-            "labels": job_labels(owner["kind"], view.name),
-            "ownerReferences": [dict(owner)],
-        },
-        "data": {CA_KEY: ca},
-    }
-
-
-def add_reporting(pod: Obj, settings: Settings, path: str, ca_map: str) -> None:
-    """Give every container of ``pod`` the reporter's environment and the
-    volume with its token and CA (a container that sets one of the variables
-    keeps its own; a pod whose template already has a volume of that name is
-    left as it is)."""
-    spec = pod["spec"]
-    volumes = spec.setdefault("volumes", [])
-    if any(v.get("name") == VOLUME for v in volumes):
-        return
-    volumes.append(
-        {
-            "name": VOLUME,
-            "projected": {
-                "defaultMode": 0o444,
-                "sources": [
-                    {
-                        "serviceAccountToken": {
-                            "audience": settings.audience,
-                            "expirationSeconds": settings.token_seconds,
-                            "path": TOKEN_KEY,
-                        }
-                    },
-                    {
-                        "configMap": {
-                            "name": ca_map,
-                            "items": [{"key": CA_KEY, "path": CA_KEY}],
-                            "optional": True,
-                        }
-                    },
-                ],
-            },
-        }
-    )
-    env = {
-        URL_ENV: settings.url.rstrip("/") + path,
-        TOKEN_FILE_ENV: f"{MOUNT_PATH}/{TOKEN_KEY}",
-        CA_FILE_ENV: f"{MOUNT_PATH}/{CA_KEY}",
-    }
-    for container in spec.get("containers") or []:
-        mounts = container.setdefault("volumeMounts", [])
-        if not any(m.get("mountPath") == MOUNT_PATH for m in mounts):
-            mounts.append({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True})
-        have = {e.get("name") for e in container.get("env") or []}
-        added = [{"name": k, "value": v} for k, v in env.items() if k not in have]
-        if added:
-            container["env"] = [*(container.get("env") or []), *added]
-
-
-def render(received: Sequence[Received]) -> Obj | None:
-    """``status.progress`` from the pods' latest reports: the newest one's (the
-    latest step, if several arrived at once), with its throughput and time
-    left; None without reports."""
-    if not received:
-        return None
-    newest = max(received, key=lambda r: (r.at, r.report.step or 0, r.pod))
-    report = newest.report
-    out: Obj = {}
-    if report.step is not None:
-        out["step"] = report.step
-    total = report.total_steps or _last_known_total(received)
-    if total is not None:
-        out["totalSteps"] = total
-    if report.epoch is not None:
-        out["epoch"] = report.epoch
-    if report.metrics:
-        out["metrics"] = dict(sorted(report.metrics.items()))
-    out["replica"] = newest.pod
-    out["lastReportTime"] = fmt_time(newest.at)
-    rate = throughput(newest)
-    if rate is not None:
-        out["stepsPerSecond"] = round(rate, 4)
-        left = eta_seconds(report.step, total, rate)
-        if left is not None:
-            out["eta"] = human_seconds(left)
-    text = summary(report.step, total)
-    if text is not None:
-        out["summary"] = text
-    return out
-
-
-def _last_known_total(received: Sequence[Received]) -> int | None:
-    """A total some pod reported (the newest report may leave it out)."""
-    totals = [r for r in received if r.report.total_steps]
-    if not totals:
-        return None
-    return max(totals, key=lambda r: r.at).report.total_steps
-
-
-def throughput(received: Received, window: float = THROUGHPUT_WINDOW) -> float | None:
-    """Steps per second over the pod's reports within ``window`` seconds of its
-    latest, since its step last went back (a restart from a checkpoint); None
-    without two reports of distinct times and steps in that run."""
-    step = received.report.step
-    if step is None:
-        return None
-    base: Sample | None = None
-    for sample in reversed(received.samples):
-        if sample.step > step:
-            break  # the training went back: what came before is another run
-        if (received.at - sample.at).total_seconds() > window:
-            break
-        base = sample
-    if base is None:
-        return None
-    seconds = (received.at - base.at).total_seconds()
-    if seconds <= 0 or step <= base.step:
-        return None
-    return (step - base.step) / seconds
-
-
-def eta_seconds(step: int | None, total: int | None, rate: float) -> float | None:
-    """Seconds left to ``total`` at ``rate`` steps per second (0 once reached)."""
-    if step is None or not total or rate <= 0:
-        return None
-    return max(0, total - step) / rate

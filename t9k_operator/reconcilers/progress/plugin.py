@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import structlog
 
-from t9k_operator.reconcilers.integrations.progress import EndpointOptions, JobProgress, Settings
+from t9k_operator.reconcilers.integrations.progress import EndpointOptions, JobProgress
+from t9k_operator.reconcilers.integrations.progress_pods import Settings
 from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint, handler_for
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
 from t9k_operator.reconcilers.serving import Host

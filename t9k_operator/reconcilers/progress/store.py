@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from t9k_operator.api.progress import ProgressReport
-from t9k_operator.reconcilers.integrations.progress import Received, Sample, Settings
+from t9k_operator.reconcilers.integrations.progress_pods import Settings
+from t9k_operator.reconcilers.integrations.progress_status import Received, Sample
 
 SAMPLES = 8
 """Earlier steps kept per pod, for the throughput."""

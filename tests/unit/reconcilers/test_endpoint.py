@@ -21,8 +21,8 @@ from t9k_operator.reconcilers.integrations.progress import (
     EndpointOptions,
     JobProgress,
     ProgressState,
-    job_path,
 )
+from t9k_operator.reconcilers.integrations.progress_pods import job_path
 from t9k_operator.reconcilers.progress.endpoint import (
     MAX_BODY,
     ProgressEndpoint,

@@ -24,9 +24,11 @@ from t9k_operator.reconcilers.integrations.progress import (
     EndpointOptions,
     JobProgress,
     ProgressState,
+)
+from t9k_operator.reconcilers.integrations.progress_pods import Settings
+from t9k_operator.reconcilers.integrations.progress_status import (
     Received,
     Sample,
-    Settings,
     eta_seconds,
     render,
     throughput,
