@@ -241,6 +241,12 @@ def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
     assert plain is not None and wanted(plain) is None
 
 
+def test_a_kind_without_the_field_asks_for_no_tensorboard() -> None:
+    parsed = read(by_kind("MSJob"), job_of("MSJob")).job
+    assert parsed is not None and not hasattr(parsed.spec, "tensorboard_spec")
+    assert wanted(parsed) is None
+
+
 def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind[Any]) -> None:
     parsed = read(kind, job_of(name))
     job, view = parsed.job, parsed.view
