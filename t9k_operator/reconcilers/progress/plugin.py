@@ -1,8 +1,8 @@
 """The progress integration with its server: what the registry lists.
 
-:class:`ServedProgress` is the pure integration (``reconcilers/integrations/
-progress.py``) plus its server hook (``reconcilers/serving.py``): from its
-flags it builds the endpoint, its certificate loaded (created in its Secret
+:class:`ServedProgress` is the pure integration
+(``reconcilers/integrations/progress.py``) plus its server hook
+(``reconcilers/serving.py``): from its flags it builds the endpoint, its certificate loaded (created in its Secret
 when it must be), and provides the integration, under its name, the
 :class:`~t9k_operator.reconcilers.progress.store.Reporting` the endpoint
 fills. An endpoint that cannot start (its certificate, its address) is said
