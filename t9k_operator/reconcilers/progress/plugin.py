@@ -2,8 +2,9 @@
 
 :class:`ServedProgress` is the pure integration
 (``reconcilers/integrations/progress.py``) plus its server hook
-(``reconcilers/serving.py``): from its flags it builds the endpoint, its certificate loaded (created in its Secret
-when it must be), and provides the integration, under its name, the
+(``reconcilers/serving.py``): from its flags it builds the endpoint, its
+certificate loaded (created in its Secret when it must be), and provides the
+integration, under its name, the
 :class:`~t9k_operator.reconcilers.progress.store.Reporting` the endpoint
 fills. An endpoint that cannot start (its certificate, its address) is said
 in the log and the jobs run without it: their replicas are told of no
