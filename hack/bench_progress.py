@@ -2,7 +2,7 @@
 """Benchmark: how many progress reports the operator's endpoint takes a second.
 
 Runs the endpoint as the operator does (``runtime/tls.TLSServer`` serving
-``reconcilers/apply/endpoint.ProgressEndpoint``: TLS, the token's review, the
+``reconcilers/progress/endpoint.ProgressEndpoint``: TLS, the token's review, the
 pod's ownership, the report's bounds, the store, the coalescer) in this
 process, with its own certificate, and N reporters sending as replicas do
 (``t9k_operator/report.Reporter.send``: a new TLS connection per report, the
@@ -34,13 +34,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from t9k_operator.reconcilers.apply.endpoint import (  # noqa: E402
+from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
+from t9k_operator.reconcilers.progress.endpoint import (  # noqa: E402
     ProgressEndpoint,
-    Route,
     handler_for,
 )
-from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore  # noqa: E402
-from t9k_operator.reconcilers.integrations.progress import job_path  # noqa: E402
+from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore  # noqa: E402
+from t9k_operator.reconcilers.serving import Route  # noqa: E402
 from t9k_operator.report import Reporter  # noqa: E402
 from t9k_operator.resources import Resource  # noqa: E402
 from t9k_operator.runtime import tls  # noqa: E402

@@ -21,9 +21,9 @@ from t9k_operator.kube import ApiError, ClientOptions, Forbidden, KubeClient
 from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
+from t9k_operator.reconcilers import plugins as integrations
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
-from t9k_operator.reconcilers.integrations import registry as integrations
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.resources import NODES
 from t9k_operator.runtime import logging as oplogging
@@ -163,9 +163,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     problem = integrations.check_flags(args)
     if problem:
         p.error(problem)
-    if args.progress_service_namespace is None:
-        # In a pod, its own; out of the cluster, the one it watches, if just one.
-        args.progress_service_namespace = pod_namespace() or args.namespace or "t9k-system"
     return args
 
 
@@ -274,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             pod_start_timeout=args.pod_start_timeout,
             disruption_limit=args.disruption_limit,
             watch_nodes=may_watch_nodes(client, log),
+            # In a pod, its own; out of the cluster, the one it watches, if just one.
+            namespace=pod_namespace() or args.namespace,
         ),
         election_client=election_client,
         events_client=events_client,

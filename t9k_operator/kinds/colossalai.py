@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
 from t9k_operator.api.deepspeed_config import command_argv
 from t9k_operator.builders import colossalai as build
-from t9k_operator.builders import ssh, tensorboard
+from t9k_operator.builders import ssh
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.local import (
@@ -88,9 +88,6 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return ssh.ssh_secret(job, private_key, public_key, build.auth_dir(job))
-
-    def tensorboard(self, job: Job) -> Obj | None:
-        return tensorboard.for_job(job, job.spec.tensorboard_spec)
 
     @property
     def local(self) -> ColossalAILocal:

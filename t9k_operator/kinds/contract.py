@@ -116,11 +116,6 @@ class JobKind(Protocol[J]):
         """The job's ssh key Secret, for kinds whose replicas talk over ssh."""
         ...
 
-    def tensorboard(self, job: J) -> Obj | None:
-        """The job's TensorBoard (``spec.tensorboardSpec``), or None. Unlike the
-        extras it is kept in every phase of the job, paused and finished too."""
-        ...
-
     # -- the status shape ----------------------------------------------------------------
 
     def engine_status(self, job: Stored) -> Obj:
@@ -254,9 +249,6 @@ class KindBase(Generic[J]):
         return engine_status
 
     def ssh_secret(self, job: J, private_key: str, public_key: str) -> Obj | None:
-        return None
-
-    def tensorboard(self, job: J) -> Obj | None:
         return None
 
 

@@ -19,7 +19,6 @@ from t9k_operator.api.deepspeed import (
     effective_worker_count,
 )
 from t9k_operator.builders import deepspeed as build
-from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.local import (
@@ -84,9 +83,6 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return build.ssh_secret(job, private_key, public_key)
-
-    def tensorboard(self, job: Job) -> Obj | None:
-        return tensorboard.for_job(job, job.spec.tensorboard_spec)
 
     @property
     def local(self) -> DeepSpeedLocal:

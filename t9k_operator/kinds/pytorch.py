@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
-from t9k_operator.builders import tensorboard
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
@@ -74,9 +73,6 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job)]
-
-    def tensorboard(self, job: Job) -> Obj | None:
-        return tensorboard.for_job(job, job.spec.tensorboard_spec)
 
     @property
     def local(self) -> PyTorchLocal:

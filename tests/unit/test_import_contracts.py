@@ -60,7 +60,7 @@ def test_a_kube_import_in_a_pure_package_breaks_the_purity_contract(
 
 def test_the_engine_importing_an_integration_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
     tree = copy_of_the_package(tmp_path)
-    contract = "Reconcilers by role: apply -> integrations -> engine"
+    contract = "Reconcilers by role: plugins -> servers -> apply -> integrations -> engine"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     rules = tree / "t9k_operator" / "reconcilers" / "engine" / "planner.py"
     rules.write_text(

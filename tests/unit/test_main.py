@@ -9,7 +9,7 @@ import pytest
 from t9k_operator.__main__ import leader_election_options, may_watch_nodes, parse_args, unserved
 from t9k_operator.kube import Forbidden, NotFound, ServerError
 from t9k_operator.manager import parse_bind_address
-from t9k_operator.reconcilers.integrations import registry
+from t9k_operator.reconcilers import plugins as registry
 from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue

@@ -17,7 +17,7 @@ object that is not the operator's is not in its label-selected caches.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -100,9 +100,16 @@ def unavailable(exc: Unavailable) -> Problem:
 
 
 class InformerCaches:
-    """The informers a job's reconcile reads, as the integrations ask for them."""
+    """The informers a job's reconcile reads, as the integrations ask for them,
+    and what the integrations' servers provide them (``sources``, by name)."""
 
-    def __init__(self, informers: InformerFactory, watches: Sequence[Watch]) -> None:
+    def __init__(
+        self,
+        informers: InformerFactory,
+        watches: Sequence[Watch],
+        sources: Mapping[str, object] | None = None,
+    ) -> None:
+        self._sources = sources if sources is not None else {}
         self._by_resource: dict[Resource, SharedInformer] = {}
         for resource in (PODS, *KIND_CHILDREN.values()):
             self._by_resource[resource] = informers.informer(resource, CHILD_SELECTOR)
@@ -118,6 +125,9 @@ class InformerCaches:
 
     def owned(self, resource: Resource, uid: str) -> list[Obj]:
         return self._by_resource[resource].by_index(CONTROLLER_UID_INDEX, uid)
+
+    def source(self, name: str) -> object | None:
+        return self._sources.get(name)
 
 
 class Writer:

@@ -28,6 +28,7 @@ rather than plan from the past.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -113,6 +114,7 @@ class JobReconciler:
         pod_start_timeout: float = engine.DEFAULT_START_TIMEOUT,
         disruption_limit: int = engine.DEFAULT_DISRUPTION_LIMIT,
         watch_nodes: bool = False,
+        sources: Mapping[str, object] | None = None,
     ) -> None:
         self.kind = kind
         self.integrations = integrations
@@ -123,7 +125,7 @@ class JobReconciler:
         self.jobs = ctx.informers.informer(self.resource)
         metrics_jobs.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time
         watches = [w for i in integrations for w in i.watches()]
-        self.caches = InformerCaches(ctx.informers, watches)
+        self.caches = InformerCaches(ctx.informers, watches, sources)
         self.pods = self.caches.informer(PODS)
         # Threads start on first use: a kind with no jobs costs none.
         pool = ThreadPoolExecutor(

@@ -2,7 +2,10 @@
 
 An integration (gang scheduling, Kueue, the job's TensorBoard, ...) is one
 module of this package holding one class that satisfies :class:`Integration`,
-listed once in :data:`~t9k_operator.reconcilers.integrations.registry.INTEGRATIONS`.
+listed once in :data:`~t9k_operator.reconcilers.plugins.INTEGRATIONS`. Its
+class is its :class:`Setup`: its flags and the RBAC rules it needs. An
+integration that serves something (the progress endpoint) has a server hook
+too, kept out of this pure package (``reconcilers/serving.py``).
 For each job, in a reconcile, the apply step asks every integration that is
 on, in registry order:
 
@@ -54,6 +57,11 @@ class Caches(Protocol):
 
     def owned(self, resource: Resource, uid: str) -> list[Obj]:
         """The cached objects whose controller owner has ``uid``."""
+        ...
+
+    def source(self, name: str) -> object | None:
+        """What the server of the integration ``name`` has taken in, read-only
+        (``reconcilers/serving.py``); None when no server of it runs."""
         ...
 
 
@@ -222,9 +230,30 @@ class Base(Generic[S]):
         return []
 
 
+@dataclass(frozen=True)
+class Rule:
+    """An RBAC rule an integration needs, as hack/gen_rbac.py writes it: in
+    the operator's ClusterRole, or, ``own_namespace``, in a Role of the
+    operator's own namespace (``resource_names``: only these objects)."""
+
+    groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str = ""
+    """The comment above the rule (lines), said once for the rules after it."""
+    resource_names: tuple[str, ...] = ()
+    own_namespace: bool = False
+
+
 class Setup(Protocol):
-    """An integration as the registry lists it: its flags, and the integration
-    they configure (None: off)."""
+    """An integration as the registry lists it: its flags, the integration
+    they configure (None: off), and the RBAC rules it needs whenever it may be
+    turned on."""
+
+    name: str
+
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]: ...
 
     @staticmethod
     def add_flags(parser: argparse.ArgumentParser) -> None: ...

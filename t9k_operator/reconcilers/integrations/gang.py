@@ -32,6 +32,7 @@ from t9k_operator.reconcilers.integrations.contract import (
     Event,
     JobInput,
     Needs,
+    Rule,
     Templates,
     Watch,
     last_seen,
@@ -149,6 +150,20 @@ class GangScheduling(Base[GangState]):
                 "scheduling (spec.scheduler.t9kScheduler, MSJob schedulingPolicy): warn (a "
                 "Warning Event, then run with the default scheduler; the default) or hold "
                 "(Pending until the operator runs with a gang scheduler)"
+            ),
+        )
+
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        """The PodGroups of every gang scheduler it can use."""
+        return (
+            Rule(
+                tuple(sorted({gang.backend(name).group for name in gang.BACKENDS})),
+                ("podgroups",),
+                ("get", "list", "watch", "create", "update", "delete"),
+                why="The job's PodGroup, with --gang-scheduler: created with the job, its\n"
+                "minMember updated as an elastic job scales, deleted when the job finishes\n"
+                "or pauses (a finished job holds no quota).",
             ),
         )
 

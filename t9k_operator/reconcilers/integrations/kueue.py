@@ -45,6 +45,7 @@ from t9k_operator.reconcilers.integrations.contract import (
     Event,
     JobInput,
     Needs,
+    Rule,
     Templates,
     Unavailable,
     Watch,
@@ -211,6 +212,27 @@ class Kueue(Base[KueueState]):
     @staticmethod
     def check_flags(args: argparse.Namespace) -> str | None:
         return None
+
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        read = ("list", "watch")
+        return (
+            Rule(
+                (kueue.GROUP,),
+                (WORKLOADS.plural,),
+                ("get", "list", "watch", "create", "delete"),
+                why="The job's Kueue Workload, with --kueue: created when the job is queued,\n"
+                "deleted when it finishes, pauses or changes size; its status written only\n"
+                "to give an evicted job's quota reservation back once its pods are gone.\n"
+                "The WorkloadPriorityClass a job's priority names is read for its value\n"
+                "(else the PriorityClass of that name, as Kueue does), and the\n"
+                "ResourceFlavors an admission assigns for their node labels and tolerations:\n"
+                "from caches (list and watch), never read on a reconcile.",
+            ),
+            Rule((kueue.GROUP,), (f"{WORKLOADS.plural}/status",), ("update",)),
+            Rule((kueue.GROUP,), (WORKLOAD_PRIORITY_CLASSES.plural, RESOURCE_FLAVORS.plural), read),
+            Rule((POD_PRIORITY_CLASSES.group,), (POD_PRIORITY_CLASSES.plural,), read),
+        )
 
     @staticmethod
     def from_flags(args: argparse.Namespace) -> Kueue | None:

@@ -2,22 +2,24 @@
 engine's hang rule judges.
 
 A training process reports its progress (``t9k_operator/report.py``) to the
-operator's endpoint (``reconcilers/apply/endpoint.py``), which checks who
-sent it and keeps it in a store (:class:`ProgressSource` is what this
-integration reads of it; the store itself, thread-safe, is
-``reconcilers/apply/progress.py``). The endpoint's wiring
-(``endpoint.serve``) :meth:`JobProgress.connect` s this integration to it.
-Per job, in a reconcile, this integration
+operator's endpoint (``reconcilers/progress/endpoint.py``, started by this
+integration's server hook in ``reconcilers/progress/plugin.py``), which checks
+who sent it and keeps it in a store. The endpoint provides what it took, with
+where it serves and its CA, as a :class:`ProgressSource`, which this
+integration reads at observe time through ``Caches.source("progress")`` as
+other integrations read the informers' caches (None: no endpoint serves, and
+the replicas are told of none). Per job, in a reconcile, this integration
 
 - observes the latest report of each of the job's pods (:class:`Received`)
   and puts when each was heard into the job's view (``JobView.heard``): the
   engine's hang rule (runPolicy.progress) judges from it, restarting or
   failing the job as the job asks; the integration itself holds nothing back;
 - keeps the job's CA ConfigMap (``prepare``) and gives every new pod the
-  reporter's environment, projected token and CA (``decorate``);
-- renders ``status.progress`` (:func:`render`): the newest report's step,
-  total, epoch and metrics, the replica it came from and when, the
-  throughput over that replica's recent reports and the time left.
+  reporter's environment, projected token and CA (``decorate``; what they
+  are: ``progress_pods``);
+- renders ``status.progress`` (``progress_status.render``): the newest
+  report's step, total, epoch and metrics, the replica it came from and when,
+  the throughput over that replica's recent reports and the time left.
 
 Everything here is pure: times are given, never read.
 """
@@ -28,80 +30,53 @@ import argparse
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-from t9k_operator.api.progress import ProgressReport, human_seconds, summary
-from t9k_operator.builders.common import job_labels
 from t9k_operator.kinds.view import Heard, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.engine import TERMINAL, fmt_time
+from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Base,
     Caches,
     Event,
     JobInput,
+    Rule,
     Watch,
     controller_of,
 )
-from t9k_operator.resources import CONFIGMAPS
+from t9k_operator.reconcilers.integrations.progress_pods import (
+    Settings,
+    add_reporting,
+    ca_map,
+    ca_map_name,
+    job_path,
+)
+from t9k_operator.reconcilers.integrations.progress_status import Received, render
+from t9k_operator.resources import CONFIGMAPS, TOKENREVIEWS
 
 WHAT = "the job's progress CA ConfigMap"
-VOLUME = "t9k-progress"
-MOUNT_PATH = "/var/run/secrets/t9k.dev/progress"
-TOKEN_KEY = "token"
-CA_KEY = "ca.crt"
-TOKEN_SECONDS = 3600
-"""The projected token's lifetime (kubelet renews it at 80% of it)."""
-# The reporter's environment (t9k_operator/report.py reads the same names).
-URL_ENV = "T9K_PROGRESS_URL"
-TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
-CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
-
-THROUGHPUT_WINDOW = 300.0
-"""Seconds of a replica's reports the throughput is measured over."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A report's step, and when the operator received it."""
-
-    at: datetime
-    step: int
-
-
-@dataclass(frozen=True)
-class Received:
-    """The latest report of one pod of a job, as the endpoint took it."""
-
-    pod: str  # the pod's name (the replica)
-    uid: str  # the pod's uid: reports of a pod since replaced are told apart
-    at: datetime  # when the operator received it
-    report: ProgressReport
-    samples: tuple[Sample, ...] = ()
-    """Earlier steps of the same pod, oldest first (the store keeps a few, for
-    the throughput); the latest report is not among them."""
+CERT_SECRET = "t9k-operator-progress-tls"
+"""The Secret the operator keeps the endpoint's certificate in, by default."""
 
 
 class ProgressSource(Protocol):
-    """What the integration reads of the store the endpoint fills."""
+    """What the serving endpoint provides this integration (``Caches.source``)."""
+
+    @property
+    def settings(self) -> Settings:
+        """Where it serves, and the audience of the replicas' tokens."""
+        ...
+
+    @property
+    def ca(self) -> str:
+        """The CA its certificate chains to (PEM; "" not known yet)."""
+        ...
 
     def latest(self, job_uid: str) -> Sequence[Received]:
         """The latest report of each pod of the job (by the job's uid), any order."""
         ...
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Where the replicas report, and how they prove who they are."""
-
-    url: str
-    """The endpoint's base address (``https://host:port``)."""
-    audience: str
-    """The audience the replicas' projected tokens are bound to."""
-    token_seconds: int = TOKEN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -142,6 +117,7 @@ class EndpointOptions:
 @dataclass(frozen=True)
 class ProgressState:
     received: tuple[Received, ...] = ()
+    settings: Settings | None = None  # None: no endpoint serves; the replicas are told of none
     path: str = ""  # the job's path on the endpoint
     ca: str = ""  # the CA the endpoint's certificate chains to (PEM; "" not known yet)
     ca_map: Obj | None = None  # the job's CA ConfigMap, as cached
@@ -155,20 +131,8 @@ class JobProgress(Base[ProgressState]):
 
     name = "progress"
 
-    def __init__(
-        self,
-        source: ProgressSource,
-        settings: Settings | None = None,
-        options: EndpointOptions | None = None,
-    ) -> None:
-        self.source = source
-        self.settings = settings  # None: the replicas are not told where to report
-        self.options = options
-        self._ca = ""
-
-    def connect(self, source: ProgressSource, settings: Settings) -> None:
-        """The endpoint serves: read its store, and tell the replicas of it."""
-        self.source, self.settings = source, settings
+    def __init__(self, options: EndpointOptions | None = None) -> None:
+        self.options = options  # the endpoint's flags, for its server
 
     # -- flags ----------------------------------------------------------------------
 
@@ -213,7 +177,7 @@ class JobProgress(Base[ProgressState]):
         )
         g.add_argument(
             "--progress-cert-secret",
-            default="t9k-operator-progress-tls",
+            default=CERT_SECRET,
             help="the Secret, in the Service's namespace, the operator keeps its CA and "
             "serving certificate in",
         )
@@ -243,11 +207,10 @@ class JobProgress(Base[ProgressState]):
             return "--progress-audience must not be empty"
         return None
 
-    @staticmethod
-    def from_flags(args: argparse.Namespace) -> JobProgress | None:
-        """Off with ``--progress-bind-address 0``. The endpoint and its store are
-        the wiring's to start (``reconcilers/apply/endpoint.serve``), which then
-        :meth:`connect` s this integration to them."""
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> JobProgress | None:
+        """Off with ``--progress-bind-address 0``. The endpoint is the server
+        hook's to start (``reconcilers/progress/plugin.py``)."""
         if args.progress_bind_address in ("0", ""):
             return None
         options = EndpointOptions(
@@ -262,13 +225,36 @@ class JobProgress(Base[ProgressState]):
             qps=args.progress_report_qps,
             burst=args.progress_report_burst,
         )
-        return JobProgress(_NoReports(), options=options)
+        return cls(options)
 
-    # -- the CA the replicas trust ---------------------------------------------------
-
-    def use_ca(self, pem: str) -> None:
-        """The endpoint's CA (at start, and once renewed)."""
-        self._ca = pem
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        return (
+            Rule(
+                (TOKENREVIEWS.group,),
+                (TOKENREVIEWS.plural,),
+                ("create",),
+                why="The progress endpoint checks each report's token (a projected ServiceAccount\n"
+                "token bound to the endpoint's audience) with a TokenReview. Left out of a\n"
+                "namespaced install's Role (cluster-scoped: docs/progress.md says what to grant).",
+            ),
+            Rule(
+                ("",),
+                ("secrets",),
+                ("create",),
+                why="The progress endpoint's certificate: the operator keeps its CA and serving\n"
+                "certificate in this Secret of its own namespace, creating it on first start\n"
+                "and renewing it before it expires (docs/security.md).",
+                own_namespace=True,
+            ),
+            Rule(
+                ("",),
+                ("secrets",),
+                ("get", "update"),
+                resource_names=(CERT_SECRET,),
+                own_namespace=True,
+            ),
+        )
 
     # -- hooks ----------------------------------------------------------------------
 
@@ -276,16 +262,19 @@ class JobProgress(Base[ProgressState]):
         return (Watch(CONFIGMAPS, owned=True),)
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[ProgressState, JobView] | None:
-        received = tuple(self.source.latest(job.view.uid))
+        # What the endpoint provides under this integration's name (see the module).
+        source = cast("ProgressSource | None", caches.source(self.name))
+        received = tuple(source.latest(job.view.uid)) if source is not None else ()
         view = replace(job.view, heard=tuple(Heard(r.uid, r.at) for r in received))
         finished = view.status.get("phase") in TERMINAL
-        if self.settings is None:  # not connected to an endpoint: the reports only
+        if source is None:  # no endpoint serves: nothing to tell the replicas
             return ProgressState(received, finished=finished), view
         crd = job.kind.crd
         state = ProgressState(
             received,
+            settings=source.settings,
             path=job_path(view.namespace, crd.plural, view.name),
-            ca=self._ca,
+            ca=source.ca,
             ca_map=caches.get(CONFIGMAPS, view.namespace, ca_map_name(view.name)),
             owner={
                 "apiVersion": f"{crd.group}/{crd.version}",
@@ -303,7 +292,7 @@ class JobProgress(Base[ProgressState]):
         """The job's CA ConfigMap, kept equal to the endpoint's CA while the job
         runs (a name held by another object is left alone: the volume's source
         is optional, so its pods start; their reports fail TLS and are dropped)."""
-        if self.settings is None or not state.ca or state.finished or state.owner is None:
+        if state.settings is None or not state.ca or state.finished or state.owner is None:
             return []
         want = ca_map(view, state.ca, state.owner)
         seen = state.ca_map
@@ -318,8 +307,8 @@ class JobProgress(Base[ProgressState]):
         return []
 
     def decorate(self, state: ProgressState, view: JobView, pod: Obj) -> None:
-        if self.settings is not None:
-            add_reporting(pod, self.settings, state.path, ca_map_name(view.name))
+        if state.settings is not None:
+            add_reporting(pod, state.settings, state.path, ca_map_name(view.name))
 
     def status(self, state: ProgressState, view: JobView, status: Obj) -> list[Event]:
         # A job that had finished keeps what was last written; the pass that ends
@@ -330,149 +319,3 @@ class JobProgress(Base[ProgressState]):
         elif view.status.get("progress"):
             status["progress"] = dict(view.status["progress"])  # kept as last written
         return []
-
-
-class _NoReports:
-    def latest(self, job_uid: str) -> Sequence[Received]:
-        return ()
-
-
-def job_path(namespace: str, plural: str, name: str) -> str:
-    """The path of the endpoint a job's replicas report to."""
-    return f"/v1/namespaces/{namespace}/{plural}/{name}/progress"
-
-
-def ca_map_name(job: str) -> str:
-    return f"{job}-progress-ca"
-
-
-def ca_map(view: JobView, ca: str, owner: Obj) -> Obj:
-    """The job's ConfigMap holding the endpoint's CA (``ca.crt``)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": ca_map_name(view.name),
-            "namespace": view.namespace,
-            "labels": job_labels(owner["kind"], view.name),
-            "ownerReferences": [dict(owner)],
-        },
-        "data": {CA_KEY: ca},
-    }
-
-
-def add_reporting(pod: Obj, settings: Settings, path: str, ca_map: str) -> None:
-    """Give every container of ``pod`` the reporter's environment and the
-    volume with its token and CA (a container that sets one of the variables
-    keeps its own; a pod whose template already has a volume of that name is
-    left as it is)."""
-    spec = pod["spec"]
-    volumes = spec.setdefault("volumes", [])
-    if any(v.get("name") == VOLUME for v in volumes):
-        return
-    volumes.append(
-        {
-            "name": VOLUME,
-            "projected": {
-                "defaultMode": 0o444,
-                "sources": [
-                    {
-                        "serviceAccountToken": {
-                            "audience": settings.audience,
-                            "expirationSeconds": settings.token_seconds,
-                            "path": TOKEN_KEY,
-                        }
-                    },
-                    {
-                        "configMap": {
-                            "name": ca_map,
-                            "items": [{"key": CA_KEY, "path": CA_KEY}],
-                            "optional": True,
-                        }
-                    },
-                ],
-            },
-        }
-    )
-    env = {
-        URL_ENV: settings.url.rstrip("/") + path,
-        TOKEN_FILE_ENV: f"{MOUNT_PATH}/{TOKEN_KEY}",
-        CA_FILE_ENV: f"{MOUNT_PATH}/{CA_KEY}",
-    }
-    for container in spec.get("containers") or []:
-        mounts = container.setdefault("volumeMounts", [])
-        if not any(m.get("mountPath") == MOUNT_PATH for m in mounts):
-            mounts.append({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True})
-        have = {e.get("name") for e in container.get("env") or []}
-        added = [{"name": k, "value": v} for k, v in env.items() if k not in have]
-        if added:
-            container["env"] = [*(container.get("env") or []), *added]
-
-
-def render(received: Sequence[Received]) -> Obj | None:
-    """``status.progress`` from the pods' latest reports: the newest one's (the
-    latest step, if several arrived at once), with its throughput and time
-    left; None without reports."""
-    if not received:
-        return None
-    newest = max(received, key=lambda r: (r.at, r.report.step or 0, r.pod))
-    report = newest.report
-    out: Obj = {}
-    if report.step is not None:
-        out["step"] = report.step
-    total = report.total_steps or _last_known_total(received)
-    if total is not None:
-        out["totalSteps"] = total
-    if report.epoch is not None:
-        out["epoch"] = report.epoch
-    if report.metrics:
-        out["metrics"] = dict(sorted(report.metrics.items()))
-    out["replica"] = newest.pod
-    out["lastReportTime"] = fmt_time(newest.at)
-    rate = throughput(newest)
-    if rate is not None:
-        out["stepsPerSecond"] = round(rate, 4)
-        left = eta_seconds(report.step, total, rate)
-        if left is not None:
-            out["eta"] = human_seconds(left)
-    text = summary(report.step, total)
-    if text is not None:
-        out["summary"] = text
-    return out
-
-
-def _last_known_total(received: Sequence[Received]) -> int | None:
-    """A total some pod reported (the newest report may leave it out)."""
-    totals = [r for r in received if r.report.total_steps]
-    if not totals:
-        return None
-    return max(totals, key=lambda r: r.at).report.total_steps
-
-
-def throughput(received: Received, window: float = THROUGHPUT_WINDOW) -> float | None:
-    """Steps per second over the pod's reports within ``window`` seconds of its
-    latest, since its step last went back (a restart from a checkpoint); None
-    without two reports of distinct times and steps in that run."""
-    step = received.report.step
-    if step is None:
-        return None
-    base: Sample | None = None
-    for sample in reversed(received.samples):
-        if sample.step > step:
-            break  # the training went back: what came before is another run
-        if (received.at - sample.at).total_seconds() > window:
-            break
-        base = sample
-    if base is None:
-        return None
-    seconds = (received.at - base.at).total_seconds()
-    if seconds <= 0 or step <= base.step:
-        return None
-    return (step - base.step) / seconds
-
-
-def eta_seconds(step: int | None, total: int | None, rate: float) -> float | None:
-    """Seconds left to ``total`` at ``rate`` steps per second (0 once reached)."""
-    if step is None or not total or rate <= 0:
-        return None
-    return max(0, total - step) / rate

@@ -10,7 +10,7 @@ refuses it, another object holds its name) is reported there and in a
 Warning Event, and never fails the job or touches its phase.
 
 The TensorBoard itself is served by its own controller
-(``reconcilers/apply/tensorboard.py``); every TensorBoard is watched, and a
+(``reconcilers/tensorboard/controller.py``); every TensorBoard is watched, and a
 change to one reconciles the job of the same name.
 """
 
@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from t9k_operator.api import tensorboard as api
 from t9k_operator.api.tensorboard import TensorBoardSpec
+from t9k_operator.builders import tensorboard as build
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import (
@@ -35,6 +36,7 @@ from t9k_operator.reconcilers.integrations.contract import (
     Event,
     JobInput,
     Refusal,
+    Rule,
     Watch,
     clash,
     controller_of,
@@ -66,6 +68,15 @@ def same_spec(a: Any, b: Any) -> bool:
         return False
 
 
+def wanted(job: Any) -> Obj | None:
+    """The TensorBoard a parsed job asks for: the one its spec's
+    ``tensorboard_spec`` (``spec.tensorboardSpec``, the same field for every
+    kind that has it) describes; None without the field, or for a kind
+    without it."""
+    spec = getattr(getattr(job, "spec", None), "tensorboard_spec", None)
+    return build.for_job(job, spec) if isinstance(spec, TensorBoardSpec) else None
+
+
 @dataclass(frozen=True)
 class JobTensorBoardState:
     """A job's TensorBoard: the one it asks for, as seen, and what is done to it."""
@@ -93,12 +104,30 @@ class JobTensorBoard(Base[JobTensorBoardState]):
     def from_flags(args: argparse.Namespace) -> JobTensorBoard:
         return JobTensorBoard()
 
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        """A job's own TensorBoards, and every TensorBoard its controller serves."""
+        group, plural = TENSORBOARDS.group, TENSORBOARDS.plural
+        return (
+            Rule(
+                (group,),
+                (plural,),
+                ("get", "list", "watch", "create", "update", "delete"),
+                why="TensorBoards: created, updated (to follow the job's tensorboardSpec) and\n"
+                "deleted (when the field goes) as a T9k job's; watched, and served (their\n"
+                "status written, their pod and Service owned) whoever created them. get:\n"
+                "whose is one of the job's name. Their pod and Service are under the\n"
+                "children's rules above (a pod, not a Deployment: docs/tensorboard.md).",
+            ),
+            Rule((group,), (f"{plural}/status", f"{plural}/finalizers"), ("update",)),
+        )
+
     def watches(self) -> tuple[Watch, ...]:
         return (Watch(TENSORBOARDS, by_name=True),)
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[JobTensorBoardState, JobView]:
         view = job.view
-        want = job.kind.tensorboard(job.job)
+        want = wanted(job.job)
         if want is None:
             owned = caches.owned(TENSORBOARDS, view.uid)
             return JobTensorBoardState(owned=tuple(owned)), view

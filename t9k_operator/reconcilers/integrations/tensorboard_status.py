@@ -3,7 +3,7 @@ TensorBoard's status from that, and a TensorBoard read back as a job's
 dependent (:class:`TensorBoardState`).
 
 No I/O, no clock (``now`` is a parameter): the reconciler in
-``reconcilers/apply/tensorboard.py`` observes and acts, this module decides what
+``reconcilers/tensorboard/controller.py`` observes and acts, this module decides what
 the observation means. The Ready condition's reasons (``api/tensorboard.py``
 lists which mean "on its way"):
 

@@ -17,20 +17,21 @@ from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import ApiError
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
-from t9k_operator.reconcilers.apply.endpoint import (
-    MAX_BODY,
-    ProgressEndpoint,
-    Route,
-    _reviewed,
-    handler_for,
-)
-from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
 from t9k_operator.reconcilers.integrations.progress import (
     EndpointOptions,
     JobProgress,
     ProgressState,
-    job_path,
 )
+from t9k_operator.reconcilers.integrations.progress_pods import job_path
+from t9k_operator.reconcilers.progress.endpoint import (
+    MAX_BODY,
+    ProgressEndpoint,
+    _reviewed,
+    handler_for,
+)
+from t9k_operator.reconcilers.progress.plugin import ServedProgress
+from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
+from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.controller import ControllerContext
@@ -250,25 +251,22 @@ def test_only_a_pod_bound_token_for_the_audience_is_a_reporter(status: Obj) -> N
 # -- the wiring -----------------------------------------------------------------------------
 
 
-def with_progress(tmp_path: Path, cert_dir: Path) -> tuple[JobProgress, list[Any], list[Any]]:
+def with_progress(tmp_path: Path, cert_dir: Path) -> tuple[list[Any], list[Any], object | None]:
+    """The controllers and servers built with the progress integration on, and
+    what its server provided the job reconcilers' caches."""
     fake = FakeKube()
     opts = EndpointOptions(
         "127.0.0.1:0", "svc", "ops", 443, None, AUDIENCE, str(cert_dir), "tls", 10.0, 50
     )
-    progress = JobProgress(Source(), options=opts)
     ctx = ControllerContext(
         client=fake,  # type: ignore[arg-type]
         informers=InformerFactory(fake),  # type: ignore[arg-type]
         recorder=FakeRecorder(),  # type: ignore[arg-type]
         workers=1,
     )
-    controllers = build_controllers(ctx, [progress])
-    return progress, controllers, ctx.servers
-
-
-class Source:
-    def latest(self, job_uid: str) -> list[Any]:
-        return []
+    controllers = build_controllers(ctx, [ServedProgress(opts)])
+    reconciler = controllers[0]._reconcile.__self__  # type: ignore[attr-defined]
+    return controllers, ctx.servers, reconciler.caches.source("progress")
 
 
 def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path) -> None:
@@ -278,12 +276,13 @@ def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path)
     cert, key = new_serving(ca, ca_key, ["svc.ops.svc"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
         (certs / name).write_bytes(data)
-    progress, controllers, servers = with_progress(tmp_path, certs)
+    controllers, servers, provided = with_progress(tmp_path, certs)
     (server,) = servers
     try:
         assert len(controllers) == CONTROLLERS
-        assert progress.settings is not None and progress.settings.url == "https://svc.ops.svc"
-        assert progress._ca == ca.decode()
+        assert isinstance(provided, Reporting)
+        assert provided.settings.url == "https://svc.ops.svc"
+        assert provided.ca == ca.decode()
     finally:
         server.server.server_close()
 
@@ -291,12 +290,14 @@ def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path)
 def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
     tmp_path: Path,
 ) -> None:
-    progress, controllers, servers = with_progress(tmp_path, tmp_path / "no-such-dir")
+    with structlog.testing.capture_logs() as logs:
+        controllers, servers, provided = with_progress(tmp_path, tmp_path / "no-such-dir")
     assert servers == []
     assert len(controllers) == CONTROLLERS  # every kind is still served
-    assert progress.settings is None  # the replicas are told of no endpoint
+    assert provided is None  # the replicas are told of no endpoint
+    assert any(e["event"].startswith("progress reporting is off") for e in logs)
     pod: Obj = {"spec": {"containers": [{"name": "c"}]}}
-    progress.decorate(ProgressState(), None, pod)  # type: ignore[arg-type]
+    JobProgress().decorate(ProgressState(), None, pod)  # type: ignore[arg-type]
     assert pod == {"spec": {"containers": [{"name": "c"}]}}
 
 

@@ -6,36 +6,49 @@ The toy stands for a queueing system of the simplest kind: a job waits, with
 no pods, until a cluster-scoped Ticket named after it exists; it then gets a
 Toy child (its claim), its pods carry the ticket's number, its status says
 which ticket it holds, and it gives the claim back when it finishes or pauses.
+It states the RBAC rules it needs, and runs a server of its own (a counter of
+the calls it took), which its observe reads through the caches.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog.testing
 import yaml
 
 from t9k_operator.__main__ import parse_args
 from t9k_operator.builders import gang
 from t9k_operator.builders.common import child_metadata, job_labels
+from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kinds.view import Gate, Hold, JobView
+from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.integrations import registry
+from t9k_operator.reconcilers import CONTROLLERS, build_controllers
+from t9k_operator.reconcilers import plugins as registry
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Base,
     Caches,
     Event,
     JobInput,
+    Rule,
     Templates,
     Watch,
 )
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.serving import Host
 from t9k_operator.resources import Resource
+from t9k_operator.runtime.controller import ControllerContext, Server
+from tests import hack_scripts
+from tests.fakes import FakeRecorder
 from tests.kinds import KIND_NAMES
+from tests.unit.reconcilers.fake_kube import FakeKube
 from tests.unit.reconcilers.test_job_reconciler import JOBS, Harness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,6 +61,20 @@ class ToyState:
     ticket: Obj | None
     claim: Obj | None
     want: Obj
+    calls: int | None = None  # what its server took, when it serves
+
+
+class ToyServer:
+    """The toy's server: it counts the calls it takes (none here)."""
+
+    def __init__(self) -> None:
+        self.calls, self.started, self.stopped = 0, 0, 0
+
+    def start(self) -> None:
+        self.started += 1
+
+    def stop(self) -> None:
+        self.stopped += 1
 
 
 class Toy(Base[ToyState]):
@@ -65,6 +92,25 @@ class Toy(Base[ToyState]):
     def from_flags(args: argparse.Namespace) -> Toy | None:
         return Toy() if args.toy else None
 
+    @staticmethod
+    def rbac() -> tuple[Rule, ...]:
+        return (
+            Rule(("toy.example",), ("tickets",), ("list", "watch"), why="The toy's tickets."),
+            Rule(("toy.example",), ("toys",), ("get", "list", "watch", "create", "delete")),
+            Rule(
+                ("toy.example",),
+                ("counters",),
+                ("get",),
+                resource_names=("its-counter",),
+                own_namespace=True,
+            ),
+        )
+
+    def servers(self, host: Host) -> list[Server]:
+        server = ToyServer()
+        host.provide(self.name, server)
+        return [server]
+
     def watches(self) -> tuple[Watch, ...]:
         return (Watch(TOYS, owned=True), Watch(TICKETS))
 
@@ -79,7 +125,9 @@ class Toy(Base[ToyState]):
                 job.job, f"{view.name}-claim", job_labels(view.kind, view.name)
             ),
         }
-        return ToyState(ticket, claim, want), view
+        server = caches.source(self.name)
+        calls = server.calls if isinstance(server, ToyServer) else None
+        return ToyState(ticket, claim, want, calls), view
 
     def gate(self, state: ToyState, view: JobView) -> Gate | None:
         if state.ticket is not None:
@@ -104,6 +152,8 @@ class Toy(Base[ToyState]):
     def status(self, state: ToyState, view: JobView, status: Obj) -> list[Event]:
         if state.ticket is not None:
             status["toy"] = {"ticket": state.ticket["number"]}
+            if state.calls is not None:
+                status["toy"]["calls"] = state.calls
         return []
 
 
@@ -114,8 +164,10 @@ def toy_registered(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
     return registry.configure(parse_args(["--toy"]))
 
 
-def harness(kind: str, integrations: tuple[Any, ...]) -> Harness:
-    h = Harness(kind, integrations=integrations)
+def harness(
+    kind: str, integrations: tuple[Any, ...], sources: dict[str, object] | None = None
+) -> Harness:
+    h = Harness(kind, integrations=integrations, sources=sources)
     h.children.append(TOYS)
     h.watched.append((TICKETS, None))
     return h
@@ -182,7 +234,7 @@ def every_integration_on() -> tuple[Any, ...]:
 
 def test_the_cluster_role_grants_what_every_integration_reads_and_its_needed_apis() -> None:
     """What an integration caches is listed and watched under the shipped
-    ClusterRole; a new integration fails here until hack/gen_rbac.py grants it."""
+    ClusterRole; a new integration fails here until its Setup's rbac() grants it."""
     rules = yaml.safe_load((ROOT / "manifests" / "rbac" / "20-cluster-role.yaml").read_text())
     granted = {
         (group, resource, verb)
@@ -201,3 +253,94 @@ def test_the_cluster_role_grants_what_every_integration_reads_and_its_needed_api
             if watch.owned:
                 key = (watch.resource.group, watch.resource.plural, "create")
                 assert key in granted, f"{integration.name}: its children's create is not granted"
+
+
+def test_a_registered_integrations_rules_are_in_the_generated_rbac(
+    toy_registered: tuple[Any, ...],
+) -> None:
+    """hack/gen_rbac.py lays out what the registry's integrations state, the
+    toy's too: its cluster rules in the ClusterRole (after the known ones),
+    its rules in the operator's namespace in a Role of its own."""
+    gen = hack_scripts.load("gen_rbac")
+    role = yaml.safe_load(gen.render())
+    toy = [r for r in role["rules"] if r["apiGroups"] == ["toy.example"]]
+    assert toy == [
+        {"apiGroups": ["toy.example"], "resources": ["tickets"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["toy.example"],
+            "resources": ["toys"],
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
+    ]
+    assert role["rules"][-2:] == toy, "an integration the layout does not name goes last"
+    assert '# The toy\'s tickets.\n- apiGroups: ["toy.example"]' in gen.render()
+    roles = gen.render_roles(registry.rbac())
+    role_file = ROOT / "manifests" / "rbac" / "50-toy-role.yaml"
+    own, binding = yaml.safe_load_all(roles[role_file])
+    assert (own["kind"], own["metadata"]["name"]) == ("Role", "t9k-operator-toy")
+    assert own["rules"] == [
+        {
+            "apiGroups": ["toy.example"],
+            "resources": ["counters"],
+            "resourceNames": ["its-counter"],
+            "verbs": ["get"],
+        }
+    ]
+    assert binding["roleRef"]["name"] == "t9k-operator-toy"
+    # Without it, the files are the committed ones.
+    assert ROOT / "manifests" / "rbac" / "50-progress-role.yaml" in roles
+
+
+def test_a_registered_integrations_server_starts_through_its_hook(
+    toy_registered: tuple[Any, ...],
+) -> None:
+    """The manager starts the toy's server, which no wiring names;
+    what the server provides reaches the job reconcilers' caches."""
+    fake = FakeKube()
+    options = ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0")
+    toy = [i for i in toy_registered if isinstance(i, Toy)]  # the only one serving here
+    manager = Manager(
+        fake,  # type: ignore[arg-type]
+        options,
+        functools.partial(build_controllers, integrations=toy),
+    )
+    (server,) = manager.extra_servers
+    assert isinstance(server, ToyServer) and server.started == 0
+    manager._start_servers()
+    assert server.started == 1
+    assert len(manager.controllers) == CONTROLLERS
+    for controller in manager.controllers[: len(KIND_NAMES)]:
+        reconciler = controller._reconcile.__self__  # type: ignore[attr-defined]
+        assert reconciler.caches.source("toy") is server
+
+
+class BrokenToy(Toy):
+    def servers(self, host: Host) -> list[Server]:
+        raise OSError("address already in use")
+
+
+def test_a_server_that_cannot_be_built_leaves_the_jobs_running_without_it() -> None:
+    fake = FakeKube()
+    ctx = ControllerContext(
+        client=fake,  # type: ignore[arg-type]
+        informers=InformerFactory(fake),  # type: ignore[arg-type]
+        recorder=FakeRecorder(),  # type: ignore[arg-type]
+        workers=1,
+    )
+    with structlog.testing.capture_logs() as logs:
+        controllers = build_controllers(ctx, [BrokenToy()])
+    assert len(controllers) == CONTROLLERS and ctx.servers == []
+    (logged,) = [e for e in logs if e["log_level"] == "error"]
+    assert logged["integration"] == "toy" and "address already in use" in logged["error"]
+
+
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_what_a_server_provides_reaches_the_integrations_part_of_the_status(
+    kind: str, toy_registered: tuple[Any, ...]
+) -> None:
+    server = ToyServer()
+    server.calls = 3
+    h = harness(kind, toy_registered, {"toy": server})
+    h.fake.put(TICKETS, {"metadata": {"name": "j"}, "number": 7})
+    h.run()
+    assert h.job()["status"]["toy"] == {"ticket": 7, "calls": 3}

@@ -114,6 +114,7 @@ class Harness:
         kueue: Kueue | None = None,
         integrations: tuple[Integration[Any], ...] | None = None,
         watch_nodes: bool = False,
+        sources: dict[str, object] | None = None,
     ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
@@ -130,7 +131,9 @@ class Harness:
         on += [gang or GangScheduling(), JobTensorBoard()]
         if integrations is not None:
             on = list(integrations)
-        self.reconciler = JobReconciler(self.kind, ctx, tuple(on), watch_nodes=watch_nodes)
+        self.reconciler = JobReconciler(
+            self.kind, ctx, tuple(on), watch_nodes=watch_nodes, sources=sources
+        )
         self.children = [PODS, SERVICES, CONFIGMAPS, SECRETS]
         self.watched = [
             (w.resource, CHILD_SELECTOR if w.owned else None) for i in on for w in i.watches()

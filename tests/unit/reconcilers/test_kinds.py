@@ -21,6 +21,7 @@ from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
 from t9k_operator.kinds.view import HangPolicy, Override, Role
+from t9k_operator.reconcilers.integrations.tensorboard import wanted
 
 
 def _template(container: str) -> dict[str, Any]:
@@ -233,11 +234,17 @@ def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
     assert kind.fields_not_acted_on(stored) == []
     parsed = read(kind, stored).job
     assert parsed is not None
-    tb = kind.tensorboard(parsed)
+    tb = wanted(parsed)
     assert tb is not None and tb["kind"] == "TensorBoard" and tb["spec"] == TENSORBOARD_SPEC
     assert tb["metadata"]["ownerReferences"][0]["kind"] == name
     plain = read(kind, job_of(name)).job
-    assert plain is not None and kind.tensorboard(plain) is None
+    assert plain is not None and wanted(plain) is None
+
+
+def test_a_kind_without_the_field_asks_for_no_tensorboard() -> None:
+    parsed = read(by_kind("MSJob"), job_of("MSJob")).job
+    assert parsed is not None and not hasattr(parsed.spec, "tensorboard_spec")
+    assert wanted(parsed) is None
 
 
 def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind[Any]) -> None:

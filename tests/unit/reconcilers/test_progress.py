@@ -17,7 +17,6 @@ from t9k_operator.api.progress import ProgressReport
 from t9k_operator.kinds.registry import KINDS
 from t9k_operator.kinds.view import HangPolicy, Heard
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.apply.progress import MAX_PODS, Coalescer, ProgressStore
 from t9k_operator.reconcilers.engine import Reason, get_condition
 from t9k_operator.reconcilers.integrations import plan as planning
 from t9k_operator.reconcilers.integrations.contract import JobInput
@@ -25,13 +24,16 @@ from t9k_operator.reconcilers.integrations.progress import (
     EndpointOptions,
     JobProgress,
     ProgressState,
+)
+from t9k_operator.reconcilers.integrations.progress_pods import Settings
+from t9k_operator.reconcilers.integrations.progress_status import (
     Received,
     Sample,
-    Settings,
     eta_seconds,
     render,
     throughput,
 )
+from t9k_operator.reconcilers.progress.store import MAX_PODS, Coalescer, ProgressStore
 from tests.unit.reconcilers.test_engine import KIND, T0, job, running
 
 
@@ -222,21 +224,47 @@ def test_coalescing_is_per_job_and_forgotten_with_the_job() -> None:
 # -- the integration ----------------------------------------------------------------------
 
 
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+SETTINGS = Settings("https://t9k-operator-progress.t9k-system.svc", "t9k-operator-progress")
+
+
 class Source:
-    def __init__(self, *received: Received) -> None:
-        self.received = received
+    """What a serving endpoint provides the integration (a ProgressSource)."""
+
+    def __init__(self, *received: Received, ca: str = "") -> None:
+        self.received, self.settings, self.ca = received, SETTINGS, ca
 
     def latest(self, job_uid: str) -> list[Received]:
         return list(self.received) if job_uid == "u" else []
 
 
+class Caches:
+    """The caches an integration observes: the job's ConfigMaps, and what the
+    progress endpoint provides (``source``: None, no endpoint serves)."""
+
+    def __init__(self, source: Source | None, *maps: Obj) -> None:
+        self.maps = {m["metadata"]["name"]: m for m in maps}
+        self.provided = source
+
+    def get(self, resource: Any, namespace: str | None, name: str) -> Obj | None:
+        assert resource.plural == "configmaps"
+        return self.maps.get(name)
+
+    def owned(self, resource: Any, uid: str) -> list[Obj]:
+        return []
+
+    def source(self, name: str) -> object | None:
+        assert name == "progress"
+        return self.provided
+
+
 def observe_and_plan(source: Source, now: datetime, **kw: Any) -> Any:
     view = job(**kw)
-    integration = JobProgress(source)
+    integration = JobProgress()
     stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
     found = integration.observe(
-        JobInput(kind=KIND, stored=stored, job=None, view=view, now=now),  # type: ignore[arg-type]
-        caches=None,  # type: ignore[arg-type]
+        JobInput(kind=KINDS[0], stored=stored, job=None, view=view, now=now),
+        Caches(source),
     )
     assert found is not None
     state, seen_view = found
@@ -292,28 +320,13 @@ def test_a_finished_job_keeps_the_progress_last_written() -> None:
 
 # -- the integration, connected to an endpoint ---------------------------------------------
 
-CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-SETTINGS = Settings("https://t9k-operator-progress.t9k-system.svc", "t9k-operator-progress")
-
-
-class MapCache:
-    def __init__(self, *maps: Obj) -> None:
-        self.maps = {m["metadata"]["name"]: m for m in maps}
-
-    def get(self, resource: Any, namespace: str | None, name: str) -> Obj | None:
-        assert resource.plural == "configmaps"
-        return self.maps.get(name)
-
 
 def connected(*maps: Obj, phase: str = "Running") -> tuple[JobProgress, Any, Any]:
-    integration = JobProgress(Source())
-    integration.connect(Source(), SETTINGS)
-    integration.use_ca(CA)
+    integration = JobProgress()
     view = job(status={**RUNNING, "phase": phase})
     stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
     found = integration.observe(
-        JobInput(KINDS[0], stored, None, view, at(0)),
-        MapCache(*maps),  # type: ignore[arg-type]
+        JobInput(KINDS[0], stored, None, view, at(0)), Caches(Source(ca=CA), *maps)
     )
     assert found is not None
     return integration, *found
@@ -396,9 +409,19 @@ def test_a_template_with_a_volume_of_that_name_is_left_as_it_is() -> None:
 
 
 def test_an_integration_not_connected_tells_the_replicas_nothing() -> None:
-    integration = JobProgress(Source())
+    integration = JobProgress()
     pod: Obj = {"spec": {"containers": [{"name": "c"}]}}
     integration.decorate(ProgressState(), job(), pod)
+    assert pod == {"spec": {"containers": [{"name": "c"}]}}
+    # Observed without an endpoint serving: neither the CA ConfigMap nor the
+    # reporter's environment, and no reports.
+    stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    found = integration.observe(JobInput(KINDS[0], stored, None, job(), at(0)), Caches(None))
+    assert found is not None
+    state, view = found
+    assert state.settings is None and state.received == () and view.heard == ()
+    assert integration.prepare(state, view) == []
+    integration.decorate(state, view, pod)
     assert pod == {"spec": {"containers": [{"name": "c"}]}}
 
 

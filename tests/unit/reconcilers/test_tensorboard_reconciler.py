@@ -15,10 +15,10 @@ from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import Invalid, ServerError
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
-from t9k_operator.reconcilers.apply.tensorboard import TensorBoardReconciler
 from t9k_operator.reconcilers.engine import fmt_time
 from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.reconcilers.integrations.tensorboard_status import REPLACE_FAILED_AFTER
+from t9k_operator.reconcilers.tensorboard.controller import TensorBoardReconciler
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeClock, FakeRecorder

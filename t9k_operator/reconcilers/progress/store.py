@@ -1,10 +1,11 @@
 """Where the replicas' progress reports wait for their job's reconcile.
 
-The endpoint (``reconcilers/apply/endpoint.py``) calls, for each report it
+The endpoint (``reconcilers/progress/endpoint.py``) calls, for each report it
 takes, :meth:`ProgressStore.record` and then :meth:`Coalescer.report`, and
 adds the job to its queue after the delay that returns (None: a reconcile
-that will carry the report is already due). The reconcile reads the store
-through the progress integration (``reconcilers/integrations/progress.py``).
+that will carry the report is already due). A reconcile reads the store
+through the progress integration (``reconcilers/integrations/progress.py``),
+as the :class:`Reporting` its server provides.
 So however many reports arrive, they cause at most one reconcile of a job,
 and one status write, per ``interval`` seconds.
 
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from t9k_operator.api.progress import ProgressReport
-from t9k_operator.reconcilers.integrations.progress import Received, Sample
+from t9k_operator.reconcilers.integrations.progress_pods import Settings
+from t9k_operator.reconcilers.integrations.progress_status import Received, Sample
 
 SAMPLES = 8
 """Earlier steps kept per pod, for the throughput."""
@@ -107,3 +110,17 @@ class Coalescer:
     def forget(self, key: Hashable) -> None:
         with self._lock:
             self._due.pop(key, None)
+
+
+@dataclass
+class Reporting:
+    """What the serving endpoint provides the progress integration (its
+    ``ProgressSource``): where it serves, the CA its certificate chains to
+    (replaced when the certificate is renewed) and the reports it took."""
+
+    settings: Settings
+    store: ProgressStore
+    ca: str = ""
+
+    def latest(self, job_uid: str) -> list[Received]:
+        return self.store.latest(job_uid)

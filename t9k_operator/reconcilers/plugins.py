@@ -2,9 +2,14 @@
 asks them (an integration may leave the job's view changed for those after
 it: Kueue takes the job's queue before gang scheduling reads it).
 
-The operator's flags, the check that the cluster serves what the enabled
-ones need, the informers they read and the tests' list of integrations all
-derive from :data:`INTEGRATIONS`. To add one, see docs/adding-an-integration.md.
+Each entry is an integration's :class:`~.integrations.contract.Setup`: the
+pure integration's class, or (for one with servers of its own) its subclass
+with the server hook (``reconcilers/serving.py``), which is why this registry
+lives beside the pure package rather than in it. The operator's flags, the
+check that the cluster serves what the enabled ones need, the informers they
+read, the servers started, the RBAC rules hack/gen_rbac.py writes and the
+tests' list of integrations all derive from :data:`INTEGRATIONS`. To add one,
+see docs/adding-an-integration.md.
 """
 
 from __future__ import annotations
@@ -12,13 +17,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from t9k_operator.reconcilers.integrations.contract import Integration, Setup
+from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
-from t9k_operator.reconcilers.integrations.progress import JobProgress
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.progress.plugin import ServedProgress
 
-INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, JobProgress)
+INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, ServedProgress)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -39,3 +44,8 @@ def check_flags(args: argparse.Namespace) -> str | None:
 def configure(args: argparse.Namespace) -> tuple[Integration[Any], ...]:
     """The integrations the flags turn on, in registry order."""
     return tuple(i for setup in INTEGRATIONS if (i := setup.from_flags(args)) is not None)
+
+
+def rbac() -> dict[str, tuple[Rule, ...]]:
+    """The RBAC rules of every integration, by its name, in registry order."""
+    return {setup.name: setup.rbac() for setup in INTEGRATIONS}

@@ -49,12 +49,10 @@ from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.apply.progress import Coalescer, ProgressStore
 from t9k_operator.reconcilers.integrations.contract import controller_of
-from t9k_operator.reconcilers.integrations.progress import JobProgress, Settings
+from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
+from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import TOKENREVIEWS, Resource
-from t9k_operator.runtime.controller import ControllerContext
-from t9k_operator.runtime.tls import DirSource, SecretSource, Source, TLSServer, parse_bind_address
 
 log = structlog.get_logger(__name__)
 
@@ -81,16 +79,6 @@ RATE_LIMITED = "rate_limited"
 NOT_FOUND = "not_found"
 UNAVAILABLE = "unavailable"
 TOO_LARGE = "too_large"
-
-
-@dataclass(frozen=True)
-class Route:
-    """A job kind the endpoint takes reports for: its jobs' cache, and how to
-    queue one of them (``namespace/name``) after a delay."""
-
-    resource: Resource
-    jobs: SharedInformer
-    enqueue_after: Callable[[str, float], None]
 
 
 @dataclass(frozen=True)
@@ -349,48 +337,3 @@ def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
-
-
-def serve(
-    ctx: ControllerContext, progress: JobProgress, routes: Mapping[str, Route], pods: SharedInformer
-) -> TLSServer:
-    """Start nothing yet: build the endpoint the progress integration's flags
-    describe, its certificate loaded (created in its Secret when it must be),
-    and connect the integration to its store. The manager starts and stops the
-    server returned (``ctx.servers``)."""
-    opts = progress.options
-    if opts is None:
-        raise ValueError("the progress integration has no endpoint options")
-    namespace = opts.namespace or "t9k-system"
-    source: Source = (
-        DirSource(opts.cert_dir)
-        if opts.cert_dir
-        else SecretSource(ctx.client, namespace, opts.cert_secret, opts.hosts(namespace))
-    )
-    address = parse_bind_address(opts.bind_address)
-    if address is None:
-        raise ValueError("the progress endpoint has no address")
-    store = ProgressStore()
-    endpoint = ProgressEndpoint(
-        ctx.client,
-        routes,
-        pods,
-        store,
-        Coalescer(),
-        opts.audience,
-        is_leader=ctx.is_leader,
-        qps=opts.qps,
-        burst=opts.burst,
-        clock=ctx.clock,
-    )
-    server = TLSServer(address, handler_for(endpoint), source, name="progress")
-    progress.use_ca(server.bundle.ca.decode())
-    server.on_renew = lambda bundle: progress.use_ca(bundle.ca.decode())
-    progress.connect(store, Settings(opts.base_url(namespace), opts.audience))
-    log.info(
-        "progress endpoint",
-        address=f"{address[0]}:{server.port}",
-        url=opts.base_url(namespace),
-        audience=opts.audience,
-    )
-    return server
