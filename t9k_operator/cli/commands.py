@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from t9k_operator import local
 from t9k_operator.cli import render
 from t9k_operator.cli.completion import completion_script
+from t9k_operator.kinds.registry import KINDS
 from t9k_operator.sdk import (
     Client,
     JobRequest,
@@ -29,7 +30,6 @@ from t9k_operator.sdk import (
     build_job,
     views,
 )
-from t9k_operator.sdk.kinds import KINDS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 
@@ -122,7 +122,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def _create_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kind", choices=[k.name for k in KINDS], help="the kind of job")
+    p.add_argument("kind", choices=[k.cli_name for k in KINDS], help="the kind of job")
     p.add_argument("name", metavar="NAME", help="the job's name")
     p.add_argument("--image", required=True, help="the training container's image")
     p.add_argument("--workers", type=int, default=1, help="number of workers (default 1)")

@@ -16,7 +16,9 @@ from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh, tensorboard
 from t9k_operator.builders.colossalai import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_mode_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
@@ -35,6 +37,8 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
 
 
 class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "colossalai"
+    pausable = True
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
@@ -60,7 +64,10 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        return succeeded_with(replicas.get(("launcher", 0)))
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return ("launcher", 0)
 
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
@@ -78,3 +85,18 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def tensorboard(self, job: Job) -> Obj | None:
         return tensorboard.for_job(job, job.spec.tensorboard_spec)
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """A launcher of the image, and workers running the script with a process per GPU."""
+        argv = flags.command(request)
+        container = flags.container(self.training_containers[0], request, None)
+        spec: Obj = {
+            "launcher": {"image": request.image},
+            "worker": {
+                "replicas": request.workers,
+                "procPerWorker": request.slots,
+                "command": flags.script(argv),
+                "template": flags.template(container, request),
+            },
+        }
+        return flags.t9k_extras(spec, request)

@@ -14,7 +14,9 @@ from t9k_operator.api.deepspeed import CRD, DeepSpeedJobSpec, effective_worker_c
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders import tensorboard
 from t9k_operator.builders.deepspeed import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role
@@ -39,6 +41,8 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
 
 
 class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "deepspeed"
+    pausable = True
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
 
@@ -57,7 +61,10 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        return succeeded_with(replicas.get(("worker", 0)))
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return ("worker", 0)  # it runs the launcher
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, index, mode)
@@ -70,3 +77,15 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def tensorboard(self, job: Job) -> Obj | None:
         return tensorboard.for_job(job, job.spec.tensorboard_spec)
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """Workers with a slot per GPU; deepspeed runs the script (python) or the command."""
+        argv = flags.command(request)
+        script = flags.script(argv)
+        run = {"python": script} if script != argv else {"exec": argv}
+        container = flags.container(self.training_containers[0], request, None)
+        spec: Obj = {
+            "config": {"slotsPerWorker": request.slots, "run": run},
+            "worker": {"replicas": request.workers, "template": flags.template(container, request)},
+        }
+        return flags.t9k_extras(spec, request)
