@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -33,24 +32,16 @@ from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_obje
 from t9k_operator.resources import EVENTS, NODES, PODS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.build import check
-from t9k_operator.sdk.errors import (
-    BadJob,
-    JobFailed,
-    NotFound,
-    Unsupported,
-    WaitTimeout,
-    from_api,
-)
-from t9k_operator.sdk.forward import Forwarder
+from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
+from t9k_operator.sdk.forward import Forwarder, to_tensorboard
 from t9k_operator.sdk.logs import LogLine, Logs
 from t9k_operator.sdk.manifests import kind_of, manifests, named_kind
+from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
 
-__all__ = ["Client", "LogLine", "context_namespace"]
+__all__ = ["WAIT_STATES", "Client", "LogLine", "context_namespace"]
 
 FIELD_MANAGER = "t9k"
-TENSORBOARD_PORT = 6006
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-WAIT_STATES = ("Running", "Succeeded", "Finished", "Paused")
 T = TypeVar("T")
 
 Obj = dict[str, Any]
@@ -90,6 +81,26 @@ def _call(fn: Callable[[], T]) -> T:
         raise from_api(exc) from None
 
 
+def _each(kinds: Iterable[Served], read: Callable[[Served], T]) -> list[tuple[Served, T]]:
+    """What ``read`` gives of each kind, leaving out those the cluster does not serve."""
+    out = []
+    for k in kinds:
+        try:
+            out.append((k, read(k)))
+        except kube.NotFound:
+            continue
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
+    return out
+
+
+def _placed(manifest: Mapping[str, Any], default: str) -> tuple[Obj, str]:
+    """The manifest with its namespace (``default`` when it names none), and that namespace."""
+    meta = dict(manifest.get("metadata") or {})
+    meta["namespace"] = namespace = str(meta.get("namespace") or default)
+    return {**manifest, "metadata": meta}, namespace
+
+
 class Client:
     """Jobs and TensorBoards of one cluster (and a default namespace)."""
 
@@ -127,12 +138,9 @@ class Client:
         applied: builtins.list[Obj] = []
         for manifest in manifests(source):
             kind = kind_of(manifest)
-            meta = dict(manifest.get("metadata") or {})
-            if not meta.get("name"):
+            if not (manifest.get("metadata") or {}).get("name"):
                 raise BadJob(f"a {kind.crd.kind} without metadata.name")
-            namespace = str(meta.get("namespace") or self.namespace)
-            meta["namespace"] = namespace
-            body = {**manifest, "metadata": meta}
+            body, namespace = _placed(manifest, self.namespace)
             applied.append(self._apply(kind, body, namespace))
         return applied
 
@@ -155,10 +163,7 @@ class Client:
         manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
         kind = kind_of(manifest)
         check(kind, manifest)
-        meta = dict(manifest.get("metadata") or {})
-        namespace = str(meta.get("namespace") or self.namespace)
-        meta["namespace"] = namespace
-        body = {**manifest, "metadata": meta}
+        body, namespace = _placed(manifest, self.namespace)
         body.pop("status", None)
         return _call(
             lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
@@ -198,14 +203,7 @@ class Client:
         one of that name (:class:`BadJob` when several have)."""
         ns = namespace or self.namespace
         kinds: builtins.list[Served] = [named_kind(kind)] if kind else list(KINDS)
-        found = []
-        for k in kinds:
-            try:
-                found.append(self.kube.get(k.resource, name, ns))
-            except kube.NotFound:
-                continue
-            except kube.ApiError as exc:
-                raise from_api(exc) from None
+        found = [job for _, job in _each(kinds, lambda k: self.kube.get(k.resource, name, ns))]
         if not found:
             what = kinds[0].crd.kind if kind else "job"
             raise NotFound(f'{what} "{name}" not found in namespace "{ns}"', status=404)
@@ -230,13 +228,7 @@ class Client:
         ns = None if all_namespaces else (namespace or self.namespace)
         chosen: builtins.list[Served] = [named_kind(k) for k in kinds] if kinds else list(KINDS)
         jobs: builtins.list[Obj] = []
-        for k in chosen:
-            try:
-                items, _ = self.kube.list_all(k.resource, ns)
-            except kube.NotFound:
-                continue
-            except kube.ApiError as exc:
-                raise from_api(exc) from None
+        for k, (items, _) in _each(chosen, lambda k: self.kube.list_all(k.resource, ns)):
             for item in items:
                 item.setdefault("apiVersion", k.crd.api_version)
                 item.setdefault("kind", k.crd.kind)
@@ -294,12 +286,7 @@ class Client:
         :class:`Forwarder` from ``address:port`` to its pod's port 6006 (not yet
         serving: call ``start()`` or ``serve_forever()``)."""
         tb = self.tensorboard(name, namespace)
-        pod = (tb.get("status") or {}).get("pod")
-        if not pod:
-            reason = views.reason_of_tensorboard(tb)
-            raise NotFound(f"TensorBoard {name} has no pod yet ({reason})", status=404)
-        ns = tb["metadata"]["namespace"]
-        return tb, Forwarder(self.kube.connection, ns, pod, TENSORBOARD_PORT, address, port)
+        return tb, to_tensorboard(self.kube.connection, tb, address, port)
 
     # -- waiting ---------------------------------------------------------------------
 
@@ -319,32 +306,15 @@ class Client:
         it fails (unless ``Finished`` was wanted), :class:`WaitTimeout` when
         ``timeout`` passes; ``progress`` sees the job each time its phase or
         reason changes."""
-        if until not in WAIT_STATES:
-            raise BadJob(f"cannot wait for {until!r}: one of {', '.join(WAIT_STATES)}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        seen: tuple[str, str] | None = None
-        job: Obj = {}
-        while True:
-            job = self.get(name, kind, namespace)
-            kind = job_kind_of(job).cli_name
-            phase, why = views.phase(job), views.reason(job)
-            if progress is not None and (phase, why) != seen:
-                progress(job)
-            seen = (phase, why)
-            if phase == until or (until == "Finished" and phase in views.FINISHED):
-                return job
-            if until == "Running" and phase == "Succeeded":
-                return job
-            if phase == "Failed":
-                raise JobFailed(name, why or "Failed", views.message(job))
-            if until != "Finished" and phase == "Succeeded":
-                raise JobFailed(name, "Succeeded", f"the job finished without being {until}")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(name, until, phase, why, float(timeout or 0))
-            pause = (
-                interval if deadline is None else min(interval, max(deadline - time.monotonic(), 0))
-            )
-            time.sleep(pause)
+        chosen = kind
+
+        def fetch() -> Obj:  # of the kind found first, from then on
+            nonlocal chosen
+            job = self.get(name, chosen, namespace)
+            chosen = job_kind_of(job).cli_name
+            return job
+
+        return wait_for(fetch, name, until, timeout=timeout, interval=interval, progress=progress)
 
     # -- logs ------------------------------------------------------------------------
 
