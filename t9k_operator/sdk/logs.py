@@ -310,7 +310,7 @@ def _ended(pod: Mapping[str, Any] | None, uid: Any) -> bool:
 
 def leader(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> str:
     """The replica whose log is read by default: the one whose outcome decides
-    the job (its kind's ``deciding_replica``), else the first of ``pods``'."""
+    the job (its kind's ``deciding_replica``); without its pod, the first by name."""
     name = job["metadata"]["name"]
     replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)
     kind = job_kind_of(job)
