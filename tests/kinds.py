@@ -32,8 +32,7 @@ by_kind = registry.by_kind
 
 def kind_resource(name: str) -> Resource:
     """The API resource of the registered kind ``name``, from the identity its CRD declares."""
-    crd = by_kind(name).crd
-    return Resource(crd.group, crd.version, crd.plural, crd.kind)
+    return by_kind(name).resource
 
 
 def spec_fields(name: str) -> frozenset[str]:

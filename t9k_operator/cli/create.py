@@ -9,8 +9,8 @@ from typing import Any
 
 from t9k_operator.cli import render
 from t9k_operator.cli.common import EXIT_OK, client_for, output_arg, print_objects
+from t9k_operator.kinds.registry import KINDS
 from t9k_operator.sdk import JobRequest, T9kError, build_job
-from t9k_operator.sdk.kinds import KINDS
 
 
 def submit_args(p: argparse.ArgumentParser) -> None:
@@ -36,7 +36,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def create_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kind", choices=[k.name for k in KINDS], help="the kind of job")
+    p.add_argument("kind", choices=[k.cli_name for k in KINDS], help="the kind of job")
     p.add_argument("name", metavar="NAME", help="the job's name")
     p.add_argument("--image", required=True, help="the training container's image")
     p.add_argument("--workers", type=int, default=1, help="number of workers (default 1)")

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from t9k_operator.kinds.registry import of_object
 from t9k_operator.sdk import views
-from t9k_operator.sdk.kinds import of_object
 
 Obj = Mapping[str, Any]
 

@@ -19,7 +19,9 @@ from t9k_operator.api.deepspeed_config import command_argv
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
 from t9k_operator.builders.colossalai import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
     LOOPBACK,
     Here,
@@ -48,6 +50,8 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
 
 
 class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "colossalai"
+    pausable = True
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
@@ -73,7 +77,10 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        return succeeded_with(replicas.get(("launcher", 0)))
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return ("launcher", 0)
 
     def cleanup_types(self, job: JobView) -> frozenset[str] | None:
         return WORKERS_ONLY
@@ -88,6 +95,21 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return ssh.ssh_secret(job, private_key, public_key, build.auth_dir(job))
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """A launcher of the image, and workers running the script with a process per GPU."""
+        argv = flags.command(request)
+        container = flags.container(self.training_containers[0], request, None)
+        spec: Obj = {
+            "launcher": {"image": request.image},
+            "worker": {
+                "replicas": request.workers,
+                "procPerWorker": request.slots,
+                "command": flags.script(argv),
+                "template": flags.template(container, request),
+            },
+        }
+        return flags.t9k_extras(spec, request)
 
     @property
     def local(self) -> ColossalAILocal:

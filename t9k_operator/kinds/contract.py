@@ -22,6 +22,7 @@ from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
+from t9k_operator.kinds.command import CommandDefaults, CommandHooks
 from t9k_operator.kinds.local import LocalRun
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role
@@ -44,8 +45,9 @@ class ChildNotReady(Exception):
 J = TypeVar("J", bound=JobObject[Any, Any])
 
 
-class JobKind(Protocol[J]):
-    """Everything the operator needs from one job kind, whose jobs parse as ``J``.
+class JobKind(CommandHooks[J], Protocol[J]):
+    """Everything the operator needs from one job kind, whose jobs parse as ``J``
+    (and, in :class:`CommandHooks`, what the t9k command and the SDK need).
 
     The reconciler parses each job once per reconcile with ``model``
     (:func:`read`); every hook and builder then takes the parsed job, so every
@@ -198,11 +200,12 @@ def template_metadata_not_acted_on(obj: Any, templates: Sequence[str]) -> list[s
     return found
 
 
-class KindBase(Generic[J]):
+class KindBase(CommandDefaults[J]):
     """A kind's identity, given as class keywords (``class PyTorchKind(KindBase[Job],
     crd=CRD, model=Job, facts=build.FACTS)``: the facts its builders state), and
     the hook defaults most kinds keep: create any role at once, clean up every
-    type, store the engine's status as it is, no ssh, every field acted on."""
+    type, store the engine's status as it is, no ssh, every field acted on (and
+    :class:`CommandDefaults`)."""
 
     crd: CrdInfo
     model: type[J]

@@ -20,7 +20,9 @@ from t9k_operator.api.deepspeed import (
 )
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders.deepspeed import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
     LOOPBACK,
     Here,
@@ -55,6 +57,8 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
 
 
 class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "deepspeed"
+    pausable = True
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
     uses_ssh = True
 
@@ -73,7 +77,10 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        return succeeded_with(replicas.get(("worker", 0)))
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return ("worker", 0)  # it runs the launcher
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, index, mode)
@@ -83,6 +90,18 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
         return build.ssh_secret(job, private_key, public_key)
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """Workers with a slot per GPU; deepspeed runs the script (python) or the command."""
+        argv = flags.command(request)
+        script = flags.script(argv)
+        run = {"python": script} if script != argv else {"exec": argv}
+        container = flags.container(self.training_containers[0], request, None)
+        spec: Obj = {
+            "config": {"slotsPerWorker": request.slots, "run": run},
+            "worker": {"replicas": request.workers, "template": flags.template(container, request)},
+        }
+        return flags.t9k_extras(spec, request)
 
     @property
     def local(self) -> DeepSpeedLocal:

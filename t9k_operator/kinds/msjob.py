@@ -21,8 +21,9 @@ from typing import Any
 
 from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPolicy
 from t9k_operator.builders import msjob as build
-from t9k_operator.builders.gang import GangRequest
+from t9k_operator.builders.gang import GangRequest, priority_class
 from t9k_operator.builders.msjob import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import (
     ChildNotReady,
     KindBase,
@@ -31,6 +32,7 @@ from t9k_operator.kinds.contract import (
     Stored,
     job_view,
 )
+from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.local import EachReplica, Program, training_container
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
@@ -63,6 +65,7 @@ class MSJobView(JobView):
 
 
 class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "mindspore"
     pod_templates: tuple[str, ...] = ("spec.msReplicaSpecs{}.template",)
 
     def view(self, job: Job) -> JobView:
@@ -95,12 +98,15 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
         if workers == 0:
             return None
         spec_all = isinstance(job, MSJobView) and job.all_workers
-        wanted = range(workers) if spec_all else range(1)
-        states = [replicas.get((WORKER, i)) for i in wanted]
+        wanted = [(WORKER, i) for i in range(workers)] if spec_all else [self.deciding_replica(job)]
+        states = [replicas.get(replica) for replica in wanted]
         if all(s is not None and s.phase == "Succeeded" for s in states):
             who = "every Worker" if spec_all else "Worker 0"
             return Outcome("Succeeded", "MSJobSucceeded", f"{who} succeeded.")
         return None
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return (WORKER, 0)  # with successPolicy AllWorkers, the first of them
 
     def may_create(
         self, job: JobView, replica_type: str, replicas: Mapping[tuple[str, int], ReplicaState]
@@ -117,11 +123,42 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
                 raise ChildNotReady("the scheduler Service has no ClusterIP yet")
         return build.build_pod(job, type_, index, scheduler_ip=ip, mode=mode)
 
+    def role_pod(self, job: Job, type_: str) -> Obj:
+        return build.build_pod(job, type_, 0, scheduler_ip=None)
+
     def extras(self, job: Job) -> list[Obj]:
         out = [build.build_service(job)]
         if job.spec.replicas(SCHEDULER):
             out.append(build.scheduler_service(job))
         return out
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """A Scheduler (no GPU) and Workers of the command; ``--queue`` and
+        ``--priority`` go to the schedulingPolicy."""
+        argv = flags.command(request)
+        if request.tensorboard:
+            raise NotForThisKind("an MSJob has no tensorboardSpec: create a TensorBoard of its own")
+        name = self.training_containers[0]
+        worker = flags.template(flags.container(name, request, argv), request)
+        scheduler = flags.template(flags.container(name, request, argv, gpus=False), request)
+        spec: Obj = {
+            "msReplicaSpecs": {
+                SCHEDULER: {"replicas": 1, "restartPolicy": "Never", "template": scheduler},
+                WORKER: {
+                    "replicas": request.workers,
+                    "restartPolicy": "OnFailure",
+                    "template": worker,
+                },
+            }
+        }
+        policy: Obj = {}
+        if request.queue:
+            policy["queue"] = request.queue
+        if request.priority is not None:
+            policy["priorityClass"] = priority_class(request.priority)
+        if policy:
+            spec["runPolicy"] = {"schedulingPolicy": policy}
+        return spec
 
     def engine_status(self, job: Stored) -> Obj:
         """What the engine wrote last time, from the stored status."""

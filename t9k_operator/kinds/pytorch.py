@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
 from t9k_operator.builders.pytorch import Job
+from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
@@ -44,6 +46,8 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
 
 
 class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+    cli_name = "pytorch"
+    pausable = True
     not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
     pod_templates: tuple[str, ...] = ("spec.replicaSpecs[].template",)
 
@@ -64,15 +68,38 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def outcome(
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
-        return succeeded_with(
-            replicas.get(build.master_of([(r.type, r.replicas) for r in job.roles]))
-        )
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return build.master_of([(r.type, r.replicas) for r in job.roles])
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, type_, index, mode)
 
     def extras(self, job: Job) -> list[Obj]:
         return [build.build_service(job)]
+
+    def from_flags(self, request: JobRequest) -> Obj:
+        """Workers of the command, or with ``--torchrun`` torchrun of the script
+        with a process per GPU."""
+        argv = flags.command(request, torchrun=True)
+        name = self.training_containers[0]
+        spec: Obj = {}
+        if request.torchrun:
+            container = flags.container(name, request, None)
+            container["args"] = flags.script(argv)
+            spec["torchrunConfig"] = {"enabled": True, "procPerNode": str(request.slots)}
+        else:
+            container = flags.container(name, request, argv)
+        spec["replicaSpecs"] = [
+            {
+                "type": "worker",
+                "replicas": request.workers,
+                "restartPolicy": "OnFailure",
+                "template": flags.template(container, request),
+            }
+        ]
+        return flags.t9k_extras(spec, request)
 
     @property
     def local(self) -> PyTorchLocal:

@@ -1,12 +1,15 @@
 """The Python SDK of the t9k command: jobs of every kind, from Python.
 
-May import ``kube`` (its only way to the API server), ``api`` (the CRDs'
-pydantic models), ``builders.common`` (the labels the operator puts on pods),
-``resources`` and ``objects``; never the operator's runtime, informers or
-reconcilers, and never ``kubernetes``. The CLI (``t9k_operator.cli``) is
-built on it. docs/sdk.md has a runnable example.
+May import ``kube`` (its only way to the API server), ``kinds`` (the one
+descriptor of each kind the operator reads too: its names, resource, model,
+replicas and GPUs), ``api`` (the CRDs' pydantic models), ``builders.common``
+(the labels the operator puts on pods), ``resources`` and ``objects``; never
+the operator's runtime, informers or reconcilers, and never ``kubernetes``.
+The CLI (``t9k_operator.cli``) is built on it. docs/sdk.md has a runnable example.
 """
 
+from t9k_operator.kinds.command import Served as Kind
+from t9k_operator.kinds.registry import KINDS, TENSORBOARD
 from t9k_operator.sdk.build import JobRequest, build_job
 from t9k_operator.sdk.client import Client, LogLine
 from t9k_operator.sdk.errors import (
@@ -24,7 +27,6 @@ from t9k_operator.sdk.errors import (
     Unsupported,
     WaitTimeout,
 )
-from t9k_operator.sdk.kinds import KINDS, TENSORBOARD, Kind
 
 __all__ = [
     "KINDS",

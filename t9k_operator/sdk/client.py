@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import builtins
 import os
-import queue
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import yaml
@@ -31,26 +27,21 @@ import yaml
 from t9k_operator import kube
 from t9k_operator.api.crd import JobObject
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.kinds.command import Served
+from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.resources import EVENTS, NODES, PODS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.build import check
-from t9k_operator.sdk.errors import (
-    BadJob,
-    ConnectionFailed,
-    JobFailed,
-    NotFound,
-    T9kError,
-    Unsupported,
-    WaitTimeout,
-    from_api,
-)
-from t9k_operator.sdk.forward import Forwarder
-from t9k_operator.sdk.kinds import KINDS, TENSORBOARD, Kind, by_name, of_object
+from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
+from t9k_operator.sdk.forward import Forwarder, to_tensorboard
+from t9k_operator.sdk.logs import LogLine, Logs
+from t9k_operator.sdk.manifests import kind_of, manifests, named_kind
+from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
+
+__all__ = ["WAIT_STATES", "Client", "LogLine", "context_namespace"]
 
 FIELD_MANAGER = "t9k"
-TENSORBOARD_PORT = 6006
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-WAIT_STATES = ("Running", "Succeeded", "Finished", "Paused")
 T = TypeVar("T")
 
 Obj = dict[str, Any]
@@ -83,22 +74,31 @@ def context_namespace(kubeconfig: str | None, context: str | None) -> str:
     return "default"
 
 
-@dataclass(frozen=True)
-class LogLine:
-    """One line of a replica's log; ``info`` lines are the follower's own notes
-    (a replica restarted, a stream reconnected), not the container's."""
-
-    replica: str
-    text: str
-    pod: str = ""
-    info: bool = False
-
-
 def _call(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except kube.ApiError as exc:
         raise from_api(exc) from None
+
+
+def _each(kinds: Iterable[Served], read: Callable[[Served], T]) -> list[tuple[Served, T]]:
+    """What ``read`` gives of each kind, leaving out those the cluster does not serve."""
+    out = []
+    for k in kinds:
+        try:
+            out.append((k, read(k)))
+        except kube.NotFound:
+            continue
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
+    return out
+
+
+def _placed(manifest: Mapping[str, Any], default: str) -> tuple[Obj, str]:
+    """The manifest with its namespace (``default`` when it names none), and that namespace."""
+    meta = dict(manifest.get("metadata") or {})
+    meta["namespace"] = namespace = str(meta.get("namespace") or default)
+    return {**manifest, "metadata": meta}, namespace
 
 
 class Client:
@@ -135,20 +135,16 @@ class Client:
         """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
         text, one manifest or a list, or a model), with strict field validation:
         an unknown field is refused, with the API server's message."""
-        manifests = _manifests(source)
         applied: builtins.list[Obj] = []
-        for manifest in manifests:
-            kind = _kind_of(manifest)
-            meta = dict(manifest.get("metadata") or {})
-            if not meta.get("name"):
-                raise BadJob(f"a {kind.kind} without metadata.name")
-            namespace = str(meta.get("namespace") or self.namespace)
-            meta["namespace"] = namespace
-            body = {**manifest, "metadata": meta}
+        for manifest in manifests(source):
+            kind = kind_of(manifest)
+            if not (manifest.get("metadata") or {}).get("name"):
+                raise BadJob(f"a {kind.crd.kind} without metadata.name")
+            body, namespace = _placed(manifest, self.namespace)
             applied.append(self._apply(kind, body, namespace))
         return applied
 
-    def _apply(self, kind: Kind, body: Obj, namespace: str) -> Obj:
+    def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
         return _call(
             lambda: self.kube.patch(
                 kind.resource,
@@ -165,12 +161,9 @@ class Client:
         """Create a job (a model from ``t9k_operator.api``, or a manifest); an
         existing one of the name is :class:`AlreadyExists`."""
         manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
-        kind = _kind_of(manifest)
+        kind = kind_of(manifest)
         check(kind, manifest)
-        meta = dict(manifest.get("metadata") or {})
-        namespace = str(meta.get("namespace") or self.namespace)
-        meta["namespace"] = namespace
-        body = {**manifest, "metadata": meta}
+        body, namespace = _placed(manifest, self.namespace)
         body.pop("status", None)
         return _call(
             lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
@@ -189,7 +182,7 @@ class Client:
         k = of_object(job)
         if not k.pausable:
             raise Unsupported(
-                f"a {k.kind} cannot be {'paused' if on else 'resumed'}: its API has no run mode"
+                f"a {k.crd.kind} cannot be {'paused' if on else 'resumed'}: its API has no run mode"
             )
         patch = {"spec": {"runMode": {"pause": {"enabled": on}}}}
         ns = job["metadata"]["namespace"]
@@ -209,20 +202,13 @@ class Client:
         """A job by name: of ``kind`` if given, else of whichever job kind has
         one of that name (:class:`BadJob` when several have)."""
         ns = namespace or self.namespace
-        kinds = [_named_kind(kind)] if kind else list(KINDS)
-        found = []
-        for k in kinds:
-            try:
-                found.append(self.kube.get(k.resource, name, ns))
-            except kube.NotFound:
-                continue
-            except kube.ApiError as exc:
-                raise from_api(exc) from None
+        kinds: builtins.list[Served] = [named_kind(kind)] if kind else list(KINDS)
+        found = [job for _, job in _each(kinds, lambda k: self.kube.get(k.resource, name, ns))]
         if not found:
-            what = kinds[0].kind if kind else "job"
+            what = kinds[0].crd.kind if kind else "job"
             raise NotFound(f'{what} "{name}" not found in namespace "{ns}"', status=404)
         if len(found) > 1:
-            names = ", ".join(f"{of_object(j).name}/{name}" for j in found)
+            names = ", ".join(f"{of_object(j).cli_name}/{name}" for j in found)
             raise BadJob(f"several jobs are named {name}: say which, as one of {names}")
         return found[0]
 
@@ -240,18 +226,12 @@ class Client:
         """Every job of every kind (or of ``kinds``); kinds the cluster does not
         serve are left out."""
         ns = None if all_namespaces else (namespace or self.namespace)
-        chosen = [_named_kind(k) for k in kinds] if kinds else list(KINDS)
+        chosen: builtins.list[Served] = [named_kind(k) for k in kinds] if kinds else list(KINDS)
         jobs: builtins.list[Obj] = []
-        for k in chosen:
-            try:
-                items, _ = self.kube.list_all(k.resource, ns)
-            except kube.NotFound:
-                continue
-            except kube.ApiError as exc:
-                raise from_api(exc) from None
+        for k, (items, _) in _each(chosen, lambda k: self.kube.list_all(k.resource, ns)):
             for item in items:
                 item.setdefault("apiVersion", k.crd.api_version)
-                item.setdefault("kind", k.kind)
+                item.setdefault("kind", k.crd.kind)
             jobs.extend(items)
         return [dict(j) for j in views.sort_jobs(jobs)]
 
@@ -306,12 +286,7 @@ class Client:
         :class:`Forwarder` from ``address:port`` to its pod's port 6006 (not yet
         serving: call ``start()`` or ``serve_forever()``)."""
         tb = self.tensorboard(name, namespace)
-        pod = (tb.get("status") or {}).get("pod")
-        if not pod:
-            reason = views.reason_of_tensorboard(tb)
-            raise NotFound(f"TensorBoard {name} has no pod yet ({reason})", status=404)
-        ns = tb["metadata"]["namespace"]
-        return tb, Forwarder(self.kube.connection, ns, pod, TENSORBOARD_PORT, address, port)
+        return tb, to_tensorboard(self.kube.connection, tb, address, port)
 
     # -- waiting ---------------------------------------------------------------------
 
@@ -331,32 +306,15 @@ class Client:
         it fails (unless ``Finished`` was wanted), :class:`WaitTimeout` when
         ``timeout`` passes; ``progress`` sees the job each time its phase or
         reason changes."""
-        if until not in WAIT_STATES:
-            raise BadJob(f"cannot wait for {until!r}: one of {', '.join(WAIT_STATES)}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        seen: tuple[str, str] | None = None
-        job: Obj = {}
-        while True:
-            job = self.get(name, kind, namespace)
-            kind = of_object(job).name
-            phase, why = views.phase(job), views.reason(job)
-            if progress is not None and (phase, why) != seen:
-                progress(job)
-            seen = (phase, why)
-            if phase == until or (until == "Finished" and phase in views.FINISHED):
-                return job
-            if until == "Running" and phase == "Succeeded":
-                return job
-            if phase == "Failed":
-                raise JobFailed(name, why or "Failed", views.message(job))
-            if until != "Finished" and phase == "Succeeded":
-                raise JobFailed(name, "Succeeded", f"the job finished without being {until}")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(name, until, phase, why, float(timeout or 0))
-            pause = (
-                interval if deadline is None else min(interval, max(deadline - time.monotonic(), 0))
-            )
-            time.sleep(pause)
+        chosen = kind
+
+        def fetch() -> Obj:  # of the kind found first, from then on
+            nonlocal chosen
+            job = self.get(name, chosen, namespace)
+            chosen = job_kind_of(job).cli_name
+            return job
+
+        return wait_for(fetch, name, until, timeout=timeout, interval=interval, progress=progress)
 
     # -- logs ------------------------------------------------------------------------
 
@@ -372,263 +330,21 @@ class Client:
         namespace: str | None = None,
         poll: float = 1.0,
     ) -> Iterator[LogLine]:
-        """A job's log lines: of one replica (``worker-1``; by default its leader:
-        master, launcher, else the first worker) or of all of them interleaved.
-        ``follow`` keeps reading, picks up a restarted replica's new pod, and
-        ends when the job has finished and every log has been read."""
-        job = self.get(name, kind, namespace)
-        pods = self.pods(job)
-        replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)
-        if replica:
-            wanted = [replica]
-        elif all_replicas:
-            wanted = replicas
-        else:
-            if not replicas and follow:  # the leader is known once the pods are
-                replicas = self._await_replicas(job, poll)
-            if not replicas:
-                raise NotFound(f"job {name} has no pods (yet)", status=404)
-            wanted = [_leader(replicas)]
-        if replica and replica not in replicas and not follow:
-            raise NotFound(
-                f"job {name} has no replica {replica}"
-                + (f" (it has {', '.join(replicas)})" if replicas else ""),
-                status=404,
-            )
-        if not follow:
-            by_replica = {views.replica_of(name, p["metadata"]["name"]): p for p in pods}
-            for r in wanted:
-                for _, line in self._read(by_replica[r], r, False, since_seconds):
-                    yield line
-            return
-        yield from self._follow(job, wanted, all_replicas, since_seconds, poll)
-
-    def _await_replicas(self, job: Obj, poll: float) -> builtins.list[str]:
-        """The job's replicas once it has pods; none if it finishes first."""
-        meta = job["metadata"]
-        while True:
-            pods = self.pods(job)
-            if pods:
-                return sorted(views.replica_of(meta["name"], p["metadata"]["name"]) for p in pods)
-            current = self.get(meta["name"], of_object(job).name, meta["namespace"])
-            if views.phase(current) in views.FINISHED:
-                return []
-            time.sleep(poll)
-
-    def _read(
-        self,
-        pod: Mapping[str, Any],
-        replica: str,
-        follow: bool,
-        since: int | None,
-        timestamps: bool = False,
-        watchdog: Callable[[kube.LogStream], None] | None = None,
-    ) -> Iterator[tuple[str, LogLine]]:
-        """(timestamp or "", line) of the pod's training container's log;
-        ``watchdog`` gets the open stream, to close it from another thread."""
-        meta = pod["metadata"]
-        if not (pod.get("spec") or {}).get("nodeName"):
-            return
-        container = _training_container(pod)
-        try:
-            stream = self.kube.pod_logs(
-                meta["namespace"],
-                meta["name"],
-                container=container,
-                follow=follow,
-                since_seconds=since,
-                timestamps=timestamps,
-            )
-            if watchdog is not None:
-                watchdog(stream)
-            for text in stream:
-                stamp = ""
-                if timestamps:
-                    stamp, _, text = text.partition(" ")
-                yield stamp, LogLine(replica, text, meta["name"])
-        except kube.BadRequest:
-            return  # the container is not running yet, or never ran
-        except kube.ApiError as exc:
-            raise from_api(exc) from None
-
-    def _follow(
-        self,
-        job: Obj,
-        wanted: Sequence[str],
-        discover: bool,
-        since: int | None,
-        poll: float,
-    ) -> Iterator[LogLine]:
-        # Lines, a new replica's name (discovered), a follower's error, or its end (None).
-        # Unbounded: a follower never blocks on a reader that stopped reading.
-        lines: queue.Queue[LogLine | str | BaseException | None] = queue.Queue()
-        stop = threading.Event()
-        name = job["metadata"]["name"]
-        finished = threading.Event()
-        threads: dict[str, threading.Thread] = {}
-
-        def follower(replica: str) -> None:
-            done: set[str] = set()
-            followed = ""
-            last = ""  # the newest line's timestamp: a reconnect skips what was read
-            try:
-                while not stop.is_set():
-                    pod = self._pod(job, replica)
-                    uid = str((pod or {}).get("metadata", {}).get("uid") or "")
-                    if pod is None or uid in done or not _started(pod):
-                        if finished.is_set():
-                            return
-                        stop.wait(poll)
-                        continue
-                    pod_name = pod["metadata"]["name"]
-                    if uid != followed:
-                        if followed:
-                            note = f"replica {replica} restarted: following its new pod"
-                            lines.put(LogLine(replica, note, pod_name, True))
-                        followed, last = uid, ""
-
-                    def watchdog(stream: kube.LogStream, uid: str = uid) -> None:
-                        threading.Thread(
-                            target=self._close_when_over,
-                            args=(job, replica, uid, stream, poll, stop),
-                            daemon=True,
-                        ).start()
-
-                    try:
-                        for stamp, line in self._read(pod, replica, True, since, True, watchdog):
-                            if stop.is_set():
-                                return
-                            if stamp and stamp <= last:
-                                continue
-                            last = stamp or last
-                            lines.put(line)
-                    except ConnectionFailed as exc:
-                        note = f"log stream of {pod_name} broken ({exc}); reconnecting"
-                        lines.put(LogLine(replica, note, pod_name, True))
-                    if _ended(self._pod(job, replica), uid):
-                        done.add(uid)
-                    else:
-                        stop.wait(poll)
-            except BaseException as exc:  # handed to the reader
-                lines.put(exc)
-            finally:
-                lines.put(None)
-
-        def start(replica: str) -> None:
-            t = threading.Thread(
-                target=follower, args=(replica,), daemon=True, name=f"logs-{replica}"
-            )
-            threads[replica] = t
-            t.start()
-
-        for r in wanted:
-            start(r)
-
-        def watcher() -> None:
-            try:
-                while not stop.is_set():
-                    current = self.get(name, of_object(job).name, job["metadata"]["namespace"])
-                    if views.phase(current) in views.FINISHED:
-                        finished.set()
-                    if discover:
-                        for pod in self.pods(job):
-                            r = views.replica_of(name, pod["metadata"]["name"])
-                            if r not in threads:
-                                lines.put(r)
-                    if finished.is_set():
-                        lines.put("")  # wakes the reader, which then stops discovering
-                        return
-                    stop.wait(poll)
-            except BaseException as exc:
-                lines.put(exc)
-
-        watch = threading.Thread(target=watcher, daemon=True, name="logs-job")
-        watch.start()
-        running = len(threads)
-        try:
-            while running or (discover and not finished.is_set()):
-                item = lines.get()
-                if item is None:
-                    running -= 1
-                elif isinstance(item, str):
-                    if item and item not in threads:
-                        running += 1
-                        start(item)
-                elif isinstance(item, BaseException):
-                    if isinstance(item, T9kError):
-                        raise item
-                    raise T9kError(str(item))
-                else:
-                    yield item
-        finally:
-            stop.set()
-
-    def _close_when_over(
-        self,
-        job: Mapping[str, Any],
-        replica: str,
-        uid: str,
-        stream: kube.LogStream,
-        poll: float,
-        stop: threading.Event,
-    ) -> None:
-        """Close a followed log once its pod is over (ended, deleted or replaced)
-        for a poll interval more, or the reader stopped: a kubelet ends the stream
-        itself when the container exits, but a stream may outlive its pod (a node
-        that stopped answering, KWOK's simulated kubelets)."""
-        over = False
-        while not stream.closed:
-            if stop.wait(poll):
-                break
-            try:
-                ended = _ended(self._pod(job, replica), uid)
-            except T9kError:
-                continue
-            if ended and over:
-                break
-            over = ended
-        stream.close()
-
-    def _pod(self, job: Mapping[str, Any], replica: str) -> Obj | None:
-        meta = job["metadata"]
-        try:
-            return self.kube.get(PODS, f"{meta['name']}-{replica}", meta["namespace"])
-        except kube.NotFound:
-            return None
-        except kube.ApiError as exc:
-            raise from_api(exc) from None
-
-
-def _started(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
-
-
-def _ended(pod: Mapping[str, Any] | None, uid: Any) -> bool:
-    """Whether the pod followed is over: gone, replaced, or its containers ended."""
-    if pod is None or pod["metadata"].get("uid") != uid:
-        return True
-    if pod["metadata"].get("deletionTimestamp"):
-        return True
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def _leader(replicas: Sequence[str]) -> str:
-    for prefix in ("master", "launcher", "worker", "Worker"):
-        for r in replicas:
-            if r == prefix or r.startswith(prefix + "-"):
-                return r
-    return replicas[0]
-
-
-TRAINING_CONTAINERS = ("pytorch", "python", "worker", "launcher", "mindspore")
-
-
-def _training_container(pod: Mapping[str, Any]) -> str | None:
-    containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-    for name in TRAINING_CONTAINERS:
-        if name in containers:
-            return name
-    return str(containers[0]) if containers else None
+        """A job's log lines: of one replica (``worker-1``; by default the one
+        whose outcome decides the job: the master, the launcher, worker-0) or
+        of all of them interleaved. ``follow`` keeps reading, picks up a
+        restarted replica's new pod, and ends when the job has finished and
+        every log has been read."""
+        return Logs(self).lines(
+            name,
+            replica=replica,
+            all_replicas=all_replicas,
+            follow=follow,
+            since_seconds=since_seconds,
+            kind=kind,
+            namespace=namespace,
+            poll=poll,
+        )
 
 
 def _event_time(event: Mapping[str, Any]) -> float:
@@ -639,48 +355,3 @@ def _event_time(event: Mapping[str, Any]) -> float:
         or (event.get("metadata") or {}).get("creationTimestamp")
     )
     return stamp.timestamp() if stamp else 0.0
-
-
-def _manifests(source: Any) -> builtins.list[Obj]:
-    if isinstance(source, JobObject):
-        return [source.to_dict()]
-    if isinstance(source, Mapping):
-        docs: builtins.list[Any] = [source]
-    elif isinstance(source, str):
-        try:
-            docs = [d for d in yaml.safe_load_all(source) if d is not None]
-        except yaml.YAMLError as exc:
-            raise BadJob(f"not YAML or JSON: {exc}") from None
-    else:
-        docs = list(source)
-    out: builtins.list[Obj] = []
-    for doc in docs:
-        if not isinstance(doc, Mapping):
-            raise BadJob("a manifest must be a mapping (apiVersion, kind, metadata, spec)")
-        if doc.get("kind") == "List":
-            out.extend(_manifests(list(doc.get("items") or [])))
-        else:
-            out.append(dict(doc))
-    if not out:
-        raise BadJob("no manifest to submit")
-    return out
-
-
-def _kind_of(manifest: Mapping[str, Any]) -> Kind:
-    try:
-        return of_object(manifest)
-    except KeyError:
-        known = ", ".join(f"{k.crd.api_version} {k.kind}" for k in (*KINDS, TENSORBOARD))
-        raise BadJob(
-            f"not a job this tool runs: {manifest.get('apiVersion')} {manifest.get('kind')} "
-            f"(it runs {known})"
-        ) from None
-
-
-def _named_kind(name: str) -> Kind:
-    try:
-        return by_name(name)
-    except KeyError:
-        raise BadJob(
-            f"unknown kind {name!r}: pytorch, deepspeed, colossalai, mindspore or tensorboard"
-        ) from None

@@ -10,10 +10,14 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from t9k_operator import kube
-from t9k_operator.sdk.errors import from_api
+from t9k_operator.sdk import views
+from t9k_operator.sdk.errors import NotFound, from_api
+
+TENSORBOARD_PORT = 6006
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:
@@ -94,3 +98,17 @@ class Forwarder:
     def close(self) -> None:
         self._closed.set()
         self._server.close()
+
+
+def to_tensorboard(
+    connection: kube.Connection, tb: Mapping[str, Any], address: str, port: int
+) -> Forwarder:
+    """A :class:`Forwarder` from ``address:port`` to the TensorBoard's pod's port
+    6006; :class:`NotFound` while it has no pod."""
+    pod = (tb.get("status") or {}).get("pod")
+    if not pod:
+        reason = views.reason_of_tensorboard(tb)
+        name = tb["metadata"]["name"]
+        raise NotFound(f"TensorBoard {name} has no pod yet ({reason})", status=404)
+    namespace = tb["metadata"]["namespace"]
+    return Forwarder(connection, namespace, pod, TENSORBOARD_PORT, address, port)

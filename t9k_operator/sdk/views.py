@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
-from t9k_operator.sdk.kinds import KINDS, Kind, of_object
+from t9k_operator.kinds.gpus import GPU, pod_gpus
+from t9k_operator.kinds.registry import KINDS, job_kind_of
 
-GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 FINISHED = ("Succeeded", "Failed")
 
@@ -51,27 +51,6 @@ def _meta(obj: Obj) -> Obj:
 
 def _status(obj: Obj) -> Obj:
     return obj.get("status") or {}
-
-
-def container_gpus(container: Obj) -> int:
-    resources = container.get("resources") or {}
-    for where in ("limits", "requests"):
-        value = (resources.get(where) or {}).get(GPU)
-        if value is not None:
-            try:
-                return int(str(value))
-            except ValueError:
-                return 0
-    return 0
-
-
-def pod_gpus(template_or_pod: Obj) -> int:
-    """GPUs a pod (or pod template) asks for: its containers' sum, or its
-    largest init container's when that is more (as the scheduler counts)."""
-    spec = template_or_pod.get("spec") or {}
-    containers = sum(container_gpus(c) for c in spec.get("containers") or [])
-    init = max((container_gpus(c) for c in spec.get("initContainers") or []), default=0)
-    return max(containers, init)
 
 
 def conditions(job: Obj) -> list[Obj]:
@@ -167,12 +146,23 @@ class JobSummary:
     eta: str = ""  # status.progress.eta: time left at the last report
 
 
-def gpus_requested(kind: Kind, job: Obj) -> int:
-    return sum(count * pod_gpus(t) for _, count, t in kind.replicas(job.get("spec") or {}))
+SPEC_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+"""What reading a stored job raises when its spec does not fit its kind's model
+(a pydantic ValidationError is a ValueError) or has a shape no pod is built from."""
+
+
+def gpus_requested(job: Obj) -> int:
+    """GPUs the job's pods ask for, as the operator creates them (its kind's
+    ``gpus``: elastic clamping included); 0 for a job no pod can be built from."""
+    kind = job_kind_of(job)
+    try:
+        return kind.gpus(kind.model.from_dict(job))
+    except SPEC_ERRORS:
+        return 0
 
 
 def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
-    kind = of_object(job)
+    kind = job_kind_of(job)
     mine = job_pods(job, pods)
     status = _status(job)
     start = parse_time(status.get("startTime"))
@@ -186,10 +176,10 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
     return JobSummary(
         namespace=str(_meta(job).get("namespace") or ""),
         name=str(_meta(job).get("name") or ""),
-        kind=kind.kind,
+        kind=kind.crd.kind,
         phase=phase(job),
         reason=reason(job),
-        gpus_requested=gpus_requested(kind, job),
+        gpus_requested=gpus_requested(job),
         gpus_allocated=sum(pod_gpus(p) for p in mine if live(p)),
         duration=human_duration((end - start).total_seconds()) if start else "",
         nodes=tuple(sorted(nodes)),
@@ -342,7 +332,7 @@ def job_usage(jobs: Sequence[Obj], pods: Sequence[Obj], now: datetime) -> list[J
 
 
 def sort_jobs(jobs: Iterable[Obj]) -> list[Obj]:
-    order = {k.kind: i for i, k in enumerate(KINDS)}
+    order = {k.crd.kind: i for i, k in enumerate(KINDS)}
     return sorted(
         jobs,
         key=lambda j: (

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from t9k_operator.api import pytorch
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import EVENTS, PODS
 from tests.integration.cluster import wait_for
 from tests.integration.kubelet import MANUAL, Kubelet

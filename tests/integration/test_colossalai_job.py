@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from t9k_operator.api import colossalai
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient
-from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import CONFIGMAPS
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container

@@ -29,8 +29,8 @@ from t9k_operator import __version__
 from t9k_operator.api import deepspeed
 from t9k_operator.builders.common import ssh_secret_name
 from t9k_operator.builders.ssh import KEY_FILE
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient, NotFound
-from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import LEASES, SECRETS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, request_token, wait_for
 from tests.integration.incluster import OperatorPod, run_image

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from t9k_operator.api import msjob
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient, NotFound
-from t9k_operator.reconcilers.apply.job import resource_of
 from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs

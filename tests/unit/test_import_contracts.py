@@ -95,6 +95,23 @@ def test_the_cli_importing_the_kube_client_breaks_its_contract(tmp_path: Path) -
     assert "t9k_operator.cli.render -> t9k_operator.kube" in proc.stdout
 
 
+def test_the_sdk_reads_the_kinds_but_importing_the_reconcilers_breaks_its_contract(
+    tmp_path: Path,
+) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "The SDK is a client, not the operator"
+    sdk_build = tree / "t9k_operator" / "sdk" / "build.py"
+    assert "from t9k_operator.kinds" in sdk_build.read_text()  # the one kind descriptor
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    sdk_build.write_text(
+        sdk_build.read_text() + "\nfrom t9k_operator.reconcilers.apply import job  # noqa\n"
+    )
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+    assert "t9k_operator.sdk.build -> t9k_operator.reconcilers" in proc.stdout
+
+
 def test_the_operator_importing_the_sdk_breaks_its_contract(tmp_path: Path) -> None:
     tree = copy_of_the_package(tmp_path)
     contract = "The operator does not import the t9k command or its SDK"

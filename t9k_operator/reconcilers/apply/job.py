@@ -36,7 +36,6 @@ from typing import Any
 
 import structlog
 
-from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE, ssh_secret_name
 from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
@@ -64,7 +63,7 @@ from t9k_operator.reconcilers.integrations.contract import (
     Unavailable,
     controller_of,
 )
-from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES, Resource
+from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import (
     Controller,
     ControllerContext,
@@ -86,11 +85,6 @@ job's other pods arriving meanwhile are handled by the same reconcile."""
 BUILD_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
 """What a builder raises when a spec has a shape it cannot use (the models and
 the template shape check stop these first; this is the last line)."""
-
-
-def resource_of(crd: CrdInfo) -> Resource:
-    """The API resource of a kind, from the identity its API module declares."""
-    return Resource(crd.group, crd.version, crd.plural, crd.kind)
 
 
 @dataclass(frozen=True)
@@ -120,7 +114,7 @@ class JobReconciler:
         self.integrations = integrations
         self.pod_start_timeout = pod_start_timeout  # for a job that sets none
         self.disruption_limit = disruption_limit
-        self.resource = resource_of(kind.crd)
+        self.resource = kind.resource
         self.client, self.recorder, self.clock = ctx.client, ctx.recorder, ctx.clock
         self.jobs = ctx.informers.informer(self.resource)
         metrics_jobs.JOBS.watch(self.resource.kind, self.jobs)  # t9k_jobs, counted at scrape time

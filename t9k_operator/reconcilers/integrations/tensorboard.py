@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from t9k_operator.api import tensorboard as api
 from t9k_operator.api.tensorboard import TensorBoardSpec
 from t9k_operator.builders import tensorboard as build
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import (
@@ -45,9 +46,8 @@ from t9k_operator.reconcilers.integrations.tensorboard_status import (
     TensorBoardState,
     dependent_state,
 )
-from t9k_operator.resources import Resource
 
-TENSORBOARDS = Resource(api.CRD.group, api.CRD.version, api.CRD.plural, api.CRD.kind)
+TENSORBOARDS = resource_of(api.CRD)
 """Every TensorBoard: a job's own (``spec.tensorboardSpec``) and those users create."""
 WHAT = "the job's TensorBoard"
 

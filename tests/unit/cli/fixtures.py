@@ -125,6 +125,7 @@ LLM: dict[str, Any] = {
     "metadata": {"name": "llm", "namespace": NS, "creationTimestamp": "2026-03-01T11:58:00Z"},
     "spec": {
         "scheduler": {"t9kScheduler": {"queue": "big", "priority": 50}},
+        "config": {"run": {"python": ["train.py"]}},
         "worker": {
             "replicas": 8,
             "template": {"spec": {"containers": [gpu_container("worker", 8)]}},

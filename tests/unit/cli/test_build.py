@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.kinds.contract import JobKind
+from t9k_operator.kinds.registry import KINDS
 from t9k_operator.sdk import BadJob, JobRequest, Unsupported, build_job
-from t9k_operator.sdk.kinds import KINDS, by_name
 from t9k_operator.sdk.views import gpus_requested
 
 
@@ -24,18 +25,30 @@ def request(kind: str = "pytorch", **overrides: Any) -> JobRequest:
     return JobRequest(**{**fields, **overrides})
 
 
-@pytest.mark.parametrize("kind", [k.name for k in KINDS])
-def test_every_kind_is_built_valid_with_its_workers_and_gpus(kind: str) -> None:
-    job = build_job(request(kind, annotations={"a": "b"}))
-    k = by_name(kind)
-    assert (job["apiVersion"], job["kind"]) == (k.crd.api_version, k.kind)
-    k.model.from_dict(job)  # the kind's own model accepts it
-    replicas = dict((t.lower(), n) for t, n, _ in k.replicas(job["spec"]))
+def templates(obj: Any) -> list[dict[str, Any]]:
+    """Every pod template in a spec (the values of its ``template`` keys)."""
+    if isinstance(obj, list):
+        return [t for item in obj for t in templates(item)]
+    if not isinstance(obj, dict):
+        return []
+    found = [obj["template"]] if isinstance(obj.get("template"), dict) else []
+    return found + [t for key, value in obj.items() if key != "template" for t in templates(value)]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.cli_name for k in KINDS])
+def test_every_kind_is_built_valid_with_its_workers_and_gpus(kind: JobKind[Any]) -> None:
+    job = build_job(request(kind.cli_name, annotations={"a": "b"}))
+    assert (job["apiVersion"], job["kind"]) == (kind.crd.api_version, kind.crd.kind)
+    kind.model.from_dict(job)  # the kind's own model accepts it
+    stored = kind.model.from_dict(
+        {**job, "metadata": {**job["metadata"], "namespace": "ns", "uid": "1"}}
+    )
+    replicas = {role.type.lower(): role.replicas for role in kind.view(stored).roles}
     assert replicas["worker"] == 3
-    assert gpus_requested(k, job) == 6
-    for _, _, template in k.replicas(job["spec"]):
-        if template.get("metadata"):
-            assert template["metadata"]["annotations"] == {"a": "b"}
+    assert gpus_requested(job) == 6
+    assert templates(job["spec"])
+    for template in templates(job["spec"]):
+        assert template["metadata"]["annotations"] == {"a": "b"}
 
 
 def test_pytorch_runs_the_command_or_torchrun_with_the_script() -> None:

@@ -1,0 +1,340 @@
+"""Reading a job's logs for the SDK's :class:`~t9k_operator.sdk.client.Client`:
+one replica's or all of them interleaved, read once or followed across
+restarts until the job ends.
+
+A replica's log is its training container's (the container its kind's
+builders launch the training in, by the kind's ``training_containers``); by
+default ``t9k logs`` reads the replica whose outcome decides the job (its
+kind's ``deciding_replica``). A followed log is closed here once its pod has
+ended, been deleted or replaced, since a stream may outlive its pod (a node
+that stopped answering; KWOK's simulated kubelets never end one).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from t9k_operator import kube
+from t9k_operator.builders.common import (
+    JOB_KIND,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
+    training_container_index,
+)
+from t9k_operator.kinds.registry import by_kind, job_kind_of
+from t9k_operator.resources import PODS
+from t9k_operator.sdk import views
+from t9k_operator.sdk.errors import ConnectionFailed, NotFound, T9kError, from_api
+
+if TYPE_CHECKING:
+    from t9k_operator.sdk.client import Client
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a replica's log; ``info`` lines are the follower's own notes
+    (a replica restarted, a stream reconnected), not the container's."""
+
+    replica: str
+    text: str
+    pod: str = ""
+    info: bool = False
+
+
+class Logs:
+    """A client's reader of job logs."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def lines(
+        self,
+        name: str,
+        *,
+        replica: str | None = None,
+        all_replicas: bool = False,
+        follow: bool = False,
+        since_seconds: int | None = None,
+        kind: str | None = None,
+        namespace: str | None = None,
+        poll: float = 1.0,
+    ) -> Iterator[LogLine]:
+        """The lines :meth:`Client.logs <t9k_operator.sdk.client.Client.logs>` yields."""
+        job = self.client.get(name, kind, namespace)
+        pods = self.client.pods(job)
+        replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)
+        if replica:
+            wanted = [replica]
+        elif all_replicas:
+            wanted = replicas
+        else:
+            if not replicas and follow:  # the leader is known once the pods are
+                pods = self._await_pods(job, poll)
+                replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)
+            if not replicas:
+                raise NotFound(f"job {name} has no pods (yet)", status=404)
+            wanted = [leader(job, pods)]
+        if replica and replica not in replicas and not follow:
+            raise NotFound(
+                f"job {name} has no replica {replica}"
+                + (f" (it has {', '.join(replicas)})" if replicas else ""),
+                status=404,
+            )
+        if not follow:
+            by_replica = {views.replica_of(name, p["metadata"]["name"]): p for p in pods}
+            for r in wanted:
+                for _, line in self._read(by_replica[r], r, False, since_seconds):
+                    yield line
+            return
+        yield from self._follow(job, wanted, all_replicas, since_seconds, poll)
+
+    def _await_pods(self, job: Obj, poll: float) -> list[Obj]:
+        """The job's pods once it has some; none if it finishes first."""
+        meta = job["metadata"]
+        while True:
+            pods = self.client.pods(job)
+            if pods:
+                return pods
+            current = self.client.get(meta["name"], _cli_name(job), meta["namespace"])
+            if views.phase(current) in views.FINISHED:
+                return []
+            time.sleep(poll)
+
+    def _read(
+        self,
+        pod: Mapping[str, Any],
+        replica: str,
+        follow: bool,
+        since: int | None,
+        timestamps: bool = False,
+        watchdog: Callable[[kube.LogStream], None] | None = None,
+    ) -> Iterator[tuple[str, LogLine]]:
+        """(timestamp or "", line) of the pod's training container's log;
+        ``watchdog`` gets the open stream, to close it from another thread."""
+        meta = pod["metadata"]
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return
+        container = training_container(pod)
+        try:
+            stream = self.client.kube.pod_logs(
+                meta["namespace"],
+                meta["name"],
+                container=container,
+                follow=follow,
+                since_seconds=since,
+                timestamps=timestamps,
+            )
+            if watchdog is not None:
+                watchdog(stream)
+            for text in stream:
+                stamp = ""
+                if timestamps:
+                    stamp, _, text = text.partition(" ")
+                yield stamp, LogLine(replica, text, meta["name"])
+        except kube.BadRequest:
+            return  # the container is not running yet, or never ran
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
+
+    def _follow(
+        self,
+        job: Obj,
+        wanted: Sequence[str],
+        discover: bool,
+        since: int | None,
+        poll: float,
+    ) -> Iterator[LogLine]:
+        # Lines, a new replica's name (discovered), a follower's error, or its end (None).
+        # Unbounded: a follower never blocks on a reader that stopped reading.
+        lines: queue.Queue[LogLine | str | BaseException | None] = queue.Queue()
+        stop = threading.Event()
+        name = job["metadata"]["name"]
+        finished = threading.Event()
+        threads: dict[str, threading.Thread] = {}
+
+        def follower(replica: str) -> None:
+            done: set[str] = set()
+            followed = ""
+            last = ""  # the newest line's timestamp: a reconnect skips what was read
+            try:
+                while not stop.is_set():
+                    pod = self._pod(job, replica)
+                    uid = str((pod or {}).get("metadata", {}).get("uid") or "")
+                    if pod is None or uid in done or not _started(pod):
+                        if finished.is_set():
+                            return
+                        stop.wait(poll)
+                        continue
+                    pod_name = pod["metadata"]["name"]
+                    if uid != followed:
+                        if followed:
+                            note = f"replica {replica} restarted: following its new pod"
+                            lines.put(LogLine(replica, note, pod_name, True))
+                        followed, last = uid, ""
+
+                    def watchdog(stream: kube.LogStream, uid: str = uid) -> None:
+                        threading.Thread(
+                            target=self._close_when_over,
+                            args=(job, replica, uid, stream, poll, stop),
+                            daemon=True,
+                        ).start()
+
+                    try:
+                        for stamp, line in self._read(pod, replica, True, since, True, watchdog):
+                            if stop.is_set():
+                                return
+                            if stamp and stamp <= last:
+                                continue
+                            last = stamp or last
+                            lines.put(line)
+                    except ConnectionFailed as exc:
+                        note = f"log stream of {pod_name} broken ({exc}); reconnecting"
+                        lines.put(LogLine(replica, note, pod_name, True))
+                    if _ended(self._pod(job, replica), uid):
+                        done.add(uid)
+                    else:
+                        stop.wait(poll)
+            except BaseException as exc:  # handed to the reader
+                lines.put(exc)
+            finally:
+                lines.put(None)
+
+        def start(replica: str) -> None:
+            t = threading.Thread(
+                target=follower, args=(replica,), daemon=True, name=f"logs-{replica}"
+            )
+            threads[replica] = t
+            t.start()
+
+        for r in wanted:
+            start(r)
+
+        def watcher() -> None:
+            try:
+                while not stop.is_set():
+                    current = self.client.get(name, _cli_name(job), job["metadata"]["namespace"])
+                    if views.phase(current) in views.FINISHED:
+                        finished.set()
+                    if discover:
+                        for pod in self.client.pods(job):
+                            r = views.replica_of(name, pod["metadata"]["name"])
+                            if r not in threads:
+                                lines.put(r)
+                    if finished.is_set():
+                        lines.put("")  # wakes the reader, which then stops discovering
+                        return
+                    stop.wait(poll)
+            except BaseException as exc:
+                lines.put(exc)
+
+        watch = threading.Thread(target=watcher, daemon=True, name="logs-job")
+        watch.start()
+        running = len(threads)
+        try:
+            while running or (discover and not finished.is_set()):
+                item = lines.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, str):
+                    if item and item not in threads:
+                        running += 1
+                        start(item)
+                elif isinstance(item, BaseException):
+                    if isinstance(item, T9kError):
+                        raise item
+                    raise T9kError(str(item))
+                else:
+                    yield item
+        finally:
+            stop.set()
+
+    def _close_when_over(
+        self,
+        job: Mapping[str, Any],
+        replica: str,
+        uid: str,
+        stream: kube.LogStream,
+        poll: float,
+        stop: threading.Event,
+    ) -> None:
+        """Close a followed log once its pod is over (ended, deleted or replaced)
+        for a poll interval more, or the reader stopped: a kubelet ends the stream
+        itself when the container exits, but a stream may outlive its pod (a node
+        that stopped answering, KWOK's simulated kubelets)."""
+        over = False
+        while not stream.closed:
+            if stop.wait(poll):
+                break
+            try:
+                ended = _ended(self._pod(job, replica), uid)
+            except T9kError:
+                continue
+            if ended and over:
+                break
+            over = ended
+        stream.close()
+
+    def _pod(self, job: Mapping[str, Any], replica: str) -> Obj | None:
+        meta = job["metadata"]
+        try:
+            return self.client.kube.get(PODS, f"{meta['name']}-{replica}", meta["namespace"])
+        except kube.NotFound:
+            return None
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
+
+
+def _cli_name(job: Mapping[str, Any]) -> str:
+    return job_kind_of(job).cli_name
+
+
+def _started(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
+
+
+def _ended(pod: Mapping[str, Any] | None, uid: Any) -> bool:
+    """Whether the pod followed is over: gone, replaced, or its containers ended."""
+    if pod is None or pod["metadata"].get("uid") != uid:
+        return True
+    if pod["metadata"].get("deletionTimestamp"):
+        return True
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def leader(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> str:
+    """The replica whose log is read by default: the one whose outcome decides
+    the job (its kind's ``deciding_replica``); without its pod, the first by name."""
+    name = job["metadata"]["name"]
+    replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)
+    kind = job_kind_of(job)
+    try:
+        type_, index = kind.deciding_replica(kind.view(kind.model.from_dict(job)))
+    except views.SPEC_ERRORS:
+        return replicas[0]
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(REPLICA_TYPE) == type_ and labels.get(REPLICA_INDEX) == str(index):
+            return views.replica_of(name, pod["metadata"]["name"])
+    return replicas[0]
+
+
+def training_container(pod: Mapping[str, Any]) -> str | None:
+    """The name of the pod's training container, by its kind's ``training_containers``
+    (as the builders chose it), else its first container's."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if not containers:
+        return None
+    try:
+        names = by_kind(
+            str((pod["metadata"].get("labels") or {}).get(JOB_KIND))
+        ).training_containers
+    except KeyError:
+        names = ()
+    return str(containers[training_container_index(pod, names)].get("name"))
