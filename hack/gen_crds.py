@@ -428,8 +428,8 @@ def openapi_schema(info: CrdInfo) -> Schema:
             "status": status,
         },
     }
-    if info.root_validations:
-        schema["x-kubernetes-validations"] = [dict(rule) for rule in info.root_validations]
+    if info.root_rules:
+        schema["x-kubernetes-validations"] = [rule.cel_rule() for rule in info.root_rules]
     _check_structural(schema)
     return schema
 

@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import MAX_ARGS, MAX_PROCS, Arg, cel_strings
 
 DEFAULT_SLOTS = 1
@@ -41,7 +42,7 @@ Autotune = Literal["none", "run", "tune"]
 RunKind = Literal["python", "module", "exec"]
 RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
 
-# Messages shared by the schema rules and the pydantic validators.
+# Messages of the rules (the API server and the models give the same).
 MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
 MSG_RESERVED_ARGS = (
     "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "
@@ -162,14 +163,18 @@ class RunConfig(T9kModel):
 
 # -- spec.config ----------------------------------------------------------------------
 
-_RESERVED_ARGS_RULE = (
-    f"!self.exists(a, {cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))"
+RESERVED_ARGS_RULE: Rule[Sequence[str]] = Rule(
+    f"!self.exists(a, {cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))",
+    MSG_RESERVED_ARGS,
+    lambda args: not any(is_reserved_arg(a) for a in args),
 )
-_LAUNCHER_PDSH_RULE = (
+LAUNCHER_PDSH_RULE: Rule[Sequence[str]] = Rule(
     "self.all(a, !a.startsWith('--launcher=') || a.lowerAscii() == '--launcher=pdsh') && "
     "(!('--launcher' in self) || (self.indexOf('--launcher') == self.lastIndexOf('--launcher') "
     "&& self.indexOf('--launcher') + 1 < size(self) "
-    "&& self[self.indexOf('--launcher') + 1].lowerAscii() == 'pdsh'))"
+    "&& self[self.indexOf('--launcher') + 1].lowerAscii() == 'pdsh'))",
+    MSG_LAUNCHER_PDSH,
+    lambda args: not launcher_not_pdsh(args),
 )
 
 
@@ -214,7 +219,7 @@ class DeepSpeedConfig(T9kModel):
             "or run (search, then train with them); deepspeed --autotuning=<tune|run>."
         ),
     )
-    other_args: list[Arg] = Field(
+    other_args: Annotated[list[Arg], Rules(RESERVED_ARGS_RULE, LAUNCHER_PDSH_RULE)] = Field(
         default=[],
         max_length=MAX_ARGS,
         description=(
@@ -223,22 +228,7 @@ class DeepSpeedConfig(T9kModel):
             "--no_local_rank, --autotuning, --module, --no_python and --hostfile; --launcher "
             "may only be pdsh."
         ),
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": _RESERVED_ARGS_RULE, "message": MSG_RESERVED_ARGS},
-                {"rule": _LAUNCHER_PDSH_RULE, "message": MSG_LAUNCHER_PDSH},
-            ]
-        },
     )
-
-    @field_validator("other_args")
-    @classmethod
-    def _check_other_args(cls, value: list[str]) -> list[str]:
-        if any(is_reserved_arg(a) for a in value):
-            raise ValueError(MSG_RESERVED_ARGS)
-        if launcher_not_pdsh(value):
-            raise ValueError(MSG_LAUNCHER_PDSH)
-        return value
 
     @property
     def slots(self) -> int:
