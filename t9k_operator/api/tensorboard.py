@@ -99,7 +99,8 @@ FILESET_RULES: tuple[Rule[str], ...] = (
     Rule(
         f"self.matches('{FILESET_PATTERN}')",
         MSG_FILESET_FORM,
-        lambda url: re.fullmatch(FILESET_PATTERN, url, flags=re.DOTALL) is not None,
+        # As RE2 (the API server's) does, ``.`` stops at a newline.
+        lambda url: re.fullmatch(FILESET_PATTERN, url) is not None,
     ),
     Rule(
         # Only for the served form: any other already has its message.
