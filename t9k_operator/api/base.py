@@ -1,4 +1,4 @@
-r"""The base of every API model: :class:`T9kModel`.
+"""The base of every API model: :class:`T9kModel`.
 
 Every model of ``t9k_operator.api`` is a pydantic v2 model derived from
 :class:`T9kModel`, with camelCase aliases: a raw dict from the API server
@@ -10,9 +10,10 @@ crash on it.
 Each field carries a ``description``: ``hack/gen_crds.py`` turns the models
 into the CRD's OpenAPI schema, where the descriptions become ``kubectl
 explain`` text. Constraints written on a field (``ge``, ``max_length``,
-``Literal``) become schema constraints enforced by the API server; rules a
-schema cannot express as a type are :class:`~t9k_operator.api.rules.Rule`\ s,
-each stated once with its CEL and its Python side: a model lists its own in
+``Literal``) become schema constraints enforced by the API server; an
+invariant a schema cannot express as a type is a
+:class:`~t9k_operator.api.rules.Rule`, stated once with its CEL and its
+Python side: a model lists its own in
 :attr:`T9kModel.rules` (emitted under ``x-kubernetes-validations`` and checked
 after parsing), a field carries them with
 :class:`~t9k_operator.api.rules.Rules` (the conventions the generator relies on

@@ -4,7 +4,7 @@ The workers (``<job>-worker-<i>``, from ``spec.worker.template``) run sshd at
 ``spec.ssh.sshdPath`` with the job's key at ``spec.ssh.authMountPath``; the
 launcher (``<job>-launcher``) is a pod the operator builds itself from
 ``spec.launcher``. The paths are checked by
-:class:`~t9k_operator.api.rules.Rule`\\ s; the launcher's env and resources
+rules (:class:`~t9k_operator.api.rules.Rule`); the launcher's env and resources
 get the Kubernetes types' schemas, and the worker template's schema declares
 just enough (``spec.containers``, at least one) to refuse a template without
 a container, every level still keeping the fields it does not declare. The
@@ -68,19 +68,23 @@ def _absolute_path_rule(message: str) -> Rule[str]:
     return Rule("self.startsWith('/')", message, lambda path: path.startswith("/"))
 
 
+_DOT_PART = "/[.][.]?(/|$)"
+"""A . or .. part of a path."""
+
+
 def _is_plain_place(path: str) -> bool:
     """Not /, no empty, . or .. part, and outside :data:`AUTH_MOUNT_FORBIDDEN`."""
     return (
         path != "/"
         and "//" not in path
-        and re.search("/[.][.]?(/|$)", path) is None
+        and re.search(_DOT_PART, path) is None
         and not any(path == p or path.startswith(p + "/") for p in AUTH_MOUNT_FORBIDDEN)
     )
 
 
 AUTH_MOUNT_PATH_RULE = _absolute_path_rule(MSG_AUTH_MOUNT_PATH)
 AUTH_MOUNT_PLACE_RULE: Rule[str] = Rule(
-    "self != '/' && !self.contains('//') && !self.matches('/[.][.]?(/|$)') && !"
+    f"self != '/' && !self.contains('//') && !self.matches('{_DOT_PART}') && !"
     + cel_strings(AUTH_MOUNT_FORBIDDEN)
     + ".exists(p, self == p || self.startsWith(p + '/'))",
     MSG_AUTH_MOUNT_PLACE,

@@ -15,11 +15,12 @@ cannot see into. So the schema holds ``run`` to at most one of them
 strings, and the model checks the rest (a number, say, or a string that
 shlex cannot split). That ``run`` names something to train is required only
 outside debug mode, so that rule sits on the spec, in
-:mod:`t9k_operator.api.deepspeed`: a CEL rule (``run`` is there) and a
-validator (it is not empty).
+:mod:`t9k_operator.api.deepspeed`: its CEL sees that ``run`` is there, its
+Python side also that it is not empty.
 
 The options the operator sets itself (:data:`RESERVED_ARGS`) are refused in
-``otherArgs``, by a CEL rule and by a validator with the same message.
+``otherArgs``, and ``--launcher`` may only be pdsh: two
+rules (:class:`~t9k_operator.api.rules.Rule`) on the field.
 """
 
 from __future__ import annotations

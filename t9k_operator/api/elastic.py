@@ -2,7 +2,7 @@
 
 :class:`ElasticConfig` bounds the number of replicas while training
 (``minReplicas`` <= ``expectedReplicas`` <= ``maxReplicas``), with the
-:class:`~t9k_operator.api.rules.Rule`\\ s that keep the bounds consistent, and
+rules (:class:`~t9k_operator.api.rules.Rule`) that keep the bounds consistent, and
 :meth:`ElasticConfig.clamp`, the one place the replicas wanted now are
 computed from them. The scale subresource of both kinds moves
 ``expectedReplicas`` (:data:`t9k_operator.api.crd.ELASTIC_SCALE`).
