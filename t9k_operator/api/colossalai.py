@@ -79,6 +79,8 @@ from t9k_operator.api.tensorboard import (
     tensorboard_spec_field,
 )
 
+# The replicas' parts live in colossalai_replicas; named here too, for the modules
+# that import them from the kind. (Every name this module defines is public as well.)
 __all__ = [
     "DEFAULT_AUTH_MOUNT_PATH",
     "DEFAULT_SSHD_PATH",

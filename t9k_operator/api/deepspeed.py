@@ -65,6 +65,8 @@ from t9k_operator.api.tensorboard import (
     tensorboard_spec_field,
 )
 
+# The workers live in deepspeed_worker; named here too, for the modules that
+# import them from the kind. (Every name this module defines is public as well.)
 __all__ = [
     "MAX_CONTAINERS",
     "MAX_VOLUME_MOUNTS",

@@ -50,6 +50,9 @@ from t9k_operator.api.schema import (
 )
 from t9k_operator.api.template import PodTemplate, named_container, pod_template_field
 
+# The run policy and the status live in msjob_run_policy and msjob_status; named
+# here too, for the modules that import them from the kind. (Every name this module
+# defines is public as well.)
 __all__ = [
     "CleanPodPolicy",
     "MSJobCondition",

@@ -43,6 +43,8 @@ from t9k_operator.api.schema import (
     ReplicaType,
 )
 
+# spec.elastic lives in t9k_operator.api.elastic; named here too, with the other
+# shared parts. (Every name this module defines is public as well.)
 __all__ = [
     "MSG_ELASTIC_BOUNDS_REQUIRED",
     "MSG_ELASTIC_EXPECTED",
