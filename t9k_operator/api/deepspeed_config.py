@@ -43,7 +43,7 @@ Autotune = Literal["none", "run", "tune"]
 RunKind = Literal["python", "module", "exec"]
 RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
 
-# Messages of the rules (the API server and the models give the same).
+# What the models say (and, for a rule, the API server too).
 MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
 MSG_RESERVED_ARGS = (
     "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "

@@ -43,12 +43,11 @@ MAX_VOLUME_MOUNTS = 256
 
 _POD_RESTART_POLICIES = ("Never", "OnFailure", "Always")
 
-# Messages of the rules (the API server and the models give the same).
-
 MSG_TEMPLATE_RESTART_POLICY = (
     "spec.worker.template.spec.restartPolicy must be Never, OnFailure or Always "
     "(the Pod API's values)"
 )
+"""The model's message for a restartPolicy the template's schema (an enum) refuses."""
 MSG_RESERVED_MOUNTS = (
     "the training container of spec.worker.template (the one named worker, else the first) "
     "must not mount a volume at /root/.ssh, /t9k/hostfile or "

@@ -84,7 +84,7 @@ MSRestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 """Same order as the T9k kinds' RestartPolicy: equal Literals share one cached schema."""
 SuccessPolicy = Literal["", "AllWorkers"]
 
-# Messages of the rules (the API server and the models give the same).
+# What the models say (and, for a rule, the API server too).
 MSG_UNKNOWN_ROLE = "spec.msReplicaSpecs keys must be Scheduler, PS or Worker"
 MSG_ONE_SCHEDULER = "spec.msReplicaSpecs.Scheduler.replicas must be 0 or 1"
 MSG_MINDSPORE_CONTAINER = (
@@ -184,6 +184,7 @@ class MSReplicaSpec(T9kModel):
 
 
 ReplicaSpecs = dict[str, MSReplicaSpec]
+"""spec.msReplicaSpecs, parsed: role to its replicas."""
 
 UNKNOWN_ROLE_RULE: Rule[ReplicaSpecs] = Rule(
     f"self.all(k, k in {cel_strings(ROLES)})",
