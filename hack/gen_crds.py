@@ -22,7 +22,9 @@ demands for pruning, defaulting and CEL):
 * any other ``dict[str, Any]`` becomes ``type: object`` with
   ``x-kubernetes-preserve-unknown-fields: true``, so nothing under it is pruned;
 * defaults stay (the API server applies them), CEL rules
-  (``x-kubernetes-validations``) come with the models that declare them.
+  (``x-kubernetes-validations``) come with the models: each is a
+  :class:`~t9k_operator.api.rules.Rule` a model or field registers, and the
+  rules on the whole object are the kind's ``CrdInfo.root_rules``.
 
 Output is deterministic (sorted keys), so ``--check`` (and the unit test
 tests/unit/api/test_crds_fresh.py) can tell when the YAML is stale.
@@ -428,8 +430,8 @@ def openapi_schema(info: CrdInfo) -> Schema:
             "status": status,
         },
     }
-    if info.root_validations:
-        schema["x-kubernetes-validations"] = [dict(rule) for rule in info.root_validations]
+    if info.root_rules:
+        schema["x-kubernetes-validations"] = [rule.cel_rule() for rule in info.root_rules]
     _check_structural(schema)
     return schema
 

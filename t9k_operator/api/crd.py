@@ -11,13 +11,13 @@ The rules on the whole object live here too. A job's name also names its
 headless Service and is the prefix of its pods' names, so the CRD refuses a
 name that is not a DNS-1035 label (:data:`JOB_NAME_RULE`, from
 :func:`dns_1035_name_rule`) or that leaves a
-pod name longer than a DNS label; those root CEL rules are built from
-:func:`last_index_cel`, :func:`pod_name_fits_cel` and
-:func:`pod_name_length_rule` (:func:`worker_pod_name_fits_cel` for a kind whose
-workers are ``spec.worker``). Their Python side is :func:`check_job_name`,
-which :class:`JobObject` runs on parsing, with the same messages, and
-:func:`last_pod_name_fits`, with which a kind's object tells whether its pod
-names fit.
+pod name longer than a DNS label (:func:`pod_name_length_rule`, whose CEL is
+built from :func:`last_index_cel`, :func:`pod_name_fits_cel` and, for a kind
+whose workers are ``spec.worker``, :func:`worker_pod_name_fits_cel`). Each is a
+:class:`~t9k_operator.api.rules.Rule` on the object (:func:`name_rule`): a
+kind's object model lists them in its ``rules``, which its ``CrdInfo`` takes
+as ``root_rules``; the Python side of a pod-name-length rule is the object's
+:meth:`JobObject.pod_names_fit` (from :func:`last_pod_name_fits`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import DNS_LABEL_MAX
 
 GROUP = "batch.tensorstack.dev"
@@ -56,18 +57,10 @@ class JobObject(T9kModel, Generic[SpecT, StatusT]):
     spec: SpecT = Field(description="Desired state of the job.")
     status: StatusT | None = Field(default=None, description="Observed state of the job.")
 
-    name_too_long: ClassVar[str] = ""
-    """The kind's message when its pods' names would not fit (its pod-name-length rule)."""
-
     def pod_names_fit(self) -> bool:
         """Whether every pod name the job may get fits in a DNS label; the Python
-        side of the kind's pod-name-length CEL rule."""
+        side of the kind's :func:`pod_name_length_rule`."""
         return True
-
-    @model_validator(mode="after")
-    def _check_name(self) -> Self:
-        check_job_name(self.name, self.pod_names_fit, self.name_too_long)
-        return self
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Self:
@@ -173,8 +166,9 @@ class CrdInfo:
     namespaced: bool = True
     scale: ScaleSubresource | None = None
     printer_columns: tuple[PrinterColumn, ...] = STANDARD_PRINTER_COLUMNS
-    root_validations: tuple[Mapping[str, Any], ...] = field(default=())
-    """CEL rules on the whole object (they may read metadata.name)."""
+    root_rules: tuple[Rule[Any], ...] = field(default=())
+    """Rules on the whole object (they may read metadata.name): the ``rules`` of
+    the kind's object model."""
 
     @property
     def name(self) -> str:
@@ -195,7 +189,7 @@ def job_crd(
     spec_model: type[BaseModel],
     status_model: type[BaseModel],
     description: str,
-    root_validations: tuple[Mapping[str, Any], ...],
+    root_rules: tuple[Rule[Any], ...],
     scale: ScaleSubresource | None = None,
 ) -> CrdInfo:
     """The :class:`CrdInfo` of a T9k job kind: group, version and category filled in."""
@@ -211,7 +205,7 @@ def job_crd(
         status_model=status_model,
         description=description,
         scale=scale,
-        root_validations=root_validations,
+        root_rules=root_rules,
     )
 
 
@@ -228,24 +222,13 @@ ELASTIC_SCALE = ScaleSubresource(
 DNS_1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 
 
-def _on_name(rule: str, message: str) -> dict[str, Any]:
-    """A root CEL rule about metadata.name (its errors name .metadata.name)."""
-    return {"rule": rule, "message": message, "fieldPath": ".metadata.name"}
+Job = JobObject[Any, Any]
 
 
-def dns_1035_name_rule(message: str) -> dict[str, Any]:
-    """A root CEL rule: metadata.name is a DNS-1035 label (:data:`DNS_1035_PATTERN`),
-    refused with ``message`` (a kind says what its name also names)."""
-    return _on_name(f"self.metadata.name.matches('^{DNS_1035_PATTERN}$')", message)
-
-
-JOB_NAME_RULE: dict[str, Any] = dns_1035_name_rule(
-    "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
-    "starting with a letter): it also names the job's headless Service"
-)
-"""A root CEL rule for kinds whose name also names a Service."""
-
-MSG_JOB_NAME = str(JOB_NAME_RULE["message"])
+def name_rule(cel: str, message: str, holds: Callable[[Job], bool]) -> Rule[Job]:
+    """A root rule about metadata.name (its errors name .metadata.name). Its Python
+    side leaves an empty name (not named yet, generateName) to the API server."""
+    return Rule(cel, message, lambda obj: not obj.name or holds(obj), field_path=".metadata.name")
 
 
 def matches_dns_1035(name: str) -> bool:
@@ -253,18 +236,23 @@ def matches_dns_1035(name: str) -> bool:
     return re.fullmatch(DNS_1035_PATTERN, name) is not None
 
 
-def check_job_name(name: str, pod_names_fit: Callable[[], bool], too_long: str) -> None:
-    """The Python side of :data:`JOB_NAME_RULE` and a kind's pod-name-length rule.
+def dns_1035_name_rule(message: str) -> Rule[Job]:
+    """A root rule: metadata.name is a DNS-1035 label (:data:`DNS_1035_PATTERN`),
+    refused with ``message`` (a kind says what its name also names)."""
+    return name_rule(
+        f"self.metadata.name.matches('^{DNS_1035_PATTERN}$')",
+        message,
+        lambda obj: matches_dns_1035(obj.name),
+    )
 
-    Raises ``ValueError`` (:data:`MSG_JOB_NAME`, else ``too_long``) for a bad name;
-    an empty name (not named yet, generateName) is left to the API server.
-    """
-    if not name:
-        return
-    if not matches_dns_1035(name):
-        raise ValueError(MSG_JOB_NAME)
-    if not pod_names_fit():
-        raise ValueError(too_long)
+
+JOB_NAME_RULE = dns_1035_name_rule(
+    "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', "
+    "starting with a letter): it also names the job's headless Service"
+)
+"""A root rule for kinds whose name also names a Service."""
+
+MSG_JOB_NAME = JOB_NAME_RULE.message
 
 
 def last_pod_name_fits(job_name: str, replica_type: str, replicas: int) -> bool:
@@ -306,6 +294,7 @@ def worker_pod_name_fits_cel(replica_type: str, *, elastic: bool = False) -> str
     )
 
 
-def pod_name_length_rule(rule: str, message: str) -> dict[str, Any]:
-    """A root CEL rule on the length of metadata.name (errors name .metadata.name)."""
-    return _on_name(rule, message)
+def pod_name_length_rule(cel: str, message: str) -> Rule[Job]:
+    """A root rule on the length of metadata.name: ``cel`` says whether every pod name
+    fits, as the object's :meth:`JobObject.pod_names_fit` does in Python."""
+    return name_rule(cel, message, lambda obj: obj.pod_names_fit())

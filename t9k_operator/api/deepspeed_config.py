@@ -15,11 +15,12 @@ cannot see into. So the schema holds ``run`` to at most one of them
 strings, and the model checks the rest (a number, say, or a string that
 shlex cannot split). That ``run`` names something to train is required only
 outside debug mode, so that rule sits on the spec, in
-:mod:`t9k_operator.api.deepspeed`: a CEL rule (``run`` is there) and a
-validator (it is not empty).
+:mod:`t9k_operator.api.deepspeed`: its CEL sees that ``run`` is there, its
+Python side also that it is not empty.
 
 The options the operator sets itself (:data:`RESERVED_ARGS`) are refused in
-``otherArgs``, by a CEL rule and by a validator with the same message.
+``otherArgs``, and ``--launcher`` may only be pdsh: two
+rules (:class:`~t9k_operator.api.rules.Rule`) on the field.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import MAX_ARGS, MAX_PROCS, Arg, cel_strings
 
 DEFAULT_SLOTS = 1
@@ -41,7 +43,7 @@ Autotune = Literal["none", "run", "tune"]
 RunKind = Literal["python", "module", "exec"]
 RUN_KINDS: tuple[RunKind, ...] = ("python", "module", "exec")
 
-# Messages shared by the schema rules and the pydantic validators.
+# What the models say (and, for a rule, the API server too).
 MSG_RUN_EXACTLY_ONE = "spec.config.run must set exactly one of python, module and exec"
 MSG_RESERVED_ARGS = (
     "spec.config.otherArgs must not contain --no_local_rank, --autotuning, --module, "
@@ -162,14 +164,18 @@ class RunConfig(T9kModel):
 
 # -- spec.config ----------------------------------------------------------------------
 
-_RESERVED_ARGS_RULE = (
-    f"!self.exists(a, {cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))"
+RESERVED_ARGS_RULE: Rule[Sequence[str]] = Rule(
+    f"!self.exists(a, {cel_strings(RESERVED_ARGS)}.exists(f, a == f || a.startsWith(f + '=')))",
+    MSG_RESERVED_ARGS,
+    lambda args: not any(is_reserved_arg(a) for a in args),
 )
-_LAUNCHER_PDSH_RULE = (
+LAUNCHER_PDSH_RULE: Rule[Sequence[str]] = Rule(
     "self.all(a, !a.startsWith('--launcher=') || a.lowerAscii() == '--launcher=pdsh') && "
     "(!('--launcher' in self) || (self.indexOf('--launcher') == self.lastIndexOf('--launcher') "
     "&& self.indexOf('--launcher') + 1 < size(self) "
-    "&& self[self.indexOf('--launcher') + 1].lowerAscii() == 'pdsh'))"
+    "&& self[self.indexOf('--launcher') + 1].lowerAscii() == 'pdsh'))",
+    MSG_LAUNCHER_PDSH,
+    lambda args: not launcher_not_pdsh(args),
 )
 
 
@@ -214,7 +220,7 @@ class DeepSpeedConfig(T9kModel):
             "or run (search, then train with them); deepspeed --autotuning=<tune|run>."
         ),
     )
-    other_args: list[Arg] = Field(
+    other_args: Annotated[list[Arg], Rules(RESERVED_ARGS_RULE, LAUNCHER_PDSH_RULE)] = Field(
         default=[],
         max_length=MAX_ARGS,
         description=(
@@ -223,22 +229,7 @@ class DeepSpeedConfig(T9kModel):
             "--no_local_rank, --autotuning, --module, --no_python and --hostfile; --launcher "
             "may only be pdsh."
         ),
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": _RESERVED_ARGS_RULE, "message": MSG_RESERVED_ARGS},
-                {"rule": _LAUNCHER_PDSH_RULE, "message": MSG_LAUNCHER_PDSH},
-            ]
-        },
     )
-
-    @field_validator("other_args")
-    @classmethod
-    def _check_other_args(cls, value: list[str]) -> list[str]:
-        if any(is_reserved_arg(a) for a in value):
-            raise ValueError(MSG_RESERVED_ARGS)
-        if launcher_not_pdsh(value):
-            raise ValueError(MSG_LAUNCHER_PDSH)
-        return value
 
     @property
     def slots(self) -> int:

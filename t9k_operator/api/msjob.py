@@ -6,26 +6,25 @@ roles ``Scheduler``, ``PS`` and ``Worker`` to a replica count, a restart
 policy and a pod template whose container ``mindspore`` runs the training;
 ``spec.runPolicy`` and ``spec.successPolicy`` have Kubeflow's shapes.
 
-As for the T9k kinds, every invariant is written twice: as schema rules (the
-API server refuses a bad object at admission, naming the field) and as
-pydantic validators with the same messages. ``msReplicaSpecs`` is a map, not
+As for the T9k kinds, every invariant is a
+:class:`~t9k_operator.api.rules.Rule`: its CEL checks it at admission (the API
+server refuses a bad object, naming the field), its Python side on parsing,
+with the same message. ``msReplicaSpecs`` is a map, not
 an object with three properties, so that an unknown role is refused by a CEL
 rule instead of being silently pruned.
 
-The status has the Kubeflow shape MSJob tooling reads (``conditions`` with
-``lastUpdateTime``, ``replicaStatuses``, ``startTime``, ``completionTime``,
-``lastReconcileTime``) plus the bookkeeping fields the operator's engine
-writes for every kind (``phase``, ``observedGeneration``, ``restartCount``,
-``countedFailures``, ``tasks``, ``aggregate``, ``replicas``,
-``readyReplicas``), all declared so that nothing is pruned.
+The run policy (Kubeflow's, with gang scheduling) is in
+:mod:`t9k_operator.api.msjob_run_policy` and the status (Kubeflow's shape)
+in :mod:`t9k_operator.api.msjob_status`, both named here too; this module
+holds the roles, the spec, the object and the CRD.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
@@ -39,19 +38,29 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     reason_column,
 )
-from t9k_operator.api.progress import ProgressPolicy, progress_field
+from t9k_operator.api.msjob_run_policy import CleanPodPolicy, MSRunPolicy, SchedulingPolicy
+from t9k_operator.api.msjob_status import MSJobCondition, MSJobStatus, ReplicaCounts
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
-    MAX_INT32,
     MAX_REPLICAS,
     MSG_TOO_MANY_REPLICAS,
-    Quantity,
     cel_strings,
     preserved_object_schema,
 )
-from t9k_operator.api.specs import RestartScope, deadline_field
-from t9k_operator.api.status import Condition, JobStatus
 from t9k_operator.api.template import PodTemplate, named_container, pod_template_field
+
+# The run policy and the status live in msjob_run_policy and msjob_status; named
+# here too, for the modules that import them from the kind. (Every name this module
+# defines is public as well.)
+__all__ = [
+    "CleanPodPolicy",
+    "MSJobCondition",
+    "MSJobStatus",
+    "MSRunPolicy",
+    "ReplicaCounts",
+    "SchedulingPolicy",
+]
 
 GROUP = "mindspore.gitee.com"
 VERSION = "v1"
@@ -73,10 +82,9 @@ MAX_CONTAINERS = 64
 
 MSRestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 """Same order as the T9k kinds' RestartPolicy: equal Literals share one cached schema."""
-CleanPodPolicy = Literal["All", "Running", "None"]
 SuccessPolicy = Literal["", "AllWorkers"]
 
-# Messages shared by the schema rules and the pydantic validators.
+# What the models say (and, for a rule, the API server too).
 MSG_UNKNOWN_ROLE = "spec.msReplicaSpecs keys must be Scheduler, PS or Worker"
 MSG_ONE_SCHEDULER = "spec.msReplicaSpecs.Scheduler.replicas must be 0 or 1"
 MSG_MINDSPORE_CONTAINER = (
@@ -90,124 +98,16 @@ MSG_POD_NAME_LENGTH = (
 )
 
 
-# -- spec.runPolicy ---------------------------------------------------------------------
-
-
-class SchedulingPolicy(T9kModel):
-    """Kubeflow's scheduling policy: how the job's pods are gang-scheduled."""
-
-    min_available: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_REPLICAS,
-        description=(
-            "How many pods must be placed together before any runs. Unset: every pod of "
-            "every role (Scheduler, PS and Workers)."
-        ),
-    )
-    queue: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=253,
-        description=(
-            "The Volcano Queue the job waits in (with --gang-scheduler=volcano; coscheduling "
-            "has no queues: the job gets a Warning Event)."
-        ),
-    )
-    min_resources: dict[str, Quantity] | None = Field(
-        default=None,
-        description=(
-            "The resources the group needs in all before any of its pods runs (resource "
-            "name to quantity), given to the PodGroup. Unset: the gang scheduler counts "
-            "the pods' own requests."
-        ),
-    )
-    priority_class: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=253,
-        description=(
-            "The PriorityClass of the job's PodGroup and pods: of the waiting jobs of a "
-            "queue, the higher priority goes first."
-        ),
-    )
-    schedule_timeout_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_INT32,
-        description=(
-            "Fail the job (reason ScheduleTimeout) when its pods have not all been placed "
-            "this many seconds after it started. Unset: wait (activeDeadlineSeconds still "
-            "applies)."
-        ),
-    )
-
-
-class MSRunPolicy(T9kModel):
-    """Kubeflow's run policy: clean-up, restart limit and deadline of the job."""
-
-    clean_pod_policy: CleanPodPolicy = Field(
-        default="Running",
-        description=(
-            "Which pods are deleted when the job has finished: All, Running (only pods "
-            "still running) or None (keep all, e.g. to read their logs). Defaults to Running."
-        ),
-    )
-    backoff_limit: int = Field(
-        default=3,
-        ge=0,
-        le=MAX_INT32,
-        description=(
-            "Maximum number of pod restarts, shared by all roles; once reached, a pod that "
-            "fails again fails the job. Defaults to 3: the operator recreates failed pods "
-            "itself (they run with restartPolicy Never), so without a limit a pod that "
-            "always crashes would be recreated forever."
-        ),
-    )
-    active_deadline_seconds: int | None = deadline_field()
-    restart_scope: RestartScope | None = Field(
-        default=None,
-        description=(
-            "An extension of Kubeflow's run policy. Replica (the default, as Kubeflow "
-            "documents; also when omitted): a replica that is restarted is recreated alone. "
-            "Job: any replica restart "
-            "recreates every replica of the job, as one attempt counted once against "
-            "backoffLimit; for launchers whose ranks cannot re-join a running group one at "
-            "a time (plain torch.distributed without torchrun, MindSpore; docs/kinds.md)."
-        ),
-    )
-    progress: ProgressPolicy | None = progress_field("Kubeflow's run policy")
-    ttl_seconds_after_finished: int | None = Field(
-        default=None,
-        ge=0,
-        le=MAX_INT32,
-        description=(
-            "Seconds after the job finishes (Succeeded or Failed) when the operator deletes "
-            "it, its pods and other children with it, as Kubeflow's controllers do; "
-            "unset: the job stays until deleted."
-        ),
-    )
-    scheduling_policy: SchedulingPolicy | None = Field(
-        default=None,
-        description=(
-            "Gang scheduling, as the MindSpore operator's --enable-gang-scheduling had it: "
-            "served by the cluster's gang scheduler when the operator runs with "
-            "--gang-scheduler (docs/scheduling.md)."
-        ),
-    )
-
-
 # -- spec.msReplicaSpecs ------------------------------------------------------------------
 
 
 _CONTAINERS = "self.spec.containers"
-MINDSPORE_CONTAINER_RULE: dict[str, Any] = {
-    "rule": (
-        f"has(self.spec) && has({_CONTAINERS}) && "
-        f"{_CONTAINERS}.exists(c, has(c.name) && c.name == '{TRAINING_CONTAINER}')"
-    ),
-    "message": MSG_MINDSPORE_CONTAINER,
-}
+MINDSPORE_CONTAINER_RULE: Rule[Mapping[str, Any]] = Rule(
+    f"has(self.spec) && has({_CONTAINERS}) && "
+    f"{_CONTAINERS}.exists(c, has(c.name) && c.name == '{TRAINING_CONTAINER}')",
+    MSG_MINDSPORE_CONTAINER,
+    lambda template: mindspore_container(template) is not None,
+)
 
 _TEMPLATE_SCHEMA: dict[str, Any] = {
     "properties": {
@@ -232,7 +132,6 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
             },
         )
     },
-    "x-kubernetes-validations": [MINDSPORE_CONTAINER_RULE],
 }
 
 
@@ -269,7 +168,7 @@ class MSReplicaSpec(T9kModel):
             "codes 130, 137, 138 and 143). Unset: Never."
         ),
     )
-    template: PodTemplate = pod_template_field(
+    template: Annotated[PodTemplate, Rules(MINDSPORE_CONTAINER_RULE)] = pod_template_field(
         "role",
         _TEMPLATE_SCHEMA,
         more=(
@@ -278,31 +177,32 @@ class MSReplicaSpec(T9kModel):
         ),
     )
 
-    @field_validator("template")
-    @classmethod
-    def _check_container(cls, template: dict[str, Any]) -> dict[str, Any]:
-        if mindspore_container(template) is None:
-            raise ValueError(MSG_MINDSPORE_CONTAINER)
-        return template
-
     @property
     def effective_restart_policy(self) -> MSRestartPolicy:
         """restartPolicy, else Never (ms-operator's default)."""
         return self.restart_policy if self.restart_policy is not None else "Never"
 
 
-UNKNOWN_ROLE_RULE: dict[str, Any] = {
-    "rule": f"self.all(k, k in {cel_strings(ROLES)})",
-    "message": MSG_UNKNOWN_ROLE,
-}
-ONE_SCHEDULER_RULE: dict[str, Any] = {
-    "rule": (
-        f"!('{SCHEDULER}' in self) || !has(self.{SCHEDULER}.replicas) || "
-        f"self.{SCHEDULER}.replicas <= 1"
-    ),
-    "message": MSG_ONE_SCHEDULER,
-    "fieldPath": f".{SCHEDULER}.replicas",
-}
+ReplicaSpecs = dict[str, MSReplicaSpec]
+"""spec.msReplicaSpecs, parsed: role to its replicas."""
+
+UNKNOWN_ROLE_RULE: Rule[ReplicaSpecs] = Rule(
+    f"self.all(k, k in {cel_strings(ROLES)})",
+    MSG_UNKNOWN_ROLE,
+    lambda specs: all(role in ROLES for role in specs),
+)
+ONE_SCHEDULER_RULE: Rule[ReplicaSpecs] = Rule(
+    f"!('{SCHEDULER}' in self) || !has(self.{SCHEDULER}.replicas) || "
+    f"self.{SCHEDULER}.replicas <= 1",
+    MSG_ONE_SCHEDULER,
+    lambda specs: SCHEDULER not in specs or specs[SCHEDULER].replicas <= 1,
+    field_path=f".{SCHEDULER}.replicas",
+)
+TOO_MANY_REPLICAS_RULE: Rule[ReplicaSpecs] = Rule(
+    f"self.map(k, has(self[k].replicas) ? self[k].replicas : 1).sum() <= {MAX_REPLICAS}",
+    MSG_TOO_MANY_REPLICAS,
+    lambda specs: sum(spec.replicas for spec in specs.values()) <= MAX_REPLICAS,
+)
 
 
 # -- the spec -------------------------------------------------------------------------------
@@ -322,36 +222,13 @@ class MSJobSpec(T9kModel):
             "AllWorkers when every Worker has succeeded."
         ),
     )
-    ms_replica_specs: dict[str, MSReplicaSpec] = Field(
+    ms_replica_specs: Annotated[
+        ReplicaSpecs, Rules(UNKNOWN_ROLE_RULE, ONE_SCHEDULER_RULE, TOO_MANY_REPLICAS_RULE)
+    ] = Field(
         min_length=1,
         description=("The pods of each role: keys Scheduler (at most one replica), PS and Worker."),
-        json_schema_extra={
-            "maxProperties": len(ROLES),
-            "x-kubernetes-validations": [
-                UNKNOWN_ROLE_RULE,
-                ONE_SCHEDULER_RULE,
-                {
-                    "rule": (
-                        "self.map(k, has(self[k].replicas) ? self[k].replicas : 1).sum()"
-                        f" <= {MAX_REPLICAS}"
-                    ),
-                    "message": MSG_TOO_MANY_REPLICAS,
-                },
-            ],
-        },
+        json_schema_extra={"maxProperties": len(ROLES)},
     )
-
-    @field_validator("ms_replica_specs")
-    @classmethod
-    def _check_roles(cls, specs: dict[str, MSReplicaSpec]) -> dict[str, MSReplicaSpec]:
-        if any(role not in ROLES for role in specs):
-            raise ValueError(MSG_UNKNOWN_ROLE)
-        scheduler = specs.get(SCHEDULER)
-        if scheduler is not None and scheduler.replicas > 1:
-            raise ValueError(MSG_ONE_SCHEDULER)
-        if sum(spec.replicas for spec in specs.values()) > MAX_REPLICAS:
-            raise ValueError(MSG_TOO_MANY_REPLICAS)
-        return specs
 
     def replicas(self, role: str) -> int:
         """Replicas of ``role`` (0 when the role is absent)."""
@@ -382,75 +259,7 @@ def pod_names_fit(job_name: str, spec: MSJobSpec) -> bool:
     )
 
 
-# -- status ------------------------------------------------------------------------------------
-
-
-class MSJobCondition(Condition):
-    """One aspect of the job's state, in Kubeflow's shape."""
-
-    type: str = Field(
-        description=("Type of the condition: Created, Running, Restarting, Succeeded or Failed.")
-    )
-    last_update_time: str | None = Field(
-        default=None,
-        description="When the condition was last updated (RFC 3339).",
-    )
-
-
-class ReplicaCounts(T9kModel):
-    """Number of pods of one role in each state (Kubeflow's ReplicaStatus)."""
-
-    active: int = Field(default=0, description="Pods running.")
-    succeeded: int = Field(default=0, description="Pods succeeded.")
-    failed: int = Field(default=0, description="Pods failed.")
-    label_selector: dict[str, Any] | None = Field(
-        default=None,
-        description="Label selector of the role's pods (Kubeflow), kept as written.",
-    )
-    selector: str | None = Field(
-        default=None,
-        description="Label selector of the role's pods, serialized (Kubeflow).",
-    )
-
-
-class MSJobStatus(JobStatus):
-    """Observed state of an MSJob, written by the operator."""
-
-    conditions: list[MSJobCondition] = Field(  # type: ignore[assignment]
-        default=[],
-        description=(
-            "Conditions of the job in Kubeflow's shape (Created, Running, Restarting, "
-            "Succeeded, Failed), one per type; the last true one is the job's state."
-        ),
-    )
-    replica_statuses: dict[str, ReplicaCounts] = Field(
-        default_factory=dict,
-        description="Number of active, succeeded and failed pods of each role.",
-    )
-    last_reconcile_time: str | None = Field(
-        default=None,
-        description="When the operator last reconciled the job (RFC 3339).",
-    )
-    t9k_conditions: list[Condition] = Field(
-        default=[],
-        alias="t9kConditions",
-        description=(
-            "The operator's own conditions (Initialized, Running, ReplicaFailure, Completed, "
-            "Failed), from which the Kubeflow-style conditions above are derived."
-        ),
-    )
-
-
 # -- the object ----------------------------------------------------------------------------------
-
-
-class MSJobObject(JobObject[MSJobSpec, MSJobStatus]):
-    """An MSJob as stored by the API server."""
-
-    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
-
-    def pod_names_fit(self) -> bool:
-        return pod_names_fit(self.name, self.spec)
 
 
 _SPECS = "self.spec.msReplicaSpecs"
@@ -460,6 +269,16 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
     f"size(self.metadata.name) + size(k) + 2 + size(string({_LAST})) <= {DNS_LABEL_MAX})",
     MSG_POD_NAME_LENGTH,
 )
+
+
+class MSJobObject(JobObject[MSJobSpec, MSJobStatus]):
+    """An MSJob as stored by the API server."""
+
+    rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
+
+    def pod_names_fit(self) -> bool:
+        return pod_names_fit(self.name, self.spec)
+
 
 CRD = CrdInfo(
     group=GROUP,
@@ -483,5 +302,5 @@ CRD = CrdInfo(
         *PROGRESS_PRINTER_COLUMNS,
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
-    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE),
+    root_rules=MSJobObject.rules,
 )

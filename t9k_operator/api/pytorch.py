@@ -6,19 +6,19 @@ PyTorch master (``master-0`` if a ``master`` type exists, else ``worker-0``).
 With ``torchrunConfig.enabled`` the training container runs under
 ``torchrun``, which also makes elastic training (``elastic``) possible.
 
-The invariants of the spec are written twice, on purpose: as CEL rules in the
-schema (the API server refuses a bad object at admission) and as pydantic
-validators with the same messages (an object that reaches the operator some
-other way, e.g. stored before the rules existed, still fails to parse with a
-message naming the field). What CEL cannot see (the oldSelf of a transition
-rule) is only in the schema.
+Each invariant of the spec is a :class:`~t9k_operator.api.rules.Rule`, checked
+twice on purpose: by its CEL at admission (the API server refuses a bad
+object) and by its Python side on parsing, with the same message (an object
+that reaches the operator some other way, e.g. stored before the rule
+existed, still fails to parse). A transition rule (it reads oldSelf) is
+only checked at admission.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
@@ -31,6 +31,7 @@ from t9k_operator.api.crd import (
     pod_name_fits_cel,
     pod_name_length_rule,
 )
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
     MAX_INT32,
     MAX_REPLICA_SPECS,
@@ -65,7 +66,6 @@ PROC_PER_NODE_PATTERN = r"^([1-9][0-9]*|gpu)$"
 
 RdzvBackend = Literal["c10d", "etcd", "etcd-v2"]
 
-# Messages shared by the CEL rules and the pydantic validators.
 MSG_ONE_MASTER = (
     "spec.replicaSpecs may hold at most one replica of type master in total "
     "(one master entry with replicas <= 1)"
@@ -152,53 +152,51 @@ class TorchrunConfig(T9kModel):
     )
 
 
+def _replicas(specs: list[ReplicaSpec], replica_type: str | None = None) -> int:
+    """The replicas of ``specs`` (of one type, if given) in all."""
+    return sum(r.replicas for r in specs if replica_type in (None, r.type))
+
+
+ONE_MASTER_RULE: Rule[list[ReplicaSpec]] = Rule(
+    "self.filter(r, r.type == 'master').map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1",
+    MSG_ONE_MASTER,
+    lambda specs: _replicas(specs, MASTER) <= 1,
+)
+DISTINCT_TYPES_RULE: Rule[list[ReplicaSpec]] = Rule(
+    "self.all(a, self.exists_one(b, b.type == a.type))",
+    MSG_DISTINCT_TYPES,
+    lambda specs: len({r.type for r in specs}) == len(specs),
+)
+TOO_MANY_REPLICAS_RULE: Rule[list[ReplicaSpec]] = Rule(
+    f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}",
+    MSG_TOO_MANY_REPLICAS,
+    lambda specs: _replicas(specs) <= MAX_REPLICAS,
+)
+ELASTIC_NEEDS_TORCHRUN_RULE: Rule[PyTorchTrainingJobSpec] = Rule(
+    "!has(self.elastic) || !has(self.elastic.enabled) || !self.elastic.enabled || "
+    "(has(self.torchrunConfig) && self.torchrunConfig.enabled)",
+    MSG_ELASTIC_NEEDS_TORCHRUN,
+    lambda spec: not spec.elastic_enabled or spec.torchrun_enabled,
+    field_path=".elastic.enabled",
+)
+
+
 class PyTorchTrainingJobSpec(T9kModel):
     """Desired state of a PyTorchTrainingJob."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": (
-                        "!has(self.elastic) || !has(self.elastic.enabled) || "
-                        "!self.elastic.enabled || "
-                        "(has(self.torchrunConfig) && self.torchrunConfig.enabled)"
-                    ),
-                    "message": MSG_ELASTIC_NEEDS_TORCHRUN,
-                    "fieldPath": ".elastic.enabled",
-                },
-                RESUME_SPECS_REMOVAL_RULE,
-            ]
-        }
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        ELASTIC_NEEDS_TORCHRUN_RULE,
+        RESUME_SPECS_REMOVAL_RULE,
     )
 
-    replica_specs: list[ReplicaSpec] = Field(
+    replica_specs: Annotated[
+        list[ReplicaSpec], Rules(DISTINCT_TYPES_RULE, ONE_MASTER_RULE, TOO_MANY_REPLICAS_RULE)
+    ] = Field(
         min_length=1,
         max_length=MAX_REPLICA_SPECS,
         description=(
             "The replica types of the job, each with its count, restart policy and template."
         ),
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": (
-                        "self.filter(r, r.type == 'master')"
-                        ".map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1"
-                    ),
-                    "message": MSG_ONE_MASTER,
-                },
-                {
-                    "rule": "self.all(a, self.exists_one(b, b.type == a.type))",
-                    "message": MSG_DISTINCT_TYPES,
-                },
-                {
-                    "rule": (
-                        f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}"
-                    ),
-                    "message": MSG_TOO_MANY_REPLICAS,
-                },
-            ]
-        },
     )
     torchrun_config: TorchrunConfig | None = Field(
         default=None,
@@ -215,23 +213,6 @@ class PyTorchTrainingJobSpec(T9kModel):
         description="Debug or pause mode. Unset: train normally.",
     )
     tensorboard_spec: TensorBoardSpec | None = tensorboard_spec_field()
-
-    @model_validator(mode="after")
-    def _check_invariants(self) -> PyTorchTrainingJobSpec:
-        types = [r.type for r in self.replica_specs]
-        if len(set(types)) != len(types):
-            raise ValueError(MSG_DISTINCT_TYPES)
-        if sum(r.replicas for r in self.replica_specs if r.type == MASTER) > 1:
-            raise ValueError(MSG_ONE_MASTER)
-        if sum(r.replicas for r in self.replica_specs) > MAX_REPLICAS:
-            raise ValueError(MSG_TOO_MANY_REPLICAS)
-        if (
-            self.elastic is not None
-            and self.elastic.enabled
-            and (self.torchrun_config is None or not self.torchrun_config.enabled)
-        ):
-            raise ValueError(MSG_ELASTIC_NEEDS_TORCHRUN)
-        return self
 
     @property
     def torchrun_enabled(self) -> bool:
@@ -253,10 +234,22 @@ class PyTorchTrainingJobStatus(T9kJobStatus):
     """Observed state of a PyTorchTrainingJob, written by the operator."""
 
 
+POD_NAME_LENGTH_RULE = pod_name_length_rule(
+    "self.spec.replicaSpecs.all(r, "
+    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas", elastic=True), extra=2)
+    + ")",
+    MSG_POD_NAME_LENGTH,
+)
+
+
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
     """A PyTorchTrainingJob as stored by the API server."""
 
-    name_too_long: ClassVar[str] = MSG_POD_NAME_LENGTH
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        JOB_NAME_RULE,
+        POD_NAME_LENGTH_RULE,
+        TENSORBOARD_NAME_RULE,
+    )
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type
@@ -268,13 +261,6 @@ class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTraining
             for rs in self.spec.replica_specs
         )
 
-
-POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas", elastic=True), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
-)
 
 CRD = job_crd(
     kind=KIND,
@@ -288,5 +274,5 @@ CRD = job_crd(
         "types, launched plainly or with torchrun, supervised and restarted by the operator."
     ),
     scale=ELASTIC_SCALE,
-    root_validations=(JOB_NAME_RULE, POD_NAME_LENGTH_RULE, TENSORBOARD_NAME_RULE),
+    root_rules=PyTorchTrainingJobObject.rules,
 )

@@ -10,9 +10,9 @@ their spec the same way, and this module holds them:
 * ``spec.runMode`` (:class:`RunMode`): debug mode (:class:`ReplicaDebugSpec`
   per replica type) and pause mode (:class:`ResumeSpec` per replica type),
   with the rules that keep ``resumeSpecs`` immutable and permanent once set;
-* ``spec.elastic`` (:class:`ElasticConfig`): bounds on the number of replicas
-  while training, checked by CEL rules and by a validator with the same
-  messages.
+* ``spec.elastic``: :class:`~t9k_operator.api.elastic.ElasticConfig`, whose
+  module :mod:`t9k_operator.api.elastic` holds it (named here too, for the
+  kinds and tests that import it with the other shared parts).
 
 A kind whose wording differs subclasses a model and redeclares its fields
 with its own descriptions; the ``*_field`` helpers give the fields every
@@ -22,20 +22,35 @@ just :func:`deadline_field`).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.elastic import (
+    MSG_ELASTIC_BOUNDS_REQUIRED,
+    MSG_ELASTIC_EXPECTED,
+    MSG_ELASTIC_MIN_MAX,
+    ElasticConfig,
+)
 from t9k_operator.api.progress import ProgressPolicy, progress_field
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
     MAX_ARGS,
     MAX_INT32,
     MAX_REPLICA_SPECS,
-    MAX_REPLICAS,
     Arg,
     ReplicaType,
 )
+
+# spec.elastic lives in t9k_operator.api.elastic; named here too, with the other
+# shared parts. (Every name this module defines is public as well.)
+__all__ = [
+    "MSG_ELASTIC_BOUNDS_REQUIRED",
+    "MSG_ELASTIC_EXPECTED",
+    "MSG_ELASTIC_MIN_MAX",
+    "ElasticConfig",
+]
 
 CleanUpPolicy = Literal["None", "All", "Unfinished"]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
@@ -218,13 +233,19 @@ RESUME_SPECS_PERMANENT = (
     "spec.runMode.pause.resumeSpecs cannot be removed once set; "
     "set spec.runMode.pause.enabled to false to resume the job instead"
 )
+RESUME_SPECS_IMMUTABLE_RULE: Rule[Any] = Rule(
+    "!oldSelf.hasValue() || self == oldSelf.value()",
+    RESUME_SPECS_IMMUTABLE,
+    None,  # a transition rule: only the API server sees the old object
+    optional_old_self=True,
+)
 
 
 class PauseMode(T9kModel):
     """Pause mode: the replicas are deleted (or not created) and training stops."""
 
     enabled: bool = Field(default=False, description="Whether the job is paused.")
-    resume_specs: list[ResumeSpec] = Field(
+    resume_specs: Annotated[list[ResumeSpec], Rules(RESUME_SPECS_IMMUTABLE_RULE)] = Field(
         # A Python-side default only: in the CRD the field stays absent until a
         # user sets it, so "set" (and hence immutable) means what it says.
         default_factory=list,
@@ -234,15 +255,6 @@ class PauseMode(T9kModel):
             "listed restart with their template's command. Immutable once set: decide "
             "it before the job is paused."
         ),
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!oldSelf.hasValue() || self == oldSelf.value()",
-                    "optionalOldSelf": True,
-                    "message": RESUME_SPECS_IMMUTABLE,
-                }
-            ]
-        },
     )
 
 
@@ -261,39 +273,32 @@ class RunMode(T9kModel):
 
 # The rule that keeps resumeSpecs from being removed sits on the spec (the
 # field's own rule does not run when the field disappears). Kinds with a
-# runMode add it to their spec model's x-kubernetes-validations.
-RESUME_SPECS_REMOVAL_RULE: dict[str, Any] = {
-    "rule": (
-        "!has(oldSelf.runMode) || !has(oldSelf.runMode.pause) || "
-        "!has(oldSelf.runMode.pause.resumeSpecs) || "
-        "(has(self.runMode) && has(self.runMode.pause) && has(self.runMode.pause.resumeSpecs))"
-    ),
-    "message": RESUME_SPECS_PERMANENT,
-    "fieldPath": ".runMode.pause.resumeSpecs",
-}
+# runMode add it to their spec model's rules.
+RESUME_SPECS_REMOVAL_RULE: Rule[Any] = Rule(
+    "!has(oldSelf.runMode) || !has(oldSelf.runMode.pause) || "
+    "!has(oldSelf.runMode.pause.resumeSpecs) || "
+    "(has(self.runMode) && has(self.runMode.pause) && has(self.runMode.pause.resumeSpecs))",
+    RESUME_SPECS_PERMANENT,
+    None,  # a transition rule: only the API server sees the old object
+    field_path=".runMode.pause.resumeSpecs",
+)
 
 
-def resume_args_need_command_rule(message: str) -> dict[str, Any]:
-    """The CEL rule, on a kind's ``runMode``, refusing a ``resumeSpecs`` item that
-    gives ``args`` without a ``command``: for a kind whose pods run the operator's
-    own launch script, which takes no arguments, such args would be dropped."""
-    return {
-        "rule": (
-            "!has(self.pause) || !has(self.pause.resumeSpecs) || "
-            "self.pause.resumeSpecs.all(r, !has(r.args) || size(r.args) == 0 || "
-            "(has(r.command) && size(r.command) > 0))"
+def resume_args_need_command_rule(message: str) -> Rule[RunMode]:
+    """The rule, on a kind's ``runMode``, refusing a ``resumeSpecs`` item that gives
+    ``args`` without a ``command``: for a kind whose pods run the operator's own
+    launch script, which takes no arguments, such args would be dropped."""
+    return Rule(
+        "!has(self.pause) || !has(self.pause.resumeSpecs) || "
+        "self.pause.resumeSpecs.all(r, !has(r.args) || size(r.args) == 0 || "
+        "(has(r.command) && size(r.command) > 0))",
+        message,
+        lambda run_mode: (
+            run_mode.pause is None
+            or all(r.command or not r.args for r in run_mode.pause.resume_specs)
         ),
-        "message": message,
-        "fieldPath": ".pause.resumeSpecs",
-    }
-
-
-def check_resume_args_need_command(run_mode: RunMode, message: str) -> None:
-    """:func:`resume_args_need_command_rule` for the model (the same message)."""
-    if run_mode.pause is not None and any(
-        r.args and not r.command for r in run_mode.pause.resume_specs
-    ):
-        raise ValueError(message)
+        field_path=".pause.resumeSpecs",
+    )
 
 
 def debug_enabled(run_mode: RunMode | None) -> bool:
@@ -306,107 +311,3 @@ DEBUG_ON_CEL = (
     "&& self.runMode.debug.enabled"
 )
 """CEL, evaluated on a spec: whether spec.runMode.debug.enabled is true."""
-
-
-# -- spec.elastic ----------------------------------------------------------------------
-
-# Messages shared by the CEL rules and the pydantic validator of ElasticConfig.
-MSG_ELASTIC_BOUNDS_REQUIRED = (
-    "spec.elastic.minReplicas, spec.elastic.maxReplicas and spec.elastic.expectedReplicas "
-    "are required when spec.elastic.enabled is true"
-)
-MSG_ELASTIC_MIN_MAX = "spec.elastic.minReplicas must not exceed spec.elastic.maxReplicas"
-MSG_ELASTIC_EXPECTED = (
-    "spec.elastic.expectedReplicas must lie within "
-    "[spec.elastic.minReplicas, spec.elastic.maxReplicas]"
-)
-
-
-class ElasticConfig(T9kModel):
-    """Elastic training (needs torchrun): the number of replicas may change while training.
-
-    A kind whose wording differs (workers rather than replicas) subclasses it and
-    redeclares the fields with its own descriptions; rules and validator stay shared.
-    """
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": (
-                        "!has(self.enabled) || !self.enabled || (has(self.minReplicas) "
-                        "&& has(self.maxReplicas) && has(self.expectedReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_BOUNDS_REQUIRED,
-                },
-                {
-                    "rule": (
-                        "!has(self.minReplicas) || !has(self.maxReplicas) "
-                        "|| self.minReplicas <= self.maxReplicas"
-                    ),
-                    "message": MSG_ELASTIC_MIN_MAX,
-                    "fieldPath": ".minReplicas",
-                },
-                {
-                    "rule": (
-                        "!has(self.expectedReplicas) || "
-                        "((!has(self.minReplicas) || self.minReplicas <= self.expectedReplicas)"
-                        " && (!has(self.maxReplicas) || self.expectedReplicas <= self.maxReplicas))"
-                    ),
-                    "message": MSG_ELASTIC_EXPECTED,
-                    "fieldPath": ".expectedReplicas",
-                },
-            ]
-        }
-    )
-
-    enabled: bool = Field(default=False, description="Whether elastic training is on.")
-    min_replicas: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_REPLICAS,
-        description="Smallest number of replicas training runs with.",
-    )
-    max_replicas: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_REPLICAS,
-        description="Largest number of replicas training runs with.",
-    )
-    expected_replicas: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_REPLICAS,
-        description=(
-            "Number of replicas wanted now, between minReplicas and maxReplicas; may be "
-            "changed while the job runs (also through the scale subresource). The actual "
-            "number may be lower when the cluster lacks resources."
-        ),
-    )
-
-    def clamp(self, count: int) -> int:
-        """Replicas wanted now, of a type that has ``count`` without elastic training:
-        when on, expectedReplicas (else ``count``) clamped to [minReplicas,
-        maxReplicas]. The one place this rule lives; it clamps even bounds
-        admission would have refused."""
-        if not self.enabled:
-            return count
-        want = self.expected_replicas or count
-        if self.min_replicas is not None:
-            want = max(want, self.min_replicas)
-        if self.max_replicas is not None:
-            want = min(want, self.max_replicas)
-        return want
-
-    @model_validator(mode="after")
-    def _check_bounds(self) -> Self:
-        low, high, want = self.min_replicas, self.max_replicas, self.expected_replicas
-        if self.enabled and (low is None or high is None or want is None):
-            raise ValueError(MSG_ELASTIC_BOUNDS_REQUIRED)
-        if low is not None and high is not None and low > high:
-            raise ValueError(MSG_ELASTIC_MIN_MAX)
-        if want is not None and (
-            (low is not None and want < low) or (high is not None and want > high)
-        ):
-            raise ValueError(MSG_ELASTIC_EXPECTED)
-        return self

@@ -17,27 +17,28 @@ Training log filesets are URLs. The one form served is
 ``t9k://pvc/<claim>/<path>``: a claim of the TensorBoard's namespace, mounted
 read-only, and a directory in it (none: the whole claim). Every other form
 (S3, http, a bare path) is refused at admission with :data:`MSG_FILESET_FORM`.
-As for the job kinds, each rule is written twice, as a CEL rule and as a
-pydantic validator with the same message.
+As for the job kinds, each rule is a :class:`~t9k_operator.api.rules.Rule`:
+its CEL checks it at admission, its Python side on parsing, with the same
+message.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     CrdInfo,
     JobObject,
     PrinterColumn,
-    check_job_name,
     dns_1035_name_rule,
-    matches_dns_1035,
+    name_rule,
     pod_name_length_rule,
 )
+from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import DNS_LABEL_MAX, KUBERNETES_SCHEMA, RESOURCE_REQUIREMENTS
 from t9k_operator.api.status import JobStatus
 
@@ -94,45 +95,37 @@ MSG_JOB_NAME_LENGTH = (
 )
 
 
-def fileset_error(url: str) -> str | None:
-    """What is wrong with a fileset URL (the message of the CEL rule it breaks), or None."""
-    if not re.fullmatch(FILESET_PATTERN, url, flags=re.DOTALL):
-        return MSG_FILESET_FORM
-    if not re.match(_CLAIM_LENGTH_PATTERN, url):
-        return MSG_CLAIM_TOO_LONG
-    if "," in url:
-        return MSG_FILESET_COMMA
-    if re.search(_PARENT_PATTERN, url):
-        return MSG_FILESET_PARENT
-    return None
-
-
-def _check_fileset(url: str) -> str:
-    error = fileset_error(url)
-    if error:
-        raise ValueError(error)
-    return url
-
-
-_FILESET_RULES: list[dict[str, Any]] = [
-    {"rule": f"self.matches('{FILESET_PATTERN}')", "message": MSG_FILESET_FORM},
-    {
-        # Only for the served form: any other already has its message.
-        "rule": f"!self.startsWith('{FILESET_SCHEME}') || self.matches('{_CLAIM_LENGTH_PATTERN}')",
-        "message": MSG_CLAIM_TOO_LONG,
-    },
-    {"rule": "!self.contains(',')", "message": MSG_FILESET_COMMA},
-    {"rule": f"!self.matches('{_PARENT_PATTERN}')", "message": MSG_FILESET_PARENT},
-]
-
-Fileset = Annotated[
-    str,
-    Field(
-        max_length=MAX_FILESET_LENGTH,
-        json_schema_extra={"x-kubernetes-validations": _FILESET_RULES},
+FILESET_RULES: tuple[Rule[str], ...] = (
+    Rule(
+        f"self.matches('{FILESET_PATTERN}')",
+        MSG_FILESET_FORM,
+        # As RE2 (the API server's) does, ``.`` stops at a newline.
+        lambda url: re.fullmatch(FILESET_PATTERN, url) is not None,
     ),
-    AfterValidator(_check_fileset),
-]
+    Rule(
+        # Only for the served form: any other already has its message.
+        f"!self.startsWith('{FILESET_SCHEME}') || self.matches('{_CLAIM_LENGTH_PATTERN}')",
+        MSG_CLAIM_TOO_LONG,
+        lambda url: (
+            not url.startswith(FILESET_SCHEME) or re.match(_CLAIM_LENGTH_PATTERN, url) is not None
+        ),
+    ),
+    Rule("!self.contains(',')", MSG_FILESET_COMMA, lambda url: "," not in url),
+    Rule(
+        f"!self.matches('{_PARENT_PATTERN}')",
+        MSG_FILESET_PARENT,
+        lambda url: re.search(_PARENT_PATTERN, url) is None,
+    ),
+)
+"""The rules of one fileset URL, in the order their messages are given."""
+
+
+def fileset_error(url: str) -> str | None:
+    """What is wrong with a fileset URL (the message of the first rule it breaks), or None."""
+    return next((r.message for r in FILESET_RULES if r.holds and not r.holds(url)), None)
+
+
+Fileset = Annotated[str, Field(max_length=MAX_FILESET_LENGTH), Rules(*FILESET_RULES)]
 
 
 # -- spec ------------------------------------------------------------------------------
@@ -194,11 +187,12 @@ def tensorboard_spec_field() -> Any:
     )
 
 
-TENSORBOARD_NAME_RULE: dict[str, Any] = pod_name_length_rule(
+TENSORBOARD_NAME_RULE = name_rule(
     f"!has(self.spec.tensorboardSpec) || size(self.metadata.name) <= {MAX_NAME}",
     MSG_JOB_NAME_LENGTH,
+    lambda job: job.spec.tensorboard_spec is None or len(job.name) <= MAX_NAME,
 )
-"""A root CEL rule of a T9k job kind: its TensorBoard's Service must fit."""
+"""A root rule of a T9k job kind: its TensorBoard's Service must fit."""
 
 
 # -- status ---------------------------------------------------------------------------
@@ -268,18 +262,13 @@ class TensorBoardObject(JobObject[TensorBoardSpec, TensorBoardStatus]):
     """A TensorBoard as stored by the API server (the shared object model: apiVersion,
     kind, metadata, spec, status)."""
 
-    name_too_long: ClassVar[str] = MSG_NAME_LENGTH
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        dns_1035_name_rule(MSG_NAME),
+        pod_name_length_rule(f"size(self.metadata.name) <= {MAX_NAME}", MSG_NAME_LENGTH),
+    )
 
     def pod_names_fit(self) -> bool:
         return len(self.name) <= MAX_NAME
-
-    @model_validator(mode="after")
-    def _check_name(self) -> Self:
-        # The shared check, with this kind's words (its name names a TensorBoard's Service).
-        if self.name and not matches_dns_1035(self.name):
-            raise ValueError(MSG_NAME)
-        check_job_name(self.name, self.pod_names_fit, MSG_NAME_LENGTH)
-        return self
 
 
 # -- a job's status.tensorboard ----------------------------------------------------------
@@ -340,9 +329,6 @@ class T9kJobStatus(JobStatus):
 
 # -- the CRD -----------------------------------------------------------------------------
 
-NAME_RULE = dns_1035_name_rule(MSG_NAME)
-NAME_LENGTH_RULE = pod_name_length_rule(f"size(self.metadata.name) <= {MAX_NAME}", MSG_NAME_LENGTH)
-
 _READY = '.status.conditions[?(@.type=="Ready")]'
 CRD = CrdInfo(
     group=GROUP,
@@ -370,5 +356,5 @@ CRD = CrdInfo(
         ),
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
-    root_validations=(NAME_RULE, NAME_LENGTH_RULE),
+    root_rules=TensorBoardObject.rules,
 )
