@@ -29,6 +29,7 @@ from t9k_operator.builders.gang import BACKENDS, backend, priority_classes
 from t9k_operator.builders.kueue import GROUP as KUEUE_GROUP
 from t9k_operator.builders.kueue import workload_priority_classes
 from t9k_operator.kinds.registry import crds
+from t9k_operator.reconcilers.integrations.registry import INTEGRATIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "manifests" / "rbac" / "20-cluster-role.yaml"
@@ -177,6 +178,24 @@ def kueue_rules() -> str:
     )
 
 
+def integration_rules() -> str:
+    """The rules an integration states itself (its Setup's ``rbac()``: ClusterRole
+    rule dicts), under a comment naming it, in registry order."""
+    out = []
+    for setup in INTEGRATIONS:
+        stated = getattr(setup, "rbac", None)
+        rules = stated() if stated is not None else []
+        if rules:
+            out.append(f"# What the {getattr(setup, 'name', setup.__name__)} integration needs.\n")
+        for rule in rules:
+            out.append(
+                f"- apiGroups: {_list(rule['apiGroups'])}\n"
+                f"  resources: {_list(rule['resources'])}\n"
+                f"  verbs: {_list(rule['verbs'])}\n"
+            )
+    return "".join(out)
+
+
 def render(kinds: Sequence[CrdInfo] | None = None) -> str:
     return (
         HEAD
@@ -186,6 +205,7 @@ def render(kinds: Sequence[CrdInfo] | None = None) -> str:
         + tensorboard_rules()
         + gang_rules()
         + kueue_rules()
+        + integration_rules()
     )
 
 

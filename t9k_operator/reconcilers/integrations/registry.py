@@ -4,7 +4,9 @@ it: Kueue takes the job's queue before gang scheduling reads it).
 
 The operator's flags, the check that the cluster serves what the enabled
 ones need, the informers they read and the tests' list of integrations all
-derive from :data:`INTEGRATIONS`. To add one, see docs/adding-an-integration.md.
+derive from :data:`INTEGRATIONS`. To add one, see docs/adding-an-integration.md;
+one of another distribution is listed after the built-ins by its entry point
+(:mod:`t9k_operator.entry_points`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from t9k_operator import entry_points
 from t9k_operator.reconcilers.integrations.contract import Integration, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
@@ -19,6 +22,14 @@ from t9k_operator.reconcilers.integrations.progress import JobProgress
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 
 INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, JobProgress)
+# Then the integrations of other distributions: each entry point of the group
+# t9k_operator.integrations names a Setup (docs/adding-an-integration.md).
+INTEGRATIONS += entry_points.plugins(
+    entry_points.INTEGRATIONS,
+    INTEGRATIONS,
+    make=lambda setup: setup,
+    names=lambda setup: (getattr(setup, "name", setup.__name__),),
+)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
