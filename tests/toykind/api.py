@@ -58,7 +58,7 @@ class ToyJobStatus(JobStatus):
 
     toy: dict[str, Any] | None = Field(
         default=None,
-        description="What the toy integration saw of the job (with --toy-integration).",
+        description="What the toy integration saw of the job (with --toy-seen).",
     )
 
 
