@@ -12,24 +12,24 @@ from tests.toykind.api import CRD, WORKER, ToyJobObject
 
 
 class ToyKind(KindBase[ToyJobObject], crd=CRD, model=ToyJobObject, facts=builders.FACTS):
+    cli_name = "toy"
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
 
     def view(self, job: ToyJobObject) -> JobView:
         worker = job.spec.worker
-        error = (
-            None
-            if (worker.template.get("spec") or {}).get("containers")
-            else (
-                "spec.worker.template.spec.containers is empty: give the worker a container to run"
-            )
-        )
+        error = None
+        if not (worker.template.get("spec") or {}).get("containers"):
+            error = "spec.worker.template.spec.containers is empty: give the worker a container"
         role = Role(WORKER, worker.replicas, "Never")
         return job_view(
             CRD.kind, job.metadata, (role,), error, **run_policy_view(job.spec.run_policy, None)
         )
 
     def outcome(self, job: JobView, replicas: Replicas) -> Outcome | None:
-        return succeeded_with(replicas.get((WORKER, 0)))
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return (WORKER, 0)
 
     def build_pod(
         self, job: ToyJobObject, type_: str, index: int, mode: PodMode, svc: Services
