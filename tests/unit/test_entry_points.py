@@ -86,14 +86,16 @@ def test_the_generators_make_the_toy_crd_and_its_cluster_role_rules(tmp_path: Pa
     }
     rules = yaml.safe_load(out["role"])["rules"]
     toy_rules = [r for r in rules if r["apiGroups"] == ["toy.t9k.dev"]]
-    assert toy_rules == [
+    # The kind's, as every kind's, in order:
+    assert toy_rules[:3] == [
         {"apiGroups": ["toy.t9k.dev"], "resources": ["toyjobs"], "verbs": ["list", "watch"]},
         {"apiGroups": ["toy.t9k.dev"], "resources": ["toyjobs/status"], "verbs": ["update"]},
         {"apiGroups": ["toy.t9k.dev"], "resources": ["toyjobs/finalizers"], "verbs": ["update"]},
-        # The toy integration's own, stated by its rbac():
-        {"apiGroups": ["toy.t9k.dev"], "resources": ["toyjobs"], "verbs": ["get"]},
     ]
-    assert "# What the toy-seen integration needs.\n" in out["role"]
+    # The toy integration's own, stated by its rbac():
+    assert toy_rules[3:] == [
+        {"apiGroups": ["toy.t9k.dev"], "resources": ["toyjobs"], "verbs": ["get"]}
+    ]
 
 
 def test_a_plugin_that_fails_to_import_fails_the_registry_naming_its_entry_point(
@@ -184,3 +186,20 @@ def test_the_toy_kind_is_a_job_kind_of_its_own_files() -> None:
     pod = kind.build_pod(got.job, "worker", 1, NORMAL, {})
     assert pod["metadata"]["name"] == "t-worker-1"
     assert pod["spec"]["containers"][0]["env"] == [{"name": "TOY_WORKER_INDEX", "value": "1"}]
+
+
+def test_a_plugin_integration_whose_name_is_taken_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _listed(
+        monkeypatch,
+        entry_points.INTEGRATIONS,
+        ("progress", "t9k_operator.reconcilers.integrations.progress:JobProgress"),
+    )
+    with pytest.raises(entry_points.PluginError, match=r": progress is already a built-in's$"):
+        entry_points.plugins(
+            entry_points.INTEGRATIONS,
+            integrations.INTEGRATIONS,
+            make=lambda setup: setup,
+            names=lambda s: (getattr(s, "name", s.__name__),),
+        )
