@@ -12,6 +12,7 @@ in :mod:`~t9k_operator.kinds.view`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -23,7 +24,7 @@ from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.kinds.command import CommandDefaults, CommandHooks
-from t9k_operator.kinds.local import LocalRun
+from t9k_operator.kinds.local import EachReplica, LocalRun, Program, training_container
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj
@@ -253,6 +254,29 @@ class KindBase(CommandDefaults[J]):
 
     def ssh_secret(self, job: J, private_key: str, public_key: str) -> Obj | None:
         return None
+
+    @property
+    def local(self) -> LocalRun[J]:
+        return CommandInTemplates(self.pod_templates, self.training_containers)
+
+
+class CommandInTemplates(EachReplica):
+    """The local run of a kind whose every replica runs its own training
+    container: a program given after ``--`` replaces that container's command
+    (its args dropped) in every pod template at ``templates``."""
+
+    def __init__(self, templates: Sequence[str], training: Sequence[str]) -> None:
+        self.templates, self.training = tuple(templates), tuple(training)
+
+    def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
+        out = copy.deepcopy(manifest)
+        for pattern in self.templates:
+            for _, template in _each(out, pattern):
+                c = training_container(template, self.training)
+                if c is not None:
+                    c["command"] = list(argv)
+                    c.pop("args", None)
+        return Program(out)
 
 
 # -- reading a job: once per reconcile -------------------------------------------------------

@@ -14,8 +14,7 @@ MindSpore operator's API.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,6 @@ from t9k_operator.kinds.contract import (
     job_view,
 )
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
-from t9k_operator.kinds.local import EachReplica, Program, training_container
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
 from t9k_operator.objects import Obj
@@ -176,10 +174,6 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
         out["replicaStatuses"] = replica_statuses(engine)
         return out
 
-    @property
-    def local(self) -> MSJobLocal:
-        return MSJobLocal()
-
 
 def _engine_cond(engine: Mapping[str, Any], type_: str) -> Obj:
     for c in engine.get("conditions") or []:
@@ -278,20 +272,3 @@ def replica_statuses(engine: Mapping[str, Any]) -> Obj:
                 counts["failed"] += 1
         out[task["type"]] = counts
     return out
-
-
-# -- t9k run --local -----------------------------------------------------------------------
-
-
-class MSJobLocal(EachReplica):
-    """Each replica (Scheduler, PS, Worker) runs its training container; a
-    program given after ``--`` replaces every role's command (its args dropped)."""
-
-    def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
-        out = copy.deepcopy(manifest)
-        for rs in (out.setdefault("spec", {}).get("msReplicaSpecs") or {}).values():
-            c = training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
-            if c is not None:
-                c["command"] = list(argv)
-                c.pop("args", None)
-        return Program(out)

@@ -2,7 +2,8 @@
 
 The controllers (one per kind), the CRD and RBAC generators (``hack/``), the
 thread pool's size and the tests' list of kinds all derive from :data:`KINDS`.
-To add a kind, see docs/adding-a-kind.md.
+To add a kind, see docs/adding-a-kind.md; a kind of another distribution is
+listed after the built-ins by its entry point (:mod:`t9k_operator.entry_points`).
 
 :data:`OTHER_CRDS` are the kinds that are not jobs (the TensorBoard a job may
 own, which users may also create on their own): each has a controller of its
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from t9k_operator import entry_points
 from t9k_operator.api import tensorboard
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.kinds.colossalai import ColossalAIKind
@@ -28,6 +30,11 @@ from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 
 KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+# Then the kinds of other distributions: each entry point of the group
+# t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).
+KINDS += entry_points.plugins(
+    entry_points.KINDS, KINDS, make=lambda cls: cls(), names=lambda k: (k.crd.kind, k.crd.name)
+)
 
 
 def crds() -> list[CrdInfo]:

@@ -9,7 +9,8 @@ lives beside the pure package rather than in it. The operator's flags, the
 check that the cluster serves what the enabled ones need, the informers they
 read, the servers started, the RBAC rules hack/gen_rbac.py writes and the
 tests' list of integrations all derive from :data:`INTEGRATIONS`. To add one,
-see docs/adding-an-integration.md.
+see docs/adding-an-integration.md; one of another distribution is listed
+after the built-ins by its entry point (:mod:`t9k_operator.entry_points`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from t9k_operator import entry_points
 from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
@@ -24,6 +26,14 @@ from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 
 INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, ServedProgress)
+# Then the integrations of other distributions: each entry point of the group
+# t9k_operator.integrations names a Setup (docs/adding-an-integration.md).
+INTEGRATIONS += entry_points.plugins(
+    entry_points.INTEGRATIONS,
+    INTEGRATIONS,
+    make=lambda setup: setup,
+    names=lambda setup: (setup.name,),
+)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
