@@ -131,7 +131,7 @@ def test_new_job_creates_every_replica_and_is_pending() -> None:
     assert [(t, i) for t, i, _ in p.create] == [("master", 0), ("worker", 0), ("worker", 1)]
     assert all(m == PodMode() for _, _, m in p.create)
     assert p.status["phase"] == "Pending"
-    assert p.status["startTime"] == fmt_time(T0)
+    assert p.status["startTime"] == "2026-03-01T12:00:00Z"
     assert p.status["aggregate"]["creating"] == 3
     assert cond(p, "Initialized") is None
     assert p.requeue_after is None
@@ -261,13 +261,13 @@ def test_cleanup_after_success(policy: str, expected: list[str]) -> None:
     assert p.status["phase"] == "Succeeded"
     assert cond(p, "Completed") == "True" and cond(p, "Failed") == "False"
     assert cond(p, "Running") == "False"
-    assert p.status["completionTime"] == fmt_time(T0)
+    assert p.status["completionTime"] == "2026-03-01T12:00:00Z"
     assert p.finished is not None and p.finished.phase == "Succeeded"
     assert deleted(p) == expected
     # A later reconcile of the finished job applies the same policy, changes nothing else.
     again = step(replace(j, status=p.status), pods, T0 + timedelta(minutes=5))
     assert deleted(again) == expected
-    assert again.status["completionTime"] == fmt_time(T0)
+    assert again.status["completionTime"] == "2026-03-01T12:00:00Z"
     assert again.finished is None and again.create == []
 
 
@@ -800,7 +800,7 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
     kept = status["restarts"]
     assert len(kept) == 10
     assert kept[0] == {
-        "time": fmt_time(T0 + timedelta(minutes=2)),
+        "time": "2026-03-01T12:02:00Z",
         "replica": "j-worker-0",
         "exitCode": 1,
         "reason": "Error",
@@ -808,7 +808,7 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
         "counted": True,
     }
     assert kept[-1] == {
-        "time": fmt_time(T0 + timedelta(minutes=11)),
+        "time": "2026-03-01T12:11:00Z",
         "replica": "j-worker-0",
         "exitCode": 137,
         "reason": "TerminationByKubelet",
@@ -880,7 +880,7 @@ def test_a_pod_gone_without_the_operator_deleting_it_is_a_recorded_disruption() 
     assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
     assert p.status["restarts"] == [
         {
-            "time": fmt_time(T0 + timedelta(minutes=1)),
+            "time": "2026-03-01T12:01:00Z",
             "replica": "j-worker-0",
             "reason": "Deleted",
             "node": "",
