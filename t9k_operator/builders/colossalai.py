@@ -22,6 +22,7 @@ from dataclasses import replace
 from t9k_operator.api.colossalai import TRAINING_CONTAINER, ColossalAIJobObject
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
+    DEFAULT_CONTAINER,
     NORMAL,
     KindFacts,
     PodMode,
@@ -175,8 +176,11 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
         **replica_labels(job.kind, name, "launcher", 0, "launcher"),
     }
     meta = child_metadata(job, launcher_name(name), labels)
-    if template_meta.get("annotations"):
-        meta["annotations"] = dict(template_meta["annotations"])
+    # Its one container is its default, whatever the worker template names.
+    meta["annotations"] = {
+        **(template_meta.get("annotations") or {}),
+        DEFAULT_CONTAINER: LAUNCHER,
+    }
     pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",

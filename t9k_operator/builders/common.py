@@ -29,6 +29,9 @@ REPLICA_TYPE = "t9k.dev/replica-type"
 REPLICA_INDEX = "t9k.dev/replica-index"
 ROLE = "t9k.dev/role"
 CHILD_SELECTOR = f"{MANAGED_BY}={OPERATOR}"
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+"""The pod annotation naming the container ``kubectl logs``/``exec``/``attach``
+pick without ``-c``: the operator sets it to the training container."""
 
 
 def pod_name(job_name: str, replica_type: str, index: int) -> str:
@@ -155,7 +158,9 @@ def replica_pod(
     The template is kept whole (user labels, annotations, volumes, security
     context, resources); the operator adds its labels, the owner reference,
     ``hostname``/``subdomain`` for DNS, and ``restartPolicy: Never`` (it
-    decides restarts itself). The mode's ``command``/``args`` replace the
+    decides restarts itself), and names the training container the pod's
+    default one (:data:`DEFAULT_CONTAINER`) unless the template names another.
+    The mode's ``command``/``args`` replace the
     training container's (``args`` is cleared when only ``command`` is given);
     ``skip_init_containers`` drops the template's init containers.
     """
@@ -177,6 +182,8 @@ def replica_pod(
     containers = spec.get("containers") or []
     if containers:
         target = containers[training_container_index(tpl, training_names)]
+        if target.get("name"):
+            pod_meta.setdefault("annotations", {}).setdefault(DEFAULT_CONTAINER, target["name"])
         if command is not None:
             target["command"] = list(command)
             if args is None:

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from t9k_operator.builders.common import DEFAULT_CONTAINER
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import NODES, PODS
 
@@ -50,6 +51,15 @@ KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "Cont
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_container(pod: dict[str, Any]) -> str:
+    """The container ``kubectl logs`` picks without ``-c``: the one the pod's
+    ``kubectl.kubernetes.io/default-container`` annotation names, else the
+    spec's first (the KWOK stage ``pod-finish`` ends the same one)."""
+    names = [c["name"] for c in pod["spec"]["containers"]]
+    named = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+    return str(named) if named in names else names[0]
 
 
 def pod_ip(uid: str) -> str:
@@ -244,13 +254,15 @@ class Kubelet:
         message: str | None = None,
         running: Iterable[str] = (),
     ) -> dict[str, Any]:
-        """End ``container`` (default: the spec's first) with ``exit_code``; the
+        """End ``container`` (default: the pod's default container, as
+        ``kubectl.kubernetes.io/default-container`` names it, which the operator
+        sets to the training container; else the spec's first) with ``exit_code``; the
         other regular containers exit 0, except those named in ``running``
         (sidecars), which go on running and keep the pod Running. Native
         sidecars stop once no regular container runs."""
         pod = self._bound(namespace, name)
         spec_containers = pod["spec"]["containers"]
-        target = container or spec_containers[0]["name"]
+        target = container or default_container(pod)
         keep = set(running)
         started = (pod.get("status") or {}).get("startTime") or _now()
         statuses = []

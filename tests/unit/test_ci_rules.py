@@ -52,3 +52,44 @@ def test_outside_ci_they_skip_and_xfail(
     monkeypatch.delenv("CI", raising=False)
     result = cases.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=2, xfailed=1)
+
+
+MODULE_SKIPS = {
+    "test_skipped_module": """
+import pytest
+
+pytest.skip("no GPU on this machine", allow_module_level=True)
+
+def test_never_collected():
+    pass
+""",
+    "test_importorskip_module": """
+import pytest
+
+pytest.importorskip("t9k_no_such_module")
+
+def test_never_collected():
+    pass
+""",
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULE_SKIPS))
+def test_under_ci_a_module_level_skip_fails(
+    module: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest((Path(__file__).parents[1] / "conftest.py").read_text())
+    pytester.makepyfile(
+        **{module: MODULE_SKIPS[module], "test_other": "def test_passes():\n    pass\n"}
+    )
+    monkeypatch.setenv("CI", "true")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret != pytest.ExitCode.OK
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{module}.py skipped under CI=true, where nothing may*"])
+    result.stdout.no_fnmatch_line("*1 skipped*")
+
+    monkeypatch.delenv("CI")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=1)

@@ -86,7 +86,10 @@ def test_launcher_pod() -> None:
     assert pod["metadata"]["name"] == "cj-launcher"
     assert pod["metadata"]["labels"]["t9k.dev/replica-type"] == "launcher"
     assert pod["metadata"]["labels"]["l"] == "x"
-    assert pod["metadata"]["annotations"] == {"n": "v"}
+    assert pod["metadata"]["annotations"] == {
+        "n": "v",
+        "kubectl.kubernetes.io/default-container": "launcher",
+    }
     assert pod["spec"]["restartPolicy"] == "Never"
     c = pod["spec"]["containers"][0]
     assert (c["image"], c["workingDir"]) == ("hpcaitech/colossalai:0.3.0", "/workspace")
@@ -133,3 +136,19 @@ def test_debug_commands_replace_sshd_and_launcher() -> None:
     assert b.build_launcher(job(), PodMode(command=("sleep", "inf")))["spec"]["containers"][0][
         "command"
     ] == ["sleep", "inf"]
+
+
+def test_each_pod_names_its_training_container_its_default() -> None:
+    j = job()
+    worker = b.build_worker(j, 0)["metadata"]["annotations"]
+    assert worker == {"n": "v", "kubectl.kubernetes.io/default-container": "worker"}
+    # The worker template's choice is the workers' alone: the launcher has one container.
+    j.spec.worker.template["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/default-container": "sidecar"
+    }
+    assert b.build_worker(j, 0)["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/default-container": "sidecar"
+    }
+    assert b.build_launcher(j)["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/default-container": "launcher"
+    }

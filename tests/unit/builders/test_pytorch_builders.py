@@ -94,7 +94,10 @@ def test_template_is_kept_and_operator_fields_added() -> None:
     assert meta["labels"][common.JOB_NAME] == "tj"
     assert meta["labels"][common.REPLICA_TYPE] == "worker"
     assert meta["labels"][common.REPLICA_INDEX] == "0"
-    assert meta["annotations"] == {"note": "x"}
+    assert meta["annotations"] == {
+        "note": "x",
+        "kubectl.kubernetes.io/default-container": "pytorch",
+    }
     assert meta["ownerReferences"] == [
         {
             "apiVersion": "batch.tensorstack.dev/v1beta1",
@@ -139,6 +142,21 @@ def test_torchrun_command() -> None:
     assert "RANK" not in env(pod) and env(pod)["PYTHONUNBUFFERED"] == "1"
     ports = {p["name"]: p["port"] for p in b.build_service(j)["spec"]["ports"]}
     assert ports == {"master": 23456, "c10d": 29400}
+
+
+def test_the_training_container_is_the_pods_default_unless_the_template_names_one() -> None:
+    specs = [rs("worker", 1)]
+    specs[0]["template"]["spec"]["containers"] = [
+        {"name": "sidecar", "image": "s"},
+        {"name": "pytorch", "image": "p"},
+    ]
+    meta = b.build_pod(job(specs), "worker", 0)["metadata"]
+    assert meta["annotations"]["kubectl.kubernetes.io/default-container"] == "pytorch"
+    specs[0]["template"]["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/default-container": "sidecar"
+    }
+    meta = b.build_pod(job(specs), "worker", 0)["metadata"]
+    assert meta["annotations"] == {"kubectl.kubernetes.io/default-container": "sidecar"}
 
 
 def test_torchrun_training_container_named_python() -> None:

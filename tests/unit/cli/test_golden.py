@@ -2,7 +2,9 @@
 (tests/unit/cli/fixtures.py) and compared with tests/unit/cli/golden/.
 
 After an intended change of the output: ``T9K_UPDATE_GOLDEN=1 pytest
-tests/unit/cli/test_golden.py``, then review the golden files' diff.
+tests/unit/cli/test_golden.py``, then review the golden files' diff. Under
+``CI=true`` that variable fails the tests: CI judges the committed files, it
+never writes them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 
 from t9k_operator.cli import render
 from t9k_operator.sdk import views
+from tests.conftest import in_ci
 from tests.unit.cli import fixtures as f
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -41,6 +44,8 @@ def test_output_matches_its_golden_file(name: str) -> None:
     text = CASES[name]()
     path = GOLDEN / name
     if os.environ.get("T9K_UPDATE_GOLDEN"):
+        if in_ci():
+            pytest.fail("T9K_UPDATE_GOLDEN is set under CI=true: CI never rewrites golden files")
         path.write_text(text)
     assert path.exists(), f"no golden file {path}: run with T9K_UPDATE_GOLDEN=1"
     assert text == path.read_text()
@@ -53,3 +58,19 @@ def test_colour_only_paints_and_keeps_columns_aligned() -> None:
     stripped = coloured.replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[0m", "")
     assert stripped == plain
     assert "\x1b[" not in plain
+
+
+def test_under_ci_updating_golden_files_fails_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(f"{__name__}.GOLDEN", tmp_path)
+    monkeypatch.setenv("T9K_UPDATE_GOLDEN", "1")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"T9K_UPDATE_GOLDEN is set under CI=true"):
+        test_output_matches_its_golden_file("list.txt")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("CI")
+    test_output_matches_its_golden_file("list.txt")
+    assert (tmp_path / "list.txt").read_text() == (
+        Path(__file__).with_name("golden") / "list.txt"
+    ).read_text()

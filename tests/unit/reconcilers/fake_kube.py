@@ -2,7 +2,7 @@
 
 :class:`FakeKube` stands in for :class:`~t9k_operator.kube.KubeClient`: an
 in-memory object store with the API server's rules that the reconciler relies
-on (uid and resourceVersion on create, AlreadyExists, optimistic concurrency on
+on (a new uid and a resourceVersion on every create, AlreadyExists, optimistic concurrency on
 updates, NotFound), a log of every write, and failures the test injects. The
 informers are the real ones, never started: :meth:`FakeKube.sync` copies the
 fake's objects into their caches, which is what a watch would do.
@@ -83,6 +83,9 @@ class FakeKube:
             raise AlreadyExists(f"{resource.plural} {name!r} already exists")
         body = copy.deepcopy(body)
         body["metadata"]["namespace"] = namespace or ""
+        # The API server gives every object it creates a new uid, whatever the
+        # body says: a pod recreated under its predecessor's name is not it.
+        body["metadata"].pop("uid", None)
         if kind == "Service" and not body.get("spec", {}).get("clusterIP"):
             # The API server allocates a ClusterIP (a headless Service asks for "None").
             body.setdefault("spec", {})["clusterIP"] = f"10.96.0.{len(self.objects) + 10}"

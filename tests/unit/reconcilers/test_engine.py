@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -84,12 +85,17 @@ def job(**kw: Any) -> Observed:
     return replace(base, **kw)
 
 
+_INCARNATIONS = itertools.count(1)
+
+
 def pod(
     type_: str, i: int, phase: str = "Running", code: int | None = None, **kw: Any
 ) -> ReplicaState:
-    return ReplicaState(
-        name=f"j-{type_}-{i}", uid=f"uid-{type_}-{i}-{phase}", phase=phase, exit_code=code, **kw
-    )
+    """A new incarnation of replica ``(type_, i)``: a uid of its own, as the
+    API server gives each pod it creates, even under a name used before. The
+    same pod seen again is the same object (or ``replace`` of it)."""
+    uid = f"uid-{type_}-{i}-{next(_INCARNATIONS)}"
+    return ReplicaState(name=f"j-{type_}-{i}", uid=uid, phase=phase, exit_code=code, **kw)
 
 
 def running(j: JobView) -> Pods:
@@ -125,7 +131,7 @@ def test_new_job_creates_every_replica_and_is_pending() -> None:
     assert [(t, i) for t, i, _ in p.create] == [("master", 0), ("worker", 0), ("worker", 1)]
     assert all(m == PodMode() for _, _, m in p.create)
     assert p.status["phase"] == "Pending"
-    assert p.status["startTime"] == fmt_time(T0)
+    assert p.status["startTime"] == "2026-03-01T12:00:00Z"
     assert p.status["aggregate"]["creating"] == 3
     assert cond(p, "Initialized") is None
     assert p.requeue_after is None
@@ -255,13 +261,13 @@ def test_cleanup_after_success(policy: str, expected: list[str]) -> None:
     assert p.status["phase"] == "Succeeded"
     assert cond(p, "Completed") == "True" and cond(p, "Failed") == "False"
     assert cond(p, "Running") == "False"
-    assert p.status["completionTime"] == fmt_time(T0)
+    assert p.status["completionTime"] == "2026-03-01T12:00:00Z"
     assert p.finished is not None and p.finished.phase == "Succeeded"
     assert deleted(p) == expected
     # A later reconcile of the finished job applies the same policy, changes nothing else.
     again = step(replace(j, status=p.status), pods, T0 + timedelta(minutes=5))
     assert deleted(again) == expected
-    assert again.status["completionTime"] == fmt_time(T0)
+    assert again.status["completionTime"] == "2026-03-01T12:00:00Z"
     assert again.finished is None and again.create == []
 
 
@@ -391,9 +397,10 @@ def test_elastic_scale_down_deletes_the_highest_indexes() -> None:
 
 def test_transition_time_moves_only_on_transition() -> None:
     j = job()
-    p1 = step(j, running(j))
+    pods = running(j)
+    p1 = step(j, pods)
     t1 = get_condition(p1.status, "Running")["lastTransitionTime"]  # type: ignore[index]
-    p2 = step(replace(j, status=p1.status), running(j), T0 + timedelta(minutes=3))
+    p2 = step(replace(j, status=p1.status), pods, T0 + timedelta(minutes=3))
     assert get_condition(p2.status, "Running")["lastTransitionTime"] == t1  # type: ignore[index]
     assert p2.status == p1.status  # nothing moved: no status write needed
 
@@ -523,7 +530,8 @@ def test_a_waiting_gang_is_pending_saying_for_what_and_in_which_queue() -> None:
         "message": "3/3 tasks in gang unschedulable",
     }
     j = replace(j, status=first.status)
-    waiting = step(j, pending(j))
+    pods = pending(j)
+    waiting = step(j, pods)
     assert waiting.status["phase"] == "Pending"
     running_cond = get_condition(waiting.status, "Running")
     assert running_cond is not None and running_cond["reason"] == WAITING_FOR_GANG
@@ -538,7 +546,7 @@ def test_a_waiting_gang_is_pending_saying_for_what_and_in_which_queue() -> None:
         )
     ]
     j = replace(j, status=waiting.status)
-    assert step(j, pending(j)).events == [], "the Event is told once, not every pass"
+    assert step(j, pods).events == [], "the Event is told once, not every pass"
     placed = replace(j, group=GroupState("volcano", "j", "Running"))
     done = step(placed, running(placed))
     assert done.status["phase"] == "Running"
@@ -622,7 +630,9 @@ def test_a_pod_that_cannot_start_is_named_in_the_running_condition_with_one_even
     assert p.finished is None
     assert p.requeue_after == pytest.approx(600.0)  # the start timeout, from the placement
     # Kubelet alternates ErrImagePull and ImagePullBackOff for one cause: no second Event.
-    pods[("worker", 1)] = stuck("worker", 1, "ErrImagePull", "manifest unknown")
+    pods[("worker", 1)] = replace(
+        pods[("worker", 1)], waiting=Waiting("pytorch", "ErrImagePull", "manifest unknown")
+    )
     again = step(replace(j, status=p.status), pods, T0 + timedelta(seconds=20))
     assert again.events == []
     assert get_condition(again.status, "Running")["reason"] == "ErrImagePull"  # type: ignore[index]
@@ -722,12 +732,12 @@ def evicted(type_: str, i: int, terminating: bool = False) -> ReplicaState:
 def test_a_disrupted_replica_is_recreated_uncounted_whatever_its_policy(policy: str) -> None:
     j = job(roles=(Role("master", 1, policy), Role("worker", 2, policy)))
     pods = running(j)
-    pods[("worker", 1)] = evicted("worker", 1)
+    pods[("worker", 1)] = replace(evicted("worker", 1), uid="uid-evicted")
     p = step(j, pods)
     assert p.finished is None
     assert deleted(p) == ["j-worker-1"]
     assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
-    assert p.status["countedFailures"] == ["uid-worker-1-Failed"]
+    assert p.status["countedFailures"] == ["uid-evicted"]
     assert p.events == [
         (
             "Warning",
@@ -779,8 +789,8 @@ def test_an_ordinary_failure_still_counts_against_backoff_limit() -> None:
 def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> None:
     j = job(backoff_limit=100)
     status: dict[str, Any] = {}
+    pods = running(j)
     for n in range(12):
-        pods = running(j)
         failed = pod("worker", 0, "Failed", 1, node="node-1", reason="Error")
         pods[("worker", 0)] = replace(failed, uid=f"u{n}")
         if n == 11:
@@ -790,7 +800,7 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
     kept = status["restarts"]
     assert len(kept) == 10
     assert kept[0] == {
-        "time": fmt_time(T0 + timedelta(minutes=2)),
+        "time": "2026-03-01T12:02:00Z",
         "replica": "j-worker-0",
         "exitCode": 1,
         "reason": "Error",
@@ -798,7 +808,7 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
         "counted": True,
     }
     assert kept[-1] == {
-        "time": fmt_time(T0 + timedelta(minutes=11)),
+        "time": "2026-03-01T12:11:00Z",
         "replica": "j-worker-0",
         "exitCode": 137,
         "reason": "TerminationByKubelet",
@@ -806,7 +816,8 @@ def test_the_last_ten_recreations_are_kept_in_the_status_counted_or_not() -> Non
         "counted": False,
     }
     # A finished job keeps them.
-    done = step(replace(j, status={**status, "phase": "Succeeded"}), running(j))
+    pods[("worker", 0)] = pod("worker", 0)  # recreated
+    done = step(replace(j, status={**status, "phase": "Succeeded"}), pods)
     assert done.status["restarts"] == kept
 
 
@@ -869,7 +880,7 @@ def test_a_pod_gone_without_the_operator_deleting_it_is_a_recorded_disruption() 
     assert (p.status["restartCount"], p.status["disruptionCount"]) == (0, 1)
     assert p.status["restarts"] == [
         {
-            "time": fmt_time(T0 + timedelta(minutes=1)),
+            "time": "2026-03-01T12:01:00Z",
             "replica": "j-worker-0",
             "reason": "Deleted",
             "node": "",
@@ -903,9 +914,10 @@ NOT_READY = "node node-2 is not ready (NodeStatusUnknown: Kubelet stopped postin
 
 def test_a_replica_on_a_lost_node_makes_the_job_unknown_and_named() -> None:
     j = job()
-    before = step(j, running(j))
+    seen = running(j)
+    before = step(j, seen)
     assert before.status["phase"] == "Running"
-    pods = running(j)
+    pods = dict(seen)
     for i in (0, 1):
         pods[("worker", i)] = replace(pods[("worker", i)], node="node-2", lost=NOT_READY)
     p = step(replace(j, status=before.status), pods)
@@ -929,7 +941,7 @@ def test_a_replica_on_a_lost_node_makes_the_job_unknown_and_named() -> None:
     # Still lost: no second Event. Back: Running again, ReplicaFailure cleared, one Event.
     again = step(replace(j, status=p.status), pods)
     assert again.status["phase"] == "Unknown" and again.events == []
-    back = step(replace(j, status=again.status), running(j))
+    back = step(replace(j, status=again.status), seen)
     assert back.status["phase"] == "Running" and cond(back, "ReplicaFailure") == "False"
     assert [(t, r) for t, r, _ in back.events] == [("Normal", "NodeReady")]
 
@@ -948,8 +960,9 @@ def test_a_pending_job_whose_node_is_lost_goes_back_to_pending() -> None:
 
 def test_an_evicted_pod_stuck_on_a_lost_node_keeps_the_job_unknown_until_it_is_gone() -> None:
     j = job()
-    before = step(j, running(j))
     pods = running(j)
+    before = step(j, pods)
+    pods = dict(pods)
     pods[("worker", 1)] = replace(
         pods[("worker", 1)],
         node="node-2",

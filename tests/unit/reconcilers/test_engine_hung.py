@@ -40,9 +40,16 @@ def ago(seconds: float) -> datetime:
     return T0 - timedelta(seconds=seconds)
 
 
-MASTER = pod("master", 0).uid
-WORKER0 = pod("worker", 0).uid
-WORKER1 = pod("worker", 1).uid
+PODS = running(job())
+"""The job's running pods, the same incarnations in every test: the reports
+below are theirs."""
+MASTER = PODS[("master", 0)].uid
+WORKER0 = PODS[("worker", 0)].uid
+WORKER1 = PODS[("worker", 1)].uid
+
+
+def running_pods() -> dict[tuple[str, int], ReplicaState]:
+    return dict(PODS)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +88,7 @@ def test_when_a_job_is_hung(
         heard=tuple(Heard(u, at) for u, at in heard.items()),
         status=RUNNING_STATUS,
     )
-    p = run(j, running(j), T0)
+    p = run(j, running_pods(), T0)
     condition = get_condition(p.status, "Hung")
     if hung is None:
         assert condition is None, case
@@ -95,7 +102,7 @@ def test_when_a_job_is_hung(
 
 def test_on_hang_fail_fails_the_job_with_reason_hung() -> None:
     j = hung_job("Fail", {MASTER: ago(930)})
-    p = run(j, running(j), T0)
+    p = run(j, running_pods(), T0)
     assert p.finished is not None and p.finished.reason == Reason.HUNG
     failed = get_condition(p.status, "Failed")
     assert failed is not None and failed["reason"] == "Hung"
@@ -109,7 +116,7 @@ def test_on_hang_fail_fails_the_job_with_reason_hung() -> None:
 
 def test_on_hang_restart_recreates_every_replica_as_one_counted_attempt() -> None:
     j = hung_job("Restart", {WORKER0: ago(700)}, backoff_limit=3)
-    pods = running(j)
+    pods = running_pods()
     p = run(j, pods, T0)
     assert p.finished is None
     assert p.status["phase"] == "Running"
@@ -126,7 +133,7 @@ def test_on_hang_restart_recreates_every_replica_as_one_counted_attempt() -> Non
 
 def test_a_hang_restart_counted_before_a_crash_is_not_counted_again() -> None:
     j = hung_job("Restart", {WORKER0: ago(700)}, backoff_limit=3)
-    pods = running(j)
+    pods = running_pods()
     first = run(j, pods, T0)
     # The status was written, the operator died before deleting a pod.
     after = job(hang=j.hang, heard=j.heard, backoff_limit=3, status=first.status)
@@ -139,8 +146,8 @@ def test_a_hang_restart_counted_before_a_crash_is_not_counted_again() -> None:
 def test_after_the_restart_the_deleted_pods_are_not_judged_again() -> None:
     j = hung_job("Restart", {WORKER0: ago(700)}, backoff_limit=3)
     pods = {k: ReplicaState(name=s.name, uid=s.uid, phase=s.phase, terminating=True)
-            for k, s in running(j).items()}  # fmt: skip
-    first = run(j, running(j), T0)
+            for k, s in running_pods().items()}  # fmt: skip
+    first = run(j, running_pods(), T0)
     p = run(job(hang=j.hang, heard=j.heard, status=first.status), pods, T0 + timedelta(seconds=2))
     assert p.status["restartCount"] == 1
     assert p.delete == []
@@ -148,9 +155,9 @@ def test_after_the_restart_the_deleted_pods_are_not_judged_again() -> None:
 
 def test_a_new_attempt_that_has_not_reported_is_not_hung_and_the_condition_stays() -> None:
     j = hung_job("Restart", {WORKER0: ago(700)}, backoff_limit=3)
-    first = run(j, running(j), T0)
+    first = run(j, running_pods(), T0)
     fresh = {k: ReplicaState(name=s.name, uid=s.uid + "-new", phase="Running")
-             for k, s in running(j).items()}  # fmt: skip
+             for k, s in running_pods().items()}  # fmt: skip
     later = T0 + timedelta(hours=5)
     p = run(job(hang=j.hang, heard=j.heard, status=first.status), fresh, later)
     hung = get_condition(p.status, "Hung")
@@ -171,7 +178,7 @@ def test_on_hang_restart_at_the_backoff_limit_fails_with_reason_hung() -> None:
         backoff_limit=2,
         status=status,
     )
-    p = run(j, running(j), T0)
+    p = run(j, running_pods(), T0)
     assert p.finished is not None and p.finished.reason == Reason.HUNG
     assert p.finished.message.endswith("; backoffLimit 2 reached, not restarting")
     assert p.status["restartCount"] == 2
@@ -198,6 +205,6 @@ def test_only_running_pods_are_judged(case: str, pods: dict[Any, ReplicaState]) 
 
 def test_a_debug_job_is_never_hung() -> None:
     j = hung_job("Fail", {MASTER: ago(10_000)}, debug=True)
-    p = run(j, running(j), T0)
+    p = run(j, running_pods(), T0)
     assert get_condition(p.status, "Hung") is None
     assert p.finished is None

@@ -120,18 +120,19 @@ def test_a_tensorboard_not_ready_says_why(state: TensorBoardState, want: dict[st
 
 def test_trouble_is_told_once_and_readiness_once() -> None:
     bad = replace(READY, ready=False, reason="CrashLoopBackOff", message="back-off")
-    first = step(job(tensorboard=bad), running(job()))
+    pods = running(job())  # the same pods throughout
+    first = step(job(tensorboard=bad), pods)
     again = job(tensorboard=bad, status=first.status)
-    second = step(again, running(again))
+    second = step(again, pods)
     assert TENSORBOARD_NOT_READY in [e[1] for e in first.events]
     assert TENSORBOARD_NOT_READY not in [e[1] for e in second.events]
     healed = job(tensorboard=READY, status=second.status)
-    third = step(healed, running(healed))
+    third = step(healed, pods)
     assert [e for e in third.events if e[1] == TENSORBOARD_READY] == [
         ("Normal", TENSORBOARD_READY, f"TensorBoard [{NAME}] is ready")
     ]
     steady = job(tensorboard=READY, status=third.status)
-    assert not step(steady, running(steady)).events
+    assert not step(steady, pods).events
 
 
 def test_it_is_reported_while_paused_and_after_the_job_has_finished() -> None:

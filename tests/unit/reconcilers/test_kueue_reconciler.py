@@ -41,7 +41,7 @@ def queued(kind: str, queue: str = "team-a", priority: int | None = None) -> dic
     if kind == "MSJob":
         policy: dict[str, Any] = {"queue": queue}
         if priority is not None:
-            policy["priorityClass"] = gang.priority_class(priority)
+            policy["priorityClass"] = f"t9k-priority-{priority}"  # as docs/scheduling.md names it
         job["spec"]["runPolicy"] = {"schedulingPolicy": policy}
     else:
         t9k: dict[str, Any] = {"queue": queue}

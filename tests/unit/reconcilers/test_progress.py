@@ -258,6 +258,10 @@ class Caches:
         return self.provided
 
 
+MASTER_UID = "uid-of-j-master-0"
+"""The uid of the job's master pod, whose reports the tests below receive."""
+
+
 def observe_and_plan(source: Source, now: datetime, **kw: Any) -> Any:
     view = job(**kw)
     integration = JobProgress()
@@ -269,6 +273,7 @@ def observe_and_plan(source: Source, now: datetime, **kw: Any) -> Any:
     assert found is not None
     state, seen_view = found
     pods = running(view)
+    pods[("master", 0)] = replace(pods[("master", 0)], uid=MASTER_UID)
     return seen_view, planning.plan(
         KIND,  # type: ignore[arg-type]
         seen_view,
@@ -286,15 +291,15 @@ RUNNING = {
 
 
 def test_the_integration_puts_the_reports_in_the_view_and_the_status() -> None:
-    master = replace(received(50, 0, total_steps=100), uid="uid-master-0-Running")
+    master = replace(received(50, 0, total_steps=100), uid=MASTER_UID)
     view, p = observe_and_plan(Source(master), at(30), status=RUNNING)
-    assert view.heard == (Heard("uid-master-0-Running", at(0)),)
+    assert view.heard == (Heard(MASTER_UID, at(0)),)
     assert p.status["progress"]["summary"] == "50/100 (50%)"
     assert p.status["phase"] == "Running"
 
 
 def test_through_the_integration_a_silent_job_fails_hung() -> None:
-    master = replace(received(50, 0), uid="uid-master-0-Running")
+    master = replace(received(50, 0), uid=MASTER_UID)
     _, p = observe_and_plan(Source(master), at(700), status=RUNNING, hang=HangPolicy(600, "Fail"))
     assert p.finished is not None and p.finished.reason == Reason.HUNG
     hung = get_condition(p.status, "Hung")
@@ -313,7 +318,7 @@ def test_a_job_without_reports_has_no_progress_and_is_never_hung() -> None:
 def test_a_finished_job_keeps_the_progress_last_written() -> None:
     last = {"step": 99, "summary": "99/100 (99%)"}
     done = {**RUNNING, "phase": "Succeeded", "progress": last}
-    master = replace(received(100, 0), uid="uid-master-0-Running")
+    master = replace(received(100, 0), uid=MASTER_UID)
     _, p = observe_and_plan(Source(master), at(30), status=done)
     assert p.status["progress"] == last
 

@@ -130,7 +130,7 @@ def test_the_status_says_where_it_serves_and_how_to_reach_it() -> None:
                 "status": "True",
                 "reason": "Ready",
                 "message": "serves",
-                "lastTransitionTime": fmt_time(T0),
+                "lastTransitionTime": "2026-03-01T12:00:00Z",
             }
         ],
         "pod": "tb-tensorboard",
@@ -144,9 +144,9 @@ def test_the_status_says_where_it_serves_and_how_to_reach_it() -> None:
     # The transition time moves only when the status does.
     stored = {**obj.to_dict(), "status": status}
     later = render_status(obj, stored, Readiness(True, "Ready", "still"), T0 + timedelta(hours=1))
-    assert later["conditions"][0]["lastTransitionTime"] == fmt_time(T0)
+    assert later["conditions"][0]["lastTransitionTime"] == "2026-03-01T12:00:00Z"
     down = render_status(obj, stored, Readiness(False, "PodFailed", "x"), T0 + timedelta(hours=1))
-    assert down["conditions"][0]["lastTransitionTime"] == fmt_time(T0 + timedelta(hours=1))
+    assert down["conditions"][0]["lastTransitionTime"] == "2026-03-01T13:00:00Z"
 
 
 def test_a_spec_that_does_not_parse_gets_the_condition_alone() -> None:

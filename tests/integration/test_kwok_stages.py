@@ -1,0 +1,124 @@
+"""The local cluster's KWOK stages (hack/kwok/stages.yaml) end a pod the way a
+job's pod ends: the exit code of ``kwok.t9k.dev/exit-code`` lands on the
+training container, the one the operator reads, wherever it is in the spec.
+
+The pods are the builders' own (as the operator would create them, without an
+owner to garbage-collect them), placed by the real kube-scheduler and ended by
+KWOK's ``pod-finish`` stage. The test's kubelet stand-in
+(tests/integration/kubelet.py) ends the same container by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from t9k_operator.builders import pytorch
+from t9k_operator.kube import KubeClient
+from t9k_operator.resources import PODS
+from tests.integration.cluster import wait_for
+from tests.integration.kubelet import MANUAL, Kubelet
+
+EXIT = {"kwok.t9k.dev/run-duration": "1s", "kwok.t9k.dev/exit-code": "3"}
+
+
+def built_pod(namespace: str, annotations: dict[str, str]) -> dict[str, Any]:
+    """A PyTorchTrainingJob worker whose training container, ``pytorch``, is
+    the second of its spec, between two sidecars."""
+    job = pytorch.Job.from_dict(
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "PyTorchTrainingJob",
+            "metadata": {"name": "ends", "namespace": namespace, "uid": "not-a-job"},
+            "spec": {
+                "replicaSpecs": [
+                    {
+                        "type": "worker",
+                        "replicas": 1,
+                        "template": {
+                            "metadata": {"annotations": annotations},
+                            "spec": {
+                                "containers": [
+                                    {"name": "logger", "image": "busybox"},
+                                    {"name": "pytorch", "image": "pytorch/pytorch:2.4.0"},
+                                    {"name": "monitor", "image": "busybox"},
+                                ]
+                            },
+                        },
+                    }
+                ]
+            },
+        }
+    )
+    pod = pytorch.build_pod(job, "worker", 0)
+    del pod["metadata"]["ownerReferences"]
+    return pod
+
+
+def summary(status: dict[str, Any]) -> dict[str, Any]:
+    """The pod's phase and each container's exit code and reason."""
+    ends = {c["name"]: c["state"]["terminated"] for c in status["containerStatuses"]}
+    return {
+        "phase": status["phase"],
+        "codes": {name: (end["exitCode"], end["reason"]) for name, end in ends.items()},
+    }
+
+
+def ended(admin: KubeClient, namespace: str, annotations: dict[str, str]) -> dict[str, Any]:
+    """:func:`summary` of the pod once KWOK has ended it."""
+    pod = built_pod(namespace, annotations)
+    admin.create(PODS, pod, namespace)
+    name = pod["metadata"]["name"]
+
+    def finished() -> dict[str, Any] | None:
+        status = admin.get(PODS, name, namespace).get("status") or {}
+        return status if status.get("phase") in ("Succeeded", "Failed") else None
+
+    status = wait_for(finished, 30, f"KWOK to end pod {name}")
+    return summary(status)
+
+
+def test_the_exit_code_lands_on_the_training_container_not_the_first(
+    admin: KubeClient, namespace: str
+) -> None:
+    assert ended(admin, namespace, EXIT) == {
+        "phase": "Failed",
+        "codes": {"logger": (0, "Completed"), "pytorch": (3, "Error"), "monitor": (0, "Completed")},
+    }
+
+
+def test_exit_container_names_the_container_that_exits_with_the_code(
+    admin: KubeClient, namespace: str
+) -> None:
+    notes = {**EXIT, "kwok.t9k.dev/exit-container": "monitor"}
+    assert ended(admin, namespace, notes) == {
+        "phase": "Failed",
+        "codes": {"logger": (0, "Completed"), "pytorch": (0, "Completed"), "monitor": (3, "Error")},
+    }
+
+
+def test_a_pod_that_exits_0_succeeds_with_every_container_at_0(
+    admin: KubeClient, namespace: str
+) -> None:
+    notes = {"kwok.t9k.dev/run-duration": "1s"}
+    assert ended(admin, namespace, notes) == {
+        "phase": "Succeeded",
+        "codes": {
+            "logger": (0, "Completed"),
+            "pytorch": (0, "Completed"),
+            "monitor": (0, "Completed"),
+        },
+    }
+
+
+def test_the_kubelet_stand_in_ends_the_training_container_too(
+    admin: KubeClient, namespace: str, kubelet: Kubelet
+) -> None:
+    pod = built_pod(namespace, MANUAL)
+    admin.create(PODS, pod, namespace)
+    name = pod["metadata"]["name"]
+    kubelet.run(namespace, name)
+    kubelet.fail(namespace, name, exit_code=3)
+    assert summary(admin.get(PODS, name, namespace)["status"]) == {
+        "phase": "Failed",
+        "codes": {"logger": (0, "Completed"), "pytorch": (3, "Error"), "monitor": (0, "Completed")},
+    }
