@@ -48,10 +48,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, Field, create_model
 
 from t9k_operator.api.crd import CrdInfo
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
-from t9k_operator.kinds.registry import served_crds
+from t9k_operator.kinds.parts import PARTS
+from t9k_operator.kinds.registry import crds, served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"
@@ -404,10 +407,23 @@ def _check_structural(node: Schema, path: str = "") -> None:
         _check_structural(node["additionalProperties"], f"{path}.*")
 
 
+def part_schemas(parts: Sequence[StatusPart]) -> dict[str, Schema]:
+    """The integrations' parts of a job's status, each as the schema of the
+    status field it is (optional, described)."""
+    fields: dict[str, Any] = {
+        part.key: (part.model | None, Field(default=None, description=part.description))
+        for part in parts
+    }
+    model = create_model("Parts", __base__=BaseModel, **fields)
+    return dict(structural(model.model_json_schema(mode="validation"))["properties"])
+
+
 def openapi_schema(info: CrdInfo) -> Schema:
     """The openAPIV3Schema of one kind's only version."""
     spec = structural(info.spec_model.model_json_schema(by_alias=True, mode="validation"))
     status = structural(info.status_model.model_json_schema(by_alias=True, mode="validation"))
+    if info in crds():
+        status["properties"].update(part_schemas(PARTS))
     schema: Schema = {
         "type": "object",
         "description": info.description,

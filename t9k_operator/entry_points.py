@@ -26,6 +26,9 @@ KINDS = "t9k_operator.kinds"
 """The entry-point group of job kinds: ``<name> = <module>:<kind class>``."""
 INTEGRATIONS = "t9k_operator.integrations"
 """The entry-point group of integrations: ``<name> = <module>:<Setup class>``."""
+STATUS_PARTS = "t9k_operator.status_parts"
+"""The entry-point group of integrations' status parts: ``<name> = <module>:<StatusPart>``
+(:mod:`t9k_operator.kinds.parts`)."""
 
 T = TypeVar("T")
 

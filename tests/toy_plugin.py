@@ -20,8 +20,11 @@ toy = tests.toykind.kind:ToyKind
 
 [t9k_operator.integrations]
 toy-seen = tests.toykind.integration:ToySeen
+
+[t9k_operator.status_parts]
+toy = tests.toykind.integration:PART
 """
-"""The toy's two registry lines."""
+"""The toy kind's registry line, and the toy integration's two."""
 
 
 def write_dist(path: Path, entry_points: str = ENTRY_POINTS, name: str = "t9k-toy") -> Path:

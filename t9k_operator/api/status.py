@@ -6,9 +6,10 @@ fields by subclassing it): the phase and conditions of the job, its replicas
 grouped by replica type (:class:`TaskStatus`, :class:`ReplicaStatus`,
 :class:`ContainerStatus`) and counted by phase (:class:`Aggregate`), the
 restart count that ``spec.runPolicy.backoffLimit`` limits, the node each
-replica last ran on (:class:`ReplicaNode`, kept after its pod), the scale
-subresource's replica count and selector, and what the gang scheduler
-(:class:`PodGroupStatus`) and Kueue (:class:`WorkloadStatus`) say of the job.
+replica last ran on (:class:`ReplicaNode`, kept after its pod), and the
+scale subresource's replica count and selector. What an integration adds (the
+gang scheduler's ``podGroup``, Kueue's ``workload``) is its own part
+(:mod:`t9k_operator.api.parts`), merged into every kind's status schema.
 MSJob's status, the MindSpore operator's, builds on the same models with
 conditions of its own.
 """
@@ -137,41 +138,6 @@ class Aggregate(T9kModel):
     unknown: int = Field(default=0, description="Replicas whose phase is unknown.")
 
 
-class WorkloadStatus(T9kModel):
-    """The job's Kueue Workload, as the operator last saw it."""
-
-    name: str = Field(description="Name of the Workload (as the job's PodGroup's).")
-    queue: str = Field(description="The LocalQueue the job waits in.")
-    admitted: bool = Field(description="Whether Kueue has admitted the Workload.")
-    cluster_queue: str | None = Field(
-        default=None, description="The ClusterQueue that admitted it."
-    )
-    message: str | None = Field(
-        default=None, description="Why Kueue does not admit it (Kueue's own words)."
-    )
-
-
-class PodGroupStatus(T9kModel):
-    """The job's PodGroup, as the operator last saw it."""
-
-    name: str = Field(
-        description="Name of the PodGroup: the job's name and the first 8 characters of its uid."
-    )
-    scheduler: str = Field(description="The gang scheduler: volcano or coscheduling.")
-    min_member: int = Field(description="Pods the scheduler places together, or none.")
-    queue: str | None = Field(default=None, description="The queue the job waits in.")
-    phase: str | None = Field(
-        default=None,
-        description=(
-            "The PodGroup's phase as its scheduler reports it (Volcano: Pending, Inqueue, "
-            "Running; scheduler-plugins: Pending, Scheduling, Scheduled, Running)."
-        ),
-    )
-    message: str | None = Field(
-        default=None, description="Why the group waits, from its conditions."
-    )
-
-
 class JobStatus(T9kModel):
     """Observed state of a T9k job, written by the operator."""
 
@@ -254,20 +220,6 @@ class JobStatus(T9kModel):
         description=(
             "Label selector of the job's pods, for the scale subresource "
             "(kubectl autoscale, HorizontalPodAutoscaler)."
-        ),
-    )
-    pod_group: PodGroupStatus | None = Field(
-        default=None,
-        description=(
-            "The job's PodGroup, when the operator runs with a gang scheduler "
-            "(--gang-scheduler): its queue, phase and why it waits."
-        ),
-    )
-    workload: WorkloadStatus | None = Field(
-        default=None,
-        description=(
-            "The job's Kueue Workload, when the operator runs with --kueue and the job "
-            "names a queue: its LocalQueue, whether Kueue admitted it, and why not."
         ),
     )
     progress: Progress | None = Field(

@@ -31,6 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pydantic import Field
+
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.objects import Obj
@@ -202,3 +206,57 @@ def priority_classes() -> list[Obj]:
         }
         for level in range(MAX_PRIORITY + 1)
     ]
+
+
+# -- its part of the job's status ------------------------------------------------------
+
+
+class PodGroupStatus(T9kModel):
+    """The job's PodGroup, as the operator last saw it."""
+
+    name: str = Field(
+        description="Name of the PodGroup: the job's name and the first 8 characters of its uid."
+    )
+    scheduler: str = Field(description="The gang scheduler: volcano or coscheduling.")
+    min_member: int = Field(description="Pods the scheduler places together, or none.")
+    queue: str | None = Field(default=None, description="The queue the job waits in.")
+    phase: str | None = Field(
+        default=None,
+        description=(
+            "The PodGroup's phase as its scheduler reports it (Volcano: Pending, Inqueue, "
+            "Running; scheduler-plugins: Pending, Scheduling, Scheduled, Running)."
+        ),
+    )
+    message: str | None = Field(
+        default=None, description="Why the group waits, from its conditions."
+    )
+
+
+def _pod_group_lines(group: Mapping[str, Any]) -> list[str]:
+    text = (
+        f"PodGroup {group.get('name', '')} ({group.get('scheduler', '')}): "
+        f"phase {group.get('phase') or '<unknown>'}, minMember {group.get('minMember', '')}"
+    )
+    if group.get("queue"):
+        text += f", queue {group['queue']}"
+    if group.get("message"):
+        text += f": {group['message']}"
+    return [text]
+
+
+SCHEDULING = "Scheduling"
+"""The ``t9k describe`` section of the scheduling integrations' parts."""
+DEFAULT_SCHEDULER = "default scheduler (no PodGroup, no Workload)"
+"""What that section says when the job has neither part."""
+
+POD_GROUP_PART = StatusPart(
+    key="podGroup",
+    model=PodGroupStatus,
+    description=(
+        "The job's PodGroup, when the operator runs with a gang scheduler "
+        "(--gang-scheduler): its queue, phase and why it waits."
+    ),
+    section=SCHEDULING,
+    lines=_pod_group_lines,
+    absent=DEFAULT_SCHEDULER,
+)

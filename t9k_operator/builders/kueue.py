@@ -23,10 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import Field
+
+from t9k_operator.api.base import T9kModel
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
-from t9k_operator.builders.gang import priority_class
+from t9k_operator.builders.gang import DEFAULT_SCHEDULER, SCHEDULING, priority_class
 from t9k_operator.objects import Obj
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
@@ -155,3 +160,43 @@ def workload_priority_classes() -> list[Obj]:
         }
         for level in range(MAX_PRIORITY + 1)
     ]
+
+
+# -- its part of the job's status ------------------------------------------------------
+
+
+class WorkloadStatus(T9kModel):
+    """The job's Kueue Workload, as the operator last saw it."""
+
+    name: str = Field(description="Name of the Workload (as the job's PodGroup's).")
+    queue: str = Field(description="The LocalQueue the job waits in.")
+    admitted: bool = Field(description="Whether Kueue has admitted the Workload.")
+    cluster_queue: str | None = Field(
+        default=None, description="The ClusterQueue that admitted it."
+    )
+    message: str | None = Field(
+        default=None, description="Why Kueue does not admit it (Kueue's own words)."
+    )
+
+
+def _workload_lines(workload: Mapping[str, Any]) -> list[str]:
+    admitted = "admitted" if workload.get("admitted") else "not admitted"
+    text = f"Workload {workload.get('name', '')} in {workload.get('queue', '')}: {admitted}"
+    if workload.get("clusterQueue"):
+        text += f" by {workload['clusterQueue']}"
+    if workload.get("message"):
+        text += f": {workload['message']}"
+    return [text]
+
+
+WORKLOAD_PART = StatusPart(
+    key="workload",
+    model=WorkloadStatus,
+    description=(
+        "The job's Kueue Workload, when the operator runs with --kueue and the job "
+        "names a queue: its LocalQueue, whether Kueue admitted it, and why not."
+    ),
+    section=SCHEDULING,
+    lines=_workload_lines,
+    absent=DEFAULT_SCHEDULER,
+)

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import of_object
 from t9k_operator.sdk import views
 
@@ -165,6 +166,20 @@ def _age(value: Any, now: datetime) -> str:
     return views.human_duration((now - t).total_seconds()) if t else "<unknown>"
 
 
+def part_sections(status: Obj) -> list[str]:
+    """The integrations' parts of the status (:data:`t9k_operator.kinds.parts.PARTS`),
+    each section with its parts' lines, or what it says without any."""
+    out: list[str] = []
+    sections = dict.fromkeys(part.section for part in PARTS)
+    for section in sections:
+        parts = [p for p in PARTS if p.section == section]
+        lines = [line for p in parts if status.get(p.key) for line in p.lines(status[p.key])]
+        absent = next((p.absent for p in parts if p.absent), "")
+        if lines or absent:
+            out += ["", f"{section}:", *(f"  {line}" for line in lines or [absent])]
+    return out
+
+
 def describe(
     job: Obj,
     pods: Sequence[Obj],
@@ -274,30 +289,7 @@ def describe(
     else:
         out.append("  <none>")
 
-    group = status.get("podGroup")
-    workload = status.get("workload")
-    out.append("")
-    out.append("Scheduling:")
-    if group:
-        text = (
-            f"  PodGroup {group.get('name', '')} ({group.get('scheduler', '')}): "
-            f"phase {group.get('phase') or '<unknown>'}, minMember {group.get('minMember', '')}"
-        )
-        if group.get("queue"):
-            text += f", queue {group['queue']}"
-        if group.get("message"):
-            text += f": {group['message']}"
-        out.append(text)
-    if workload:
-        admitted = "admitted" if workload.get("admitted") else "not admitted"
-        text = f"  Workload {workload.get('name', '')} in {workload.get('queue', '')}: {admitted}"
-        if workload.get("clusterQueue"):
-            text += f" by {workload['clusterQueue']}"
-        if workload.get("message"):
-            text += f": {workload['message']}"
-        out.append(text)
-    if not group and not workload:
-        out.append("  default scheduler (no PodGroup, no Workload)")
+    out += part_sections(status)
 
     dependent = status.get("tensorboard")
     if dependent or tensorboard:

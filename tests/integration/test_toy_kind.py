@@ -11,7 +11,6 @@ flag.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -23,7 +22,7 @@ import yaml
 
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import Resource
-from tests import hack_scripts, toy_plugin
+from tests import toy_plugin
 from tests.integration.cluster import Cluster
 from tests.integration.conftest import OPERATOR_NAMESPACE, OPERATOR_SA
 from tests.integration.jobs import Jobs
@@ -33,12 +32,6 @@ from tests.toykind.api import CRD
 T9K = Path(sys.executable).with_name("t9k")
 TOYJOBS = Resource(CRD.group, CRD.version, CRD.plural, CRD.kind)
 ROLE = "t9k-operator-toy"
-OWN_LIST = importlib.util.find_spec("t9k_operator.sdk.kinds") is not None
-NEEDS_SDK = (
-    "t9k knows the kinds of its own list (t9k_operator/sdk/kinds.py) until it reads the "
-    "kind descriptor's registry"
-)
-NEEDS_DESCRIBE_HOOK = "t9k describe shows the parts of the status it knows, no integration's"
 
 
 def toy_manifest(name: str, replicas: int = 2) -> dict[str, Any]:
@@ -71,22 +64,23 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def toy_installed(cluster: Cluster, rbac_installed: None, plugin_dir: Path) -> None:
     """The toy's CRD and ClusterRole, as the generators make them with the plugin."""
-    crd = hack_scripts.load("gen_crds").crd_manifest(CRD)
-    cluster.kubectl("apply", "--server-side", "-f", "-", input_=yaml.safe_dump(crd))
+
+    def generated(code: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", f"from tests import hack_scripts\n{code}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=toy_plugin.ROOT,
+            env=toy_plugin.env(plugin_dir),
+        ).stdout
+
+    crd = generated(
+        "from tests.toykind.api import CRD\nprint(hack_scripts.load('gen_crds').render(CRD))"
+    )
+    cluster.kubectl("apply", "--server-side", "-f", "-", input_=crd)
     cluster.wait_established(f"crd/{CRD.name}")
-    generated = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from tests import hack_scripts; print(hack_scripts.load('gen_rbac').render())",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=toy_plugin.ROOT,
-        env=toy_plugin.env(plugin_dir),
-    ).stdout
-    role = yaml.safe_load(generated)
+    role = yaml.safe_load(generated("print(hack_scripts.load('gen_rbac').render())"))
     role["metadata"]["name"] = ROLE
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -164,7 +158,6 @@ def test_t9k_run_local_plans_a_toy_job(
     assert "[worker-1]" in out
 
 
-@pytest.mark.xfail(OWN_LIST, reason=NEEDS_SDK, strict=True)
 def test_t9k_submits_lists_and_describes_a_toy_job(
     toy_operator: OperatorProcess, t9k: T9k, admin: KubeClient, namespace: str
 ) -> None:
@@ -178,11 +171,34 @@ def test_t9k_submits_lists_and_describes_a_toy_job(
     assert "Phase:       Succeeded" in described
 
 
-@pytest.mark.xfail(reason=f"{NEEDS_SDK}; {NEEDS_DESCRIBE_HOOK}", strict=True)
 def test_t9k_describe_shows_the_toy_integrations_status_part(
     toy_operator: OperatorProcess, t9k: T9k, admin: KubeClient, namespace: str
 ) -> None:
     t9k.ok("submit", "-f", "-", input_=yaml.safe_dump(toy_manifest("toy", replicas=1)))
     Jobs(admin, namespace, TOYJOBS).wait_phase("toy", "Succeeded", timeout=60)
     described = t9k.ok("describe", "toy")
-    assert "seen" in described.lower(), described
+    assert "Toy:\n  seen by the toy integration: yes\n" in described, described
+
+
+def test_t9k_creates_a_toy_job_from_flags(
+    toy_operator: OperatorProcess, t9k: T9k, admin: KubeClient, namespace: str
+) -> None:
+    out = t9k.ok(
+        "create",
+        "toy",
+        "made",
+        "--image",
+        "busybox",
+        "--workers",
+        "2",
+        "--annotation",
+        "kwok.t9k.dev/run-duration=3s",
+        "--",
+        "python",
+        "train.py",
+    )
+    assert out == f"{CRD.singular}.{CRD.group}/made created\n"
+    Jobs(admin, namespace, TOYJOBS).wait_phase("made", "Succeeded", timeout=60)
+    worker = admin.get(TOYJOBS, "made", namespace)["spec"]["worker"]
+    assert worker["replicas"] == 2
+    assert worker["template"]["spec"]["containers"][0]["command"] == ["python", "train.py"]

@@ -55,12 +55,8 @@ class ToyJobSpec(T9kModel):
 
 
 class ToyJobStatus(JobStatus):
-    """Observed state of a ToyJob: the engine's, and the toy integration's part."""
-
-    toy: dict[str, Any] | None = Field(
-        default=None,
-        description="What the toy integration saw of the job (with --toy-seen).",
-    )
+    """Observed state of a ToyJob: the engine's (the toy integration's part is
+    its own, merged in by the CRD generator)."""
 
 
 class ToyJobObject(JobObject[ToyJobSpec, ToyJobStatus]):

@@ -10,20 +10,42 @@ registry line. It has its own flag, states the ClusterRole rules it needs
 from __future__ import annotations
 
 import argparse
+from typing import ClassVar
 
+from pydantic import BaseModel, Field
+
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import Base, Caches, Event, JobInput, Rule
 from tests.toykind.api import CRD
 
 SEEN: Obj = {"seen": True}
-"""The integration's status part, ``status.toy``."""
+"""What the integration writes in its status part, ``status.toy``."""
+
+
+class ToyStatus(BaseModel):
+    """The toy integration's part of a job's status."""
+
+    seen: bool = Field(description="Whether the toy integration saw the job.")
+
+
+PART = StatusPart(
+    key="toy",
+    model=ToyStatus,
+    description="What the toy integration saw of the job (with --toy-seen).",
+    section="Toy",
+    lines=lambda part: [f"seen by the toy integration: {'yes' if part.get('seen') else 'no'}"],
+)
+"""Its part of the status: registered by its own entry point (group
+``t9k_operator.status_parts``), so the CRD generator and ``t9k describe`` know it."""
 
 
 class ToySeen(Base[bool]):
     """Marks every ToyJob it sees; other kinds are none of its business."""
 
     name = "toy-seen"
+    parts: ClassVar[tuple[StatusPart, ...]] = (PART,)
 
     @staticmethod
     def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -50,5 +72,5 @@ class ToySeen(Base[bool]):
         return (True, job.view) if job.kind.crd.kind == CRD.kind else None
 
     def status(self, state: bool, view: JobView, status: Obj) -> list[Event]:
-        status["toy"] = dict(SEEN)
+        status[PART.key] = dict(SEEN)
         return []

@@ -31,8 +31,9 @@ import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.contract import JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
 from t9k_operator.objects import Obj
@@ -198,6 +199,8 @@ class Integration(Protocol[S]):
 class Base(Generic[S]):
     """The hook defaults: an integration overrides what it does."""
 
+    parts: ClassVar[tuple[StatusPart, ...]] = ()
+
     @property
     def needs(self) -> tuple[Needs, ...]:
         return ()
@@ -251,6 +254,9 @@ class Setup(Protocol):
     turned on."""
 
     name: str
+    parts: ClassVar[tuple[StatusPart, ...]]
+    """Its parts of a job's status (listed in :data:`t9k_operator.kinds.parts.PARTS`,
+    where the CRD generator and ``t9k describe`` read them)."""
 
     @staticmethod
     def rbac() -> tuple[Rule, ...]: ...

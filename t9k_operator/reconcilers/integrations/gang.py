@@ -19,8 +19,9 @@ import argparse
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import gang
 from t9k_operator.builders.gang import Backend
 from t9k_operator.kinds.view import Gate, Hold, JobView
@@ -111,6 +112,7 @@ class GangScheduling(Base[GangState]):
     """The gang scheduling integration, configured with one backend or none."""
 
     name = "gang"
+    parts: ClassVar[tuple[StatusPart, ...]] = (gang.POD_GROUP_PART,)
 
     def __init__(self, backend: Backend | None = None, hold: bool = False) -> None:
         self.backend = backend
@@ -261,7 +263,7 @@ class GangScheduling(Base[GangState]):
                 seen["phase"] = group.phase
             if group.message:
                 seen["message"] = group.message
-        last_seen(status, view, "podGroup", seen)
+        last_seen(status, view, gang.POD_GROUP_PART.key, seen)
         return []
 
     def accepted(self, state: GangState, view: JobView) -> list[Event]:

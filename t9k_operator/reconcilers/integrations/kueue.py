@@ -30,8 +30,9 @@ import argparse
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import gang, kueue
 from t9k_operator.builders.common import REPLICA_TYPE
 from t9k_operator.kinds.contract import ChildNotReady
@@ -195,6 +196,7 @@ class Kueue(Base[KueueState]):
     """The Kueue integration (on with ``--kueue``)."""
 
     name = "kueue"
+    parts: ClassVar[tuple[StatusPart, ...]] = (kueue.WORKLOAD_PART,)
 
     @staticmethod
     def add_flags(p: argparse.ArgumentParser) -> None:
@@ -361,5 +363,5 @@ class Kueue(Base[KueueState]):
                 seen["clusterQueue"] = admission.cluster_queue
             if admission.message and not admission.admitted:
                 seen["message"] = admission.message
-        last_seen(status, view, "workload", seen)
+        last_seen(status, view, kueue.WORKLOAD_PART.key, seen)
         return []
