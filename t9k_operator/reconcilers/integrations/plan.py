@@ -272,6 +272,9 @@ def _steps(
             except Unavailable as exc:
                 message = f"waiting to create {exc.what} ({exc.child}: {exc.message}); retrying"
                 raise _Cannot(Problem("FailedCreate", message, fail=False), children=True) from exc
+            except ChildNotReady as exc:  # a template it reads: the pods wait with it
+                steps.waiting = str(exc)
+                return steps
             steps.actions.extend(_by(s, made))
     if isinstance(pods, str):
         steps.waiting = pods
