@@ -58,7 +58,6 @@ CHILD_WAIT = 0.5
 POD_BATCH_PERIOD = 0.5
 """How long a pod's event waits before its job is reconciled: the events of the
 job's other pods arriving meanwhile are handled by the same reconcile."""
-__all__ = ["CREATE_PARALLEL", "JobReconciler", "resource_of"]
 
 
 def resource_of(crd: CrdInfo) -> Resource:
@@ -175,8 +174,9 @@ class JobReconciler:
         if steps.waiting:
             rlog.info("waiting", why=steps.waiting)
             return Result(requeue_after=CHILD_WAIT)
-        retry = steps.held or steps.retry or applied.again
-        if retry and steps.plan.requeue_after is None:
+        if steps.held:
+            return Result(requeue=True)  # retried with backoff
+        if (steps.retry or applied.again) and steps.plan.requeue_after is None:
             return Result(requeue=True)
         return Result(requeue_after=steps.plan.requeue_after)
 

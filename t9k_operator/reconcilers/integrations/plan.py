@@ -30,6 +30,7 @@ before anything is written.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -195,12 +196,13 @@ def assemble(obs: Observed, recorded: Recorded, key_pair: KeyPair) -> Steps:
     retry = any(r.conflict or not r.permanent for _, r in recorded.refused)
     problem, children = recorded.problem, True
     builds = PodBuilds(obs.kind, obs.job, _services(obs))
+    extras = functools.cache(lambda: _extras(obs, key_pair))  # one key pair at most
     for _ in range(3):  # a problem found planning fails the job, or holds it once
         failed = (problem.reason, problem.message) if problem and problem.fail else None
         held = () if problem is None or problem.fail else (Gate(problem.reason, problem.message),)
         out = plan(obs.kind, obs.view, seen, obs.pods, obs.now, blocked=held, failed=failed)
         try:
-            steps = _steps(obs, out, seen, builds, key_pair, children)
+            steps = _steps(obs, out, seen, builds, extras, children)
         except _Cannot as cannot:
             # Planned again, before anything is written: a failure outranks a hold.
             children = children and not cannot.children
@@ -231,7 +233,7 @@ def _steps(
     out: engine.Plan,
     seen: Sequence[Seen],
     builds: PodBuilds,
-    key_pair: KeyPair,
+    extras: Callable[[], list[Action]],
     children: bool,
 ) -> Steps:
     stored, view = obs.stored, obs.view
@@ -263,7 +265,7 @@ def _steps(
             steps.actions.extend(_by(s, s.integration.release(s.state, view)))
         return steps
     pods = _pods(obs, out, seen, builds)  # before the children: a spec that fails wins
-    steps.actions.extend(_extras(obs, key_pair))
+    steps.actions.extend(extras())
     if children:
         wanted = len(obs.pods)
         for s in seen:
