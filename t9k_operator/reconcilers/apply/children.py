@@ -1,12 +1,13 @@
-"""Writing a job's children: what a plan and the integrations ask for, done
-idempotently, and what cannot be done said as a :class:`Problem`.
+"""Writing a job's children: one planned
+:class:`~t9k_operator.reconcilers.integrations.contract.Action` at a time,
+done idempotently, and what cannot be done said as a
+:class:`~t9k_operator.reconcilers.integrations.plan.Problem` (the job holds or
+fails) or a :class:`~t9k_operator.reconcilers.integrations.contract.Refusal`
+(back to the integration whose soft action it was).
 
-* The kind's extras (Services and the ssh Secret created once, ConfigMaps
-  kept equal to what is built, so a hostfile follows scaling).
-* The integrations' :class:`~t9k_operator.reconcilers.integrations.contract.Action` s.
-* The plan's missing pods, in slow-start batches of 1, 2, 4, ... in parallel,
-  as the Kubernetes Job controller creates a Job's pods: the first refusal
-  ends the run, so a namespace out of quota costs a request or two.
+The plan's missing pods are created in slow-start batches of 1, 2, 4, ... in
+parallel, as the Kubernetes Job controller creates a Job's pods: the first
+refusal ends the run, so a namespace out of quota costs a request or two.
 
 AlreadyExists is success when the object is the job's; when another owner
 holds the name, the job cannot have it (two jobs whose children's names
@@ -16,10 +17,8 @@ object that is not the operator's is not in its label-selected caches.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.builders.common import CHILD_SELECTOR, REPLICA_INDEX, REPLICA_TYPE
@@ -40,19 +39,17 @@ from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Refusal,
-    Unavailable,
     Watch,
     clash,
     controller_of,
 )
-from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Resource
+from t9k_operator.reconcilers.integrations.plan import KIND_CHILDREN, Problem
+from t9k_operator.resources import PODS, Resource
 from t9k_operator.runtime.batch import slow_start
 
 CREATE_PARALLEL = 16
 """At most this many pod creates of one job kind in flight at once (the
 slow-start batches of all its workers share one pool of threads)."""
-KIND_CHILDREN = {"Service": SERVICES, "ConfigMap": CONFIGMAPS, "Secret": SECRETS}
-"""The children a kind builds besides pods, by kind."""
 
 
 def refusal_is_permanent(exc: ApiError) -> bool:
@@ -66,15 +63,6 @@ def refusal_is_permanent(exc: ApiError) -> bool:
     if isinstance(exc, Forbidden):
         return "violates PodSecurity" in exc.message or "denied the request" in exc.message
     return False
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A child the job cannot have: it fails (``fail``), or waits and retries."""
-
-    reason: str
-    message: str
-    fail: bool
 
 
 def cannot_have(what: str, child: str, problem: ApiError | str) -> Problem:
@@ -91,11 +79,6 @@ def cannot_have(what: str, child: str, problem: ApiError | str) -> Problem:
         )
         return Problem(reason, message, fail=True)
     message = f"waiting to create {what}, which the API server refused ({quoted}); retrying"
-    return Problem("FailedCreate", message, fail=False)
-
-
-def unavailable(exc: Unavailable) -> Problem:
-    message = f"waiting to create {exc.what} ({exc.child}: {exc.message}); retrying"
     return Problem("FailedCreate", message, fail=False)
 
 
@@ -134,9 +117,15 @@ class Writer:
     """Writes the children of one kind's jobs."""
 
     def __init__(
-        self, client: KubeClient, caches: InformerCaches, pool: ThreadPoolExecutor
+        self,
+        client: KubeClient,
+        caches: InformerCaches,
+        pool: ThreadPoolExecutor,
+        on_created: Callable[[str, list[str]], None],
     ) -> None:
         self.client, self.caches, self.pool = client, caches, pool
+        self.on_created = on_created
+        """Told the pods a batch created, by job key (the cache is to show them)."""
 
     def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | None:
         """A message naming the other owner when a child of this name exists
@@ -153,45 +142,12 @@ class Writer:
             return None
         return clash(child["kind"], meta["name"], owner)
 
-    def create(
-        self, resource: Resource, child: Obj, what: str, uid: str, rlog: Any
-    ) -> Problem | None:
-        meta = child["metadata"]
-        label = f"{child['kind']} {meta['name']}"
-        try:
-            self.client.create(resource, child, meta["namespace"])
-            rlog.info("created", child=f"{child['kind']}/{meta['name']}")
-        except AlreadyExists:
-            found = self.foreign_owner(resource, child, uid)
-            if found:
-                return cannot_have(what, label, found)
-        except ApiError as exc:
-            return cannot_have(what, label, exc)
-        return None
-
-    def extras(self, wanted: Sequence[Obj], uid: str, rlog: Any) -> Problem | None:
-        """Create the missing extras of a kind; keep ConfigMaps' data equal."""
-        for child in wanted:
-            resource = KIND_CHILDREN[child["kind"]]
-            meta = child["metadata"]
-            existing = self.caches.get(resource, meta["namespace"], meta["name"])
-            if existing is not None and (controller_of(existing) or {}).get("uid") != uid:
-                existing = None  # not the job's: the create says whose it is
-            if existing is None:
-                problem = self.create(resource, child, f"the job's {child['kind']}", uid, rlog)
-                if problem is not None:
-                    return problem
-            elif child["kind"] == "ConfigMap" and existing.get("data") != child.get("data"):
-                updated = copy.deepcopy(existing)
-                updated["data"] = child.get("data")
-                self.client.replace(resource, updated)
-                rlog.info("updated", child=f"ConfigMap/{meta['name']}")
-        return None
-
-    def act(self, action: Action, uid: str, rlog: Any) -> Problem | Refusal | None:
-        """Carry out one integration action. A hard one's trouble is a
-        :class:`Problem`; a soft one's a :class:`Refusal` for its integration."""
+    def act(self, action: Action, key: str, uid: str, rlog: Any) -> Problem | Refusal | None:
+        """Carry out one action of job ``key`` (its ``uid``). A hard one's trouble
+        is a :class:`Problem`; a soft one's a :class:`Refusal` for its integration."""
         body, resource = action.body, action.resource
+        if action.verb == "create_pods":
+            return self.pods(body["items"], key, uid, rlog)
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace")
         label = f"{resource.kind}/{name}"
@@ -237,11 +193,10 @@ class Writer:
             return Refusal(exc.message, permanent=refusal_is_permanent(exc))
         return cannot_have(action.what, action.label, exc)
 
-    def pods(
-        self, pods: list[Obj], key: str, uid: str, rlog: Any
-    ) -> tuple[list[str], Problem | None]:
+    def pods(self, pods: list[Obj], key: str, uid: str, rlog: Any) -> Problem | None:
         """Create ``pods`` (exactly those: the plan's missing replicas) in slow-start
-        batches; the names created, and the problem of a pod that cannot be had."""
+        batches (the names created go to ``on_created``); the problem of a pod
+        that cannot be had."""
         namespace = key.partition("/")[0]
 
         def create(pod: Obj) -> bool:
@@ -257,18 +212,17 @@ class Writer:
         created = [p["metadata"]["name"] for p, new in outcome.done if new]
         if created:
             rlog.info("created pods", pods=created)
+            self.on_created(key, created)
         for pod, new in outcome.done:
             if not new:
                 found = self.foreign_owner(PODS, pod, uid)
                 if found:
-                    return created, cannot_have(
-                        "a pod of the job", f"Pod {pod['metadata']['name']}", found
-                    )
+                    return cannot_have("a pod of the job", f"Pod {pod['metadata']['name']}", found)
         if outcome.failed is not None:
             pod, error = outcome.failed
             if not isinstance(error, ApiError):
                 raise error
             labels = pod["metadata"].get("labels") or {}
             replica = f"the pod of replica {labels.get(REPLICA_TYPE)}-{labels.get(REPLICA_INDEX)}"
-            return created, cannot_have(replica, f"Pod {pod['metadata']['name']}", error)
-        return created, None
+            return cannot_have(replica, f"Pod {pod['metadata']['name']}", error)
+        return None

@@ -1,68 +1,44 @@
-"""The generic job reconciler: caches -> one plan -> idempotent apply.
+"""The generic job reconciler: caches -> one plan -> one applier.
 
 One instance per job kind. A reconcile reads the job, its children and what
 its integrations watch from the informers' caches (never from memory of
-past events, never from the API server), asks for one plan
-(:func:`t9k_operator.reconcilers.integrations.plan.plan`: the engine behind
-the integrations' gates), and applies it in a crash-safe order:
+past events, never from the API server), plans (pure:
+:func:`t9k_operator.reconcilers.integrations.plan.assemble`, the engine
+behind the integrations' gates, giving one ordered list of actions) and hands
+the actions to the one :class:`~t9k_operator.reconcilers.apply.applier.Applier`.
 
-0. what the integrations keep in every phase (the job's TensorBoard), so the
-   status says what became of it;
-1. the status, if it changed (status subresource, optimistic concurrency: a
-   409 is a rate-limited retry). It goes first because it carries the
-   restart count and the uids of the failed pods it was raised for;
-2. deletes of pods (with a uid precondition, so a recreated pod of the same
-   name is never hit), NotFound being success;
-3. the kind's extras and the integrations' children (or, once the job has
-   finished or is paused, what the integrations give back);
-4. creates of the missing pods, decorated by the integrations.
-
-A child that cannot be had is one more input: the job is planned once more
-with it (failed, or held with a condition saying why and retried with
-backoff), and that plan's status is written. Until the caches show this
-process's own last status write and pods it created
+What a pass could not do (a child refused, an integration's soft action
+refused) is recorded for the job's next pass, which plans from it: the job
+failed, or held with a condition saying why and retried with backoff, or the
+integration told. A pass writes the job's status at most once. Until the
+caches show this process's own last status write and pods it created
 (:mod:`~t9k_operator.reconcilers.apply.writes`), a reconcile waits a moment
 rather than plan from the past.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import structlog
 
-from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE, ssh_secret_name
+from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE
 from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.kinds.contract import ChildNotReady, JobKind, PodMode, Read, read
+from t9k_operator.kinds.contract import JobKind, read
 from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
-from t9k_operator.kinds.view import Gate, Hold, JobView
-from t9k_operator.kube import NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
-from t9k_operator.reconcilers.apply.children import (
-    CREATE_PARALLEL,
-    InformerCaches,
-    Problem,
-    Writer,
-    unavailable,
-)
+from t9k_operator.reconcilers.apply.applier import Applier
+from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL, InformerCaches, Writer
 from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
-from t9k_operator.reconcilers.apply.writes import CreatedPods, WrittenStatuses
+from t9k_operator.reconcilers.apply.writes import CreatedPods, Refusals, WrittenStatuses
 from t9k_operator.reconcilers.integrations import plan as planning
-from t9k_operator.reconcilers.integrations.contract import (
-    Action,
-    Integration,
-    JobInput,
-    Refusal,
-    Unavailable,
-    controller_of,
-)
+from t9k_operator.reconcilers.integrations.contract import Integration, JobInput
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import (
     Controller,
@@ -82,21 +58,6 @@ CHILD_WAIT = 0.5
 POD_BATCH_PERIOD = 0.5
 """How long a pod's event waits before its job is reconciled: the events of the
 job's other pods arriving meanwhile are handled by the same reconcile."""
-BUILD_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
-"""What a builder raises when a spec has a shape it cannot use (the models and
-the template shape check stop these first; this is the last line)."""
-
-
-@dataclass(frozen=True)
-class _Pass:
-    """One reconcile of one job: what it read, and what it planned from."""
-
-    key: str
-    stored: Obj  # as last written
-    read: Read[Any]  # the parsed job and its view, as the integrations left it
-    seen: tuple[planning.Seen, ...]
-    states: dict[tuple[str, int], ReplicaState]
-    now: datetime
 
 
 class JobReconciler:
@@ -125,10 +86,14 @@ class JobReconciler:
         pool = ThreadPoolExecutor(
             CREATE_PARALLEL, thread_name_prefix=f"{self.resource.kind.lower()}-create"
         )
-        self.writer = Writer(self.client, self.caches, pool)
-        self.lifecycle = Lifecycle(self.resource.kind)
         self._written = WrittenStatuses()
         self._created = CreatedPods()
+        self._refused = Refusals()
+        writer = Writer(self.client, self.caches, pool, self._created.remember)
+        self.lifecycle = Lifecycle(self.resource.kind)
+        self.applier = Applier(
+            kind, self.resource, self.client, self.recorder, writer, self.lifecycle, self._written
+        )
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
@@ -186,6 +151,7 @@ class JobReconciler:
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._written.forget(key)
             self._created.forget(key)
+            self._refused.forget(key)
             return Result()  # children go with it through their ownerReferences
         if self._written.awaited(key, job) or self._created.awaited(
             key, lambda pod: self.pods.get(namespace, pod) is not None
@@ -193,7 +159,26 @@ class JobReconciler:
             return Result(requeue_after=CACHE_CATCH_UP)
         self.lifecycle.series_at_zero(namespace)
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
-        parsed = read(self.kind, job)  # the spec, parsed once for this reconcile
+        steps = planning.assemble(self._observe(job), self._refused.take(key), generate_keypair)
+        applied = self.applier.apply(key, job, steps, rlog)
+        recorded = applied.recorded()
+        if recorded is not None and not applied.gone:
+            self._refused.record(key, recorded)  # the next pass plans from it
+            return Result(requeue=True)
+        if applied.gone or steps.plan.delete_job:
+            return Result()
+        if steps.waiting:
+            rlog.info("waiting", why=steps.waiting)
+            return Result(requeue_after=CHILD_WAIT)
+        if steps.held:
+            return Result(requeue=True)  # retried with backoff
+        if (steps.retry or applied.again) and steps.plan.requeue_after is None:
+            return Result(requeue=True)
+        return Result(requeue_after=steps.plan.requeue_after)
+
+    def _observe(self, job: Obj) -> planning.Observed:
+        """The job as this pass reads it from the caches (parsed once)."""
+        parsed = read(self.kind, job)
         now: datetime = self.clock.now()
         seen: tuple[planning.Seen, ...] = ()
         view = parsed.view
@@ -207,195 +192,10 @@ class JobReconciler:
                 self.pod_start_timeout if view.start_timeout is None else view.start_timeout
             ),
         )
-        seen, retry = self._prepare(seen, view, job["metadata"]["uid"], rlog)
-        states = self._replicas(job["metadata"]["uid"])
-        p = _Pass(key, job, replace(parsed, view=view), seen, states, now)
-        plan = planning.plan(self.kind, view, seen, states, now)
-        try:
-            current = self._write(p, plan, first=not job.get("status"), rlog=rlog)
-        except NotFound:
-            # Deleted after the cache last saw it: its children go with it, and
-            # the informer's delete event ends this key's records.
-            rlog.info("the job is gone; nothing to do")
-            return Result()
-        p = replace(p, stored=current)
-        for state in plan.delete:
-            try:
-                self.client.delete(PODS, state.name, namespace, uid=state.uid)
-                rlog.info("deleted pod", pod=state.name)
-            except NotFound:
-                pass
-        if plan.delete_job:
-            # Its ttlSecondsAfterFinished has run out: the job goes, and its
-            # children with it (garbage collection, through their owner references).
-            try:
-                self.client.delete(self.resource, name, namespace, uid=job["metadata"]["uid"])
-                rlog.info("deleted the finished job: its ttlSecondsAfterFinished ran out")
-            except NotFound:
-                pass
-            return Result()
-        if parsed.job is None:
-            return Result()  # a spec that does not parse has failed the job: nothing to build
-        active = plan.status.get("phase") not in engine.TERMINAL and not view.paused
-        try:
-            problem, again = self._children(p, active, len(states), rlog)
-            if problem is None and plan.create:
-                problem = self._create_pods(p, plan, rlog)
-        except ChildNotReady as exc:
-            rlog.info("waiting", why=str(exc))
-            return Result(requeue_after=CHILD_WAIT)
-        if problem is not None:
-            return self._replan(p, problem)
-        if (retry or again) and plan.requeue_after is None:
-            return Result(requeue=True)
-        return Result(requeue_after=plan.requeue_after)
-
-    def _prepare(
-        self, seen: tuple[planning.Seen, ...], view: JobView, uid: str, rlog: Any
-    ) -> tuple[tuple[planning.Seen, ...], bool]:
-        """Apply what the integrations keep in every phase; a refusal goes back to
-        its integration. Returns their states and whether to retry."""
-        out, retry = [], False
-        for s in seen:
-            state = s.state
-            for action in s.integration.prepare(state, view):
-                result = self.writer.act(action, uid, rlog)
-                if isinstance(result, Refusal):
-                    retry = retry or result.conflict or not result.permanent
-                    state = s.integration.refused(state, action, result)
-            out.append(planning.Seen(s.integration, state))
-        return tuple(out), retry
-
-    def _write(self, p: _Pass, plan: engine.Plan, *, first: bool, rlog: Any) -> Obj:
-        """The plan's status, Events and figures; the job as written."""
-        job = p.stored
-        current = self._write_status(job, self.kind.render_status(job, plan.status), p.key)
-        if first:
-            # Told once the first status is stored: a write that conflicts is
-            # retried from a job still without status, and would tell it again.
-            self.lifecycle.accepted(job, self.kind, self.recorder)
-            view = p.read.view
-            for s in p.seen:
-                self._record(job, s.integration.accepted(s.state, view))
-        if current is not job:
-            rlog.info(
-                "status", phase=plan.status.get("phase"), restarts=plan.status.get("restartCount")
-            )
-        self._record(job, plan.events)
-        self.lifecycle.restarted(job["metadata"]["namespace"], plan.restarts)
-        if plan.finished is not None:
-            self.lifecycle.finished(job, plan)
-        return current
-
-    def _record(self, job: Obj, events: list[tuple[str, str, str]]) -> None:
-        for type_, reason, message in events:
-            self.recorder.record(
-                job, "Warning" if type_ == "Warning" else "Normal", reason, message
-            )
-
-    def _children(
-        self, p: _Pass, active: bool, pods: int, rlog: Any
-    ) -> tuple[Problem | None, bool]:
-        """The kind's extras and the integrations' children while the job is
-        active; else what the integrations give back. Returns a child that
-        cannot be had, and whether a write met a change and wants a retry."""
-        job, view, uid = p.read.job, p.read.view, p.read.view.uid
-        actions: list[Action] = []
-        if active:
-            problem = self.writer.extras(self._extras(job, uid), uid, rlog)
-            if problem is not None:
-                return problem, False
-            services = self._services(uid)
-
-            def template(type_: str) -> Obj:
-                return self.kind.build_pod(job, type_, 0, PodMode(), services)
-
-            for s in p.seen:
-                try:
-                    actions.extend(s.integration.children(s.state, view, template, pods))
-                except Unavailable as exc:
-                    return unavailable(exc), False
-        else:
-            for s in p.seen:
-                actions.extend(s.integration.release(s.state, view))
-        again = False
-        for action in actions:
-            result = self.writer.act(action, uid, rlog)
-            if isinstance(result, Problem):
-                return result, False
-            again = again or isinstance(result, Refusal)
-        return None, again
-
-    def _extras(self, job: Any, uid: str) -> list[Obj]:
-        wanted = list(self.kind.extras(job))
-        secret = self.caches.get(SECRETS, job.namespace, ssh_secret_name(job.name))
-        if self.kind.uses_ssh and (
-            secret is None or (controller_of(secret) or {}).get("uid") != uid
-        ):
-            # A fresh key pair only when the Secret does not exist yet: never
-            # shared between jobs, never rotated under running replicas.
-            private, public = generate_keypair(f"t9k/{job.namespace}/{job.name}")
-            made = self.kind.ssh_secret(job, private, public)
-            if made is not None:
-                wanted.append(made)
-        return wanted
-
-    def _create_pods(self, p: _Pass, plan: engine.Plan, rlog: Any) -> Problem | None:
-        job, view = p.read.job, p.read.view
-        services = self._services(view.uid)
-        pods: list[Obj] = []
-        for type_, index, mode in plan.create:
-            try:
-                pod = self.kind.build_pod(job, type_, index, mode, services)
-                for s in p.seen:
-                    s.integration.decorate(s.state, view, pod)
-            except BUILD_ERRORS as exc:  # ChildNotReady passes: the caller waits for it
-                message = (
-                    f"the operator cannot build the pod of replica {type_}-{index} from this "
-                    f"spec ({type(exc).__name__}: {exc}); fix the spec and resubmit"
-                )
-                return Problem("InvalidSpec", message, fail=True)
-            pods.append(pod)
-        created, problem = self.writer.pods(pods, p.key, view.uid, rlog)
-        if created:
-            self._created.remember(p.key, created)
-        return problem
-
-    def _replan(self, p: _Pass, problem: Problem) -> Result:
-        """Plan once more with a child that cannot be had: fail the job (a refusal
-        retrying cannot cure, a name clash), or hold it with a condition and a
-        Warning Event saying what it waits for, and retry with backoff."""
-        view = p.read.view
-        if problem.fail:
-            again = planning.plan(
-                self.kind, view, p.seen, p.states, p.now, failed=(problem.reason, problem.message)
-            )
-        else:
-            held = Gate(problem.reason, problem.message, Hold.NEW)
-            again = planning.plan(self.kind, view, p.seen, p.states, p.now, blocked=(held,))
-        job = p.stored
-        self._write_status(job, self.kind.render_status(job, again.status), p.key)
-        if problem.fail:
-            self._record(job, again.events)
-            if again.finished is not None:
-                self.lifecycle.finished(job, again)
-            return Result()
-        self.recorder.record(job, "Warning", problem.reason, problem.message)
-        return Result(requeue=True)
-
-    def _write_status(self, job: Obj, status: Obj, key: str) -> Obj:
-        """Write ``status`` when it differs from the job's (status subresource,
-        optimistic concurrency); remember the write; return the job as written."""
-        if status == (job.get("status") or {}):
-            return job
-        updated = copy.deepcopy(job)
-        updated["status"] = status
-        written = self.client.replace_status(self.resource, updated)
-        self._written.remember(key, written)
-        return written
-
-    def _services(self, uid: str) -> dict[str, Obj]:
-        return {s["metadata"]["name"]: s for s in self.caches.owned(SERVICES, uid)}
+        pods = self._replicas(job["metadata"]["uid"])
+        return planning.Observed(
+            self.kind, self.resource, job, parsed.job, view, seen, pods, self.caches, now
+        )
 
     def _replicas(self, uid: str) -> dict[tuple[str, int], ReplicaState]:
         out: dict[tuple[str, int], ReplicaState] = {}

@@ -1,4 +1,5 @@
-"""What this process wrote that the informers' caches do not show yet.
+"""What this process wrote, or could not write, that the informers' caches
+do not show: what the next pass of a job must know beyond the caches.
 
 Every reconcile plans from the caches; two of the operator's own writes must
 be seen there before the next plan, or it would be made from the past:
@@ -8,9 +9,13 @@ be seen there before the next plan, or it would be made from the past:
 * :class:`CreatedPods`: the pods a reconcile created (a plan before the cache
   shows them would list them again and write a status that forgets them).
 
-That is client-go's "expectations" idea, narrowed to these two writes. Both
-are shared by a controller's workers, so every use holds a lock, and both
-forget what they hold once the cache shows it, or after a TTL, so what is
+That is client-go's "expectations" idea, narrowed to these two writes. And
+one write that did not happen: :class:`Refusals`, what the API server refused
+a pass (a child the job cannot have, an integration's soft action), which the
+next pass plans from (the job held or failed, the integration told).
+
+All are shared by a controller's workers, so every use holds a lock, and all
+forget what they hold once it is used or seen, or after a TTL, so what is
 kept stays as small as the writes in flight.
 """
 
@@ -24,7 +29,11 @@ from collections.abc import Callable, Iterable
 from cachetools import TTLCache
 
 from t9k_operator.objects import Obj, digest
+from t9k_operator.reconcilers.integrations.plan import Recorded
 
+REFUSED_TTL = 300.0
+"""How long a refusal waits for the next pass of its job (which comes at once,
+or after the workqueue's backoff): past that, the next pass simply tries again."""
 CREATED_TTL = 10.0
 """How long a reconcile waits for the cache to show the pods it created before
 it plans again; a pod deleted before the cache showed it ends the wait early."""
@@ -128,3 +137,29 @@ class CreatedPods:
                 return True
             self._created.pop(key, None)
             return False
+
+
+class Refusals:
+    """What the API server refused each job's last pass, by job key, until the
+    next pass takes it to plan from."""
+
+    def __init__(self, ttl: float = REFUSED_TTL, maxsize: int = 65536) -> None:
+        self._lock = threading.Lock()
+        self._refused: TTLCache[str, Recorded] = TTLCache(maxsize=maxsize, ttl=ttl)
+
+    def record(self, key: str, refused: Recorded) -> None:
+        with self._lock:
+            self._refused[key] = refused
+
+    def take(self, key: str) -> Recorded:
+        """What the job's last pass recorded (nothing: an empty record), forgotten."""
+        with self._lock:
+            return self._refused.pop(key, None) or Recorded()
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._refused.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._refused)

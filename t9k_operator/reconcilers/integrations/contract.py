@@ -12,17 +12,18 @@ on, in registry order:
 1. ``observe``: its state for this job, read from the informers' caches
    (never the API server), and the job's view as it leaves it (an integration
    that takes the job's queue says so there);
-2. ``prepare``: what it keeps in every phase of the job, applied before the
-   plan, so the status written says what became of it (a refusal comes back
-   through ``refused``, never failing the job);
+2. ``prepare``: what it keeps in every phase of the job (a refusal is
+   recorded and comes back through ``refused`` in the next pass, whose status
+   says what became of it; it never fails the job);
 3. ``gate``: whether the engine must hold the job back, and why;
 4. after the plan: ``status`` (its part of the job's status, and Events);
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
 
-Everything here is pure: an integration returns :class:`Action` s and the apply
-step carries them out. The engine never names an integration: gates and
-status parts are all it sees of them.
+Everything here is pure: an integration returns :class:`Action` s, the plan
+(:mod:`~t9k_operator.reconcilers.integrations.plan`) puts them in the pass's
+one ordered list, and the apply step carries them out. The engine never
+names an integration: gates and status parts are all it sees of them.
 """
 
 from __future__ import annotations
@@ -83,19 +84,28 @@ class Watch:
 
 @dataclass(frozen=True)
 class Action:
-    """One write the apply step carries out for an integration.
+    """One write of a reconcile, as planned: the apply step carries out a pass's
+    actions in order, and this is the one vocabulary they are written in (the
+    job's status, its pods, its other children and the integrations' objects).
 
     ``create``: AlreadyExists is success when the object is the job's (else a
     name clash); ``replace`` / ``replace_status``: an optimistic update (a
-    conflict or NotFound retries the reconcile); ``delete``: with the object's
-    uid as precondition, NotFound being success. A ``soft`` action's refusal goes
-    back to its integration (``refused``) instead of holding or failing the job."""
+    conflict retries the reconcile); ``delete``: with the object's uid as
+    precondition, NotFound being success; ``create_pods``: the pods of
+    ``body["items"]`` (a List), in slow-start batches that stop at the first
+    refusal.
 
-    verb: str  # create | replace | replace_status | delete
+    How a refusal is read: a ``soft`` action's goes back to the integration that
+    asked for it (``by``, through its ``refused`` in the next pass) and never holds
+    or fails the job; any other's holds the job (a refusal retrying may cure) or
+    fails it (an invalid object, a policy, a name held by another owner)."""
+
+    verb: str  # create | replace | replace_status | delete | create_pods
     resource: Resource
     body: Obj
     what: str  # how a message names it: "the job's PodGroup"
     soft: bool = False
+    by: str = ""  # the integration that asked for it ("" for the job's own writes)
 
     @property
     def label(self) -> str:
@@ -104,7 +114,8 @@ class Action:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a soft action did not happen."""
+    """Why a soft action did not happen; recorded by the apply step and given to
+    its integration's ``refused`` in the next pass."""
 
     message: str  # the API server's words, or the name clash's
     clash: bool = False  # its name is held by something that is not the job's
@@ -166,7 +177,8 @@ class Integration(Protocol[S]):
         ...
 
     def prepare(self, state: S, view: JobView) -> list[Action]:
-        """What it keeps in every phase of the job, applied before the plan."""
+        """What it keeps in every phase of the job (the job's status says what
+        became of it once a refusal comes back through ``refused``)."""
         ...
 
     def refused(self, state: S, action: Action, refusal: Refusal) -> S:

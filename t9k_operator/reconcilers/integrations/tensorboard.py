@@ -2,9 +2,9 @@
 
 Kept in every phase of the job (paused and finished too: it reads logs
 already written and holds no GPU): created when missing, its spec kept equal
-to the field (as the model reads both), deleted when the field goes. It is
-prepared before the plan, so the status written with it says what became of
-it: ``status.tensorboard`` (action, dependent, ready, reason, note, type), as
+to the field (as the model reads both), deleted when the field goes. The
+status says what became of it (a refusal, from the job's next pass):
+``status.tensorboard`` (action, dependent, ready, reason, note, type), as
 the T9k product shows it. A TensorBoard that cannot be had (the API server
 refuses it, another object holds its name) is reported there and in a
 Warning Event, and never fails the job or touches its phase.

@@ -295,6 +295,8 @@ def test_a_refusal_retrying_may_cure_keeps_the_job_pending() -> None:
     h = Harness("PyTorchTrainingJob")
     h.fake.fail_next("create", "Pod", ServerError("etcdserver: request timed out"))
     assert h.reconcile() == Result(requeue=True)
+    h.sync()
+    assert h.reconcile() == Result(requeue=True)  # the next pass plans from the refusal
     status = h.job()["status"]
     assert status["phase"] == "Pending"
     init = next(c for c in status["conditions"] if c["type"] == "Initialized")
@@ -360,6 +362,9 @@ def test_a_refused_pod_stops_the_batches_early(mocker: MockerFixture) -> None:
     assert h.reconcile() == Result(requeue=True)
     assert h.pod_names() == ["j-worker-0", "j-worker-1"]
     assert calls == 1 + 1 + 2  # the Service, then three pods
+    h.sync()
+    assert h.reconcile() == Result(requeue=True)  # the next pass plans from the refusal
+    assert calls == 1 + 1 + 2, "held: no pod is created while the refusal is told"
     assert "FailedCreate" in h.recorder.reasons()
     assert h.job()["status"]["phase"] == "Pending"
 

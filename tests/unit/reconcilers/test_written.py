@@ -1,5 +1,6 @@
 """Whether the cache shows the operator's own status write, without reading an
-order into resourceVersions (the API documents them as opaque)."""
+order into resourceVersions (the API documents them as opaque); and the
+refusals a pass keeps for the job's next pass."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import itertools
 import sys
 import threading
 
-from t9k_operator.reconcilers.apply.writes import Written, WrittenStatuses
+from t9k_operator.reconcilers.apply.writes import Refusals, Written, WrittenStatuses
+from t9k_operator.reconcilers.integrations.plan import Problem, Recorded
 
 
 def job(rv: str, phase: str, generation: int = 1) -> dict[str, object]:
@@ -73,3 +75,15 @@ def test_workers_sharing_it_while_writes_expire_never_see_an_error() -> None:
     finally:
         sys.setswitchinterval(old)
     assert errors == []
+
+
+def test_a_refusal_is_taken_once_by_the_next_pass_of_its_job() -> None:
+    refusals = Refusals()
+    held = Recorded(Problem("FailedCreate", "exceeded quota", fail=False))
+    refusals.record("ns/a", held)
+    assert refusals.take("ns/b") == Recorded(), "another job's pass finds nothing"
+    assert refusals.take("ns/a") == held
+    assert refusals.take("ns/a") == Recorded() and len(refusals) == 0
+    refusals.record("ns/a", held)
+    refusals.forget("ns/a")  # the job was deleted
+    assert len(refusals) == 0
