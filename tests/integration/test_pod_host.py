@@ -15,7 +15,12 @@ as a cluster would:
   (TokenRequest), for the projection's audience, bound to the pod, with
   kubelet's file modes;
 * a Service whose endpoint is a process of this machine (the operator's, in
-  these tests), reached from a pod by the Service's names.
+  these tests), reached from a pod by the Service's names;
+* the pod's lifecycle: container statuses in kubelet's order and the
+  ``PodInitializing`` wait, native sidecars started in order and stopped
+  after the regular containers, graceful deletion (SIGTERM, then SIGKILL
+  after the grace period) with a terminal phase while the pod is still being
+  deleted, and a log of each container's own.
 """
 
 from __future__ import annotations
@@ -407,6 +412,10 @@ def test_native_sidecars_start_in_order_run_beside_and_stop_after_the_others(nod
     # is SIGKILLed after the grace period.
     assert run.wait("side", 30) == 143
     assert run.wait("idle", 30) == 137
+    # After main, in the reverse of their order: idle (SIGKILLed after the
+    # grace period) before side.
+    ended = {n: c.finished_at for n, c in run.containers.items() if c.finished_at}
+    assert sorted(ended, key=ended.__getitem__)[-3:] == ["main", "idle", "side"]
     until(lambda: run.status()["phase"] == "Succeeded")
     status = run.status()
     assert states(status["initContainerStatuses"]) == [

@@ -495,7 +495,7 @@ class PodRun:
         with self._lock:
             self.deletion_timestamp = lifecycle.stamp(lifecycle.now())
         sidecars = self._sidecars()
-        others = [c for c in self.containers.values() if c not in sidecars]
+        others = [c for c in list(self.containers.values()) if c not in sidecars]
         threading.Thread(
             target=lifecycle.stop_in_order, args=(others, sidecars, float(grace_seconds)),
             daemon=True,
@@ -512,7 +512,7 @@ class PodRun:
         )
         # A pod being deleted whose containers have all stopped is terminal.
         terminal = self.deletion_timestamp is not None and not any(
-            c.running for c in self.containers.values()
+            c.running for c in list(self.containers.values())
         )
         status: dict[str, Any] = {
             "phase": lifecycle.phase(spec, init_statuses, regular, terminal=terminal),
@@ -897,6 +897,8 @@ class PodRun:
         """The container's exit code, once it has ended."""
         deadline = time.monotonic() + timeout
         while container not in self.containers and time.monotonic() < deadline:
+            if self.error is not None:
+                raise self.error
             time.sleep(0.05)
         c = self.containers.get(container)
         if c is None or not c.done.wait(max(deadline - time.monotonic(), 0)):

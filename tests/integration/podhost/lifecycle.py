@@ -107,11 +107,14 @@ class Container:
         always, any other signal only when pid 1 handles it."""
         if not self.running:
             return
-        with contextlib.suppress(ProcessLookupError, AssertionError):
+        with contextlib.suppress(AssertionError):  # it ended before it was found
             pid = self._pid1()
-            if sig == signal.SIGKILL:
-                self.killed = True
-            os.kill(pid, sig)
+            # Marked before the kill, so the watcher sees it when pid 1 dies.
+            self.killed = self.killed or sig == signal.SIGKILL
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                self.killed = False  # it ended on its own first
 
     def stop(self, grace: float) -> None:
         """The runtime's StopContainer (kuberuntime_container.go killContainer):
@@ -168,9 +171,9 @@ def statuses(
     (kubetypes.SortStatusesOfInitContainers), the others' sorted by name
     (kubetypes.SortedContainerStatuses), as convertToAPIContainerStatuses
     orders them."""
+    started = dict(containers)  # the pod worker may add one meanwhile
     out = [
-        containers[c["name"]].status() if c["name"] in containers else waiting(c, has_init)
-        for c in specs
+        started[c["name"]].status() if c["name"] in started else waiting(c, has_init) for c in specs
     ]
     return out if init else sorted(out, key=lambda s: str(s["name"]))
 
