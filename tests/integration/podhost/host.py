@@ -424,9 +424,11 @@ class PodRun:
             if not container.done.wait(120):
                 raise PodFailed(f"{self.name}: init container {c['name']} did not end")
             if container.exit_code != 0:
-                # restartPolicy Never: the pod has failed, and kubelet stops
-                # the sidecars it started (restarts are not reproduced).
-                self._stop_sidecars()
+                # With restartPolicy Never the pod has failed and kubelet
+                # stops the sidecars it started; otherwise kubelet would run
+                # this init container again (restarts are not reproduced).
+                if self.pod["spec"].get("restartPolicy") == "Never":
+                    self._stop_sidecars()
                 return False
         return True
 
