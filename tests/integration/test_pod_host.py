@@ -15,7 +15,12 @@ as a cluster would:
   (TokenRequest), for the projection's audience, bound to the pod, with
   kubelet's file modes;
 * a Service whose endpoint is a process of this machine (the operator's, in
-  these tests), reached from a pod by the Service's names.
+  these tests), reached from a pod by the Service's names;
+* the pod's lifecycle: container statuses in kubelet's order and the
+  ``PodInitializing`` wait, native sidecars started in order and stopped
+  after the regular containers, graceful deletion (SIGTERM, then SIGKILL
+  after the grace period) with a terminal phase while the pod is still being
+  deleted, and a log of each container's own.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import base64
 import http.server
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -295,3 +301,165 @@ def test_a_service_whose_endpoint_is_this_machine_is_reached_by_its_names(
     # Nothing is left in this machine's network.
     assert first.host_link not in host_links()
     assert other.host_link not in host_links()
+
+
+# ------------------------------------------------------------ the pod's lifecycle
+
+# A process that leaves on SIGTERM, as a program with a handler does: it exits
+# 128+15. (A container's first process is pid 1 of its PID namespace: the
+# kernel gives it no signal it has no handler for, so a bare ``sleep`` never
+# sees SIGTERM and is SIGKILLed at the end of the grace period.)
+LEAVES_ON_TERM = "trap 'exit 143' TERM; sleep 600 & wait"
+
+
+def until(check: Any, timeout: float = 30, every: float = 0.1) -> Any:
+    """``check()``'s first true value, within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"not so after {timeout}s: {check}")
+
+
+def states(statuses: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    """Each status's name, state and the state's reason or exit code."""
+    out = []
+    for s in statuses:
+        (kind, detail), *_ = s["state"].items()
+        out.append((s["name"], kind, detail.get("exitCode", detail.get("reason"))))
+    return out
+
+
+WAIT_FOR_GO = "until [ -e /work/go ]; do sleep 0.1; done"
+
+
+def shared(*extra: Any) -> dict[str, Any]:
+    return {"volumeMounts": [{"name": "work", "mountPath": "/work"}], **dict(extra)}
+
+
+def test_init_statuses_keep_spec_order_and_the_others_wait_pod_initializing(node: Node) -> None:
+    init = [
+        {"name": "zeta", "image": "x", "command": ["true"], **shared()},
+        {"name": "alpha", "image": "x", "command": ["sh", "-c", WAIT_FOR_GO], **shared()},
+    ]
+    containers = [{"name": n, "image": "x", "command": SLEEP} for n in ("b", "a")]
+    run = node.start_pod(
+        pod("init", containers, initContainers=init, volumes=[{"name": "work", "emptyDir": {}}])
+    )
+    until(lambda: states(run.status()["initContainerStatuses"])[1][1] == "running")
+    status = run.status()
+    assert status["phase"] == "Pending"
+    # Init containers in the spec's order (zeta before alpha), the others by name.
+    assert states(status["initContainerStatuses"]) == [
+        ("zeta", "terminated", 0),
+        ("alpha", "running", None),
+    ]
+    assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert states(status["containerStatuses"]) == [
+        ("a", "waiting", "PodInitializing"),
+        ("b", "waiting", "PodInitializing"),
+    ]
+    (run.dir / "volumes" / "work" / "go").touch()
+    until(lambda: run.status()["phase"] == "Running")
+    status = run.status()
+    assert [s["name"] for s in status["initContainerStatuses"]] == ["zeta", "alpha"]
+    assert states(status["containerStatuses"]) == [("a", "running", None), ("b", "running", None)]
+
+
+def test_native_sidecars_start_in_order_run_beside_and_stop_after_the_others(node: Node) -> None:
+    side = {
+        "name": "side",
+        "image": "x",
+        "restartPolicy": "Always",
+        "command": ["sh", "-c", f"echo side >> /work/order; touch /work/up; {LEAVES_ON_TERM}"],
+        # The next init container waits for this, as kubelet waits for a
+        # sidecar's startupProbe.
+        "startupProbe": {"exec": {"command": ["test", "-e", "/work/up"]}, "periodSeconds": 1},
+        **shared(),
+    }
+    idle = {"name": "idle", "image": "x", "restartPolicy": "Always", "command": SLEEP}
+    check = {"name": "check", "image": "x", "command": ["sh", "-c", "echo check >> /work/order"],
+             **shared()}  # fmt: skip
+    main = {
+        "name": "main",
+        "image": "x",
+        "command": ["sh", "-c", "echo main >> /work/order; sleep 2"],
+    }
+    main.update(shared())
+    run = node.run_pod(
+        pod(
+            "sidecars",
+            [main],
+            initContainers=[side, idle, check],
+            volumes=[{"name": "work", "emptyDir": {}}],
+            restartPolicy="Never",
+            terminationGracePeriodSeconds=2,
+        )
+    )
+    status = run.status()
+    assert status["phase"] == "Running"
+    assert states(status["initContainerStatuses"]) == [
+        ("side", "running", None),
+        ("idle", "running", None),
+        ("check", "terminated", 0),
+    ]
+    assert all(s["started"] for s in status["initContainerStatuses"][:2])
+    assert run.wait("main", 30) == 0
+    # The sidecars are stopped once the regular containers have exited: the
+    # one that leaves on SIGTERM ends 143, the one that cannot (a bare pid 1)
+    # is SIGKILLed after the grace period.
+    assert run.wait("side", 30) == 143
+    assert run.wait("idle", 30) == 137
+    # After main, in the reverse of their order: idle (SIGKILLed after the
+    # grace period) before side.
+    ended = {n: c.finished_at for n, c in run.containers.items() if c.finished_at}
+    assert sorted(ended, key=ended.__getitem__)[-3:] == ["main", "idle", "side"]
+    until(lambda: run.status()["phase"] == "Succeeded")
+    status = run.status()
+    assert states(status["initContainerStatuses"]) == [
+        ("side", "terminated", 143),
+        ("idle", "terminated", 137),
+        ("check", "terminated", 0),
+    ]
+    assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Error"
+    order = (run.dir / "volumes" / "work" / "order").read_text().split()
+    assert order == ["side", "check", "main"]
+
+
+def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(node: Node) -> None:
+    containers = [
+        {"name": "leaves", "image": "x", "command": ["sh", "-c", LEAVES_ON_TERM]},
+        {"name": "stays", "image": "x", "command": SLEEP},
+    ]
+    run = node.run_pod(pod("graceful", containers, terminationGracePeriodSeconds=3))
+    start = time.monotonic()
+    run.delete()
+    assert run.deletion_timestamp is not None
+    assert run.wait("leaves", 10) == 143
+    assert time.monotonic() - start < 2.5
+    assert run.wait("stays", 10) == 137
+    assert time.monotonic() - start >= 3
+    # Still being deleted (kubelet's last status comes before the API
+    # server removes the pod), yet already terminal.
+    until(lambda: run.status()["phase"] == "Failed")
+    terminated = {s["name"]: s["state"]["terminated"] for s in run.status()["containerStatuses"]}
+    assert {n: (t["exitCode"], t["reason"]) for n, t in terminated.items()} == {
+        "leaves": (143, "Error"),
+        "stays": (137, "Error"),
+    }
+    assert run.deletion_timestamp is not None
+
+
+def test_each_container_logs_its_own_stdout_and_stderr(node: Node) -> None:
+    def talker(name: str, then: str) -> dict[str, Any]:
+        script = f"echo out-{name}; echo err-{name} >&2; {then}"
+        return {"name": name, "image": "x", "command": ["sh", "-c", script]}
+
+    containers = [talker("a", "exec sleep 600"), talker("b", "exec sleep 600")]
+    run = node.run_pod(pod("logs", containers, initContainers=[talker("i", "true")]))
+    assert run.wait("i", 10) == 0
+    for name in ("i", "a", "b"):
+        until(lambda name=name: f"err-{name}" in run.logs(name), timeout=10)
+        assert run.logs(name) == f"out-{name}\nerr-{name}\n"

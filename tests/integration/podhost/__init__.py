@@ -32,8 +32,7 @@ What is reproduced, and from where:
 * **Containers** each get a root file system of their own: an overlay whose
   lower layers are an :class:`Image` (whiteouts and added files) over this
   machine's root, and a private upper layer, as containerd's snapshots are.
-  Init containers run one by one to completion before the others start; a
-  failed one fails the pod. The pod's containers share its network, IPC and
+  The pod's containers share its network, IPC and
   UTS namespaces (held by a sandbox process, as the runtime's pause
   container holds them) and each has mount and PID namespaces of its own;
   they see the pod's hostname, kubelet's managed ``/etc/hosts``,
@@ -44,6 +43,28 @@ What is reproduced, and from where:
   capability set (nothing else). A mount path's symlinks are resolved
   within the container's root, as runc's securejoin does (the image's
   ``/var/run -> /run`` leads to the container's ``/run``).
+* **The pod's lifecycle** follows kubelet (lifecycle.py names the source of
+  each rule). Init containers start one by one, each once the one before has
+  succeeded; a failed one starts nothing further. A native sidecar (an init
+  container with ``restartPolicy: Always``) lets the next start once it has
+  started (its exec ``startupProbe``, if any, has passed), runs beside the
+  others, and is stopped once every regular container has exited and none
+  is to restart, after them, in reverse order. Stopping a container is the
+  runtime's: SIGTERM, then SIGKILL after the grace period (the pod's
+  ``terminationGracePeriodSeconds``, 30 when unset). A container's first
+  process is pid 1 of its PID namespace, so the kernel gives it SIGTERM only
+  if it handles it: a bare ``sleep`` ends 137 after the grace period, a
+  process that exits on SIGTERM ends 143. ``PodRun.delete()`` is a graceful
+  deletion: the pod has its ``deletionTimestamp`` at once, and once its
+  containers have stopped its phase is terminal (``Failed`` unless all
+  exited 0). ``PodRun.status()`` is the pod's status as kubelet reports it:
+  init containers' statuses in the spec's order, the others' sorted by
+  name, not-yet-started ones waiting ``PodInitializing`` (``ContainerCreating``
+  in a pod without init containers), exit reasons ``Completed``/``Error``,
+  and the phase as kubelet's getPhase computes it. ``PodRun.logs()`` is a
+  container's own stdout and stderr. Not reproduced: restarts (a container
+  kubelet would restart stays as it ended), readiness and liveness probes,
+  and preStop hooks.
 * **securityContext**: the container's ``runAsUser``/``runAsGroup`` over the
   pod's, the pod's ``supplementalGroups`` and ``fsGroup`` as supplementary
   groups (root otherwise, as these images name no user; an unknown uid gets

@@ -16,14 +16,17 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from t9k_operator.kube import NotFound
 from t9k_operator.resources import CONFIGMAPS, SERVICEACCOUNTS
+from tests.integration.podhost import lifecycle
 from tests.integration.podhost.container_start import setpriv_ids
+from tests.integration.podhost.lifecycle import Container, is_sidecar
 
 if TYPE_CHECKING:
     from t9k_operator.kube import KubeClient
@@ -269,8 +272,24 @@ class Node:
         image: Image | Mapping[str, Image] = STOCK,
         env: Mapping[str, str] | None = None,
     ) -> PodRun:
-        """Start ``pod``: init containers to completion, then the others.
-        ``image`` is every container's image, or a map from container name."""
+        """Start ``pod`` and return once its init containers are through and
+        the others started (or an init container failed); a pod that cannot
+        start raises :class:`PodFailed`. ``image`` is every container's
+        image, or a map from container name."""
+        run = self.start_pod(pod, image, env)
+        run.initialized.wait()
+        if run.error is not None:
+            raise run.error
+        return run
+
+    def start_pod(
+        self,
+        pod: Mapping[str, Any],
+        image: Image | Mapping[str, Image] = STOCK,
+        env: Mapping[str, str] | None = None,
+    ) -> PodRun:
+        """Start ``pod`` and return at once, its containers starting in the
+        background as kubelet starts them (see :meth:`PodRun.status`)."""
         run = PodRun(self, pod, image, extra_env=env or {})
         self.pods.append(run)
         run.start()
@@ -331,11 +350,17 @@ class PodRun:
         self.dir = node.root / "pods" / self.name
         self.netns = f"{node.tag}p{len(node.pods)}"
         self.ip = ""
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.exit_codes: dict[str, int] = {}
+        self.containers: dict[str, Container] = {}
         self.mounts: list[Path] = []
-        self.phase = "Pending"
         self.sandbox: subprocess.Popen[bytes] | None = None
+        # Set once the init containers are through and the others started,
+        # or the pod could go no further (then ``error`` says why, if it
+        # could not start at all).
+        self.initialized = threading.Event()
+        self.error: BaseException | None = None
+        self.deletion_timestamp: str | None = None
+        self._lock = threading.Lock()
+        self._closed = False
 
     # ---------------------------------------------------------------- setup
 
@@ -356,20 +381,153 @@ class PodRun:
             f"search {self.node.namespace}.svc.{CLUSTER_DOMAIN} svc.{CLUSTER_DOMAIN} "
             f"{CLUSTER_DOMAIN}\nnameserver 127.0.0.53\noptions ndots:5\n"
         )
-        spec = self.pod["spec"]
-        for c in spec.get("initContainers") or []:
+        threading.Thread(target=self._sync, daemon=True).start()
+
+    # ----------------------------------------------------------- lifecycle
+
+    def _sync(self) -> None:
+        """kubelet's pod worker for this pod: the init containers in order,
+        then the others, then the sidecars' stop once the others are done."""
+        try:
+            started = self._start_init_containers() and self._start_regular_containers()
+        except BaseException as exc:  # handed to run_pod
+            self.error = exc
+            started = False
+        finally:
+            self.initialized.set()
+        if started:
+            self._stop_sidecars_when_done()
+
+    def _start(self, c: Mapping[str, Any]) -> Container | None:
+        with self._lock:
+            if self.deletion_timestamp is not None or self._closed:
+                return None  # kubelet starts nothing in a pod being deleted
             proc = self._start_container(c)
+            name = c["name"]
+            container = Container(c, proc, lambda: self._container_pid(name))
+            self.containers[name] = container
+            return container
+
+    def _start_init_containers(self) -> bool:
+        """kuberuntime_manager.go computePodActions: an init container starts
+        once the one before it has succeeded, or, for a sidecar
+        (``restartPolicy: Always``), has started: its process runs and its
+        startupProbe, if any, has passed (the "sidecar containers" docs). A
+        failed one starts nothing further."""
+        for c in self.pod["spec"].get("initContainers") or []:
+            container = self._start(c)
+            if container is None:
+                return False
+            if is_sidecar(c):
+                container.wait_started(self._prober(c["name"]))
+                continue
+            if not container.done.wait(120):
+                raise PodFailed(f"{self.name}: init container {c['name']} did not end")
+            if container.exit_code != 0:
+                # With restartPolicy Never the pod has failed and kubelet
+                # stops the sidecars it started; otherwise kubelet would run
+                # this init container again (restarts are not reproduced).
+                if self.pod["spec"].get("restartPolicy") == "Never":
+                    self._stop_sidecars()
+                return False
+        return True
+
+    def _start_regular_containers(self) -> bool:
+        return all(self._start(c) is not None for c in self.pod["spec"]["containers"])
+
+    def _prober(self, container: str) -> Callable[[list[str], float], int]:
+        """An exec probe of ``container``: the command's exit code."""
+
+        def probe(argv: list[str], timeout: float) -> int:
             try:
-                code = proc.wait(120)
-            except subprocess.TimeoutExpired as exc:
-                raise PodFailed(f"{self.name}: init container {c['name']} did not end") from exc
-            self.exit_codes[c["name"]] = code
-            if code != 0:
-                self.phase = "Failed"
-                return
-        for c in spec["containers"]:
-            self.procs[c["name"]] = self._start_container(c)
-        self.phase = "Running"
+                return self.exec(container, argv, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                return -1
+
+        return probe
+
+    def _sidecars(self) -> list[Container]:
+        inits = self.pod["spec"].get("initContainers") or []
+        return [
+            self.containers[c["name"]]
+            for c in inits
+            if is_sidecar(c) and c["name"] in self.containers
+        ]
+
+    def _grace(self) -> float:
+        """The pod's terminationGracePeriodSeconds (30 when unset, as the API
+        defaults it), never less than killContainer's minimum."""
+        grace = self.pod["spec"].get(
+            "terminationGracePeriodSeconds", lifecycle.DEFAULT_GRACE_SECONDS
+        )
+        return max(float(grace), lifecycle.MINIMUM_GRACE_SECONDS)
+
+    def _stop_sidecars(self) -> None:
+        lifecycle.stop_in_order([], self._sidecars(), self._grace())
+
+    def _stop_sidecars_when_done(self) -> None:
+        """computePodActions: once every regular container has exited and
+        none is to restart (restartPolicy Never, or OnFailure and all
+        succeeded), kubelet kills the pod, which stops its sidecars
+        (kuberuntime_termination_order.go: after the regular containers, in
+        reverse order). With Always kubelet would restart them; the pod host
+        restarts nothing and leaves such a pod as it is."""
+        regular = [self.containers[c["name"]] for c in self.pod["spec"]["containers"]]
+        for c in regular:
+            c.done.wait()
+        policy = self.pod["spec"].get("restartPolicy") or "Always"
+        succeeded = all(c.exit_code == 0 for c in regular)
+        if self.deletion_timestamp is None and (
+            policy == "Never" or (policy == "OnFailure" and succeeded)
+        ):
+            self._stop_sidecars()
+
+    def delete(self, grace_seconds: float | None = None) -> None:
+        """A graceful deletion of the pod, as kubelet carries it out: the pod
+        gets its deletionTimestamp at once, then every running container gets
+        SIGTERM and, ``grace_seconds`` later (the pod's
+        terminationGracePeriodSeconds when not given, as the API server sets
+        deletionGracePeriodSeconds), SIGKILL: kuberuntime_container.go
+        killContainer. Sidecars stop after the others
+        (kuberuntime_termination_order.go). Returns at once."""
+        if grace_seconds is None:
+            grace_seconds = self.pod["spec"].get(
+                "terminationGracePeriodSeconds", lifecycle.DEFAULT_GRACE_SECONDS
+            )
+        with self._lock:
+            self.deletion_timestamp = lifecycle.stamp(lifecycle.now())
+        sidecars = self._sidecars()
+        others = [c for c in list(self.containers.values()) if c not in sidecars]
+        threading.Thread(
+            target=lifecycle.stop_in_order, args=(others, sidecars, float(grace_seconds)),
+            daemon=True,
+        ).start()  # fmt: skip
+
+    def status(self) -> dict[str, Any]:
+        """The pod's status as kubelet reports it (kubelet_pods.go
+        generateAPIPodStatus): its phase, IP and each container's status."""
+        spec = self.pod["spec"]
+        inits = spec.get("initContainers") or []
+        init_statuses = lifecycle.statuses(inits, self.containers, has_init=bool(inits), init=True)
+        regular = lifecycle.statuses(
+            spec["containers"], self.containers, has_init=bool(inits), init=False
+        )
+        # A pod being deleted whose containers have all stopped is terminal.
+        terminal = self.deletion_timestamp is not None and not any(
+            c.running for c in list(self.containers.values())
+        )
+        status: dict[str, Any] = {
+            "phase": lifecycle.phase(spec, init_statuses, regular, terminal=terminal),
+            "podIP": self.ip,
+            "containerStatuses": regular,
+        }
+        if inits:
+            status["initContainerStatuses"] = init_statuses
+        return status
+
+    @property
+    def phase(self) -> str:
+        return str(self.status()["phase"])
 
     def _network(self) -> None:
         self.ip = self.node.allocate_ip()
@@ -738,21 +896,24 @@ class PodRun:
         return (self.dir / f"{container}.log").read_text(errors="replace")
 
     def wait(self, container: str, timeout: float) -> int:
-        if container in self.exit_codes:
-            return self.exit_codes[container]
-        try:
-            code = self.procs[container].wait(timeout)
-        except subprocess.TimeoutExpired as exc:
+        """The container's exit code, once it has ended."""
+        deadline = time.monotonic() + timeout
+        while container not in self.containers and time.monotonic() < deadline:
+            if self.error is not None:
+                raise self.error
+            time.sleep(0.05)
+        c = self.containers.get(container)
+        if c is None or not c.done.wait(max(deadline - time.monotonic(), 0)):
+            log = self.logs(container)[-3000:] if c else ""
             raise AssertionError(
-                f"{self.name}/{container} still running after {timeout}s; its log:\n"
-                + self.logs(container)[-3000:]
-            ) from exc
-        self.exit_codes[container] = code
-        return code
+                f"{self.name}/{container} still running after {timeout}s; its log:\n{log}"
+            )
+        assert c.exit_code is not None
+        return c.exit_code
 
     def _container_pid(self, container: str) -> int:
         """The host pid of the container's first process (pid 1 inside)."""
-        outer = self.procs[container].pid
+        outer = self.containers[container].proc.pid
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             # nsenter -> unshare -> (fork) the container's pid 1
@@ -801,11 +962,14 @@ class PodRun:
         )
 
     def stop(self) -> None:
+        with self._lock:
+            self._closed = True
         out = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True, text=True)
         for pid in out.stdout.split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
-        for proc in [*self.procs.values(), *([self.sandbox] if self.sandbox else [])]:
+        procs = [c.proc for c in self.containers.values()]
+        for proc in [*procs, *([self.sandbox] if self.sandbox else [])]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
