@@ -254,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         ClientOptions(
             qps=LEADER_ELECTION_QPS,
             burst=LEADER_ELECTION_BURST,
+            # A refused renewal is tried again by the elector within its renew
+            # deadline, never later by the client behind its back.
+            max_retries=0,
             pool_size=2,
             user_agent="t9k-operator/leader-election",
         ),
