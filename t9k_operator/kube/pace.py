@@ -8,11 +8,13 @@ level that matched (the headers in :data:`APF_HEADERS`). A client told to
 (``lift_limit_under_apf``) keeps its bucket only until such an answer
 arrives, so against a server without that protection it stays limited.
 
-Whatever the pace, a 429 is retried here, for every verb: the server refused
-the request before processing it, so a create is never made twice. Each retry
-waits the server's ``Retry-After`` (or a backoff when it names none, growing
-with each attempt), and a request gives up after ``max_retries`` of them with
-:class:`~t9k_operator.kube.errors.TooManyRequests`.
+Whatever the pace, a 429 with a ``Retry-After`` is retried, for every verb
+(as client-go does): the server refused the request before processing it, so
+a create is never made twice. Each retry waits that ``Retry-After``, never
+less than a backoff growing with each attempt (a server answering ``0`` is not
+hammered), and a request gives up after ``max_retries`` of them with
+:class:`~t9k_operator.kube.errors.TooManyRequests`. A 429 without one (a
+disruption budget refusing an eviction) is an answer for the caller.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ APF_HEADERS = ("X-Kubernetes-PF-FlowSchema-UID", "X-Kubernetes-PF-PriorityLevel-
 """Set on every answer of an API server that runs API Priority and Fairness."""
 
 RETRY_BACKOFF_BASE = 0.25
-"""Seconds before the first retry of a 429 that names no ``Retry-After``; doubles each time."""
+"""The least wait before the first retry of a 429; doubles with each retry."""
 RETRY_BACKOFF_CAP = 10.0
 """The longest the backoff grows to; the server's own ``Retry-After`` is honoured beyond it."""
 RETRY_AFTER_CAP = 60.0
@@ -40,16 +42,16 @@ RETRY_AFTER_CAP = 60.0
 _log = structlog.get_logger("t9k_operator.kube")
 
 
-def retry_delay(attempt: int, retry_after: float | None, jitter: float = 1.0) -> float:
+def retry_delay(attempt: int, retry_after: float, jitter: float = 1.0) -> float:
     """Seconds to wait before retry ``attempt`` (0 for the first) of a 429.
 
     The server's ``Retry-After`` (up to :data:`RETRY_AFTER_CAP`), but never less
     than a backoff that doubles from :data:`RETRY_BACKOFF_BASE` up to
-    :data:`RETRY_BACKOFF_CAP`: a server answering ``Retry-After: 0`` or none is
-    not hammered. ``jitter`` (1 to 1.1 in use) spreads workers refused at once.
+    :data:`RETRY_BACKOFF_CAP`: a server answering ``Retry-After: 0`` is not
+    hammered. ``jitter`` (1 to 1.1 in use) spreads workers refused at once.
     """
     backoff = min(RETRY_BACKOFF_BASE * 2.0**attempt, RETRY_BACKOFF_CAP)
-    told = min(max(retry_after or 0.0, 0.0), RETRY_AFTER_CAP)
+    told = min(max(retry_after, 0.0), RETRY_AFTER_CAP)
     return max(told, backoff) * jitter
 
 
@@ -106,7 +108,7 @@ class Pace:
             client=self.client,
         )
 
-    def retry_wait(self, attempt: int, retry_after: float | None) -> float | None:
+    def retry_wait(self, attempt: int, retry_after: float) -> float | None:
         """After a 429: sleep before retry ``attempt`` and return the seconds
         slept, or None (no sleep) when the request has had its retries."""
         if attempt >= self.max_retries:

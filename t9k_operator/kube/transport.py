@@ -116,8 +116,14 @@ class Transport:
             error = error_from_response(
                 response.status, payload, response.headers.get("Retry-After")
             )
-            # A 429 was refused before it was processed: any verb may go again.
-            if response.status != 429 or self.pace.retry_wait(attempt, error.retry_after) is None:
+            # A 429 was refused before it was processed: any verb may go again,
+            # when the server says when (a 429 without, such as a disruption
+            # budget refusing an eviction, is an answer, not a pace).
+            if (
+                response.status != 429
+                or error.retry_after is None
+                or self.pace.retry_wait(attempt, error.retry_after) is None
+            ):
                 raise error
             attempt += 1
 

@@ -151,12 +151,21 @@ def test_retries_are_bounded_and_back_off(serve: Serve) -> None:
     assert sample("t9k_client_retries_total", client="pace/bounded", reason="TooManyRequests") == 10
 
 
-@pytest.mark.parametrize(("status", "error"), [(500, ServerError), (503, ServerError)])
+@pytest.mark.parametrize(
+    ("status", "headers", "error"),
+    [
+        (500, {"Retry-After": "1"}, ServerError),
+        (503, {"Retry-After": "1"}, ServerError),
+        (429, {}, TooManyRequests),
+    ],
+)
 def test_other_refusals_are_not_sent_again(
-    serve: Serve, status: int, error: type[Exception]
+    serve: Serve, status: int, headers: dict[str, str], error: type[Exception]
 ) -> None:
-    """Only a 429 is known to be unprocessed: a 5xx create may have been made."""
-    server = serve([Answer(status, {"Retry-After": "1"})])
+    """Only a 429 is known to be unprocessed (a 5xx create may have been made),
+    and one without Retry-After is an answer, not a pace: a disruption budget
+    refusing an eviction."""
+    server = serve([Answer(status, headers)])
     with pytest.raises(error):
         client(server, "pace/5xx").create(CONFIGMAPS, cm("z"))
     assert len(server.seen) == 1
@@ -231,13 +240,12 @@ def test_a_watch_refused_with_429_is_opened_again(serve: Serve) -> None:
     ("attempt", "retry_after", "expected"),
     [
         (0, 1.0, 1.0),  # the server's word
-        (0, None, RETRY_BACKOFF_BASE),  # none given: the backoff
         (0, 0.0, RETRY_BACKOFF_BASE),  # "now" is not taken literally
         (3, 1.0, RETRY_BACKOFF_BASE * 8),  # the backoff grows past a short Retry-After
-        (20, None, RETRY_BACKOFF_CAP),  # ... up to its cap
+        (20, 0.0, RETRY_BACKOFF_CAP),  # ... up to its cap
         (20, 30.0, 30.0),  # a longer Retry-After is honoured beyond that cap
         (0, 3600.0, RETRY_AFTER_CAP),  # within reason
     ],
 )
-def test_retry_delay(attempt: int, retry_after: float | None, expected: float) -> None:
+def test_retry_delay(attempt: int, retry_after: float, expected: float) -> None:
     assert retry_delay(attempt, retry_after) == pytest.approx(expected)
