@@ -97,8 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # API Priority and Fairness (on by default since Kubernetes 1.20, GA in 1.29)
     # queues and sheds each client's requests on the server, which answers the
     # excess with 429 and Retry-After: with it, a client-side limit only makes
-    # jobs wait while the server is idle, so by default there is none (as in
-    # controller-runtime since 2025). A server without it keeps the client-side
+    # jobs wait while the server is idle, so by default there is none (nor in
+    # controller-runtime's clients). A server without it keeps the client-side
     # limit DEFAULT_QPS/DEFAULT_BURST (kube-scheduler's and Kueue's).
     p.add_argument(
         "--kube-api-qps",
