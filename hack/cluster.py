@@ -12,6 +12,7 @@ Used by the tests, the demo and the benchmarks alike::
     hack/cluster.py gang [--name t9k] volcano        # add one to a running cluster
     hack/cluster.py up --kueue                       # ... with Kueue too
     hack/cluster.py kueue [--name t9k]               # add Kueue to a running cluster
+    hack/cluster.py up --apiserver-flag=--max-requests-inflight=5   # kube-apiserver flag
 
 Parts (versions in hack/versions.env): etcd, kube-apiserver (TLS, RBAC,
 default admission plugins), kube-controller-manager (garbage collection,
@@ -957,20 +958,30 @@ def kubectl(
     )
 
 
-def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
+def up(
+    name: str,
+    gangs: Iterable[Gang] = (),
+    with_kueue: bool = False,
+    apiserver_flags: Iterable[str] = (),
+) -> Path:
     """Start the cluster ``name`` (when it is not running) and the gang
     schedulers ``gangs`` in it, and Kueue when ``with_kueue`` (those not
-    running yet)."""
+    running yet). ``apiserver_flags`` are added to kube-apiserver's (the tests'
+    and benchmarks' way to shape it, e.g. ``--max-requests-inflight=5``); a
+    cluster running with other ones is recreated."""
     addons: list[Addon] = [*gangs, *([KUEUE] if with_kueue else [])]
+    extra = list(apiserver_flags)
     workdir = state_dir(name)
     if (workdir / "cluster.json").exists():
         state = json.loads((workdir / "cluster.json").read_text())
         pids = state["pids"]
-        if all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t in CORE_PROCS):
+        running = all(t in pids and _alive(pids[t]) and _ours(pids[t], workdir) for t in CORE_PROCS)
+        if running and state.get("apiserver_flags", []) == extra:
             log(f"cluster {name!r} already running")
             start_addons(name, addons)
             return workdir / "kubeconfig"
-        log(f"cluster {name!r} is partly down; recreating it")
+        why = "is partly down" if not running else "runs with other kube-apiserver flags"
+        log(f"cluster {name!r} {why}; recreating it")
         down(name)
     bin_dir = ensure_binaries()
     for g in addons:  # missing or failing binaries before the cluster starts
@@ -986,7 +997,14 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
     for component in ("controller-manager", "scheduler", "kwok"):
         write_kubeconfig(workdir / f"{component}.kubeconfig", server, pki, component)
     procs: dict[str, int] = {}
-    state = {"name": name, "ports": ports, "pids": procs, "bin_dir": str(bin_dir), "server": server}
+    state = {
+        "name": name,
+        "ports": ports,
+        "pids": procs,
+        "bin_dir": str(bin_dir),
+        "server": server,
+        "apiserver_flags": extra,
+    }
 
     def save() -> None:
         (workdir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
@@ -1046,6 +1064,7 @@ def up(name: str, gangs: Iterable[Gang] = (), with_kueue: bool = False) -> Path:
                 # /debug/pprof only for the bench's --pprof (T9K_APISERVER_PROFILING=1).
                 f"--profiling={str(bool(os.environ.get('T9K_APISERVER_PROFILING'))).lower()}",
                 "--v=1",
+                *extra,
             ],
             workdir,
         )
@@ -1700,6 +1719,15 @@ def main() -> int:
         "binaries: build it as well (default yes)",
     )
     parser.add_argument(
+        "--apiserver-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="up: a flag added to kube-apiserver's, e.g. "
+        "--apiserver-flag=--max-requests-inflight=5 (repeatable; a cluster running with "
+        "other ones is recreated)",
+    )
+    parser.add_argument(
         "--tools",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -1710,7 +1738,14 @@ def main() -> int:
         parser.error(f"{args.command} takes no schedulers (did you mean --gang?)")
     try:
         if args.command == "up":
-            print(up(args.name, parse_gangs(args.gang or "none"), with_kueue=bool(args.kueue)))
+            print(
+                up(
+                    args.name,
+                    parse_gangs(args.gang or "none"),
+                    with_kueue=bool(args.kueue),
+                    apiserver_flags=args.apiserver_flag,
+                )
+            )
         elif args.command == "gang":
             gang(args.name, parse_gangs(args.schedulers or "all"))
         elif args.command == "kueue":

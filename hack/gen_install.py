@@ -55,8 +55,6 @@ BASE_DIRS = ("rbac", "crds", "scheduling", "manager")
 # Deployment flags the chart sets from values: flag -> (values key, its type).
 VALUE_FLAGS = {
     "--concurrent-reconciles": ("concurrentReconciles", int),
-    "--kube-api-qps": ("kubeAPI.qps", int),
-    "--kube-api-burst": ("kubeAPI.burst", int),
     "--log-level": ("logLevel", str),
     "--pod-start-timeout": ("podStartTimeout", int),
     "--disruption-limit": ("disruptionLimit", int),
@@ -69,6 +67,9 @@ FIXED_FLAGS = (
     "--graceful-shutdown-timeout",
 )
 LEADER_ELECT = "--leader-elect"
+# Flags the chart passes only when a value sets them (the manifests leave them
+# out): values key -> flag, the value's default empty.
+OPTIONAL_FLAGS = {"kubeAPI.qps": "--kube-api-qps", "kubeAPI.burst": "--kube-api-burst"}
 
 # Labels Helm's templates add to every object (the tests compare the chart's
 # objects with kustomize's without them).
@@ -373,6 +374,8 @@ def chart_values(deployment: dict[str, Any]) -> tuple[dict[str, Any], str]:
         "leaderElection": {"enabled": LEADER_ELECT in container["args"]},
         "watchNamespace": "",
     }
+    for key in OPTIONAL_FLAGS:
+        _set(values, key, None)
     for arg in container["args"]:
         flag, _, value = arg.partition("=")
         if flag in VALUE_FLAGS:
@@ -413,7 +416,10 @@ VALUES_NOTES = {
         "# under a Role there"
     ),
     "concurrentReconciles": "workers per job kind",
-    "kubeAPI": "client-side rate limit (docs/benchmarks.md)",
+    "kubeAPI": (
+        "client-side rate limit; empty: none when the API server runs API Priority\n"
+        "# and Fairness, else 50/100; qps -1: none (docs/benchmarks.md)"
+    ),
     "logLevel": "debug, info, warning or error",
     "disruptionLimit": (
         "evictions, preemptions and lost nodes a job's replicas may suffer, each\n"
@@ -670,6 +676,9 @@ def _args_template(container: dict[str, Any], values: dict[str, Any]) -> list[st
             lines.append(f"- {flag}={{{{ .Values.{key} }}}}")
         else:
             lines.append(f"- {arg}")
+    for key, flag in OPTIONAL_FLAGS.items():
+        _get(values, key)  # it is in values.yaml
+        lines += [f"{{{{- with .Values.{key} }}}}", f"- {flag}={{{{ . }}}}", "{{- end }}"]
     lines += [
         "{{- with .Values.watchNamespace }}",
         "- --namespace={{ . }}",

@@ -30,7 +30,8 @@ from t9k_operator.runtime import logging as oplogging
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
-"""The reconcile client's limiter: why these values, at the flags below."""
+"""The reconcile client's limit against an API server without API Priority and
+Fairness: why these values, at the flags below."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -93,27 +94,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=4,
         help="worker threads per job kind (default 4)",
     )
-    # The client-side limit is a courtesy, not the API server's protection: since
-    # Kubernetes 1.29 API Priority and Fairness queues and sheds each client's
-    # requests on the server. 20/30 (controller-runtime's) cost a job start
-    # about a third of a second (7 writes: 4 pods, a Service, 2 status writes),
-    # so 200 jobs submitted together wait a minute on this process alone; 50/100
-    # (kube-scheduler's and Kueue's) is the upper end of what peers pick: a
-    # burst of 100 starts 14 four-replica jobs at once, then 7 a second.
+    # API Priority and Fairness (on by default since Kubernetes 1.20, GA in 1.29)
+    # queues and sheds each client's requests on the server, which answers the
+    # excess with 429 and Retry-After: with it, a client-side limit only makes
+    # jobs wait while the server is idle, so by default there is none (nor in
+    # controller-runtime's clients). A server without it keeps the client-side
+    # limit DEFAULT_QPS/DEFAULT_BURST (kube-scheduler's and Kueue's).
     p.add_argument(
         "--kube-api-qps",
         type=float,
-        default=DEFAULT_QPS,
+        default=None,
         help=(
-            f"client-side limit on API requests per second (default {DEFAULT_QPS:g}; "
-            "the API server's priority and fairness protects it beyond that)"
+            "client-side limit on API requests per second; -1: none (default: none when "
+            "the API server runs API Priority and Fairness, which then paces the operator "
+            f"with 429s it retries; else {DEFAULT_QPS:g})"
         ),
     )
     p.add_argument(
         "--kube-api-burst",
         type=int,
-        default=DEFAULT_BURST,
-        help=f"client-side burst above --kube-api-qps (default {DEFAULT_BURST})",
+        default=None,
+        help=f"client-side burst above --kube-api-qps (default {DEFAULT_BURST} when limited)",
     )
     p.add_argument(
         "--graceful-shutdown-timeout",
@@ -158,8 +159,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--pod-start-timeout must be 0 (no limit) or more")
     if args.disruption_limit < 0:
         p.error("--disruption-limit must be 0 (no limit) or more")
-    if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
-        p.error("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
+    if args.kube_api_qps is not None and args.kube_api_qps <= 0 and args.kube_api_qps != -1:
+        p.error("--kube-api-qps must be > 0, or -1 for no limit")
+    if args.kube_api_burst is not None and args.kube_api_burst < 1:
+        p.error("--kube-api-burst must be >= 1")
     problem = integrations.check_flags(args)
     if problem:
         p.error(problem)
@@ -195,6 +198,18 @@ def may_watch_nodes(client: KubeClient, log: Any) -> bool:
     return True
 
 
+def reconcile_client_options(args: argparse.Namespace, pool_size: int) -> ClientOptions:
+    """The reconcile client's limit: the flags when set (``-1``: none), else
+    DEFAULT_QPS/DEFAULT_BURST until the API server shows it paces clients."""
+    explicit = args.kube_api_qps is not None or args.kube_api_burst is not None
+    return ClientOptions(
+        qps=DEFAULT_QPS if args.kube_api_qps is None else args.kube_api_qps,
+        burst=DEFAULT_BURST if args.kube_api_burst is None else args.kube_api_burst,
+        lift_limit_under_apf=not explicit,
+        pool_size=pool_size,
+    )
+
+
 def leader_election_options(args: argparse.Namespace) -> LeaderElectionOptions:
     return LeaderElectionOptions(
         namespace=args.leader_election_namespace or pod_namespace() or "t9k-system",
@@ -222,22 +237,23 @@ def main(argv: list[str] | None = None) -> int:
     pool_size = CONTROLLERS * (args.concurrent_reconciles + CREATE_PARALLEL) + 16
     try:
         client = KubeClient.from_config(
-            args.kubeconfig,
-            options=ClientOptions(
-                qps=args.kube_api_qps, burst=args.kube_api_burst, pool_size=pool_size
-            ),
+            args.kubeconfig, options=reconcile_client_options(args, pool_size)
         )
     except ApiError as exc:
         log.error("cannot configure the API client", error=str(exc))
         return 2
     # Lease renewals and Events on clients of their own (same connection, own
-    # limiters): a burst of reconciles never delays a renewal (and so never
-    # costs the leadership), and Events never spend the reconcile budget.
+    # limiters, kept whatever the API server is): a burst of reconciles never
+    # delays a renewal (and so never costs the leadership), and Events never
+    # spend the reconcile budget.
     election_client = KubeClient(
         client.connection,
         ClientOptions(
             qps=LEADER_ELECTION_QPS,
             burst=LEADER_ELECTION_BURST,
+            # A refused renewal is tried again by the elector within its renew
+            # deadline, never later by the client behind its back.
+            max_retries=0,
             pool_size=2,
             user_agent="t9k-operator/leader-election",
         ),

@@ -1,11 +1,12 @@
 """The only package that talks to the Kubernetes API (and imports ``kubernetes``).
 May import ``foundation``, ``resources`` and ``objects``; never informers, runtime or job kinds.
 
-Public surface: :class:`KubeClient` (raw-JSON verbs, watches, QPS limit,
+Public surface: :class:`KubeClient` (raw-JSON verbs, watches, pace,
 timeouts), :class:`Resource` descriptors, and the error hierarchy in
 :mod:`t9k_operator.kube.errors`. The client's verbs live in ``client``, the
-connection and request machinery under them in ``transport``, watch and log
-streams in ``streams``.
+connection and request machinery under them in ``transport``, its pace (the
+client-side limit, or the API server's, and the retries of 429s) in ``pace``,
+watch and log streams in ``streams``.
 """
 
 from t9k_operator.kube.client import KubeClient

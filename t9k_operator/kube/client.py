@@ -3,9 +3,10 @@
 Requests and watches carry plain ``dict`` bodies: decoding into generated model
 classes is the known CPU sink of the ``kubernetes`` package, and the operator
 only needs dicts for built-in objects (its own CRDs are parsed by pydantic in
-``api/``). Every call has explicit connect and read timeouts, passes a
-client-side token bucket (``--kube-api-qps`` / ``--kube-api-burst``), and maps
-failures onto :mod:`t9k_operator.kube.errors`. One urllib3 pool is shared by
+``api/``). Every call has explicit connect and read timeouts, goes at the
+client's pace (its token bucket, ``--kube-api-qps`` / ``--kube-api-burst``, or
+the API server's: :mod:`t9k_operator.kube.pace`), and maps failures onto
+:mod:`t9k_operator.kube.errors`. One urllib3 pool is shared by
 all threads; size it to workers + watches.
 
 This module owns the verbs (get, list, watch, create, replace, patch, delete,

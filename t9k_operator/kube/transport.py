@@ -1,7 +1,8 @@
 """The connection and request machinery under :class:`~t9k_operator.kube.KubeClient`:
 the client's options, the shared urllib3 pool (TLS as the connection says),
-the client-side token bucket, and the one HTTP entry point that times,
-authorizes, counts and maps every request onto :mod:`t9k_operator.kube.errors`."""
+and the one HTTP entry point that paces (:mod:`t9k_operator.kube.pace`: the
+client-side limit, the retries of 429s), times, authorizes, counts and maps
+every request onto :mod:`t9k_operator.kube.errors`."""
 
 from __future__ import annotations
 
@@ -13,17 +14,24 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
-from t9k_operator.foundation.flowcontrol import TokenBucket
-from t9k_operator.foundation.metrics_client import API_LIMITER_WAIT, API_REQUESTS
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
+from t9k_operator.foundation.metrics_client import API_REQUESTS
 from t9k_operator.kube.config import Connection
 from t9k_operator.kube.errors import ApiError, TransportError, error_from_response
+from t9k_operator.kube.pace import Pace
 from t9k_operator.objects import Obj
 
 
 @dataclass(frozen=True)
 class ClientOptions:
+    # The client-side limit; a negative qps: none.
     qps: float = 20.0
     burst: int = 30
+    # Drop that limit at the first answer showing the API server runs API
+    # Priority and Fairness, which then paces this client (kube/pace.py).
+    lift_limit_under_apf: bool = False
+    # 429 answers retried per request before it fails (client-go's count).
+    max_retries: int = 10
     pool_size: int = 16
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
@@ -36,10 +44,23 @@ class ClientOptions:
 class Transport:
     """Sends requests to one API server; thread-safe, one pool for all threads."""
 
-    def __init__(self, connection: Connection, options: ClientOptions | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        options: ClientOptions | None = None,
+        *,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
         self.connection = connection
         self.options = options or ClientOptions()
-        self._limiter = TokenBucket(self.options.qps, self.options.burst)
+        self.pace = Pace(
+            self.options.user_agent,
+            self.options.qps,
+            self.options.burst,
+            lift_under_apf=self.options.lift_limit_under_apf,
+            max_retries=self.options.max_retries,
+            clock=clock,
+        )
         # Metric labels: the API server as host:port, this client by its user agent.
         self._host = urlsplit(connection.host).netloc or connection.host
         pool_kwargs: dict[str, Any] = {
@@ -78,19 +99,52 @@ class Transport:
         read_timeout: float,
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
-        waited = self._limiter.accept()
-        API_LIMITER_WAIT.labels(self.options.user_agent, method).observe(waited)
         url = self.connection.host + path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        attempt = 0
+        while True:
+            response = self._send(method, url, path, data, content_type, read_timeout, stream)
+            if response.status < 300:
+                return response
+            payload = response.data if not stream else response.read()
+            if stream:
+                response.release_conn()
+            error = error_from_response(
+                response.status, payload, response.headers.get("Retry-After")
+            )
+            # A 429 was refused before it was processed: any verb may go again,
+            # when the server says when (a 429 without, such as a disruption
+            # budget refusing an eviction, is an answer, not a pace).
+            if (
+                response.status != 429
+                or error.retry_after is None
+                or self.pace.retry_wait(attempt, error.retry_after) is None
+            ):
+                raise error
+            attempt += 1
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        path: str,
+        data: bytes | None,
+        content_type: str,
+        read_timeout: float,
+        stream: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        """One attempt: wait for the limiter, send, count the answer."""
+        self.pace.before_send(method)
         headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
         auth = self.connection.authorization()
         if auth:
             headers["Authorization"] = auth
-        data: bytes | None = None
-        if body is not None:
+        if data is not None:
             headers["Content-Type"] = content_type
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
             response = self._pool.request(
                 method,
@@ -105,11 +159,7 @@ class Transport:
             API_REQUESTS.labels("<error>", method, self._host).inc()
             raise TransportError(f"{method} {path}: {exc}") from exc
         API_REQUESTS.labels(str(response.status), method, self._host).inc()
-        if response.status >= 300:
-            payload = response.data if not stream else response.read()
-            if stream:
-                response.release_conn()
-            raise error_from_response(response.status, payload, response.headers.get("Retry-After"))
+        self.pace.answered(response.headers)
         return response
 
     def request(

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,11 +80,14 @@ class Cluster:
     ca_file: Path
 
     @classmethod
-    def start(cls, name: str) -> Cluster:
+    def start(cls, name: str, apiserver_flags: Sequence[str] = ()) -> Cluster:
+        """Start the cluster ``name``, its kube-apiserver with ``apiserver_flags``
+        added (one running with other ones is recreated)."""
         # Binaries are a make prerequisite (`make binaries`): never built here,
         # under a test's timeout.
+        flags = [f"--apiserver-flag={flag}" for flag in apiserver_flags]
         proc = subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), "up", "--name", name],
+            [sys.executable, str(CLUSTER_SCRIPT), "up", "--name", name, *flags],
             capture_output=True,
             text=True,
             env={**os.environ, "T9K_NO_BUILD": "1"},

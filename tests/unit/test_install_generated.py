@@ -108,7 +108,9 @@ def test_the_charts_values_are_the_deployments_settings() -> None:
     assert values["replicas"] == dep["spec"]["replicas"]
     assert values["resources"] == container["resources"]
     assert values["leaderElection"] == {"enabled": True}
-    assert values["kubeAPI"] == {"qps": 50, "burst": 100}
+    # Unset: the operator picks its limit by the API server (README, --kube-api-qps).
+    assert values["kubeAPI"] == {"qps": None, "burst": None}
+    assert not any(a.startswith("--kube-api-") for a in container["args"])
     assert yaml.safe_load((ROOT / "charts" / "t9k-operator" / "values.yaml").read_text()) == values
     # A flag the generator does not know is refused, not dropped from the chart.
     changed = copy.deepcopy(dep)

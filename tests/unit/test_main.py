@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.__main__ import leader_election_options, may_watch_nodes, parse_args, unserved
+from t9k_operator.__main__ import (
+    leader_election_options,
+    may_watch_nodes,
+    parse_args,
+    reconcile_client_options,
+    unserved,
+)
 from t9k_operator.kube import Forbidden, NotFound, ServerError
 from t9k_operator.manager import parse_bind_address
 from t9k_operator.reconcilers import plugins as registry
@@ -29,11 +35,14 @@ def test_pod_start_timeout_defaults_to_ten_minutes_and_zero_turns_it_off() -> No
     assert parse_args(["--pod-start-timeout=0"]).pod_start_timeout == 0.0
 
 
-def test_default_client_limit_is_chosen_for_job_starts() -> None:
-    """50/100, not controller-runtime's 20/30: a job start is 7 limited writes,
-    and the API server's priority and fairness protects it (README, the flag)."""
+def test_default_client_limit_is_the_api_servers() -> None:
+    """No flag: the API server's priority and fairness paces the reconciles; a
+    server without it, 50/100, not controller-runtime's 20/30: a job start is 7
+    limited writes (README, the flag)."""
     args = parse_args([])
-    assert (args.kube_api_qps, args.kube_api_burst) == (50.0, 100)
+    options = reconcile_client_options(args, pool_size=8)
+    assert (options.qps, options.burst, options.lift_limit_under_apf) == (50.0, 100, True)
+    assert options.pool_size == 8
     assert (
         args.leader_elect_lease_duration,
         args.leader_elect_renew_deadline,
@@ -42,10 +51,25 @@ def test_default_client_limit_is_chosen_for_job_starts() -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--kube-api-qps=80"], (80.0, 100, False)),
+        (["--kube-api-burst=300"], (50.0, 300, False)),
+        (["--kube-api-qps=-1"], (-1.0, 100, False)),
+    ],
+)
+def test_client_limit_set_by_flag_wins(argv: list[str], expected: tuple[float, int, bool]) -> None:
+    """Either flag fixes the limit whatever the API server; -1 turns it off."""
+    options = reconcile_client_options(parse_args(argv), pool_size=8)
+    assert (options.qps, options.burst, options.lift_limit_under_apf) == expected
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["--concurrent-reconciles=0"],
         ["--kube-api-qps=0"],
+        ["--kube-api-qps=-2"],
         ["--kube-api-burst=0"],
         ["--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"],
         ["--log-level=loud"],
