@@ -106,6 +106,11 @@ QUIET_SECONDS = 3.0
 their state as the one the operator leaves them in."""
 
 
+def in_phase(phase: str) -> Callable[[dict[str, Any]], bool]:
+    """For :func:`settled`: the job's phase is ``phase``."""
+    return lambda job: (job.get("status") or {}).get("phase") == phase
+
+
 def settled(
     jobs: Jobs,
     name: str,

@@ -32,7 +32,14 @@ import pytest
 from t9k_operator.kube import NotFound
 from t9k_operator.resources import PODS
 from tests.integration.cluster import in_background, wait_for
-from tests.integration.jobs import Jobs, pytorch_job, run_all, settled, with_containers
+from tests.integration.jobs import (
+    Jobs,
+    in_phase,
+    pytorch_job,
+    run_all,
+    settled,
+    with_containers,
+)
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 
@@ -138,10 +145,6 @@ def errors(operator: OperatorProcess, jobs: Jobs) -> list[str]:
     ]
 
 
-def phase_is(phase: str) -> Any:
-    return lambda job: (job.get("status") or {}).get("phase") == phase
-
-
 def hold(jobs: Jobs, job: str) -> None:
     """Every pod of ``job`` kept, once deleted, until :func:`release`: a pod
     reported Failed while Terminating stays for the operator to see."""
@@ -198,7 +201,7 @@ def test_a_restart_waits_for_the_terminating_pod_and_counts_once(
         kubelet.fail(jobs.namespace, "gr-worker-1", exit_code=1, running=[SIDECAR])
         new = jobs.wait_new_pod("gr", "gr-worker-1", old, timeout=STOP_SECONDS + 20)
         kubelet.run(jobs.namespace, "gr-worker-1")
-        status = settled(jobs, "gr", "phase Running", phase_is("Running"), operator=operator)
+        status = settled(jobs, "gr", "phase Running", in_phase("Running"), operator=operator)
     assert samples.terminating("gr-worker-1", old), "the old pod was never seen Terminating"
     assert replaced_promptly(samples, "gr-worker-1", old) == new["metadata"]["uid"]
     assert samples.most_live() <= 2
@@ -223,7 +226,7 @@ def test_pause_and_resume_while_the_pods_are_terminating(
         for name in ("gp-worker-0", "gp-worker-1"):
             jobs.wait_new_pod("gp", name, pods[name]["metadata"]["uid"], timeout=STOP_SECONDS + 20)
         run_all(kubelet, jobs, "gp", ["gp-worker-0", "gp-worker-1"])
-        status = settled(jobs, "gp", "phase Running", phase_is("Running"), operator=operator)
+        status = settled(jobs, "gp", "phase Running", in_phase("Running"), operator=operator)
     for name in ("gp-worker-0", "gp-worker-1"):
         replaced_promptly(samples, name, pods[name]["metadata"]["uid"])
     assert samples.most_live() <= 2
@@ -298,7 +301,7 @@ def test_cleanup_of_a_finished_job_while_its_pods_terminate(
         wait_terminating(jobs, "gc")
         wait_for(lambda: not jobs.all_pods("gc"), STOP_SECONDS + 20, "every pod gone")
         # A reconcile after the last pod went would recreate nothing.
-        settled(jobs, "gc", "phase Succeeded", phase_is("Succeeded"), operator=operator)
+        settled(jobs, "gc", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     for name, pod in pods.items():
         assert samples.terminating(name, pod["metadata"]["uid"]), f"{name} never Terminating"
     assert not any(
@@ -334,7 +337,7 @@ def uncharged(
 ) -> dict[str, Any]:
     """The job, settled in ``phase`` with its pods reported killed by SIGTERM,
     charged ``restarts`` restarts and no more (and never failed)."""
-    status = settled(jobs, job, f"phase {phase}", phase_is(phase), operator=operator)["status"]
+    status = settled(jobs, job, f"phase {phase}", in_phase(phase), operator=operator)["status"]
     assert status["restartCount"] == restarts, status
     assert len([r for r in status.get("restarts") or [] if r["counted"]]) == restarts, status
     assert restarting(jobs, job) == restarts, jobs.events(job)
