@@ -51,8 +51,10 @@ SIGTERM_EXIT = 143
 
 
 @pytest.fixture
-def jobs(admin: Any, namespace: str) -> Jobs:
-    return Jobs(admin, namespace)
+def jobs(admin: Any, namespace: str) -> Iterator[Jobs]:
+    j = Jobs(admin, namespace)
+    yield j
+    release(j)  # a test that failed holding pods leaves none behind
 
 
 @dataclass
@@ -152,8 +154,13 @@ def hold(jobs: Jobs, job: str) -> None:
         jobs.client.patch(PODS, name, {"metadata": {"finalizers": [HOLD]}}, jobs.namespace)
 
 
-def release(jobs: Jobs, job: str) -> None:
-    for name, pod in jobs.all_pods(job).items():
+def release(jobs: Jobs, job: str | None = None) -> None:
+    """The pods :func:`hold` kept, of ``job`` (None: of every job in the namespace)."""
+    if job is None:
+        pods = {p["metadata"]["name"]: p for p in jobs.client.list_all(PODS, jobs.namespace)[0]}
+    else:
+        pods = jobs.all_pods(job)
+    for name, pod in pods.items():
         if HOLD in (pod["metadata"].get("finalizers") or []):
             try:
                 jobs.client.patch(PODS, name, {"metadata": {"finalizers": None}}, jobs.namespace)

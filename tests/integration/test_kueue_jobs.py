@@ -322,32 +322,34 @@ def test_pods_killed_by_sigterm_in_a_preemption_are_not_charged(
         kubelet.run(jobs.namespace, name)
     jobs.wait_phase("low", "Running", 30)
     hold(jobs, "low")
-    high = gpu_job(
-        "PyTorchTrainingJob", "high", manual=True, queue=preempting_queue, priority=90, pods=1
-    )
-    jobs.create(high)
-    wait_terminating(jobs, "low")
-    assert len(killed_by_sigterm(kubelet, jobs, "low")) == 3
+    try:
+        high = gpu_job(
+            "PyTorchTrainingJob", "high", manual=True, queue=preempting_queue, priority=90, pods=1
+        )
+        jobs.create(high)
+        wait_terminating(jobs, "low")
+        assert len(killed_by_sigterm(kubelet, jobs, "low")) == 3
 
-    def unharmed(status: dict[str, Any]) -> None:
-        assert status["restartCount"] == 0, status
-        assert not [r for r in status.get("restarts") or [] if r["counted"]], status
-        assert "Restarting" not in [reason for _, reason, _ in jobs.events("low")]
-        assert (engine_condition(jobs, "low", "Failed") or {}).get("status") != "True", status
+        def unharmed(status: dict[str, Any]) -> None:
+            assert status["restartCount"] == 0, status
+            assert not [r for r in status.get("restarts") or [] if r["counted"]], status
+            assert "Restarting" not in [reason for _, reason, _ in jobs.events("low")]
+            assert (engine_condition(jobs, "low", "Failed") or {}).get("status") != "True", status
 
-    evicted = settled(
-        jobs,
-        "low",
-        "evicted by Kueue",
-        lambda _: (
-            (engine_condition(jobs, "low", "Running") or {}).get("reason") == "EvictedByKueue"
-        ),
-        operator=kueue_operator,
-    )["status"]
-    assert evicted["phase"] == "Pending", evicted
-    unharmed(evicted)
-    # Kueue takes the quota back only once the pods are gone.
-    release(jobs, "low")
+        evicted = settled(
+            jobs,
+            "low",
+            "evicted by Kueue",
+            lambda _: (
+                (engine_condition(jobs, "low", "Running") or {}).get("reason") == "EvictedByKueue"
+            ),
+            operator=kueue_operator,
+        )["status"]
+        assert evicted["phase"] == "Pending", evicted
+        unharmed(evicted)
+        # Kueue takes the quota back only once the pods are gone.
+    finally:
+        release(jobs, "low")
     wait_for(lambda: bound(jobs, "high") == 1, 60, "high admitted and bound")
     finish(kubelet, jobs, "high")
     jobs.wait_phase("high", "Succeeded", 30)
