@@ -1,4 +1,5 @@
-"""Helpers for job tests: submit jobs, read their status, find their pods."""
+"""Helpers for job tests: submit jobs, read their status, find their pods, and
+wait for a job to settle before checking that nothing went wrong."""
 
 from __future__ import annotations
 
