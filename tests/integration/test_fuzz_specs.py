@@ -127,6 +127,25 @@ def _template(name: str, image: str) -> dict[str, Any]:
 
 
 BASE_SPECS: dict[str, dict[str, Any]] = {
+    "GenericJob": {
+        "successRules": [{"server": [0]}],
+        "failureRules": [{"client": [0, 1]}],
+        "service": {"ports": [{"name": "msg", "port": 5000}]},
+        "cleanUpPolicy": "Unfinished",
+        "replicaSpecs": [
+            {
+                "type": "server",
+                "restartPolicy": {"policy": "OnFailure", "limit": 2},
+                "template": _template("main", "debian:12"),
+            },
+            {
+                "type": "client",
+                "replicas": 2,
+                "restartPolicy": {"policy": "Never"},
+                "template": _template("main", "debian:12"),
+            },
+        ],
+    },
     # kind -> the spec of a valid job, which the fuzzer enriches and mutates
     "PyTorchTrainingJob": {
         "replicaSpecs": [
@@ -383,6 +402,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "DeepSpeedJob": _worker,
     "ColossalAIJob": _worker,  # its launcher has no pod template
     "MSJob": _ms_replica_specs,
+    "GenericJob": _replica_specs,
 }
 
 

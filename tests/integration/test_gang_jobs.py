@@ -127,6 +127,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "DeepSpeedJob": _deepspeed,
     "ColossalAIJob": _colossalai,
     "MSJob": _msjob,
+    "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
 }
 
 
