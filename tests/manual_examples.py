@@ -15,15 +15,24 @@ ROOT = Path(__file__).resolve().parents[1]
 MANUAL = ROOT.parent / "shared" / "specs" / "genericjob.md"
 
 
-def examples(kind: str = "GenericJob") -> list[dict[str, Any]]:
-    """The manual's whole jobs of ``kind``, in order."""
-    found: list[dict[str, Any]] = []
+def example_texts(kind: str = "GenericJob") -> dict[str, str]:
+    """The manual's whole jobs of ``kind`` as written, by their order
+    (``manual-1``, ...); none when the manual is not beside the clone."""
+    if not MANUAL.exists():
+        return {}
+    found: dict[str, str] = {}
     for block in re.findall(r"```yaml\n(.*?)```", MANUAL.read_text(), re.S):
         if re.search(r"^\s*\.\.\.\s*$", block, re.M):
             continue  # elided: a fragment
         try:
-            docs = list(yaml.safe_load_all(block))
+            doc = yaml.safe_load(block)
         except yaml.YAMLError:
             continue
-        found += [d for d in docs if isinstance(d, dict) and d.get("kind") == kind]
+        if isinstance(doc, dict) and doc.get("kind") == kind:
+            found[f"manual-{len(found) + 1}"] = block
     return found
+
+
+def examples(kind: str = "GenericJob") -> list[dict[str, Any]]:
+    """The manual's whole jobs of ``kind``, parsed, in order."""
+    return [yaml.safe_load(text) for text in example_texts(kind).values()]
