@@ -15,13 +15,26 @@ ROOT = Path(__file__).resolve().parents[1]
 MANUAL = ROOT.parent / "shared" / "specs" / "genericjob.md"
 
 
+SECTIONS = {
+    "创建 GenericJob": "basic",
+    "资源配置": "resources",
+    "环境变量": "env",
+    "变量替换": "variables",
+}
+"""The manual's sections, by the names the tests give their examples (the
+containers of ``resources`` and ``env`` have no name: crd_helpers.DOC_FRAGMENTS)."""
+
+
 def example_texts(kind: str = "GenericJob") -> dict[str, str]:
-    """The manual's whole jobs of ``kind`` as written, by their order
-    (``manual-1``, ...); none when the manual is not beside the clone."""
+    """The manual's whole jobs of ``kind`` as written, by their section's name in
+    :data:`SECTIONS` (else ``manual-<n>``); none when the manual is not beside
+    the clone."""
     if not MANUAL.exists():
         return {}
     found: dict[str, str] = {}
-    for block in re.findall(r"```yaml\n(.*?)```", MANUAL.read_text(), re.S):
+    text = MANUAL.read_text()
+    for match in re.finditer(r"```yaml\n(.*?)```", text, re.S):
+        block = match[1]
         if re.search(r"^\s*\.\.\.\s*$", block, re.M):
             continue  # elided: a fragment
         try:
@@ -29,7 +42,9 @@ def example_texts(kind: str = "GenericJob") -> dict[str, str]:
         except yaml.YAMLError:
             continue
         if isinstance(doc, dict) and doc.get("kind") == kind:
-            found[f"manual-{len(found) + 1}"] = block
+            headings = re.findall(r"^#+ (.+)$", text[: match.start()], re.M)
+            heading = headings[-1].strip() if headings else ""
+            found[SECTIONS.get(heading, f"manual-{len(found) + 1}")] = block
     return found
 
 

@@ -131,7 +131,7 @@ class ReplicaSpec(T9kModel):
 
 RANK = Annotated[int, Field(ge=0, le=MAX_REPLICAS)]
 FinishRule = Annotated[
-    dict[ReplicaType, Annotated[list[RANK], Field(min_length=1, max_length=MAX_RULE_RANKS)]],
+    dict[str, Annotated[list[RANK], Field(min_length=1, max_length=MAX_RULE_RANKS)]],
     Field(min_length=1, max_length=MAX_REPLICA_SPECS),
 ]
 

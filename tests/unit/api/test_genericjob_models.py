@@ -79,6 +79,29 @@ spec:
           image: debian:12
           args: ["$(service.master[0].host):$(service.port[http])"]
 """,
+    "pause": """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: generic-example
+spec:
+  runMode:
+    pause:
+      enabled: true
+      resumeSpecs:
+      - type: worker
+        skipInitContainer: true
+        command: ["/usr/bin/sshd"]
+  replicaSpecs:
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: main
+          image: debian:12
+          command: ["sleep", "365"]
+""",
 }
 SPEC_EXAMPLES: dict[str, str] = {**example_texts(), **OWN_EXAMPLES}
 
@@ -90,6 +113,11 @@ conditions:
     message: "The job has been initialized successfully."
     reason: "-"
     type: Initialized
+  - lastTransitionTime: "2021-01-18T02:36:31Z"
+    status: "False"
+    message: 'The job failed by its failure rule: replicas worker-0 have all failed'
+    reason: ReplicaFailed
+    type: Running
   - lastTransitionTime: "2021-01-18T02:36:31Z"
     status: "True"
     message: 'The job failed by its failure rule: replicas worker-0 have all failed'
