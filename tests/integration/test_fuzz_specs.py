@@ -519,11 +519,13 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "DeepSpeedJob": ("spec.worker.template", "worker.template"),
     "ColossalAIJob": ("spec.worker.template", "worker.template"),
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
+    "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
 }
 OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
     "PyTorchTrainingJob": [],
     "DeepSpeedJob": [],
+    "GenericJob": [],
     "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
     "MSJob": [
         (
@@ -644,6 +646,16 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
         )
     ],
     "MSJob": [],
+    "GenericJob": [
+        (
+            "gj",
+            {},
+            [
+                {"type": "server", "command": ["python3", "serve.py"], "args": ["--resume"]},
+                {"type": "client", "args": ["--from", "c"]},
+            ],
+        )
+    ],
 }
 TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore")
 
