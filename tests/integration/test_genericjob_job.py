@@ -1,8 +1,9 @@
 """GenericJob end to end on the local cluster, the operator as its
 ServiceAccount: the pods and per-replica Services it creates with the
 variables filled in, its success and failure rules, a replica type's own
-restart limit, and a template variable the job lacks failing the job with a
-condition naming the field and the variable."""
+restart limit, a template variable the job lacks failing the job with a
+condition naming the field and the variable, and the t9k command and the SDK
+on a GenericJob."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import pytest
 from t9k_operator.api import genericjob
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient
-from t9k_operator.resources import SERVICES
-from tests.integration.cluster import wait_for
+from t9k_operator.resources import PODS, SERVICES
+from t9k_operator.sdk import Client
+from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
+from tests.integration.test_cli import LOG_LINES, Run, runs_for
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -149,3 +152,39 @@ def test_a_variable_the_job_lacks_fails_it_naming_field_and_variable(jobs: Jobs)
         "spec.replicaSpecs[0].template.spec.containers[0].args[0]: $(service.port[http]):"
     ), cond["message"]
     assert not jobs.all_pods("novar")
+
+
+def test_the_t9k_command_and_the_sdk_on_a_genericjob(
+    cluster: Cluster, namespace: str, admin: KubeClient
+) -> None:
+    """`t9k create generic`, list, describe, logs, pause, resume, wait; and the
+    SDK's view of the job."""
+    t9k = Run(cluster, namespace)
+    out = t9k.ok(
+        "create", "generic", "gen", "--image", "t:1", "--workers", "2", "--gpus", "1",
+        *runs_for(30), "--", "python", "x.py",
+    )  # fmt: skip
+    assert out == "genericjob.batch.tensorstack.dev/gen created\n"
+    t9k.ok("wait", "gen", "--for", "Running", "--timeout", "60s")
+    row = wait_for(
+        lambda: next(
+            (r.split() for r in t9k.ok("list").splitlines()[1:] if r.split()[5:6] == ["2"]), None
+        ),
+        30,
+        "both GPUs allocated",
+    )
+    assert row[:6] == ["gen", "GenericJob", "Running", "-", "2", "2"]
+    described = t9k.ok("describe", "gen")
+    assert "Kind:        GenericJob" in described
+    assert t9k.ok("logs", "gen").splitlines() == LOG_LINES  # worker-0's: the first replica
+    assert t9k.ok("pause", "gen") == "genericjob.batch.tensorstack.dev/gen paused\n"
+    t9k.ok("wait", "gen", "--for", "Paused", "--timeout", "60s")
+    wait_for(lambda: not admin.list_all(PODS, namespace)[0], 30, "the paused job's pods deleted")
+    t9k.ok("resume", "gen")
+    t9k.ok("wait", "gen", "--for", "Running", "--timeout", "60s")
+    with Client(str(cluster.kubeconfig), namespace=namespace) as client:
+        job = client.get("gen", "generic")
+        assert job["kind"] == "GenericJob"
+    done = t9k("wait", "gen", "--for", "Succeeded", "--timeout", "90s")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "genericjob.batch.tensorstack.dev/gen succeeded\n"
