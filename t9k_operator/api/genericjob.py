@@ -37,6 +37,7 @@ from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
     DNS_LABEL_PATTERN,
     KUBERNETES_SCHEMA,
+    MAX_INT32,
     MAX_REPLICA_SPECS,
     MAX_REPLICAS,
     ReplicaType,
@@ -95,7 +96,7 @@ class GenericRestartPolicy(T9kModel):
     limit: int = Field(
         default=0,
         ge=0,
-        le=MAX_REPLICAS * 100,
+        le=MAX_INT32,
         description=(
             "Most restarts of the replicas of this type, all of them together (what "
             "status.tasks[].restartCount counts). Defaults to 0: no restart."
