@@ -26,8 +26,15 @@ from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.tensorflow import TensorFlowKind
 
-KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+KINDS: tuple[JobKind[Any], ...] = (
+    PyTorchKind(),
+    DeepSpeedKind(),
+    ColossalAIKind(),
+    MSJobKind(),
+    TensorFlowKind(),
+)
 
 
 def crds() -> list[CrdInfo]:

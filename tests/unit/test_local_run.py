@@ -44,6 +44,7 @@ EXPECTED = {
     "deepspeed-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
     "colossalai-basic.yaml": ["worker-0", "worker-1"],
     "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
+    "tensorflow-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
 }
 
 
@@ -64,9 +65,9 @@ def pids(output: str) -> list[int]:
     return [int(p) for p in re.findall(r"^\[[^]]+\] replica \S+ pid (\d+):", output, re.M)]
 
 
-def test_the_samples_cover_all_four_kinds() -> None:
+def test_the_samples_cover_every_kind() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
-    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"}
+    assert kinds == {kind.crd.kind for kind in registry.KINDS}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 
@@ -133,6 +134,9 @@ def run_job(manifest: dict[str, Any], *args: str, grace: float = 0.2) -> tuple[i
             "stopping scheduler-0",
         ),
         ("msjob-basic.yaml", ["--then", "hang", "--exit", "scheduler-0", "2"], 2, "failed"),
+        # TensorFlow: worker 0 (no chief) decides; any replica failing fails the job.
+        ("tensorflow-basic.yaml", ["--then", "hang", "--exit", "0", "0"], 0, "job succeeded"),
+        ("tensorflow-basic.yaml", ["--then", "hang", "--exit", "3", "6"], 6, "worker-3 failed"),
     ],
 )
 def test_the_kinds_rule_decides_the_exit_code(
