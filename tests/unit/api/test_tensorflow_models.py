@@ -15,21 +15,35 @@ from t9k_operator.api import tensorflow as tf
 from tests.unit.api.helpers import ROOT
 
 MANUAL = Path(ROOT).parent / "shared" / "specs" / "tensorflowtrainingjob.md"
+EXAMPLES = (
+    "basic",
+    "resources",
+    "shared-memory",
+    "env",
+    "scheduler",
+    "tensorboard",
+    "debug-1",
+    "debug-2",
+    "pause-1",
+    "pause-2",
+)
+"""The manual's examples in its order, named by what each shows (``resources``
+and ``env`` show one field of a nameless container, as DOC_FRAGMENTS says)."""
 
 
 def manual_examples() -> dict[str, dict[str, Any]]:
-    """Every TensorFlowTrainingJob of the manual, by its place (``example-1``, ...).
+    """Every TensorFlowTrainingJob of the manual, named as :data:`EXAMPLES`.
 
     A block that is a whole job is taken as written. The manual's other blocks
     are excerpts: ``...`` stands for the rest of the job (a line of its own) or
     for the rest of a container (an item ``- ...``). An excerpt's ``spec`` goes
-    over the first whole example's (``example-1``), and ``- ...`` is that
+    over the first whole example's (``basic``), and ``- ...`` is that
     example's container; each document of a block is an example of its own.
     """
     blocks = re.findall(r"```yaml\n(.*?)```", MANUAL.read_text(), re.S)
-    jobs: dict[str, dict[str, Any]] = {}
+    jobs: list[dict[str, Any]] = []
     base: dict[str, Any] | None = None
-    for n, block in enumerate(blocks, 1):
+    for block in blocks:
         if "kind: TensorFlowTrainingJob" in block and not re.search(
             r"^\s*(- )?\.\.\.$", block, re.M
         ):
@@ -38,12 +52,12 @@ def manual_examples() -> dict[str, dict[str, Any]]:
             docs = _excerpts(block, base)
         else:
             continue
-        for i, doc in enumerate(docs, 1):
-            if not isinstance(doc, dict) or doc.get("kind") != tf.KIND:
-                continue
-            base = base or doc
-            jobs[f"example-{n}" + (f"-{i}" if len(docs) > 1 else "")] = doc
-    return jobs
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") == tf.KIND:
+                base = base or doc
+                jobs.append(doc)
+    assert len(jobs) == len(EXAMPLES), f"the manual has {len(jobs)} examples: {jobs}"
+    return dict(zip(EXAMPLES, jobs, strict=True))
 
 
 def _excerpts(block: str, base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,6 +83,32 @@ def _excerpts(block: str, base: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def manual_statuses() -> dict[str, str]:
+    """The manual's status examples (``...`` then ``status:``), each as the
+    status's YAML, named by its first field."""
+    out = {}
+    for block in re.findall(r"```yaml\n(.*?)```", MANUAL.read_text(), re.S):
+        if not re.search(r"^status:", block, re.M):
+            continue
+        text = "\n".join(line for line in block.splitlines() if line.strip() != "...")
+        doc = yaml.safe_load(text)
+        if isinstance(doc, dict) and set(doc) == {"status"}:
+            out[next(iter(doc["status"]))] = yaml.safe_dump(doc["status"])
+    return out
+
+
+JOB = "tensorflow-example"
+SPEC_EXAMPLES = {name: yaml.safe_dump(doc) for name, doc in manual_examples().items()}
+"""The manual's examples as YAML documents, for the suites every kind shares."""
+STATUS_EXAMPLES = manual_statuses()
+
+
+def test_the_manual_has_the_status_examples_this_test_reads() -> None:
+    assert sorted(STATUS_EXAMPLES) == ["aggregate", "conditions", "tasks", "tensorboard"]
+    for text in STATUS_EXAMPLES.values():
+        tf.TensorFlowTrainingJobStatus.model_validate(yaml.safe_load(text))
+
+
 def parse(raw: dict[str, Any]) -> tf.TensorFlowTrainingJobObject:
     obj = {**raw, "metadata": {**raw["metadata"], "namespace": "ns", "uid": "u"}}
     return tf.TensorFlowTrainingJobObject.model_validate(obj)
@@ -76,19 +116,17 @@ def parse(raw: dict[str, Any]) -> tf.TensorFlowTrainingJobObject:
 
 def test_the_manual_has_the_examples_this_test_reads() -> None:
     assert MANUAL.is_file(), f"the manual is not at {MANUAL}"
-    # The basic job, resources, shared memory, env; scheduler, TensorBoard, the
-    # two debug and the two pause examples.
-    assert len(manual_examples()) == 10, sorted(manual_examples())
+    assert list(manual_examples()) == list(EXAMPLES)
 
 
-@pytest.mark.parametrize("name", sorted(manual_examples()))
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_of_the_manual_parses(name: str) -> None:
     job = parse(manual_examples()[name])
     assert job.spec.replica_specs[0].type == "worker"
 
 
 def test_the_basic_example_gets_the_models_defaults() -> None:
-    job = parse(manual_examples()["example-1"])
+    job = parse(manual_examples()["basic"])
     rs = job.spec.replica_specs[0]
     assert (rs.replicas, rs.restart_policy) == (4, "OnFailure")
     assert job.spec.run_mode is None and job.spec.scheduler is None
@@ -97,7 +135,7 @@ def test_the_basic_example_gets_the_models_defaults() -> None:
 
 def test_the_excerpts_reach_their_fields() -> None:
     jobs = manual_examples()
-    shm = next(j for j in jobs.values() if "volumes" in str(j))
+    shm = jobs["shared-memory"]
     pod = shm["spec"]["replicaSpecs"][0]["template"]["spec"]
     assert pod["containers"][0]["name"] == "tensorflow"
     assert pod["volumes"][0]["emptyDir"]["medium"] == "Memory"
