@@ -121,11 +121,8 @@ class TensorFlowLocal:
             env = here.env(replica.env)
             task = json.loads(replica.env[build.TF_CONFIG])["task"]
             env[build.TF_CONFIG] = json.dumps({"cluster": local, "task": task})
-            c = replica.container
-            argv = [str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
-            process = Process(
-                label, (task["type"], task["index"]), tuple(map(here.text, argv)), env
-            )
+            argv = tuple(here.argv(label, replica))
+            process = Process(label, (task["type"], task["index"]), argv, env)
             processes.append(process)
         here.note(
             "TensorFlowTrainingJob: every task listens on 127.0.0.1 with a port of its own "
