@@ -1,6 +1,6 @@
 """The generated TensorFlowTrainingJob CRD on a real API server.
 
-Every example of the manual (/work's shared/specs, beside the clone) applies
+Every example of the manual (shared/specs in the clone's parent folder) applies
 as written with a server-side dry run, but for the two that show one field of
 a container and leave out its name, which the Pod API's schema refuses; bad
 specs are refused at admission naming the field.
