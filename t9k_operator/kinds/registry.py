@@ -29,6 +29,7 @@ from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.tensorflow import TensorFlowKind
 
 KINDS: tuple[JobKind[Any], ...] = (
     PyTorchKind(),
@@ -36,6 +37,7 @@ KINDS: tuple[JobKind[Any], ...] = (
     ColossalAIKind(),
     MSJobKind(),
     GenericJobKind(),
+    TensorFlowKind(),
 )
 # Then the kinds of other distributions: each entry point of the group
 # t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).

@@ -29,6 +29,7 @@ from tests.integration import test_crd_deepspeed as deepspeed
 from tests.integration import test_crd_genericjob as genericjob
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
+from tests.integration import test_crd_tensorflow as tensorflow
 from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -45,6 +46,7 @@ from tests.unit.api import test_deepspeed_models as deepspeed_models
 from tests.unit.api import test_genericjob_models as genericjob_models
 from tests.unit.api import test_msjob_models as msjob_models
 from tests.unit.api import test_pytorch_models as pytorch_models
+from tests.unit.api import test_tensorflow_models as tensorflow_models
 from tests.unit.api.helpers import is_subset, load
 
 
@@ -137,6 +139,19 @@ CASES: dict[str, Callable[[], Case]] = {
         ),
         row=[genericjob.JOB, "Failed", "ReplicaFailed", "2", "3", "1"],
         paused=genericjob_models.OWN_EXAMPLES["pause"],
+    ),
+    "TensorFlowTrainingJob": lambda: Case(
+        crd=tensorflow.CRD,
+        job=tensorflow.JOB,
+        example=tensorflow_models.SPEC_EXAMPLES["basic"],
+        examples=tensorflow_models.SPEC_EXAMPLES,
+        invalid=tensorflow.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(
+            tensorflow_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=3, replicas=4
+        ),
+        row=[tensorflow.JOB, "Succeeded", "Succeeded", "3", "4", "1"],
+        paused=tensorflow.PAUSED,
     ),
 }
 

@@ -209,6 +209,29 @@ BASE_SPECS: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "TensorFlowTrainingJob": {
+        "replicaSpecs": [
+            {
+                "type": "chief",
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+            {
+                "type": "worker",
+                "replicas": 2,
+                "restartPolicy": "ExitCode",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+            {
+                "type": "ps",
+                "replicas": 1,
+                "restartPolicy": "Always",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+        ],
+        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
+    },
 }
 
 
@@ -403,6 +426,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "ColossalAIJob": _worker,  # its launcher has no pod template
     "MSJob": _ms_replica_specs,
     "GenericJob": _replica_specs,
+    "TensorFlowTrainingJob": _replica_specs,
 }
 
 
@@ -520,6 +544,7 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "ColossalAIJob": ("spec.worker.template", "worker.template"),
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
     "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
+    "TensorFlowTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
 }
 OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
@@ -533,6 +558,7 @@ OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
             "runPolicy.schedulingPolicy.minResources.cpu",
         )
     ],
+    "TensorFlowTrainingJob": [],
 }
 
 
@@ -656,8 +682,18 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
             ],
         )
     ],
+    "TensorFlowTrainingJob": [
+        (
+            "tf",
+            {},
+            [
+                {"type": "chief", "args": ["train.py", "--resume", "ckpt"]},
+                {"type": "worker", "command": ["python", "resume.py"], "args": ["--from", "c"]},
+            ],
+        )
+    ],
 }
-TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore")
+TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "tensorflow")
 
 
 def dropped_resume(spec: dict[str, Any], pod: dict[str, Any], path: str) -> list[str]:

@@ -106,6 +106,17 @@ def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None
     return spec
 
 
+def _tensorflow(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicaSpecs": [
+            {"type": "chief", "replicas": 1, "template": _template("tensorflow", notes)},
+            {"type": "worker", "replicas": pods - 1, "template": _template("tensorflow", notes)},
+        ]
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
 def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
     role = {"replicas": 1, "template": _template("mindspore", notes)}
     workers = {**role, "replicas": pods - 1}  # and the scheduler
@@ -128,6 +139,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "ColossalAIJob": _colossalai,
     "MSJob": _msjob,
     "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
+    "TensorFlowTrainingJob": _tensorflow,
 }
 
 
@@ -411,6 +423,7 @@ RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
     "DeepSpeedJob": (("worker",), "restarts-worker-1", "OnFailure"),
     "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
     "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
+    "TensorFlowTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
 }
 
 

@@ -35,6 +35,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "ColossalAIJob": lambda spec: spec["worker"]["template"],
     "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
     "GenericJob": lambda spec: spec["replicaSpecs"][0]["template"],
+    "TensorFlowTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
 }
 EXPLAIN: dict[str, str | None] = {
     # kind -> the path kubectl explain takes to a container's command (None: none).
@@ -45,6 +46,7 @@ EXPLAIN: dict[str, str | None] = {
     "ColossalAIJob": "spec.worker.template.spec.containers.command",
     "MSJob": None,
     "GenericJob": "spec.replicaSpecs.template.spec.containers.command",
+    "TensorFlowTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
 }
 
 

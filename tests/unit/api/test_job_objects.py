@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch
+from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch, tensorflow
 from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.kinds.registry import crds
 from tests.unit.api import test_colossalai_models as colossalai_tests
@@ -24,6 +24,7 @@ from tests.unit.api import test_deepspeed_models as deepspeed_tests
 from tests.unit.api import test_genericjob_models as genericjob_tests
 from tests.unit.api import test_msjob_models as msjob_tests
 from tests.unit.api import test_pytorch_models as pytorch_tests
+from tests.unit.api import test_tensorflow_models as tensorflow_tests
 from tests.unit.api.helpers import (
     assert_described,
     assert_structural,
@@ -89,6 +90,15 @@ KINDS: dict[str, Kind] = {
         genericjob_tests.SPEC_EXAMPLES,
         genericjob_tests.STATUS_EXAMPLES,
         genericjob_tests.JOB,
+        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
+    ),
+    "TensorFlowTrainingJob": Kind(
+        tensorflow.CRD,
+        tensorflow.TensorFlowTrainingJobObject,
+        tensorflow.TensorFlowTrainingJobStatus,
+        tensorflow_tests.SPEC_EXAMPLES,
+        tensorflow_tests.STATUS_EXAMPLES,
+        tensorflow_tests.JOB,
         lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
     ),
 }

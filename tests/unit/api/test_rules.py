@@ -33,6 +33,7 @@ from t9k_operator.api import (
     msjob,
     pytorch,
     specs,
+    tensorflow,
 )
 from t9k_operator.api import tensorboard as tb
 from t9k_operator.api.rules import Rule
@@ -50,6 +51,8 @@ DEEPSPEED = {
     "config": {"run": {"python": ["train.py"]}},
     "worker": {"replicas": 1, "template": TEMPLATE},
 }
+TF_TEMPLATE = {"spec": {"containers": [{"name": "tensorflow", "image": "train"}]}}
+TENSORFLOW = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": TF_TEMPLATE}]}
 MS_TEMPLATE = {"spec": {"containers": [{"name": "mindspore", "image": "train"}]}}
 MSJOB = {"msReplicaSpecs": {"Worker": {"replicas": 2, "template": MS_TEMPLATE}}}
 TENSORBOARD = {"trainingLogFilesets": ["t9k://pvc/logs/run1"], "image": "tensorboard"}
@@ -186,6 +189,77 @@ CASES: list[Case] = [
         pytorch.PyTorchTrainingJobObject,
         job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 100}), LONG[:53]),
         job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 101}), LONG[:53]),
+    ),
+    # TensorFlowTrainingJob
+    Case(
+        tensorflow.DISTINCT_TYPES_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(TENSORFLOW, replicaSpecs=[{"type": "worker", "template": TF_TEMPLATE}] * 2),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.ONE_CHIEF_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(TENSORFLOW, replicaSpecs=[{"type": "chief", "template": TF_TEMPLATE}]),
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "chief", "replicas": 2, "template": TF_TEMPLATE}]
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.NEEDS_LEADER_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "replicas": 0, "template": TF_TEMPLATE},
+                {"type": "evaluator", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.TOO_MANY_REPLICAS_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "worker", "replicas": 5000, "template": TF_TEMPLATE}]
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "replicas": 5000, "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.POD_NAME_LENGTH_RULE,
+        tensorflow.TensorFlowTrainingJobObject,
+        job("TensorFlowTrainingJob", TENSORFLOW, LONG[:54]),
+        job(
+            "TensorFlowTrainingJob",
+            merged(
+                TENSORFLOW,
+                replicaSpecs=[{"type": "worker", "replicas": 11, "template": TF_TEMPLATE}],
+            ),
+            LONG[:54],
+        ),
     ),
     # ColossalAIJob
     Case(

@@ -20,6 +20,7 @@ MIN_MEMBER = {
     "ColossalAIJob": 3,
     "MSJob": 3,
     "GenericJob": 2,
+    "TensorFlowTrainingJob": 3,
 }
 VOLCANO = GangScheduling(gang.backend("volcano"))
 COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))
