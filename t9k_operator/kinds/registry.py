@@ -28,8 +28,15 @@ from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.xgboost import XGBoostKind
 
-KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+KINDS: tuple[JobKind[Any], ...] = (
+    PyTorchKind(),
+    DeepSpeedKind(),
+    ColossalAIKind(),
+    MSJobKind(),
+    XGBoostKind(),
+)
 # Then the kinds of other distributions: each entry point of the group
 # t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).
 KINDS += entry_points.plugins(

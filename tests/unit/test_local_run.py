@@ -44,6 +44,7 @@ EXPECTED = {
     "deepspeed-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
     "colossalai-basic.yaml": ["worker-0", "worker-1"],
     "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
+    "xgboost-basic.yaml": ["master-0", "worker-0", "worker-1"],
 }
 
 
@@ -64,9 +65,15 @@ def pids(output: str) -> list[int]:
     return [int(p) for p in re.findall(r"^\[[^]]+\] replica \S+ pid (\d+):", output, re.M)]
 
 
-def test_the_samples_cover_all_four_kinds() -> None:
+def test_the_samples_cover_every_built_in_kind() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
-    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"}
+    assert kinds == {
+        "PyTorchTrainingJob",
+        "DeepSpeedJob",
+        "ColossalAIJob",
+        "MSJob",
+        "XGBoostTrainingJob",
+    }
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 
