@@ -32,7 +32,8 @@ def ensure() -> Path:
             ).stdout.strip()
             subprocess.run(
                 [
-                    sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    sys.executable, "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check",
                     "--no-warn-script-location", "--only-binary=:all:", "--upgrade",
                     "--python-version", version, "--implementation", "cp",
                     "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
