@@ -28,6 +28,7 @@ from tests.integration import test_crd_colossalai as colossalai
 from tests.integration import test_crd_deepspeed as deepspeed
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
+from tests.integration import test_crd_xgboost as xgboost
 from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -122,6 +123,17 @@ CASES: dict[str, Callable[[], Case]] = {
         columns=["NAME", "STATE", "REASON", "PROGRESS", "ETA", "AGE"],
         status=_status(msjob_models.STATUS_EXAMPLES),
         row=[msjob.JOB, "Running"],  # no t9kConditions here: REASON is empty
+    ),
+    "XGBoostTrainingJob": lambda: Case(
+        crd=xgboost.CRD,
+        job=xgboost.JOB,
+        example=xgboost.SAMPLE,
+        examples=xgboost.EXAMPLES,
+        invalid=xgboost.INVALID,
+        columns=T9K_COLUMNS,
+        status=xgboost.STATUS,
+        row=xgboost.ROW,
+        paused=xgboost.PAUSED,
     ),
 }
 
