@@ -7,7 +7,10 @@ through the job's Service names; the master decides the outcome."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ import pytest
 
 from t9k_operator.builders import xgboost as xb
 from tests.integration import xgboost_framework
+from tests.integration.cluster import ROOT
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK
 
@@ -83,3 +87,30 @@ def test_a_master_and_two_workers_train_over_the_tracker(node: Node, framework: 
     # The collective made one model of the three shards: the same everywhere.
     assert len(set(lines.values())) == 1, lines
     assert "xgb-worker-1.xgb" in xb.tracker_env(job, "master", 0)["WORKER_ADDRS"]
+
+
+def test_t9k_run_local_trains_the_sample_with_real_xgboost(framework: Path) -> None:
+    """``t9k run --local``: each replica a local process with its pod's
+    environment, the tracker's address and port rewritten to this machine."""
+    sample = ROOT / "manifests" / "samples" / "xgboost-basic.yaml"
+    script = Path(__file__).parent / "frameworks" / "xgboost_train.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(framework)])}
+    program = [xgboost_framework.POD_PYTHON, str(script)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "t9k_operator.local", str(sample), "--", *program],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    digests = set()
+    for label, rank in (("master-0", 0), ("worker-0", 1), ("worker-1", 2)):
+        found = re.search(
+            rf"^\[{label}\] rank {rank} of 3: 2 rounds, model (\w+)$", proc.stdout, re.M
+        )
+        assert found, proc.stdout
+        digests.add(found[1])
+    assert len(digests) == 1, proc.stdout
+    assert "the job succeeded" in proc.stderr + proc.stdout
