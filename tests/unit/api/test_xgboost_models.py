@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from t9k_operator.api.xgboost import CRD, XGBoostTrainingJobObject, XGBoostTrainingJobStatus
@@ -17,6 +18,16 @@ from tests.unit.api import xgboost_manual
 
 JOBS = xgboost_manual.jobs()
 KIND = by_kind("XGBoostTrainingJob")
+JOB = "training-iris-xgb"
+SPEC_EXAMPLES = {
+    f"manual-{key}": yaml.safe_dump(job)
+    for key, job in JOBS.items()
+    if job["metadata"]["name"] == JOB
+}
+"""The manual's jobs named as its first, for tests/unit/api/test_job_objects.py."""
+STATUS_EXAMPLES = {
+    f"manual-{key}": yaml.safe_dump(status) for key, status in xgboost_manual.statuses().items()
+}
 
 
 def stored(job: dict[str, Any]) -> dict[str, Any]:
