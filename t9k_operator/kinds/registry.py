@@ -30,6 +30,7 @@ from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kinds.tensorflow import TensorFlowKind
+from t9k_operator.kinds.xgboost import XGBoostKind
 
 KINDS: tuple[JobKind[Any], ...] = (
     PyTorchKind(),
@@ -38,6 +39,7 @@ KINDS: tuple[JobKind[Any], ...] = (
     MSJobKind(),
     GenericJobKind(),
     TensorFlowKind(),
+    XGBoostKind(),
 )
 # Then the kinds of other distributions: each entry point of the group
 # t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).

@@ -30,6 +30,7 @@ from tests.integration import test_crd_genericjob as genericjob
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
 from tests.integration import test_crd_tensorflow as tensorflow
+from tests.integration import test_crd_xgboost as xgboost
 from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -152,6 +153,17 @@ CASES: dict[str, Callable[[], Case]] = {
         ),
         row=[tensorflow.JOB, "Succeeded", "Succeeded", "3", "4", "1"],
         paused=tensorflow.PAUSED,
+    ),
+    "XGBoostTrainingJob": lambda: Case(
+        crd=xgboost.CRD,
+        job=xgboost.JOB,
+        example=xgboost.SAMPLE,
+        examples=xgboost.EXAMPLES,
+        invalid=xgboost.INVALID,
+        columns=T9K_COLUMNS,
+        status=xgboost.STATUS,
+        row=xgboost.ROW,
+        paused=xgboost.PAUSED,
     ),
 }
 

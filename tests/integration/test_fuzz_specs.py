@@ -194,6 +194,23 @@ BASE_SPECS: dict[str, dict[str, Any]] = {
         },
         "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
     },
+    "XGBoostTrainingJob": {
+        "replicaSpecs": [
+            {
+                "type": "master",
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": _template("xgboost", "xgboost:2"),
+            },
+            {
+                "type": "worker",
+                "replicas": 2,
+                "restartPolicy": "ExitCode",
+                "template": _template("xgboost", "xgboost:2"),
+            },
+        ],
+        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
+    },
     "MSJob": {
         "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
         "msReplicaSpecs": {
@@ -427,6 +444,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "MSJob": _ms_replica_specs,
     "GenericJob": _replica_specs,
     "TensorFlowTrainingJob": _replica_specs,
+    "XGBoostTrainingJob": _replica_specs,
 }
 
 
@@ -545,10 +563,12 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
     "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
     "TensorFlowTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
+    "XGBoostTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
 }
 OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
     "PyTorchTrainingJob": [],
+    "XGBoostTrainingJob": [],
     "DeepSpeedJob": [],
     "GenericJob": [],
     "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
@@ -653,6 +673,16 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
                 {"type": "worker", "args": ["train.py", "--resume", "ckpt"]},
             ],
         ),
+    ],
+    "XGBoostTrainingJob": [
+        (
+            "xgb",
+            {},
+            [
+                {"type": "master", "args": ["--resume", "ckpt"]},
+                {"type": "worker", "command": ["python3", "resume.py"], "args": ["--from", "c"]},
+            ],
+        )
     ],
     "DeepSpeedJob": [
         (

@@ -131,6 +131,17 @@ def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> 
     return spec
 
 
+def _xgboost(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicaSpecs": [
+            {"type": "master", "template": _template("xgboost", notes)},
+            {"type": "worker", "replicas": pods - 1, "template": _template("xgboost", notes)},
+        ]
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
 GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, Any]]] = {
     # kind -> the spec of a job of `pods` pods of 8 GPUs (their templates annotated
     # `notes`), asking for `queue` and `priority` (None: none) the kind's way
@@ -140,6 +151,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "MSJob": _msjob,
     "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
     "TensorFlowTrainingJob": _tensorflow,
+    "XGBoostTrainingJob": _xgboost,
 }
 
 
@@ -424,6 +436,7 @@ RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
     "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
     "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
     "TensorFlowTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
+    "XGBoostTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
 }
 
 

@@ -36,6 +36,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
     "GenericJob": lambda spec: spec["replicaSpecs"][0]["template"],
     "TensorFlowTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
+    "XGBoostTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
 }
 EXPLAIN: dict[str, str | None] = {
     # kind -> the path kubectl explain takes to a container's command (None: none).
@@ -47,6 +48,7 @@ EXPLAIN: dict[str, str | None] = {
     "MSJob": None,
     "GenericJob": "spec.replicaSpecs.template.spec.containers.command",
     "TensorFlowTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
+    "XGBoostTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
 }
 
 

@@ -31,6 +31,7 @@ BUILT_IN = [
     "MSJob",
     "GenericJob",
     "TensorFlowTrainingJob",
+    "XGBoostTrainingJob",
 ]
 
 

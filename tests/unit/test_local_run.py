@@ -47,6 +47,7 @@ EXPECTED = {
     "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
     "genericjob-basic.yaml": ["worker-0", "worker-1", "worker-2"],
     "tensorflow-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
+    "xgboost-basic.yaml": ["master-0", "worker-0", "worker-1"],
 }
 
 

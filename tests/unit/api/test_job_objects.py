@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch, tensorflow
+from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch, tensorflow, xgboost
 from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.kinds.registry import crds
 from tests.unit.api import test_colossalai_models as colossalai_tests
@@ -25,6 +25,7 @@ from tests.unit.api import test_genericjob_models as genericjob_tests
 from tests.unit.api import test_msjob_models as msjob_tests
 from tests.unit.api import test_pytorch_models as pytorch_tests
 from tests.unit.api import test_tensorflow_models as tensorflow_tests
+from tests.unit.api import test_xgboost_models as xgboost_tests
 from tests.unit.api.helpers import (
     assert_described,
     assert_structural,
@@ -99,6 +100,15 @@ KINDS: dict[str, Kind] = {
         tensorflow_tests.SPEC_EXAMPLES,
         tensorflow_tests.STATUS_EXAMPLES,
         tensorflow_tests.JOB,
+        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
+    ),
+    "XGBoostTrainingJob": Kind(
+        xgboost.CRD,
+        xgboost.XGBoostTrainingJobObject,
+        xgboost.XGBoostTrainingJobStatus,
+        xgboost_tests.SPEC_EXAMPLES,
+        xgboost_tests.STATUS_EXAMPLES,
+        xgboost_tests.JOB,
         lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
     ),
 }

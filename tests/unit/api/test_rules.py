@@ -34,6 +34,7 @@ from t9k_operator.api import (
     pytorch,
     specs,
     tensorflow,
+    xgboost,
 )
 from t9k_operator.api import tensorboard as tb
 from t9k_operator.api.rules import Rule
@@ -43,6 +44,18 @@ from tests.unit.api.helpers import committed_crd, load_generator
 
 TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": "train"}]}}
 PYTORCH = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": TEMPLATE}]}
+
+
+def xgboost_workers(n: int) -> dict[str, Any]:
+    return {
+        "replicaSpecs": [
+            {"type": "master", "template": TEMPLATE},
+            {"type": "worker", "replicas": n, "template": TEMPLATE},
+        ]
+    }
+
+
+XGBOOST = xgboost_workers(100)
 COLOSSALAI = {
     "launcher": {"image": "train"},
     "worker": {"replicas": 2, "command": ["train.py"], "template": TEMPLATE},
@@ -260,6 +273,20 @@ CASES: list[Case] = [
             ),
             LONG[:54],
         ),
+    ),
+    # XGBoostTrainingJob
+    Case(
+        xgboost.ONE_MASTER_RULE,
+        xgboost.XGBoostTrainingJobSpec,
+        merged(XGBOOST, replicaSpecs=[{"type": "master", "template": TEMPLATE}]),
+        merged(XGBOOST, replicaSpecs=[{"type": "master", "replicas": 2, "template": TEMPLATE}]),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        xgboost.POD_NAME_LENGTH_RULE,
+        xgboost.XGBoostTrainingJobObject,
+        job("XGBoostTrainingJob", XGBOOST, LONG[:53]),
+        job("XGBoostTrainingJob", xgboost_workers(101), LONG[:53]),
     ),
     # ColossalAIJob
     Case(

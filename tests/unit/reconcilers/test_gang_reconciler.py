@@ -21,6 +21,7 @@ MIN_MEMBER = {
     "MSJob": 3,
     "GenericJob": 2,
     "TensorFlowTrainingJob": 3,
+    "XGBoostTrainingJob": 3,
 }
 VOLCANO = GangScheduling(gang.backend("volcano"))
 COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))

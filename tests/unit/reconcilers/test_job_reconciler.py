@@ -27,6 +27,7 @@ from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kinds.tensorflow import TensorFlowKind
+from t9k_operator.kinds.xgboost import XGBoostKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
 from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.integrations.contract import Integration
@@ -127,6 +128,20 @@ JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
             },
         },
         ["j-chief-0", "j-worker-0", "j-worker-1"],
+    ),
+    "XGBoostTrainingJob": (
+        XGBoostKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "XGBoostTrainingJob",
+            "spec": {
+                "replicaSpecs": [
+                    {"type": "master", "template": _template("xgboost")},
+                    {"type": "worker", "replicas": 2, "template": _template("xgboost")},
+                ]
+            },
+        },
+        ["j-master-0", "j-worker-0", "j-worker-1"],
     ),
 }
 KINDS = sorted(JOBS)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import deepspeed, msjob, pytorch, tensorflow
+from t9k_operator.api import deepspeed, msjob, pytorch, tensorflow, xgboost
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
@@ -156,6 +156,22 @@ CASES: dict[str, Case] = {
         },
         last_template=(("replicaSpecs", 2, "template"), "spec.replicaSpecs[2].template"),
     ),
+    "XGBoostTrainingJob": Case(
+        spec={
+            "replicaSpecs": [
+                {"type": "master", "template": _template("xgboost")},
+                {"type": "worker", "replicas": 2, "template": _template("xgboost")},
+            ]
+        },
+        roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
+        decides=("master", 0),
+        bad=(("replicaSpecs", 1, "type"), "ps", "spec.replicaSpecs[1].type"),
+        defaults={
+            "backoff_limit": xgboost.RunPolicy().backoff_limit,
+            "cleanup_policy": xgboost.RunPolicy().clean_up_policy,
+        },
+        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
+    ),
 }
 NAMES = [kind.crd.kind for kind in KINDS]
 
@@ -272,7 +288,9 @@ def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind[An
 TENSORBOARD_SPEC = {"image": "tb", "trainingLogFilesets": ["t9k://pvc/logs/train"]}
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "MSJob"])
+@pytest.mark.parametrize(
+    "name", [n for n in NAMES if "tensorboard_spec" in by_kind(n).crd.spec_model.model_fields]
+)
 def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
     kind = by_kind(name)
     stored = job_of(name, {**CASES[name].spec, "tensorboardSpec": TENSORBOARD_SPEC})

@@ -33,6 +33,7 @@ POD_SETS = {
     "MSJob": {"scheduler": 1, "worker": 2},
     "GenericJob": {"worker": 2},
     "TensorFlowTrainingJob": {"chief": 1, "worker": 2},
+    "XGBoostTrainingJob": {"master": 1, "worker": 2},
 }
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 
