@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch
+from t9k_operator.kinds.asks import HangPolicy
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
-from t9k_operator.kinds.view import HangPolicy, Override, Role
+from t9k_operator.kinds.view import Override, Role
 from t9k_operator.reconcilers.integrations.tensorboard import wanted
 
 
@@ -284,14 +285,14 @@ def test_view_reads_the_hang_policy_of_every_kind(name: str) -> None:
     """runPolicy.progress, the same field for every kind; ColossalAIJob restarts no
     pod, so a hung one fails whatever onHang says."""
     kind = by_kind(name)
-    assert read(kind, job_of(name)).view.hang is None
+    assert read(kind, job_of(name)).view.ask(HangPolicy) is None
     spec = copy.deepcopy(CASES[name].spec)
     spec.setdefault("runPolicy", {})["progress"] = {
         "hangTimeoutSeconds": 900,
         "onHang": "Restart",
     }
     on_hang = "Fail" if name == "ColossalAIJob" else "Restart"
-    assert read(kind, job_of(name, spec)).view.hang == HangPolicy(900, on_hang)
+    assert read(kind, job_of(name, spec)).view.ask(HangPolicy) == HangPolicy(900, on_hang)
 
 
 def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(
