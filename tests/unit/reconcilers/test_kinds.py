@@ -11,13 +11,13 @@ the operator does not act on is reported.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch
-from t9k_operator.kinds.asks import HangPolicy
+from t9k_operator.kinds.asks import HangPolicy, SchedulingRequest
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
@@ -333,3 +333,19 @@ def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(
     # Labels and annotations alone: nothing to report.
     labelled = _set(CASES[name].spec, (*where, "metadata"), {"labels": {"a": "b"}})
     assert kind.fields_not_acted_on(job_of(name, labelled)) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_what_a_job_asks_is_read_and_rewritten_by_its_type(name: str) -> None:
+    """Every kind states a scheduling request; one rewritten (as Kueue takes the
+    queue) leaves the job's other asks and the view it came from as they were."""
+    spec = copy.deepcopy(CASES[name].spec)
+    spec.setdefault("runPolicy", {})["progress"] = {"hangTimeoutSeconds": 900}
+    view = read(by_kind(name), job_of(name, spec)).view
+    request = view.ask(SchedulingRequest)
+    assert request is not None and request.pods_at_once > 0
+    rewritten = view.asking(replace(request, queue="elsewhere"))
+    assert rewritten.ask(SchedulingRequest) == replace(request, queue="elsewhere")
+    assert view.ask(SchedulingRequest) == request
+    assert rewritten.ask(HangPolicy) == view.ask(HangPolicy) == HangPolicy(900)
+    assert replace(view, asks={}).ask(SchedulingRequest) is None
