@@ -181,6 +181,8 @@ def plan(
         for index in range(role.replicas)
     ]
     hosts = [f"{p['metadata']['name']}.{p['spec'].get('subdomain', job.name)}" for p in built]
+    # A Service named as a pod (one replica's own) is that pod's name: a host.
+    hosts += [str(p["metadata"]["name"]) for p in built if p["metadata"]["name"] in services]
     rewriter = Rewriter(hosts, job.namespace, ports, list(services))
     files: dict[str, str] = {}
     pods: dict[str, _Pod] = {}

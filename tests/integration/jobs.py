@@ -1,9 +1,11 @@
-"""Helpers for job tests: submit jobs, read their status, find their pods."""
+"""Helpers for job tests: submit jobs, read their status, find their pods, and
+wait for a job to settle before checking that nothing went wrong."""
 
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from typing import Any
 
 from t9k_operator.api import pytorch
@@ -98,6 +100,65 @@ def finish(kubelet: Kubelet, jobs: Jobs, job: str) -> None:
             kubelet.succeed(jobs.namespace, name)
         except NotFound:
             continue
+
+
+QUIET_SECONDS = 3.0
+"""How long a job and its pods stay unwritten before :func:`settled` takes
+their state as the one the operator leaves them in."""
+
+
+def in_phase(phase: str) -> Callable[[dict[str, Any]], bool]:
+    """For :func:`settled`: the job's phase is ``phase``."""
+    return lambda job: (job.get("status") or {}).get("phase") == phase
+
+
+def settled(
+    jobs: Jobs,
+    name: str,
+    what: str,
+    holds: Callable[[dict[str, Any]], object],
+    *,
+    operator: OperatorProcess | None = None,
+    quiet: float = QUIET_SECONDS,
+    timeout: float = 60,
+) -> dict[str, Any]:
+    """The job ``name`` once it has settled: ``holds(job)`` is true (``what``
+    says of what) and neither the job nor any of its pods (Terminating ones
+    too) has been written for ``quiet`` seconds; with ``operator``, a
+    reconcile of the job that began after ``holds`` first held has finished
+    too (:meth:`Jobs.settle`), so a reconcile slow to come on a busy machine
+    is not taken for quiet. A check that nothing went wrong (no restart
+    counted, no phase Failed, no pod made twice) proves something only of a
+    job in this state: made at the first poll, it passes before the operator
+    has acted."""
+    deadline = time.monotonic() + timeout
+    wait_for(lambda: holds(jobs.get(name)), timeout, f"{name}: {what}")
+    if operator is not None:
+        jobs.settle(name, operator, timeout=max(deadline - time.monotonic(), 1))
+
+    def snapshot() -> tuple[dict[str, Any], tuple[tuple[str, str], ...]]:
+        job = jobs.get(name)
+        pods = jobs.all_pods(name)
+        versions = (
+            ("", str(job["metadata"]["resourceVersion"])),
+            *sorted((n, str(p["metadata"]["resourceVersion"])) for n, p in pods.items()),
+        )
+        return job, versions
+
+    job, seen = snapshot()
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        job, now = snapshot()
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            if holds(job):
+                return job
+            raise AssertionError(f"{name} settled where it no longer holds that {what}: {job}")
+    raise AssertionError(
+        f"{name} never stayed unwritten for {quiet}s within {timeout}s (waiting for {what})"
+    )
 
 
 class Jobs:

@@ -13,7 +13,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import CONFIGMAPS
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
-from tests.integration.jobs import Jobs, provide_claims
+from tests.integration.jobs import Jobs, in_phase, provide_claims, settled
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_colossalai_models import SPEC_EXAMPLES
@@ -134,7 +134,8 @@ def test_clean_up_workers(
     run_all(jobs, kubelet, "cu", 2)
     kubelet.succeed(jobs.namespace, "cu-launcher")
     jobs.wait_phase("cu", "Succeeded")
-    jobs.settle("cu", operator)  # the cleanup pass has run: what is left stays
+    # The cleanup pass has run and the pods it deleted are gone: what is left stays.
+    settled(jobs, "cu", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     assert set(jobs.pods("cu")) == left
 
 

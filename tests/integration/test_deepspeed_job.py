@@ -14,7 +14,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import CONFIGMAPS, SECRETS
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
-from tests.integration.jobs import Jobs, provide_claims
+from tests.integration.jobs import Jobs, in_phase, provide_claims, settled
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_deepspeed_models import SPEC_EXAMPLES
@@ -152,7 +152,7 @@ def test_success_follows_worker_zero(
     jobs.wait_phase("ok", "Running")
     kubelet.succeed(jobs.namespace, "ok-worker-0")
     jobs.wait_phase("ok", "Succeeded")
-    jobs.settle("ok", operator)
+    settled(jobs, "ok", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     assert set(jobs.pods("ok")) == {"ok-worker-0"}, "sshd workers cleaned up"
 
 
@@ -260,5 +260,6 @@ def test_cleanup_policies(
         kubelet.run(jobs.namespace, p)
     kubelet.succeed(jobs.namespace, "cl-worker-0")
     jobs.wait_phase("cl", "Succeeded")
-    jobs.settle("cl", operator)  # the cleanup pass has run: what is left stays
+    # The cleanup pass has run and the pods it deleted are gone: what is left stays.
+    settled(jobs, "cl", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     assert set(jobs.pods("cl")) == left

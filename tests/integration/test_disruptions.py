@@ -22,8 +22,9 @@ import pytest
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import NODES, PODS
 from tests.integration.cluster import wait_for
-from tests.integration.jobs import Jobs, pytorch_job, run_all
+from tests.integration.jobs import Jobs, pytorch_job, run_all, settled
 from tests.integration.kubelet import Kubelet
+from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_schedulers import gpus_in_use
 
 pytestmark = pytest.mark.usefixtures("operator")
@@ -34,8 +35,18 @@ def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace)
 
 
+def replaced(jobs: Jobs, job: str, pod: str, old_uid: str) -> Any:
+    """That ``pod`` of ``job`` is there again, another than ``old_uid``."""
+
+    def check(_: dict[str, Any]) -> bool:
+        new = jobs.pods(job).get(pod)
+        return new is not None and new["metadata"]["uid"] != old_uid
+
+    return check
+
+
 def test_a_replica_its_kubelet_evicted_is_recreated_uncounted_even_under_never(
-    jobs: Jobs, kubelet: Kubelet
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
 ) -> None:
     jobs.create(pytorch_job("ev", [("master", 1, "Never"), ("worker", 1, "Never")]))
     pods = jobs.wait_pods("ev", ["ev-master-0", "ev-worker-0"])
@@ -44,7 +55,16 @@ def test_a_replica_its_kubelet_evicted_is_recreated_uncounted_even_under_never(
     node = jobs.pods("ev")["ev-worker-0"]["spec"]["nodeName"]  # bound by now: it ran
     kubelet.evict(jobs.namespace, "ev-worker-0")
     jobs.wait_new_pod("ev", "ev-worker-0", old, 20)
-    status = jobs.status("ev")
+    # Counted wrongly, the eviction fails the job (restartPolicy Never) or is
+    # charged to restartCount: in a reconcile that may come after the new pod.
+    job = settled(
+        jobs,
+        "ev",
+        "ev-worker-0 recreated",
+        replaced(jobs, "ev", "ev-worker-0", old),
+        operator=operator,
+    )
+    status = job["status"]
     assert status["phase"] != "Failed"
     assert (status["restartCount"], status["disruptionCount"]) == (0, 1)
     _, _, message = jobs.wait_event("ev", "Disrupted")
@@ -58,7 +78,7 @@ def test_a_replica_its_kubelet_evicted_is_recreated_uncounted_even_under_never(
 
 
 def test_a_pod_evicted_through_the_eviction_api_is_recorded_and_recreated(
-    jobs: Jobs, admin: KubeClient
+    jobs: Jobs, admin: KubeClient, operator: OperatorProcess
 ) -> None:
     body = pytorch_job(
         "dr",
@@ -78,9 +98,17 @@ def test_a_pod_evicted_through_the_eviction_api_is_recorded_and_recreated(
     _, _, message = jobs.wait_event("dr", "Disrupted")
     assert "(EvictionByEvictionAPI" in message
     jobs.wait_new_pod("dr", "dr-worker-0", old, 20)
-    wait_for(lambda: jobs.status("dr").get("phase") == "Running", 30, "the job running again")
-    status = jobs.status("dr")
+    replica = replaced(jobs, "dr", "dr-worker-0", old)
+    job = settled(
+        jobs,
+        "dr",
+        "the job running again on a new dr-worker-0",
+        lambda j: (j.get("status") or {}).get("phase") == "Running" and replica(j),
+        operator=operator,
+    )
+    status = job["status"]
     assert (status["restartCount"], status["disruptionCount"]) == (0, 1)
+    assert len(status["restarts"]) == 1 and status["restarts"][0]["counted"] is False
 
 
 def gpu_job(name: str, workers: int, priority: int) -> dict[str, Any]:
@@ -105,7 +133,7 @@ def bound(jobs: Jobs, name: str) -> int:
 
 @pytest.mark.usefixtures("priority_classes")
 def test_a_replica_preempted_by_a_higher_priority_job_is_recreated_uncounted(
-    jobs: Jobs, admin: KubeClient
+    jobs: Jobs, admin: KubeClient, operator: OperatorProcess
 ) -> None:
     """The shipped classes let a job of higher priority preempt lower ones, as the
     T9k docs promise; the preempted job loses no backoffLimit to it and says why."""
@@ -130,16 +158,23 @@ def test_a_replica_preempted_by_a_higher_priority_job_is_recreated_uncounted(
         30,
         "every disruption counted once",
     )
-    status = jobs.status("low")
+    # The preempted replicas are created again; two of them find the nodes left.
+    job = settled(
+        jobs,
+        "low",
+        "the preempted replicas recreated, two of them on the nodes left",
+        lambda _: len(jobs.pods("low")) == 4 and bound(jobs, "low") == 2,
+        operator=operator,
+    )
+    status = job["status"]
     assert status["phase"] != "Failed"  # restartPolicy Never, yet no failure
     assert status["restartCount"] == 0
-    # The preempted replicas are created again; two of them find the nodes left.
-    wait_for(lambda: len(jobs.pods("low")) == 4, 30, "the preempted replicas recreated")
-    wait_for(lambda: bound(jobs, "low") == 2, 30, "the low job on the nodes left")
+    assert status["disruptionCount"] == len(disrupted())
+    assert not any(r["counted"] for r in status["restarts"]), status["restarts"]
 
 
 def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
-    jobs: Jobs, admin: KubeClient
+    jobs: Jobs, admin: KubeClient, operator: OperatorProcess
 ) -> None:
     """A node an administrator deletes (its machine is gone): kube-controller-manager's
     PodGC removes the pods bound to it (after its 40 s quarantine), and the
@@ -176,7 +211,15 @@ def test_a_replica_on_a_deleted_node_is_recreated_once_podgc_removes_its_pod(
         assert old["spec"]["nodeName"] == node
         admin.delete(NODES, node)
         jobs.wait_new_pod("lost", "lost-worker-0", old["metadata"]["uid"], 120)
-        status = jobs.status("lost")
+        replica = replaced(jobs, "lost", "lost-worker-0", old["metadata"]["uid"])
+        job = settled(
+            jobs,
+            "lost",
+            "the job running again on a new lost-worker-0",
+            lambda j: (j.get("status") or {}).get("phase") == "Running" and replica(j),
+            operator=operator,
+        )
+        status = job["status"]
         assert status["phase"] != "Failed" and status["restartCount"] == 0
         assert status["disruptionCount"] == 1
         # PodGC marks the pod DisruptionTarget (DeletionByPodGC) and deletes it at

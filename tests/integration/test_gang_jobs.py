@@ -127,6 +127,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "DeepSpeedJob": _deepspeed,
     "ColossalAIJob": _colossalai,
     "MSJob": _msjob,
+    "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
 }
 
 
@@ -402,13 +403,14 @@ def test_an_elastic_jobs_group_follows_its_minimum(
     )
 
 
-RESTARTING: dict[str, tuple[tuple[str | int, ...], str] | None] = {
-    # kind -> where its restart policy goes, the replica that fails (None: the kind
-    # never restarts a pod)
-    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1"),
-    "DeepSpeedJob": (("worker",), "restarts-worker-1"),
+RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
+    # kind -> where its restart policy goes, the replica that fails, the policy that
+    # restarts it (None: the kind never restarts a pod)
+    "GenericJob": (("replicaSpecs", 0), "restarts-worker-1", {"policy": "OnFailure", "limit": 3}),
+    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1", "OnFailure"),
+    "DeepSpeedJob": (("worker",), "restarts-worker-1", "OnFailure"),
     "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
-    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1"),
+    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
 }
 
 
@@ -435,11 +437,11 @@ def test_a_restarted_replica_rejoins_its_running_gang(
     body = gpu_job(kind, "restarts", manual=True)
     entry = RESTARTING[kind]
     assert entry is not None  # the kinds parametrized are those that restart a pod
-    where, failing = entry
+    where, failing, policy = entry
     node: Any = body["spec"]
     for key in where:
         node = node[key]
-    node["restartPolicy"] = "OnFailure"
+    node["restartPolicy"] = policy
     jobs.create(body)
     wait_for(lambda: bound(jobs, "restarts") == 3, 60, "the gang bound")
     for name in jobs.pods("restarts"):

@@ -25,11 +25,18 @@ from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.reconcilers.integrations.kueue import WORKLOADS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
-from tests.integration.jobs import Jobs, finish
+from tests.integration.jobs import Jobs, finish, settled
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_jobs import bound, engine_condition, gpu_job
 from tests.integration.test_gang_schedulers import gpus_in_use
+from tests.integration.test_graceful_deletion import (
+    STOP,
+    hold,
+    killed_by_sigterm,
+    release,
+    wait_terminating,
+)
 from tests.kinds import KIND_NAMES, in_turn, kind_resource, spec_fields
 
 # Run on one pytest-xdist worker, so that only its cluster starts the gang
@@ -293,6 +300,63 @@ def test_a_preempted_job_stops_resumes_and_finishes(
     finish(kubelet, jobs, "low")
     jobs.wait_phase("low", "Succeeded", 30)
     assert jobs.status("low")["restartCount"] == 0, "an eviction is not a failure"
+
+
+def test_pods_killed_by_sigterm_in_a_preemption_are_not_charged(
+    preempting_queue: str,
+    jobs_of: Callable[[str], Jobs],
+    kubelet: Kubelet,
+    kueue_operator: OperatorProcess,
+) -> None:
+    """Kueue's preemption deletes the low job's pods, whose training exits 143 on
+    the SIGTERM while they are Terminating, each held there by the test (as a
+    slow kubelet would) until the job has settled: an eviction, not a failure."""
+    jobs = jobs_of("PyTorchTrainingJob")
+    body = gpu_job("PyTorchTrainingJob", "low", manual=True, queue=preempting_queue, priority=10)
+    (rs,) = body["spec"]["replicaSpecs"]
+    rs["restartPolicy"] = "OnFailure"  # a 143 charged would be a restart
+    rs["template"]["metadata"]["annotations"].update(STOP)
+    jobs.create(body)
+    wait_for(lambda: bound(jobs, "low") == 3, 60, "low admitted")
+    for name in jobs.pods("low"):
+        kubelet.run(jobs.namespace, name)
+    jobs.wait_phase("low", "Running", 30)
+    hold(jobs, "low")
+    try:
+        high = gpu_job(
+            "PyTorchTrainingJob", "high", manual=True, queue=preempting_queue, priority=90, pods=1
+        )
+        jobs.create(high)
+        wait_terminating(jobs, "low")
+        assert len(killed_by_sigterm(kubelet, jobs, "low")) == 3
+
+        def unharmed(status: dict[str, Any]) -> None:
+            assert status["restartCount"] == 0, status
+            assert not [r for r in status.get("restarts") or [] if r["counted"]], status
+            assert "Restarting" not in [reason for _, reason, _ in jobs.events("low")]
+            assert (engine_condition(jobs, "low", "Failed") or {}).get("status") != "True", status
+
+        evicted = settled(
+            jobs,
+            "low",
+            "evicted by Kueue",
+            lambda _: (
+                (engine_condition(jobs, "low", "Running") or {}).get("reason") == "EvictedByKueue"
+            ),
+            operator=kueue_operator,
+        )["status"]
+        assert evicted["phase"] == "Pending", evicted
+        unharmed(evicted)
+        # Kueue takes the quota back only once the pods are gone.
+    finally:
+        release(jobs, "low")
+    wait_for(lambda: bound(jobs, "high") == 1, 60, "high admitted and bound")
+    finish(kubelet, jobs, "high")
+    jobs.wait_phase("high", "Succeeded", 30)
+    wait_for(lambda: bound(jobs, "low") == 3, 60, "low admitted again, with new pods")
+    finish(kubelet, jobs, "low")
+    done = settled(jobs, "low", "phase Succeeded", lambda j: j["status"]["phase"] == "Succeeded")
+    unharmed(done["status"])
 
 
 @pytest.mark.usefixtures("volcano")

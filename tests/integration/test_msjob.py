@@ -12,7 +12,7 @@ from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import wait_for
-from tests.integration.jobs import Jobs
+from tests.integration.jobs import Jobs, in_phase, settled
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_msjob_models import SPEC_EXAMPLES
@@ -190,7 +190,8 @@ def test_clean_pod_policy(
         kubelet.run(jobs.namespace, p)
     kubelet.succeed(jobs.namespace, "ms-worker-0")
     jobs.wait_phase("ms", "Succeeded")
-    jobs.settle("ms", operator)  # the cleanup pass has run: what is left stays
+    # The cleanup pass has run and the pods it deleted are gone: what is left stays.
+    settled(jobs, "ms", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     assert set(jobs.pods("ms")) == left
 
 

@@ -26,7 +26,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import SECRETS
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.conftest import OPERATOR_NAMESPACE
-from tests.integration.jobs import Jobs, pytorch_job
+from tests.integration.jobs import Jobs, pytorch_job, settled
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess, free_port
 from tests.integration.podhost import Node
@@ -42,9 +42,15 @@ from report import report
 
 total = 100000
 silent_after = int(os.environ.get("SILENT_AFTER", "0"))
+resume = os.environ.get("RESUME_FILE")
 for step in range(total):
     if silent_after and step == silent_after:
         print("going silent", flush=True)
+        while resume and not os.path.exists(resume):
+            time.sleep(0.1)  # silent until the test says
+        if resume:
+            report(step=step, total_steps=total)
+            print("reported again", flush=True)
         time.sleep(100000)  # hung in a collective: alive, and silent
     report(step=step, total_steps=total, epoch=step // 1000, metrics={"loss": 1.0 / (step + 1)})
     time.sleep(0.2)
@@ -115,14 +121,21 @@ def job_body(name: str, workers: int = 1, **policy: Any) -> dict[str, Any]:
 
 
 def start(
-    jobs: Jobs, kubelet: Kubelet, node: Node, name: str, pods: list[str]
+    jobs: Jobs,
+    kubelet: Kubelet,
+    node: Node,
+    name: str,
+    pods: list[str],
+    worker_env: dict[str, str] | None = None,
 ) -> dict[str, PodRun]:
-    """The job's pods, as the operator made them, running on the pod host."""
+    """The job's pods, as the operator made them, running on the pod host; the
+    workers go silent after 15 steps (with ``RESUME_FILE`` in ``worker_env``,
+    they report once more when that file appears, then go silent for good)."""
     created = jobs.wait_pods(name, pods)
     runs = {}
     for pod_name in pods:
         pod = created[pod_name]
-        env = {"SILENT_AFTER": "15"} if "worker" in pod_name else {}
+        env = {"SILENT_AFTER": "15", **(worker_env or {})} if "worker" in pod_name else {}
         runs[pod_name] = node.run_pod(pod, IMAGE, env=env)
         kubelet.run(jobs.namespace, pod_name)
     jobs.wait_phase(name, "Running")
@@ -246,3 +259,87 @@ def test_forged_foreign_and_flooding_reports_are_refused_and_counted(
     assert len(writes) <= 20 / 5 + 1, f"{len(writes)} writes of the job in 20 s"
     # Still the job's own: the flood changed who may report nothing.
     assert post(a, url_b, "@own") == [403]
+
+
+def test_a_silent_replica_restarts_the_job_within_its_window_across_an_operator_restart(
+    start_operator: Callable[..., OperatorProcess],
+    admin: KubeClient,
+    kubelet: Kubelet,
+    node: Node,
+    namespace: str,
+    port: int,
+) -> None:
+    """onHang Restart, end to end, with the operator restarted while the worker is
+    silent: the new operator judges the worker from its next report (it keeps
+    reports in memory, docs/progress.md), not earlier, and restarts the job
+    once the window after that report has passed, not much later."""
+    args = ("--progress-bind-address", f"0.0.0.0:{port}", "--progress-service-port", str(port))
+    first = start_operator(*args)
+    first.wait_ready()
+    jobs = Jobs(admin, namespace)
+    jobs.create(job_body("hang", hangTimeoutSeconds=60, onHang="Restart"))
+    names = ["hang-master-0", "hang-worker-0"]
+    resume = "/tmp/resume"
+    runs = start(jobs, kubelet, node, "hang", names, worker_env={"RESUME_FILE": resume})
+    worker = runs["hang-worker-0"]
+    wait_for(lambda: "going silent" in worker.logs("pytorch"), 60, "the worker silent")
+    silent_since = time.monotonic()
+    old = {n: p["metadata"]["uid"] for n, p in jobs.pods("hang").items()}
+
+    first.kill()
+    second = start_operator(*args)
+    second.wait_ready()
+    wait_for(
+        lambda: (second.metric("t9k_progress_reports_total", {"result": "accepted"}) or 0) > 0,
+        30,
+        "the master's reports taken by the new operator",
+    )
+    # Long enough silent before the restart that a window counted from the
+    # worker's last report before it would end well before the one after.
+    time.sleep(max(0.0, silent_since + 20 - time.monotonic()))
+    resumed_at = time.monotonic()  # the worker's next report is received after this
+    out = worker.exec("pytorch", ["python3", "-c", f"open({resume!r}, 'w').close()"])
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: "reported again" in worker.logs("pytorch"), 10, "the worker's one report")
+
+    # Lower bound: not hung while the window after that report lasts.
+    window = 60
+    while time.monotonic() < resumed_at + window - 1:
+        status = jobs.status("hang")
+        hung = jobs.condition("hang", "Hung")
+        assert status["restartCount"] == 0 and not (hung and hung["status"] == "True"), (
+            f"judged hung {time.monotonic() - resumed_at:.0f} s after the worker's report: {status}"
+        )
+        assert status["phase"] == "Running", status
+        time.sleep(1)
+    # Upper bound: restarted soon after it ends.
+    wait_for(
+        lambda: jobs.status("hang")["restartCount"] == 1,
+        resumed_at + window + 20 - time.monotonic(),
+        "the hung job restarted within 20 s of its window's end",
+    )
+    hung = jobs.condition("hang", "Hung")
+    assert hung is not None and hung["status"] == "True" and hung["reason"] == "Hung", hung
+    assert "hang-worker-0" in hung["message"] and "restart 1 of" in hung["message"], hung
+
+    # One attempt: every replica recreated, counted once, and the new pods (which
+    # have not reported) are never judged.
+    job = settled(
+        jobs,
+        "hang",
+        "every replica recreated",
+        lambda _: (
+            (pods := jobs.pods("hang")).keys() == old.keys()
+            and all(p["metadata"]["uid"] != old[n] for n, p in pods.items())
+        ),
+        operator=second,
+    )
+    status = job["status"]
+    assert status["restartCount"] == 1 and status["phase"] != "Failed", status
+    (record,) = status["restarts"]
+    assert (record["replica"], record["reason"], record["counted"]) == (
+        "hang-worker-0",
+        "Hung",
+        True,
+    )
+    assert [r for t, r, _ in jobs.events("hang") if t == "Warning"].count("Hung") == 1

@@ -12,7 +12,7 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import SERVICES
 from tests.integration.cluster import wait_for
 from tests.integration.crd_helpers import DOC_FRAGMENTS, refused_for_nameless_container
-from tests.integration.jobs import Jobs, pytorch_job, run_all, with_containers
+from tests.integration.jobs import Jobs, in_phase, pytorch_job, run_all, settled, with_containers
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.unit.api.test_pytorch_models import SPEC_EXAMPLES
@@ -129,7 +129,7 @@ def test_never_fails_the_job_at_once_with_the_reason(jobs: Jobs, kubelet: Kubele
 
 
 def test_a_sidecar_still_running_does_not_hold_a_failed_replica(
-    jobs: Jobs, kubelet: Kubelet
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
 ) -> None:
     # The training container exits 1 while a log shipper beside it runs on:
     # kubelet keeps the pod Running, and the replica is still restarted.
@@ -157,6 +157,11 @@ def test_a_sidecar_still_running_does_not_hold_a_failed_replica(
     jobs.wait_phase("sc", "Succeeded")
     # cleanUpPolicy All: the pods still running, sidecars and all, are deleted.
     wait_for(lambda: not jobs.pods("sc"), 20, "the finished job's pods deleted")
+    # The one failure counted once: its pod, its sidecar still running, was not
+    # counted again when it ended, nor were the pods the cleanup stopped.
+    status = settled(jobs, "sc", "phase Succeeded", in_phase("Succeeded"), operator=operator)
+    assert status["status"]["restartCount"] == 1
+    assert [e[1] for e in jobs.events("sc")].count("Restarting") == 1
 
 
 def test_the_training_containers_exit_code_decides_whatever_the_status_order(
@@ -263,7 +268,8 @@ def test_cleanup_policy_after_success(
     run_all(kubelet, jobs, "cu", list(pods))
     kubelet.succeed(jobs.namespace, "cu-master-0")
     jobs.wait_phase("cu", "Succeeded")
-    jobs.settle("cu", operator)  # the cleanup pass has run: what is left stays
+    # The cleanup pass has run and the pods it deleted are gone: what is left stays.
+    settled(jobs, "cu", "phase Succeeded", in_phase("Succeeded"), operator=operator)
     assert set(jobs.pods("cu")) == left
 
 
@@ -285,7 +291,7 @@ def test_cleanup_policy_after_failure(
     run_all(kubelet, jobs, "cf", list(pods))
     kubelet.fail(jobs.namespace, "cf-worker-0", exit_code=2)
     jobs.wait_phase("cf", "Failed")
-    jobs.settle("cf", operator)
+    settled(jobs, "cf", "phase Failed", in_phase("Failed"), operator=operator)
     assert set(jobs.pods("cf")) == left
 
 

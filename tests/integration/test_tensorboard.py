@@ -145,7 +145,18 @@ JOBS: dict[str, Callable[..., dict[str, Any]]] = {
     ),
     "DeepSpeedJob": lambda name, **spec: ds_job(name, 1, manual=False, **spec),
     "ColossalAIJob": lambda name, **spec: cj(name, 1, manual=False, **spec),
+    "GenericJob": lambda name, **spec: generic_job(name, **spec),
 }
+
+
+def generic_job(name: str, **spec: Any) -> dict[str, Any]:
+    """A GenericJob of one worker that runs to its end (the PyTorchTrainingJob's
+    replica spec, with GenericJob's restart policy)."""
+    body = pytorch_job(name, [("worker", 1, "Never")], manual=False, **spec)
+    body["kind"] = "GenericJob"
+    for rs in body["spec"]["replicaSpecs"]:
+        rs["restartPolicy"] = {"policy": rs["restartPolicy"]}
+    return body
 
 
 def test_every_kind_with_a_tensorboard_spec_has_a_job() -> None:

@@ -29,6 +29,7 @@ from t9k_operator.api import (
     deepspeed_config,
     deepspeed_worker,
     elastic,
+    genericjob,
     msjob,
     pytorch,
     specs,
@@ -341,6 +342,31 @@ CASES: list[Case] = [
             merged(MSJOB, msReplicaSpecs={"Worker": {"replicas": 11, "template": MS_TEMPLATE}}),
             LONG[:54],
         ),
+    ),
+    # GenericJob
+    Case(
+        genericjob.SUCCESS_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(PYTORCH, successRules=[{"worker": [0, 1]}]),
+        merged(PYTORCH, successRules=[{"worker": [0, 2]}]),
+    ),
+    Case(
+        genericjob.FAILURE_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(PYTORCH, failureRules=[{"worker": [1]}]),
+        merged(PYTORCH, failureRules=[{"server": [0]}]),
+    ),
+    Case(
+        genericjob.DISTINCT_PORTS_RULE,
+        genericjob.ServiceOption,
+        {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 1}]},
+        {"ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+    ),
+    Case(
+        genericjob.POD_NAME_LENGTH_RULE,
+        genericjob.GenericJobObject,
+        job("GenericJob", PYTORCH, LONG[:54]),
+        job("GenericJob", PYTORCH, LONG[:55]),
     ),
     # TensorBoard
     *(

@@ -23,6 +23,7 @@ from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
@@ -45,6 +46,17 @@ def _template(container: str) -> dict[str, Any]:
 
 JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
     # kind -> (its hooks, a valid job, the pods a fresh job gets)
+    "GenericJob": (
+        GenericJobKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "GenericJob",
+            "spec": {
+                "replicaSpecs": [{"type": "worker", "replicas": 2, "template": _template("main")}]
+            },
+        },
+        ["j-worker-0", "j-worker-1"],
+    ),
     "PyTorchTrainingJob": (
         PyTorchKind(),
         {

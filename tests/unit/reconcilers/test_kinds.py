@@ -112,6 +112,30 @@ CASES: dict[str, Case] = {
             "spec.msReplicaSpecs[Worker].template",
         ),
     ),
+    "GenericJob": Case(
+        spec={
+            "successRules": [{"server": [0]}],
+            "service": {"ports": [{"name": "http", "port": 2222}]},
+            "replicaSpecs": [
+                {"type": "client", "replicas": 2, "template": _template("client")},
+                {
+                    "type": "server",
+                    "restartPolicy": {"policy": "Never"},
+                    "template": _template("server"),
+                },
+            ],
+        },
+        roles=(Role("client", 2, "OnFailure", 0), Role("server", 1, "Never", 0)),
+        decides=("server", 0),
+        bad=(
+            ("replicaSpecs", 0, "restartPolicy"),
+            {"policy": "Sometimes"},
+            "spec.replicaSpecs[0].restartPolicy",
+        ),
+        defaults={"backoff_limit": 0, "cleanup_policy": "None", "failure_rules": None},
+        not_acted_on=(("service", "ports", 0, "nodePort"), 30001),
+        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
+    ),
 }
 NAMES = [kind.crd.kind for kind in KINDS]
 
