@@ -108,28 +108,6 @@ def backend(name: str, scheduler_name: str | None = None) -> Backend:
     return replace(KNOWN[name], scheduler_name=scheduler_name or KNOWN[name].scheduler_name)
 
 
-@dataclass(frozen=True)
-class GangRequest:
-    """What a job asks of a gang scheduler."""
-
-    min_member: int
-    """Pods that must be placed together before any of them runs: what the job
-    needs to make progress."""
-    queue: str | None = None
-    priority_class: str | None = None
-    timeout_seconds: int | None = None
-    """How long the group may wait to be scheduled (MSJob's scheduleTimeoutSeconds)."""
-    min_resources: Mapping[str, Any] | None = None
-    asked_by: str | None = None
-    """The field by which the job asks for gang scheduling itself
-    (``spec.scheduler.t9kScheduler``, ``spec.runPolicy.schedulingPolicy``); None
-    when it does not (it is still gang-scheduled when the operator has a backend)."""
-
-
-NO_GANG = GangRequest(0)
-"""A job's request before its kind has read it (no pods needed)."""
-
-
 GROUP_NAME_MAX = 63
 """Coscheduling carries the group's name in a label value."""
 UID_PART = 8
@@ -147,17 +125,27 @@ def group_name(name: str, uid: str) -> str:
     return f"{name[: GROUP_NAME_MAX - UID_PART - 1]}-{uid[:UID_PART]}"
 
 
-def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
-    """The job's PodGroup for ``be``."""
-    spec: Obj = {"minMember": gang.min_member}
+def pod_group(
+    job: Job,
+    be: Backend,
+    min_member: int,
+    *,
+    queue: str | None = None,
+    priority_class_name: str | None = None,
+    timeout_seconds: int | None = None,
+    min_resources: Mapping[str, Any] | None = None,
+) -> Obj:
+    """The job's PodGroup for ``be``: ``min_member`` pods placed at once, in
+    ``queue``, at ``priority_class_name``, waiting at most ``timeout_seconds``."""
+    spec: Obj = {"minMember": min_member}
     if be.queues:
-        spec["queue"] = gang.queue or DEFAULT_QUEUE
-    if be.priority_in_group and gang.priority_class:
-        spec["priorityClassName"] = gang.priority_class
-    if gang.min_resources:
-        spec["minResources"] = dict(gang.min_resources)
-    if be.timeout_in_group and gang.timeout_seconds:
-        spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
+        spec["queue"] = queue or DEFAULT_QUEUE
+    if be.priority_in_group and priority_class_name:
+        spec["priorityClassName"] = priority_class_name
+    if min_resources:
+        spec["minResources"] = dict(min_resources)
+    if be.timeout_in_group and timeout_seconds:
+        spec["scheduleTimeoutSeconds"] = timeout_seconds
     return {
         "apiVersion": be.api_version,
         "kind": "PodGroup",
@@ -168,17 +156,18 @@ def pod_group(job: Job, be: Backend, gang: GangRequest) -> Obj:
     }
 
 
-def join(pod: Obj, be: Backend, group: str, gang: GangRequest) -> Obj:
+def join(pod: Obj, be: Backend, group: str, priority_class_name: str | None) -> Obj:
     """``pod`` made a member of ``group``: the backend's scheduler, its group
-    label or annotation, and the job's priority class (unless the template set one)."""
+    label or annotation, and the job's ``priority_class_name`` (unless the template
+    set one)."""
     pod["spec"]["schedulerName"] = be.scheduler_name
     meta = pod["metadata"]
     if be.member_in_labels:
         meta.setdefault("labels", {})[be.member_key] = group
     else:
         meta.setdefault("annotations", {})[be.member_key] = group
-    if gang.priority_class and not pod["spec"].get("priorityClassName"):
-        pod["spec"]["priorityClassName"] = gang.priority_class
+    if priority_class_name and not pod["spec"].get("priorityClassName"):
+        pod["spec"]["priorityClassName"] = priority_class_name
     return pod
 
 

@@ -20,6 +20,7 @@ from t9k_operator.builders import colossalai as build
 from t9k_operator.builders import ssh
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds import flags
+from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
@@ -33,8 +34,8 @@ from t9k_operator.kinds.local import (
     split_python,
 )
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_mode_view, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
+from t9k_operator.kinds.t9k import run_mode_view, scheduling_request, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
 WORKERS_ONLY = frozenset({"worker"})
@@ -66,11 +67,13 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             job.metadata,
             roles,
             spec_error(spec),
-            gang=gang_view(spec.scheduler, 1 + spec.worker.replicas),  # launcher and workers
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
-            # A hung ColossalAIJob fails whatever onHang says: it restarts no pod.
-            hang=hang_policy(spec.run_policy.progress, restarts=False),
+            asks=asks_of(
+                scheduling_request(spec.scheduler, 1 + spec.worker.replicas),  # all of it
+                # A hung ColossalAIJob fails whatever onHang says: it restarts no pod.
+                hang_policy(spec.run_policy.progress, restarts=False),
+            ),
             **run_mode_view(spec.run_mode),
         )
 

@@ -19,12 +19,13 @@ from t9k_operator.api.genericjob import CRD, GenericJobSpec
 from t9k_operator.builders import genericjob as build
 from t9k_operator.builders.genericjob import Job
 from t9k_operator.kinds import flags
+from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.local import EachReplica, Program, training_container
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_mode_view
-from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
+from t9k_operator.kinds.t9k import run_mode_view, scheduling_request
+from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
 Replicas = tuple[tuple[str, int], ...]
@@ -84,10 +85,12 @@ class GenericJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             cleanup_policy=spec.clean_up_policy,
             restart_scope=spec.run_policy.restart_scope or "Replica",
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
-            hang=hang_policy(spec.run_policy.progress),
             failure_rules=_sets(spec.failure_rules) if spec.failure_rules else None,
             success_rules=_sets(spec.success_rules),
-            gang=gang_view(spec.scheduler, sum(r.replicas for r in roles)),
+            asks=asks_of(
+                scheduling_request(spec.scheduler, sum(r.replicas for r in roles)),
+                hang_policy(spec.run_policy.progress),
+            ),
             **run_mode_view(spec.run_mode),
         )
 

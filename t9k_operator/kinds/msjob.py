@@ -20,9 +20,10 @@ from typing import Any
 
 from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPolicy
 from t9k_operator.builders import msjob as build
-from t9k_operator.builders.gang import GangRequest, priority_class
+from t9k_operator.builders.gang import priority_class
 from t9k_operator.builders.msjob import Job
 from t9k_operator.kinds import flags
+from t9k_operator.kinds.asks import SchedulingRequest, hang_policy
 from t9k_operator.kinds.contract import (
     ChildNotReady,
     KindBase,
@@ -33,15 +34,15 @@ from t9k_operator.kinds.contract import (
 )
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
+from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
 
-def gang_view(policy: SchedulingPolicy | None, replicas: int) -> GangRequest:
-    """What an MSJob asks of a gang scheduler: its schedulingPolicy, else every pod."""
+def scheduling_request(policy: SchedulingPolicy | None, replicas: int) -> SchedulingRequest:
+    """What an MSJob asks of a scheduler: its schedulingPolicy, else every pod at once."""
     if policy is None:
-        return GangRequest(replicas)
-    return GangRequest(
+        return SchedulingRequest(replicas)
+    return SchedulingRequest(
         policy.min_available or replicas,
         queue=policy.queue,
         priority_class=policy.priority_class,
@@ -81,11 +82,13 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             view=MSJobView,
             backoff_limit=policy.backoff_limit,
             restart_scope=policy.restart_scope or "Replica",
-            hang=hang_policy(policy.progress),
             active_deadline_seconds=policy.active_deadline_seconds,
             cleanup_policy=CLEAN_POD_POLICY[policy.clean_pod_policy],
             ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
-            gang=gang_view(policy.scheduling_policy, sum(r.replicas for r in roles)),
+            asks=asks_of(
+                scheduling_request(policy.scheduling_policy, sum(r.replicas for r in roles)),
+                hang_policy(policy.progress),
+            ),
             all_workers=spec.success_policy == "AllWorkers",
         )
 

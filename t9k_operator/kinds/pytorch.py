@@ -14,12 +14,13 @@ from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds import flags
+from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role
+from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
 
@@ -61,7 +62,10 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             job.metadata,
             roles,
             spec_error(spec),
-            gang=gang_view(spec.scheduler, min_member(spec)),
+            asks=asks_of(
+                scheduling_request(spec.scheduler, min_member(spec)),
+                hang_policy(spec.run_policy.progress),
+            ),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
-from t9k_operator.builders.gang import GangRequest, priority_class
+from t9k_operator.builders.gang import priority_class
+from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import Outcome, Override, hang_policy
+from t9k_operator.kinds.view import Outcome, Override
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
@@ -37,25 +38,25 @@ def run_mode_view(mode: RunMode | None) -> dict[str, Any]:
 
 
 def run_policy_view(policy: RunPolicy, mode: RunMode | None) -> dict[str, Any]:
-    """The T9k ``runPolicy`` and ``runMode`` as JobView fields (the models' defaults)."""
+    """The T9k ``runPolicy`` and ``runMode`` as JobView fields (the models'
+    defaults); what the job asks of its progress is the kind's to state."""
     return {
         "backoff_limit": policy.backoff_limit,
         "active_deadline_seconds": policy.active_deadline_seconds,
         "cleanup_policy": policy.clean_up_policy,
         "restart_scope": policy.restart_scope or "Replica",
-        "hang": hang_policy(policy.progress),
         **run_mode_view(mode),
     }
 
 
-def gang_view(scheduler: SchedulerPolicy | None, min_member: int) -> GangRequest:
-    """What a T9k job asks of a gang scheduler: ``min_member`` pods at once, in the
-    queue and with the priority of ``spec.scheduler.t9kScheduler``."""
+def scheduling_request(scheduler: SchedulerPolicy | None, at_once: int) -> SchedulingRequest:
+    """What a T9k job asks of a scheduler: ``at_once`` pods placed together, in
+    the queue and with the priority of ``spec.scheduler.t9kScheduler``."""
     t9k = scheduler.t9k_scheduler if scheduler is not None else None
     if t9k is None:
-        return GangRequest(min_member)
-    return GangRequest(
-        min_member,
+        return SchedulingRequest(at_once)
+    return SchedulingRequest(
+        at_once,
         queue=t9k.queue,
         priority_class=priority_class(t9k.priority) if t9k.priority is not None else None,
         asked_by="spec.scheduler.t9kScheduler",

@@ -17,13 +17,14 @@ from t9k_operator.api.tensorflow import CRD, TensorFlowTrainingJobSpec
 from t9k_operator.builders import tensorflow as build
 from t9k_operator.builders.tensorflow import Job
 from t9k_operator.kinds import flags
+from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, Replica
 from t9k_operator.kinds.local import training_container as local_training_container
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role
+from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
 
@@ -51,7 +52,10 @@ class TensorFlowKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             job.metadata,
             roles,
             spec_error(spec),
-            gang=gang_view(spec.scheduler, sum(rs.replicas for rs in spec.replica_specs)),
+            asks=asks_of(
+                scheduling_request(spec.scheduler, sum(rs.replicas for rs in spec.replica_specs)),
+                hang_policy(spec.run_policy.progress),
+            ),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 

@@ -1,22 +1,24 @@
 """A job in the engine's terms: the vocabulary the kinds, the engine and the
 integrations share.
 
-A kind reads its parsed job into a :class:`JobView` (roles, policies, what
-it asks of a scheduler); the integrations add :class:`Gate` s to it (why the
-job may not have pods yet, or why its pods wait); the engine plans from it.
-Nothing here names a kind or an integration.
+A kind reads its parsed job into a :class:`JobView`: roles, policies, and
+what the job asks beyond its pods (``asks``: the types of
+:mod:`~t9k_operator.kinds.asks`, keyed by type). The integrations read what
+they serve through :meth:`JobView.ask`, and add :class:`Gate` s (why the job
+may not have pods yet, or why its pods wait) and :class:`Heartbeat` s (when
+each pod they hear from was last heard, and how long it may be silent); the
+engine plans from it. Nothing here names a kind or an integration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
-from t9k_operator.api.progress import ProgressPolicy
-from t9k_operator.builders.gang import NO_GANG, GangRequest
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -80,28 +82,24 @@ class Gate:
 
 
 @dataclass(frozen=True)
-class HangPolicy:
-    """How long a replica that has reported its progress may go without a
-    report (``spec.runPolicy.progress``), and what then."""
+class Heartbeat:
+    """A pod of the job an integration hears from, and how long it may be
+    silent: past :attr:`due` the engine's hang rule finds the job hung and fails
+    it, or (``restart``) restarts every replica as one counted attempt."""
 
-    timeout_seconds: int
-    on_hang: str = "Fail"  # Fail | Restart
+    uid: str  # the pod's uid: a pod since replaced says nothing of its replica
+    last: datetime  # when it was last heard from
+    window_seconds: int  # the job's hangTimeoutSeconds
+    restart: bool = False
+
+    @property
+    def due(self) -> datetime:
+        return self.last + timedelta(seconds=self.window_seconds)
 
 
-def hang_policy(progress: ProgressPolicy | None, restarts: bool = True) -> HangPolicy | None:
-    """A job's ``runPolicy.progress`` as the engine reads it (None: never hung);
-    a kind that ``restarts`` no pod fails a hung job whatever onHang says."""
-    if progress is None:
-        return None
-    return HangPolicy(progress.hang_timeout_seconds, progress.on_hang if restarts else "Fail")
-
-
-@dataclass(frozen=True)
-class Heard:
-    """When the operator last received a progress report from one pod of the job."""
-
-    uid: str  # the pod's uid: a report of a pod since replaced says nothing of its replica
-    at: datetime
+def asks_of(*asks: object | None) -> Mapping[type, object]:
+    """What a job asks, keyed by type, for :attr:`JobView.asks` (None: not asked)."""
+    return {type(a): a for a in asks if a is not None}
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,8 @@ class JobView:
     status: Mapping[str, Any] = field(default_factory=dict)
     spec_error: str | None = None  # an invalid spec the schema could not catch
     spec_error_reason: str = "InvalidSpec"  # the Failed reason that spec_error gives
-    gang: GangRequest = NO_GANG  # what the job asks of a (gang) scheduler and a queue
+    asks: Mapping[type, object] = field(default_factory=dict)
+    """What the job asks beyond its pods, keyed by type (read with :meth:`ask`)."""
     gates: tuple[Gate, ...] = ()  # what holds the job back, from its integrations and the apply
     disruption_limit: int = 10  # engine.DEFAULT_DISRUPTION_LIMIT
     """Disruptions (evictions, preemptions, lost nodes) the job's replicas may
@@ -143,12 +142,18 @@ class JobView:
     """Seconds a pod placed on a node may take to start its containers before
     the job fails (the job's annotation ``t9k.dev/pod-start-timeout-seconds``;
     None: the operator's ``--pod-start-timeout``; 0: no limit)."""
+    heartbeats: tuple[Heartbeat, ...] = ()
+    """The pods the integrations hear from: what the hang rule judges."""
 
-    hang: HangPolicy | None = None
-    """``runPolicy.progress``: when a silent job is hung (None: never)."""
-    heard: tuple[Heard, ...] = ()
-    """The pods' last progress reports, from the progress integration (none
-    without it): what the hang rule judges."""
+    def ask(self, of: type[A]) -> A | None:
+        """What the job asks of type ``of``; None when it asks nothing of it."""
+        found = self.asks.get(of)
+        return found if isinstance(found, of) else None
+
+    def asking(self, *asks: object) -> JobView:
+        """The view with ``asks`` in place of what the job asked of their types
+        (an integration that serves a request rewrites it for those after it)."""
+        return replace(self, asks={**self.asks, **asks_of(*asks)})
 
     def gate(self, *holds: Hold) -> Gate | None:
         """The first gate that holds back as much as one of ``holds``."""

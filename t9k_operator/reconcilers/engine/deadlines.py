@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.view import Outcome
 from t9k_operator.reconcilers.engine.conditions import Reason, parse_time
 from t9k_operator.reconcilers.engine.finish import finish
@@ -34,7 +35,8 @@ def out_of_time(p: Pass) -> bool:
 def never_placed(p: Pass) -> bool:
     """A job whose pods were not all placed within its schedule timeout (MSJob's
     schedulingPolicy.scheduleTimeoutSeconds) after the start fails."""
-    seconds = p.job.gang.timeout_seconds
+    request = p.job.ask(SchedulingRequest)
+    seconds = request.timeout_seconds if request is not None else None
     if not seconds or p.status["phase"] != "Pending" or p.job.paused:
         return False
     start = parse_time(p.status["startTime"]) or p.now

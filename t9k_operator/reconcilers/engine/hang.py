@@ -1,10 +1,10 @@
-"""The hang rule: a replica that has reported its progress and then been
-silent past the job's ``hangTimeoutSeconds`` restarts the job as one attempt
-(counted against ``backoffLimit``) or fails it; the Hung condition."""
+"""The hang rule: a replica whose pod was heard from (a
+:class:`~t9k_operator.kinds.view.Heartbeat`, from an integration) and then
+silent past its window (the job's ``hangTimeoutSeconds``) restarts the job as
+one attempt (counted against ``backoffLimit``) or fails it; the Hung
+condition."""
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 from t9k_operator.reconcilers.engine.conditions import Reason, fmt_time, get_condition
 from t9k_operator.reconcilers.engine.planning import Pass
@@ -14,8 +14,7 @@ from t9k_operator.reconcilers.engine.restarts import restart_all
 def hung(p: Pass) -> None:
     """9. A replica that has reported and then been silent past the job's
     hangTimeoutSeconds: the job is restarted as one attempt, or fails."""
-    hang = p.job.hang
-    if hang is None or p.job.debug:
+    if p.job.debug:
         return
     live = {
         s.uid: (key, s)
@@ -23,11 +22,11 @@ def hung(p: Pass) -> None:
         if key in p.desired and not (s.terminating or s.ended) and s.phase == "Running"
     }
     planned = {s.uid for s in p.out.delete}
-    heard = sorted((h for h in p.job.heard if h.uid in live), key=lambda h: (h.at, h.uid))
+    heard = sorted((h for h in p.job.heartbeats if h.uid in live), key=lambda h: (h.due, h.uid))
     if not heard:
-        return  # nothing reported in the current pods: never judged
+        return  # nothing heard from the current pods: never judged
     first = heard[0]
-    due = first.at + timedelta(seconds=hang.timeout_seconds)
+    due = first.due
     if p.now < due:
         _reporting(p)
         p.out.wake_in((due - p.now).total_seconds())
@@ -35,17 +34,17 @@ def hung(p: Pass) -> None:
     (type_, _), state = live[first.uid]
     if state.uid in planned:
         return  # being recreated by this pass already
-    silent = int((p.now - first.at).total_seconds())
+    silent = int((p.now - first.last).total_seconds())
     message = (
         f"Replica {state.name} has not reported its progress for {silent}s (since "
-        f"{fmt_time(first.at)}), past the job's hangTimeoutSeconds ({hang.timeout_seconds}s)"
+        f"{fmt_time(first.last)}), past the job's hangTimeoutSeconds ({first.window_seconds}s)"
     )
     counted = set(p.counted)
     if state.uid in counted:
         restart_all(p, counted)  # counted before a crash: finish the attempt
         return
     limit = p.job.backoff_limit
-    if hang.on_hang != "Restart":
+    if not first.restart:
         p.condition("Hung", "True", Reason.HUNG, message)
         p.failures.append((state, Reason.HUNG, message))
         return

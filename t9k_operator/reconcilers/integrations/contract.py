@@ -10,12 +10,17 @@ For each job, in a reconcile, the apply step asks every integration that is
 on, in registry order:
 
 1. ``observe``: its state for this job, read from the informers' caches
-   (never the API server), and the job's view as it leaves it (an integration
-   that takes the job's queue says so there);
+   (never the API server), and the job's view as it leaves it: it reads what
+   the job asks of it with ``view.ask`` (a type of
+   :mod:`~t9k_operator.kinds.asks`), and may rewrite that for the integrations
+   after it with ``view.asking`` (Kueue takes the job's queue from the
+   scheduling request);
 2. ``prepare``: what it keeps in every phase of the job (a refusal is
    recorded and comes back through ``refused`` in the next pass, whose status
    says what became of it; it never fails the job);
 3. ``gate``: whether the engine must hold the job back, and why;
+   ``heartbeats``: the pods it hears from and how long each may be silent,
+   for the engine's hang rule (what it heard stays in its state);
 4. after the plan: ``status`` (its part of the job's status, and Events);
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
@@ -23,7 +28,8 @@ on, in registry order:
 Everything here is pure: an integration returns :class:`Action` s, the plan
 (:mod:`~t9k_operator.reconcilers.integrations.plan`) puts them in the pass's
 one ordered list, and the apply step carries them out. The engine never
-names an integration: gates and status parts are all it sees of them.
+names an integration: gates, heartbeats and status parts are all it sees of
+them.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.contract import JobKind, Stored
-from t9k_operator.kinds.view import Gate, JobView
+from t9k_operator.kinds.view import Gate, Heartbeat, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.resources import Resource
@@ -176,6 +182,11 @@ class Integration(Protocol[S]):
         """Whether, and why, the engine must hold the job back."""
         ...
 
+    def heartbeats(self, state: S, view: JobView) -> tuple[Heartbeat, ...]:
+        """The job's pods it hears from, and how long each may be silent before
+        the engine finds the job hung."""
+        ...
+
     def prepare(self, state: S, view: JobView) -> list[Action]:
         """What it keeps in every phase of the job (the job's status says what
         became of it once a refusal comes back through ``refused``)."""
@@ -222,6 +233,9 @@ class Base(Generic[S]):
 
     def gate(self, state: S, view: JobView) -> Gate | None:
         return None
+
+    def heartbeats(self, state: S, view: JobView) -> tuple[Heartbeat, ...]:
+        return ()
 
     def prepare(self, state: S, view: JobView) -> list[Action]:
         return []

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import gang
 from t9k_operator.builders.gang import Backend
+from t9k_operator.kinds.asks import NOTHING_ASKED, SchedulingRequest
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import (
@@ -82,12 +83,17 @@ def group_state(backend: Backend, name: str, group: Mapping[str, Any] | None) ->
     )
 
 
-def waiting_gate(group: GroupState, request: gang.GangRequest) -> Gate:
+def request_of(view: JobView) -> SchedulingRequest:
+    """What the job asks of a gang scheduler (nothing, when it states nothing)."""
+    return view.ask(SchedulingRequest) or NOTHING_ASKED
+
+
+def waiting_gate(group: GroupState, request: SchedulingRequest) -> Gate:
     """What a job whose pods are all created says while its group is not placed."""
     queue = group.queue or request.queue
     where = f", queue {queue}" if queue else ""
     message = (
-        f"Waiting for the gang scheduler ({group.backend}) to place all {request.min_member} "
+        f"Waiting for the gang scheduler ({group.backend}) to place all {request.pods_at_once} "
         f"pods of PodGroup {group.name} at once{where}: PodGroup phase "
         f"{group.phase or 'not reported yet'}"
     )
@@ -206,24 +212,32 @@ class GangScheduling(Base[GangState]):
     # -- a job -------------------------------------------------------------------------------
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[GangState, JobView]:
-        view = job.view
+        view, request = job.view, request_of(job.view)
         if self.backend is None or self.resource is None:
-            return GangState(held=self.hold and bool(view.gang.asked_by)), view
+            return GangState(held=self.hold and bool(request.asked_by)), view
         name = gang.group_name(view.name, view.uid)
         seen = caches.get(self.resource, view.namespace, name)
-        desired = gang.pod_group(job.job, self.backend, view.gang)
+        desired = gang.pod_group(
+            job.job,
+            self.backend,
+            request.pods_at_once,
+            queue=request.queue,
+            priority_class_name=request.priority_class,
+            timeout_seconds=request.timeout_seconds,
+            min_resources=request.min_resources,
+        )
         return GangState(group_state(self.backend, name, seen), seen, desired), view
 
     def gate(self, state: GangState, view: JobView) -> Gate | None:
         if state.held:
             message = (
-                f"{view.gang.asked_by} asks for gang scheduling, but the operator runs "
+                f"{request_of(view).asked_by} asks for gang scheduling, but the operator runs "
                 "without a gang scheduler (--gang-scheduler=none, --gang-unavailable=hold): "
                 "the job waits until it runs with one"
             )
             return Gate(UNAVAILABLE, message, Hold.NEW)
         if state.group is not None:
-            return waiting_gate(state.group, view.gang)
+            return waiting_gate(state.group, request_of(view))
         return None
 
     def children(
@@ -249,14 +263,15 @@ class GangScheduling(Base[GangState]):
 
     def decorate(self, state: GangState, view: JobView, pod: Obj) -> None:
         if self.backend is not None and state.group is not None:
-            gang.join(pod, self.backend, state.group.name, view.gang)
+            gang.join(pod, self.backend, state.group.name, request_of(view).priority_class)
 
     def status(self, state: GangState, view: JobView, status: Obj) -> list[Event]:
         """``status.podGroup``: the job's PodGroup as last seen, while the job has one."""
-        group, request = state.group, view.gang
+        group, request = state.group, request_of(view)
         seen: Obj | None = None
         if group is not None:
-            seen = {"name": group.name, "scheduler": group.backend, "minMember": request.min_member}
+            seen = {"name": group.name, "scheduler": group.backend}
+            seen["minMember"] = request.pods_at_once
             if group.queue or request.queue:
                 seen["queue"] = group.queue or request.queue
             if group.phase:
@@ -268,7 +283,8 @@ class GangScheduling(Base[GangState]):
 
     def accepted(self, state: GangState, view: JobView) -> list[Event]:
         """Never silently: a job whose gang request this operator cannot serve is told."""
-        asked, queue, be = view.gang.asked_by, view.gang.queue, self.backend
+        request, be = request_of(view), self.backend
+        asked, queue = request.asked_by, request.queue
         if not asked:
             return []
         if be is None:

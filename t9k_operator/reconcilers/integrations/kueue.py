@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import gang, kueue
 from t9k_operator.builders.common import REPLICA_TYPE
+from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
@@ -262,7 +263,8 @@ class Kueue(Base[KueueState]):
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[KueueState, JobView]:
         view = job.view
-        queue = queue_of(job.stored, view.gang.queue)
+        request = view.ask(SchedulingRequest)
+        queue = queue_of(job.stored, request.queue if request is not None else None)
         if not queue:
             return KueueState(), view
         name = gang.group_name(view.name, view.uid)  # the PodGroup's name too
@@ -270,7 +272,7 @@ class Kueue(Base[KueueState]):
         if seen is not None and seen["metadata"].get("deletionTimestamp"):
             seen = None  # on its way out: the next one waits afresh
         admission = admission_state(name, queue, seen)
-        named = view.gang.priority_class
+        named = request.priority_class if request is not None else None
         state = KueueState(
             admission=admission,
             seen=seen,
@@ -281,7 +283,8 @@ class Kueue(Base[KueueState]):
             now=fmt_time(job.now),
         )
         # Kueue serves the job's queue: the gang scheduler neither queues nor holds it.
-        view = replace(view, gang=replace(view.gang, queue=None, asked_by=None))
+        if request is not None:
+            view = view.asking(replace(request, queue=None, asked_by=None))
         return state, view
 
     def gate(self, state: KueueState, view: JobView) -> Gate | None:

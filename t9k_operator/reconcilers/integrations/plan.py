@@ -2,8 +2,8 @@
 one ordered list of :class:`~.contract.Action` s.
 
 Pure: the caches are read through :class:`~.contract.Caches`, the engine is
-the one state machine, and each integration only adds gates to the job's
-view, its parts to the status and its actions to the list. Randomness (the
+the one state machine, and each integration only adds gates and heartbeats to
+the job's view, its parts to the status and its actions to the list. Randomness (the
 ssh key pair) comes in as a factory. The apply step and the tests plan
 through :func:`plan` and :func:`assemble` alike.
 
@@ -144,10 +144,16 @@ def plan(
     blocked: Sequence[Gate] = (),
     failed: tuple[str, str] | None = None,
 ) -> engine.Plan:
-    """The engine's plan for the job behind its integrations' gates, with their
-    parts of the status. ``blocked``: gates of the apply step's own (a child it
-    could not create); ``failed``: (reason, message) that fail the job now."""
-    gated = replace(view, gates=(*view.gates, *blocked, *gates(view, seen)))
+    """The engine's plan for the job behind its integrations' gates, judging
+    their heartbeats, with their parts of the status. ``blocked``: gates of
+    the apply step's own (a child it could not create); ``failed``: (reason,
+    message) that fail the job now."""
+    beats = tuple(b for s in seen for b in s.integration.heartbeats(s.state, view))
+    gated = replace(
+        view,
+        gates=(*view.gates, *blocked, *gates(view, seen)),
+        heartbeats=(*view.heartbeats, *beats),
+    )
     if failed is not None:
         gated = replace(gated, spec_error=failed[1], spec_error_reason=failed[0])
     out = engine.plan(kind, gated, pods, now)

@@ -10,10 +10,12 @@ integration reads at observe time through ``Caches.source("progress")`` as
 other integrations read the informers' caches (None: no endpoint serves, and
 the replicas are told of none). Per job, in a reconcile, this integration
 
-- observes the latest report of each of the job's pods (:class:`Received`)
-  and puts when each was heard into the job's view (``JobView.heard``): the
-  engine's hang rule (runPolicy.progress) judges from it, restarting or
-  failing the job as the job asks; the integration itself holds nothing back;
+- observes the latest report of each of the job's pods (:class:`Received`),
+  kept in its state, and tells the engine when each pod was last heard from
+  under the job's hang policy (``heartbeats``, from the
+  :class:`~t9k_operator.kinds.asks.HangPolicy` the job asks): the engine's
+  hang rule judges them, restarting or failing the job as the job asks; the
+  integration itself holds nothing back;
 - keeps the job's CA ConfigMap (``prepare``) and gives every new pod the
   reporter's environment, projected token and CA (``decorate``; what they
   are: ``progress_pods``);
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-from t9k_operator.kinds.view import Heard, JobView
+from t9k_operator.kinds.asks import HangPolicy
+from t9k_operator.kinds.view import Heartbeat, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.reconcilers.integrations.contract import (
@@ -59,6 +63,17 @@ from t9k_operator.resources import CONFIGMAPS, TOKENREVIEWS
 WHAT = "the job's progress CA ConfigMap"
 CERT_SECRET = "t9k-operator-progress-tls"
 """The Secret the operator keeps the endpoint's certificate in, by default."""
+
+
+def heartbeats(
+    policy: HangPolicy | None, heard: Iterable[tuple[str, datetime]]
+) -> tuple[Heartbeat, ...]:
+    """When each pod (by uid) was last heard from, as the engine's hang rule
+    judges it under the job's ``policy`` (None: never hung, nothing to judge)."""
+    if policy is None:
+        return ()
+    restart = policy.on_hang == "Restart"
+    return tuple(Heartbeat(uid, at, policy.timeout_seconds, restart) for uid, at in heard)
 
 
 class ProgressSource(Protocol):
@@ -265,7 +280,7 @@ class JobProgress(Base[ProgressState]):
         # What the endpoint provides under this integration's name (see the module).
         source = cast("ProgressSource | None", caches.source(self.name))
         received = tuple(source.latest(job.view.uid)) if source is not None else ()
-        view = replace(job.view, heard=tuple(Heard(r.uid, r.at) for r in received))
+        view = job.view
         finished = view.status.get("phase") in TERMINAL
         if source is None:  # no endpoint serves: nothing to tell the replicas
             return ProgressState(received, finished=finished), view
@@ -287,6 +302,9 @@ class JobProgress(Base[ProgressState]):
             finished=finished,
         )
         return state, view
+
+    def heartbeats(self, state: ProgressState, view: JobView) -> tuple[Heartbeat, ...]:
+        return heartbeats(view.ask(HangPolicy), ((r.uid, r.at) for r in state.received))
 
     def prepare(self, state: ProgressState, view: JobView) -> list[Action]:
         """The job's CA ConfigMap, kept equal to the endpoint's CA while the job

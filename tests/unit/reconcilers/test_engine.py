@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.builders.gang import GangRequest
+from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.contract import PodMode
 from t9k_operator.kinds.pods import ReplicaState, Waiting
-from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role
+from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role, asks_of
 from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
 from t9k_operator.reconcilers.integrations import plan as planning
 from t9k_operator.reconcilers.integrations.gang import (
@@ -503,7 +503,9 @@ def test_the_plan_counts_its_restarts_and_reasons_are_typed() -> None:
 
 def gang_job(**kw: Any) -> JobView:
     return job(
-        gang=GangRequest(3, queue="research", asked_by="spec.scheduler.t9kScheduler"),
+        asks=asks_of(
+            SchedulingRequest(3, queue="research", asked_by="spec.scheduler.t9kScheduler")
+        ),
         group=GroupState("volcano", "j", "Pending", "3/3 tasks in gang unschedulable"),
         **kw,
     )
@@ -568,7 +570,7 @@ def test_a_finished_or_paused_job_keeps_its_last_seen_group_in_the_status() -> N
 
 
 def test_schedule_timeout_fails_a_job_whose_pods_were_never_all_placed() -> None:
-    j = job(gang=GangRequest(3, timeout_seconds=120))
+    j = job(asks=asks_of(SchedulingRequest(3, timeout_seconds=120)))
     first = step(j, {})
     assert first.requeue_after == 120
     j = replace(j, status=first.status)

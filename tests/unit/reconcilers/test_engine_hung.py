@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.kinds.asks import HangPolicy
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import HangPolicy, Heard, JobView, Role
+from t9k_operator.kinds.view import Heartbeat, JobView, Role
 from t9k_operator.reconcilers.engine import Plan, Reason, get_condition, plan
+from t9k_operator.reconcilers.integrations.progress import heartbeats
 from tests.unit.reconcilers.test_engine import KIND, T0, job, pod, running
 
 TIMEOUT = 600
@@ -25,11 +27,15 @@ RUNNING_STATUS: dict[str, Any] = {
 
 def hung_job(on_hang: str = "Fail", heard: dict[str, datetime] | None = None, **kw: Any) -> JobView:
     return job(
-        hang=HangPolicy(TIMEOUT, on_hang),
-        heard=tuple(Heard(uid, at) for uid, at in (heard or {}).items()),
+        heartbeats=beats(HangPolicy(TIMEOUT, on_hang), heard or {}),
         status=RUNNING_STATUS,
         **kw,
     )
+
+
+def beats(policy: HangPolicy | None, heard: dict[str, datetime]) -> tuple[Heartbeat, ...]:
+    """The pods heard from (by uid, when) as the engine sees them under ``policy``."""
+    return heartbeats(policy, heard.items())
 
 
 def run(j: JobView, pods: dict[tuple[str, int], ReplicaState], now: datetime) -> Plan:
@@ -84,8 +90,7 @@ def test_when_a_job_is_hung(
     wake: float | None,
 ) -> None:
     j = job(
-        hang=hang,
-        heard=tuple(Heard(u, at) for u, at in heard.items()),
+        heartbeats=beats(hang, heard),
         status=RUNNING_STATUS,
     )
     p = run(j, running_pods(), T0)
@@ -136,7 +141,7 @@ def test_a_hang_restart_counted_before_a_crash_is_not_counted_again() -> None:
     pods = running_pods()
     first = run(j, pods, T0)
     # The status was written, the operator died before deleting a pod.
-    after = job(hang=j.hang, heard=j.heard, backoff_limit=3, status=first.status)
+    after = job(heartbeats=j.heartbeats, backoff_limit=3, status=first.status)
     again = run(after, pods, T0 + timedelta(seconds=1))
     assert again.status["restartCount"] == 1
     assert sorted(s.name for s in again.delete) == ["j-master-0", "j-worker-0", "j-worker-1"]
@@ -148,7 +153,7 @@ def test_after_the_restart_the_deleted_pods_are_not_judged_again() -> None:
     pods = {k: ReplicaState(name=s.name, uid=s.uid, phase=s.phase, terminating=True)
             for k, s in running_pods().items()}  # fmt: skip
     first = run(j, running_pods(), T0)
-    p = run(job(hang=j.hang, heard=j.heard, status=first.status), pods, T0 + timedelta(seconds=2))
+    p = run(job(heartbeats=j.heartbeats, status=first.status), pods, T0 + timedelta(seconds=2))
     assert p.status["restartCount"] == 1
     assert p.delete == []
 
@@ -159,12 +164,13 @@ def test_a_new_attempt_that_has_not_reported_is_not_hung_and_the_condition_stays
     fresh = {k: ReplicaState(name=s.name, uid=s.uid + "-new", phase="Running")
              for k, s in running_pods().items()}  # fmt: skip
     later = T0 + timedelta(hours=5)
-    p = run(job(hang=j.hang, heard=j.heard, status=first.status), fresh, later)
+    p = run(job(heartbeats=j.heartbeats, status=first.status), fresh, later)
     hung = get_condition(p.status, "Hung")
     assert hung is not None and hung["status"] == "True"
     assert p.status["restartCount"] == 1 and p.finished is None
     # One report of the new attempt: the job reports again.
-    back = job(hang=j.hang, heard=(Heard(WORKER0 + "-new", later),), status=p.status)
+    reported = beats(HangPolicy(TIMEOUT, "Restart"), {WORKER0 + "-new": later})
+    back = job(heartbeats=reported, status=p.status)
     p2 = run(back, fresh, later + timedelta(seconds=1))
     hung = get_condition(p2.status, "Hung")
     assert hung is not None and (hung["status"], hung["reason"]) == ("False", "Reporting")
@@ -173,8 +179,7 @@ def test_a_new_attempt_that_has_not_reported_is_not_hung_and_the_condition_stays
 def test_on_hang_restart_at_the_backoff_limit_fails_with_reason_hung() -> None:
     status = {**RUNNING_STATUS, "restartCount": 2}
     j = job(
-        hang=HangPolicy(TIMEOUT, "Restart"),
-        heard=(Heard(MASTER, ago(601)),),
+        heartbeats=beats(HangPolicy(TIMEOUT, "Restart"), {MASTER: ago(601)}),
         backoff_limit=2,
         status=status,
     )
@@ -195,8 +200,7 @@ def test_only_running_pods_are_judged(case: str, pods: dict[Any, ReplicaState]) 
     state = pods[("master", 0)]
     j = job(
         roles=(Role("master", 1, "Never"),),
-        hang=HangPolicy(TIMEOUT),
-        heard=(Heard(state.uid, ago(10_000)),),
+        heartbeats=beats(HangPolicy(TIMEOUT), {state.uid: ago(10_000)}),
         status=RUNNING_STATUS,
     )
     p = run(j, pods, T0)

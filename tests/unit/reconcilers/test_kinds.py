@@ -11,16 +11,17 @@ the operator does not act on is reported.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from t9k_operator.api import deepspeed, msjob, pytorch, tensorflow, xgboost
+from t9k_operator.kinds.asks import HangPolicy, SchedulingRequest
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
-from t9k_operator.kinds.view import HangPolicy, Override, Role
+from t9k_operator.kinds.view import Override, Role
 from t9k_operator.reconcilers.integrations.tensorboard import wanted
 
 
@@ -347,14 +348,14 @@ def test_view_reads_the_hang_policy_of_every_kind(name: str) -> None:
     """runPolicy.progress, the same field for every kind; ColossalAIJob restarts no
     pod, so a hung one fails whatever onHang says."""
     kind = by_kind(name)
-    assert read(kind, job_of(name)).view.hang is None
+    assert read(kind, job_of(name)).view.ask(HangPolicy) is None
     spec = copy.deepcopy(CASES[name].spec)
     spec.setdefault("runPolicy", {})["progress"] = {
         "hangTimeoutSeconds": 900,
         "onHang": "Restart",
     }
     on_hang = "Fail" if name == "ColossalAIJob" else "Restart"
-    assert read(kind, job_of(name, spec)).view.hang == HangPolicy(900, on_hang)
+    assert read(kind, job_of(name, spec)).view.ask(HangPolicy) == HangPolicy(900, on_hang)
 
 
 def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(
@@ -395,3 +396,19 @@ def test_template_metadata_stored_but_not_acted_on_is_reported_by_its_path(
     # Labels and annotations alone: nothing to report.
     labelled = _set(CASES[name].spec, (*where, "metadata"), {"labels": {"a": "b"}})
     assert kind.fields_not_acted_on(job_of(name, labelled)) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_what_a_job_asks_is_read_and_rewritten_by_its_type(name: str) -> None:
+    """Every kind states a scheduling request; one rewritten (as Kueue takes the
+    queue) leaves the job's other asks and the view it came from as they were."""
+    spec = copy.deepcopy(CASES[name].spec)
+    spec.setdefault("runPolicy", {})["progress"] = {"hangTimeoutSeconds": 900}
+    view = read(by_kind(name), job_of(name, spec)).view
+    request = view.ask(SchedulingRequest)
+    assert request is not None and request.pods_at_once > 0
+    rewritten = view.asking(replace(request, queue="elsewhere"))
+    assert rewritten.ask(SchedulingRequest) == replace(request, queue="elsewhere")
+    assert view.ask(SchedulingRequest) == request
+    assert rewritten.ask(HangPolicy) == view.ask(HangPolicy) == HangPolicy(900)
+    assert replace(view, asks={}).ask(SchedulingRequest) is None

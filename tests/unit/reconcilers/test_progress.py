@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.progress import ProgressReport
+from t9k_operator.kinds.asks import HangPolicy
 from t9k_operator.kinds.registry import KINDS
-from t9k_operator.kinds.view import HangPolicy, Heard
+from t9k_operator.kinds.view import Heartbeat, asks_of
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import Reason, get_condition
 from t9k_operator.reconcilers.integrations import plan as planning
@@ -274,7 +275,7 @@ def observe_and_plan(source: Source, now: datetime, **kw: Any) -> Any:
     state, seen_view = found
     pods = running(view)
     pods[("master", 0)] = replace(pods[("master", 0)], uid=MASTER_UID)
-    return seen_view, planning.plan(
+    return state, planning.plan(
         KIND,  # type: ignore[arg-type]
         seen_view,
         [planning.Seen(integration, state)],
@@ -292,15 +293,38 @@ RUNNING = {
 
 def test_the_integration_puts_the_reports_in_the_view_and_the_status() -> None:
     master = replace(received(50, 0, total_steps=100), uid=MASTER_UID)
-    view, p = observe_and_plan(Source(master), at(30), status=RUNNING)
-    assert view.heard == (Heard(MASTER_UID, at(0)),)
+    state, p = observe_and_plan(Source(master), at(30), status=RUNNING)
+    assert [(r.uid, r.at) for r in state.received] == [(MASTER_UID, at(0))]
     assert p.status["progress"]["summary"] == "50/100 (50%)"
     assert p.status["phase"] == "Running"
 
 
+@pytest.mark.parametrize("on_hang", ["Fail", "Restart"])
+def test_the_engine_hears_of_the_reports_only_under_the_jobs_hang_policy(on_hang: str) -> None:
+    master = replace(received(50, 0), uid=MASTER_UID)
+    integration = JobProgress()
+    stored = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    for view, beats in [
+        (job(), ()),
+        (
+            job(asks=asks_of(HangPolicy(600, on_hang))),
+            (Heartbeat(MASTER_UID, at(0), 600, restart=on_hang == "Restart"),),
+        ),
+    ]:
+        found = integration.observe(
+            JobInput(KINDS[0], stored, None, view, at(30)), Caches(Source(master))
+        )
+        assert found is not None
+        state, seen = found
+        assert integration.heartbeats(state, seen) == beats
+        assert seen.heartbeats == (), "the view carries none until the plan gathers them"
+
+
 def test_through_the_integration_a_silent_job_fails_hung() -> None:
     master = replace(received(50, 0), uid=MASTER_UID)
-    _, p = observe_and_plan(Source(master), at(700), status=RUNNING, hang=HangPolicy(600, "Fail"))
+    _, p = observe_and_plan(
+        Source(master), at(700), status=RUNNING, asks=asks_of(HangPolicy(600, "Fail"))
+    )
     assert p.finished is not None and p.finished.reason == Reason.HUNG
     hung = get_condition(p.status, "Hung")
     assert hung is not None and "j-master-0" in hung["message"]
@@ -309,7 +333,7 @@ def test_through_the_integration_a_silent_job_fails_hung() -> None:
 
 
 def test_a_job_without_reports_has_no_progress_and_is_never_hung() -> None:
-    _, p = observe_and_plan(Source(), at(10_000), status=RUNNING, hang=HangPolicy(600))
+    _, p = observe_and_plan(Source(), at(10_000), status=RUNNING, asks=asks_of(HangPolicy(600)))
     assert "progress" not in p.status
     assert get_condition(p.status, "Hung") is None
     assert p.finished is None
@@ -424,7 +448,11 @@ def test_an_integration_not_connected_tells_the_replicas_nothing() -> None:
     found = integration.observe(JobInput(KINDS[0], stored, None, job(), at(0)), Caches(None))
     assert found is not None
     state, view = found
-    assert state.settings is None and state.received == () and view.heard == ()
+    assert (
+        state.settings is None
+        and state.received == ()
+        and integration.heartbeats(state, view) == ()
+    )
     assert integration.prepare(state, view) == []
     integration.decorate(state, view, pod)
     assert pod == {"spec": {"containers": [{"name": "c"}]}}
