@@ -8,8 +8,10 @@
 # Prometheus and checks manifests/monitoring/rules.yaml with promtool; on a
 # machine with systemd the package also starts its own service on :9090,
 # which the test does not use), debootstrap (the operator image's root
-# filesystem, hack/rootfs.py) and buildah (`make image`, tested with a base
-# made from Debian's packages).
+# filesystem, hack/rootfs.py), buildah (`make image`, tested with a base
+# made from Debian's packages), and openmpi-bin with python3-mpi4py (the
+# MPIJob launch-path test runs a real mpirun all-reduce over the pods' sshd; `t9k
+# run --local` of an MPIJob runs mpirun here).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -21,6 +23,8 @@ command -v openssl >/dev/null || missing+=(openssl)
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v buildah >/dev/null || missing+=(buildah)
+command -v mpirun >/dev/null || missing+=(openmpi-bin)
+/usr/bin/python3 -c 'import mpi4py' 2>/dev/null || missing+=(python3-mpi4py)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""

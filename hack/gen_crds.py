@@ -50,7 +50,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.crd import CrdInfo
-from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
+from t9k_operator.api.schema import KUBERNETES_SCHEMA, NOT_REQUIRED, QUANTITY, quantity_schema
 from t9k_operator.kinds.registry import served_crds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,6 +178,16 @@ def _lay_over(base: Schema, over: Schema, path: str) -> Schema:
             base["items"] = _lay_over(base["items"], value, f"{path}[*]")
         elif key == "required":
             base["required"] = sorted({*base.get("required", []), *value})
+        elif key == NOT_REQUIRED:
+            # A kind that names what the Kubernetes type requires (an MPIJob's one
+            # nameless container is its mpi-worker) lets it be left out.
+            kept = [name for name in base.get("required", []) if name not in value]
+            base.pop("required", None)
+            if kept:
+                base["required"] = kept
+        elif key == "x-kubernetes-list-type" and value == "atomic":
+            base[key] = value
+            base.pop("x-kubernetes-list-map-keys", None)
         elif key == "x-kubernetes-validations":
             base[key] = [*base.get(key, []), *value]
         elif key == "type" and value != base.get("type"):

@@ -24,10 +24,17 @@ from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.command import OtherKind, Served
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.mpijob import MPIJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 
-KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+KINDS: tuple[JobKind[Any], ...] = (
+    PyTorchKind(),
+    DeepSpeedKind(),
+    ColossalAIKind(),
+    MSJobKind(),
+    MPIJobKind(),
+)
 
 
 def crds() -> list[CrdInfo]:

@@ -44,6 +44,9 @@ EXPECTED = {
     "deepspeed-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
     "colossalai-basic.yaml": ["worker-0", "worker-1"],
     "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
+    # MPIJob: the launcher's mpirun runs here, one rank per worker (5), every line
+    # under the launcher's label.
+    "mpijob-basic.yaml": ["launcher"] * 5,
 }
 
 
@@ -66,7 +69,7 @@ def pids(output: str) -> list[int]:
 
 def test_the_samples_cover_all_four_kinds() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
-    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"}
+    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob", "MPIJob"}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 
