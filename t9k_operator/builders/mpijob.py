@@ -11,7 +11,10 @@ PATH, LD_LIBRARY_PATH when set and every variable of the container's ``env``
 (the ranks, started by orted through sshd, do not get the pod's environment
 otherwise), ``--prefix spec.mpiHome``, ``spec.mca`` as ``--mca`` pairs,
 ``spec.worker.extraMPIArgs`` and ``spec.worker.cmd``, in that order. As root it
-runs with Open MPI's OMPI_ALLOW_RUN_AS_ROOT pair set.
+runs with Open MPI's OMPI_ALLOW_RUN_AS_ROOT pair set. Unless the pod's env or
+``spec.mca`` say otherwise, host names are kept whole (the Service's
+``<pod>.<job>``, which resolve; the bare pod names do not) and mpirun starts
+every orted itself (no tree spawn: workers need not reach each other over ssh).
 
 The hostfile holds one ``<job>-worker-<i>.<job>`` line per worker, without
 ``slots``: Open MPI then gives each worker as many slots as it has cores, and
@@ -51,6 +54,8 @@ HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_PORT = 22
 LAUNCHER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 """The resources the launcher keeps from the template's container."""
+MCA_ENV = {"OMPI_MCA_orte_keep_fqdn_hostnames": "1", "OMPI_MCA_plm_rsh_no_tree_spawn": "1"}
+"""Open MPI settings the launcher defaults (as environment, which --mca overrides)."""
 RUN_AS_ROOT = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
 
 
@@ -124,6 +129,10 @@ def launcher_script(job: Job) -> str:
         'if [ "$(id -u)" -eq 0 ]; then export '
         + " ".join(f"{name}=1" for name in RUN_AS_ROOT)
         + "; fi",
+        "# The hostfile's names resolve as written (<pod>.<job>), not cut to the pod's",
+        "# name; mpirun starts every worker's orted itself, so workers need not ssh to",
+        "# each other. spec.mca (--mca) and the pod's env may say otherwise.",
+        *(f': "${{{name}:={value}}}"; export {name}' for name, value in MCA_ENV.items()),
         "libs=()",
         'if [ -n "${LD_LIBRARY_PATH:-}" ]; then libs=(-x LD_LIBRARY_PATH); fi',
         *ssh.wait_for_hosts_lines(),

@@ -491,3 +491,33 @@ def test_the_stand_in_notices_replicas_that_disagree_on_the_world() -> None:
     assert master.returncode == 1 and other.returncode == 1
     assert "replica 1 sees world=3, the master world=2" in master_err
     assert "rendezvous failed" in other.stderr
+
+
+def test_mpijob_runs_mpirun_here_one_rank_per_worker() -> None:
+    manifest = sample("mpijob-basic.yaml")
+    container = manifest["spec"]["worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "NCCL_DEBUG", "value": "INFO"}]
+    job = plan(manifest, "/run", free_ports())
+    (launcher,) = job.processes
+    assert launcher.label == "launcher" and launcher.replica == ("launcher", 0)
+    assert launcher.argv == (
+        "mpirun",
+        "--oversubscribe",
+        "-np",
+        "5",
+        "--mca",
+        "btl",
+        "^openib",
+        "-x",
+        "PATH",
+        "-x",
+        "NCCL_DEBUG",
+        "./random_walk",
+        "20",
+        "40",
+        "2",
+    )
+    env = launcher.env
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert env["NCCL_DEBUG"] == "INFO" and env["MASTER_ADDR"] == "127.0.0.1"
+    assert any("mpirun arguments not applied locally: -N 3" in n for n in job.notes)
