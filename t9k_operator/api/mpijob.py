@@ -95,6 +95,10 @@ MSG_MCA_KEY = (
     "btl or plm_rsh_args); its value is passed as mpirun --mca <key> <value>"
 )
 MSG_NO_CONTAINER = "spec.worker.template.spec.containers must hold at least one container"
+MSG_NAMELESS_CONTAINER = (
+    "spec.worker.template.spec.containers: a container may be left without a name only when "
+    "it is the only one (the operator names it mpi-worker)"
+)
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
     "must fit in 63 characters (they are also the pods' hostnames)"
@@ -115,6 +119,11 @@ AUTH_PLACE_RULE: Rule[str] = replace(AUTH_MOUNT_PLACE_RULE, message=MSG_AUTH_MOU
 """ColossalAIJob's rule on where a key may go, with this kind's field name."""
 SSHD_PATH_RULE = _absolute(MSG_SSHD_PATH)
 MPI_HOME_RULE = _absolute(MSG_MPI_HOME)
+NAMELESS_CONTAINER_RULE: Rule[list[Any]] = Rule(
+    "size(self) == 1 || self.all(c, has(c.name) && size(c.name) > 0)",
+    MSG_NAMELESS_CONTAINER,
+    lambda containers: len(containers) == 1 or all(c.get("name") for c in containers),
+)
 MCA_KEY_PATTERN = "^[A-Za-z0-9_]+$"
 MCA_KEYS_RULE: Rule[dict[str, str]] = Rule(
     f"self.all(k, k.matches('{MCA_KEY_PATTERN}'))",
@@ -161,8 +170,9 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                     "containers": {
                         "type": "array",
                         "minItems": 1,
-                        # a list, not a map by name: the operator names a nameless one
+                        # a list, not a map by name: the operator names a lone nameless one
                         "x-kubernetes-list-type": "atomic",
+                        "x-kubernetes-validations": [NAMELESS_CONTAINER_RULE.cel_rule()],
                         "description": (
                             "Containers of the pods, at least one. The one named mpi-worker "
                             "(else the first) runs sshd in the workers and mpirun in the "
@@ -172,8 +182,8 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                             "type": "object",
                             "additionalProperties": True,
                             "description": (
-                                "A container, kept as written; one without a name is named "
-                                "mpi-worker."
+                                "A container, kept as written; a lone container may be left "
+                                "without a name: it is then named mpi-worker."
                             ),
                             NOT_REQUIRED: ["name"],
                         },
@@ -237,6 +247,7 @@ class WorkerConfig(T9kModel):
             or not all(isinstance(c, Mapping) for c in containers)
         ):
             raise ValueError(MSG_NO_CONTAINER)
+        NAMELESS_CONTAINER_RULE.check(containers)
         return template
 
 

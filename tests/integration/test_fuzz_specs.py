@@ -175,6 +175,18 @@ BASE_SPECS: dict[str, dict[str, Any]] = {
         },
         "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
     },
+    "MPIJob": {
+        "ssh": {"sshAuthMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
+        "mca": {"btl": "^openib"},
+        "mpiHome": "/usr/local",
+        "worker": {
+            "replicas": 2,
+            "extraMPIArgs": ["-N", "1"],
+            "cmd": ["python", "train.py"],
+            "template": _template("mpi-worker", "mpi:4.1"),
+        },
+        "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
+    },
     "MSJob": {
         "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
         "msReplicaSpecs": {
@@ -382,6 +394,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "PyTorchTrainingJob": _replica_specs,
     "DeepSpeedJob": _worker,
     "ColossalAIJob": _worker,  # its launcher has no pod template
+    "MPIJob": _worker,  # its launcher is built from the workers' template, not a copy of it
     "MSJob": _ms_replica_specs,
 }
 
@@ -498,6 +511,7 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "PyTorchTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
     "DeepSpeedJob": ("spec.worker.template", "worker.template"),
     "ColossalAIJob": ("spec.worker.template", "worker.template"),
+    "MPIJob": ("spec.worker.template", "worker.template"),
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
 }
 OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
@@ -505,6 +519,7 @@ OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     "PyTorchTrainingJob": [],
     "DeepSpeedJob": [],
     "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
+    "MPIJob": [],
     "MSJob": [
         (
             "spec.runPolicy.schedulingPolicy.minResources.cpu",
@@ -623,9 +638,19 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
             ],
         )
     ],
+    "MPIJob": [
+        (
+            "mpij",
+            {},
+            [
+                {"type": "launcher", "command": ["bash", "-c", "resume"], "args": ["--x"]},
+                {"type": "worker", "command": ["/usr/sbin/sshd", "-D"], "args": ["-e"]},
+            ],
+        )
+    ],
     "MSJob": [],
 }
-TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore")
+TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "mpi-worker")
 
 
 def dropped_resume(spec: dict[str, Any], pod: dict[str, Any], path: str) -> list[str]:

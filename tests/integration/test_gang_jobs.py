@@ -106,6 +106,18 @@ def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None
     return spec
 
 
+def _mpijob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "worker": {
+            "replicas": pods - 1,  # and the launcher, built from the same template
+            "cmd": ["./prog"],
+            "template": _template("mpi-worker", notes),
+        },
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
 def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
     role = {"replicas": 1, "template": _template("mindspore", notes)}
     workers = {**role, "replicas": pods - 1}  # and the scheduler
@@ -126,6 +138,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "PyTorchTrainingJob": _pytorch,
     "DeepSpeedJob": _deepspeed,
     "ColossalAIJob": _colossalai,
+    "MPIJob": _mpijob,
     "MSJob": _msjob,
 }
 
@@ -408,6 +421,7 @@ RESTARTING: dict[str, tuple[tuple[str | int, ...], str] | None] = {
     "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1"),
     "DeepSpeedJob": (("worker",), "restarts-worker-1"),
     "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
+    "MPIJob": None,  # neither does it
     "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1"),
 }
 

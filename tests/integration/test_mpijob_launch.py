@@ -15,9 +15,14 @@ import pytest
 
 from t9k_operator.builders import mpijob as mb
 from t9k_operator.builders import ssh
+from t9k_operator.kube import KubeClient
+from t9k_operator.resources import CONFIGMAPS, SECRETS
 from t9k_operator.runtime.sshkeys import generate_keypair
+from tests.integration.jobs import Jobs
+from tests.integration.kubelet import MANUAL
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import NO_HOST_KEYS, STOCK
+from tests.kinds import kind_resource
 
 ALLREDUCE = """\
 import os, socket
@@ -114,3 +119,32 @@ def test_the_launcher_says_when_a_worker_never_answers(node: Node) -> None:
     assert launcher.wait("mpi-worker", 60) == 1
     log = launcher.logs("mpi-worker")
     assert "gave up after 3s waiting for ssh to mpi-worker-1.mpi" in log, log
+
+
+@pytest.mark.usefixtures("operator")
+def test_pods_the_operator_created_all_reduce(
+    admin: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    """An MPIJob submitted to the local cluster: its pods, Secret and hostfile
+    exactly as the API server stored them (after admission and defaulting, the
+    ServiceAccount volume included) run here, and mpirun all-reduces."""
+    body = mpi_raw(["/usr/bin/python3", "allreduce.py"])
+    body["metadata"] = {"name": "mpi"}
+    body["spec"]["worker"]["template"]["metadata"] = {"annotations": dict(MANUAL)}
+    jobs = Jobs(admin, namespace, kind_resource("MPIJob"))
+    jobs.create(body)
+    pods = jobs.wait_pods("mpi", ["mpi-worker-0", "mpi-worker-1", "mpi-launcher"])
+    objects = [
+        admin.get(SECRETS, "mpi-ssh", namespace),
+        admin.get(CONFIGMAPS, "mpi-hostfile", namespace),
+        admin.get(CONFIGMAPS, "kube-root-ca.crt", namespace),
+    ]
+    node = Node(tmp_path, namespace, objects)
+    try:
+        for i in (0, 1):
+            node.run_pod(pods[f"mpi-worker-{i}"], IMAGE)
+        launcher = node.run_pod(pods["mpi-launcher"], IMAGE)
+        assert launcher.wait("mpi-worker", 120) == 0, launcher.logs("mpi-worker")
+        assert "rank 1/2 on mpi-worker-1 sum=3" in launcher.logs("mpi-worker")
+    finally:
+        node.close()

@@ -33,6 +33,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "PyTorchTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
     "DeepSpeedJob": lambda spec: spec["worker"]["template"],
     "ColossalAIJob": lambda spec: spec["worker"]["template"],
+    "MPIJob": lambda spec: spec["worker"]["template"],
     "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
 }
 EXPLAIN: dict[str, str | None] = {
@@ -42,6 +43,7 @@ EXPLAIN: dict[str, str | None] = {
     "PyTorchTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
     "DeepSpeedJob": "spec.worker.template.spec.containers.command",
     "ColossalAIJob": "spec.worker.template.spec.containers.command",
+    "MPIJob": "spec.worker.template.spec.containers.command",
     "MSJob": None,
 }
 

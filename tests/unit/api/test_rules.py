@@ -280,6 +280,13 @@ CASES: list[Case] = [
         for bad in ("", "btl pml", "--mca", "btl;rm")
     ),
     Case(
+        mpijob.NAMELESS_CONTAINER_RULE,
+        mpijob.WorkerConfig,
+        {"template": {"spec": {"containers": [{"image": "a"}]}}},
+        {"template": {"spec": {"containers": [{"name": "mpi-worker"}, {"image": "b"}]}}},
+        node=lambda w: w["template"]["spec"]["containers"],
+    ),
+    Case(
         mpijob.POD_NAME_LENGTH_RULE,
         mpijob.MPIJobObject,
         job("MPIJob", MPIJOB, LONG[:54]),
