@@ -231,8 +231,7 @@ class WorkerConfig(T9kModel):
         _TEMPLATE_SCHEMA,
         more=(
             "; spec.containers must hold at least one container. The launcher is built from "
-            "it too (its mpi-worker container runs mpirun, with only the cpu, memory and "
-            "ephemeral-storage of its resources)."
+            "it too, resources included (its mpi-worker container runs mpirun)."
         ),
     )
 

@@ -18,9 +18,8 @@ every orted itself (no tree spawn: workers need not reach each other over ssh).
 
 The hostfile holds one ``<job>-worker-<i>.<job>`` line per worker, without
 ``slots``: Open MPI then gives each worker as many slots as it has cores, and
-``extraMPIArgs`` (``-N``, ``-np``) say otherwise. The launcher keeps only the
-cpu, memory and ephemeral-storage of the container's resources: it runs no
-rank, and must not hold the GPUs a worker needs.
+``extraMPIArgs`` (``-N``, ``-np``) say otherwise. The launcher keeps the
+template whole, resources included, as the manual says of every replica.
 """
 
 from __future__ import annotations
@@ -52,8 +51,6 @@ LAUNCHER_DEBUG_COMMAND = ("sleep", "inf")
 FACTS = KindFacts(TRAINING_CONTAINERS, DEBUG_COMMAND)
 HOSTFILE_PATH = ssh.HOSTFILE_PATH
 SSH_PORT = 22
-LAUNCHER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-"""The resources the launcher keeps from the template's container."""
 MCA_ENV = {"OMPI_MCA_orte_keep_fqdn_hostnames": "1", "OMPI_MCA_plm_rsh_no_tree_spawn": "1"}
 """Open MPI settings the launcher defaults (as environment, which --mca overrides)."""
 RUN_AS_ROOT = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
@@ -187,12 +184,6 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
     spec.setdefault("volumes", []).append(ssh.hostfile_volume(name))
     if spec.get("containers"):
         c = _named(pod, template)
-        resources = c.get("resources") or {}
-        for part in ("limits", "requests"):
-            if part in resources:
-                resources[part] = {
-                    k: v for k, v in resources[part].items() if k in LAUNCHER_RESOURCES
-                }
         c.setdefault("volumeMounts", []).append(ssh.hostfile_mount())
         ssh.add_ssh_auth(pod, c, c, auth_dir(job), needs_bash=True)
     return pod

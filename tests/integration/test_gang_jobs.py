@@ -109,7 +109,7 @@ def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None
 def _mpijob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "worker": {
-            "replicas": pods - 1,  # and the launcher, built from the same template
+            "replicas": pods - 1,  # and the launcher, of the same template (8 GPUs too)
             "cmd": ["./prog"],
             "template": _template("mpi-worker", notes),
         },

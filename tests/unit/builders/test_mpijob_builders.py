@@ -179,7 +179,7 @@ def test_a_worker_with_its_own_sshd_and_key_place() -> None:
     assert c["volumeMounts"] == [{"name": "t9k-ssh", "mountPath": "/etc/k"}]
 
 
-def test_the_launcher_runs_mpirun_from_the_template_without_its_gpus() -> None:
+def test_the_launcher_runs_mpirun_from_the_whole_template() -> None:
     pod = b.build_launcher(job())
     assert pod["metadata"] == {
         "name": "mpi-launcher",
@@ -203,7 +203,10 @@ def test_the_launcher_runs_mpirun_from_the_template_without_its_gpus() -> None:
             {"name": "NCCL_DEBUG", "value": "INFO"},
             {"name": "PATH", "value": "/opt/bin:/usr/bin"},
         ],
-        "resources": {"limits": {"cpu": "2", "memory": "4Gi"}, "requests": {"cpu": "1"}},
+        "resources": {
+            "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1},
+            "requests": {"cpu": "1", "nvidia.com/gpu": 1},
+        },
         "volumeMounts": [
             {
                 "name": "t9k-hostfile",
