@@ -7,11 +7,12 @@ replaced. Workers run only sshd (``spec.ssh.sshdPath``, the job key at
 ``spec.ssh.sshAuthMountPath``). The launcher ``<job>-launcher`` waits (bounded)
 until every worker answers ssh, then ``exec``s ``mpirun``, so mpirun's exit
 code is the container's and the job's. mpirun is given the hostfile, ``-x`` for
-PATH, LD_LIBRARY_PATH when set and every variable of the container's ``env``
-(the ranks, started by orted through sshd, do not get the pod's environment
-otherwise), ``--prefix spec.mpiHome``, ``spec.mca`` as ``--mca`` pairs,
-``spec.worker.extraMPIArgs`` and ``spec.worker.cmd``, in that order. As root it
-runs with Open MPI's OMPI_ALLOW_RUN_AS_ROOT pair set. Unless the pod's env or
+PATH, LD_LIBRARY_PATH when set, the progress reporter's T9K_PROGRESS_* and
+every variable of the container's ``env`` (the ranks, started by orted through
+sshd, do not get the pod's environment otherwise), ``--prefix spec.mpiHome``,
+``spec.mca`` as ``--mca`` pairs, ``spec.worker.extraMPIArgs`` and
+``spec.worker.cmd``, in that order. As root it runs with Open MPI's
+OMPI_ALLOW_RUN_AS_ROOT pair set. Unless the pod's env or
 ``spec.mca`` say otherwise, host names are kept whole (the Service's
 ``<pod>.<job>``, which resolve; the bare pod names do not) and mpirun starts
 every orted itself (no tree spawn: workers need not reach each other over ssh).
@@ -130,10 +131,14 @@ def launcher_script(job: Job) -> str:
         "# name; mpirun starts every worker's orted itself, so workers need not ssh to",
         "# each other. spec.mca (--mca) and the pod's env may say otherwise.",
         *(f': "${{{name}:={value}}}"; export {name}' for name, value in MCA_ENV.items()),
-        "libs=()",
-        'if [ -n "${LD_LIBRARY_PATH:-}" ]; then libs=(-x LD_LIBRARY_PATH); fi',
+        "# What only the running pod knows is exported too: LD_LIBRARY_PATH when set, and",
+        "# the progress reporter's settings (docs/progress.md), which every pod has alike.",
+        "forward=()",
+        'if [ -n "${LD_LIBRARY_PATH:-}" ]; then forward=(-x LD_LIBRARY_PATH); fi',
+        'for name in $(compgen -e); do case "$name" in T9K_PROGRESS_*) forward+=(-x "$name");;'
+        " esac; done",
         *ssh.wait_for_hosts_lines(),
-        f'exec mpirun "${{libs[@]}}" {quoted}',
+        f'exec mpirun "${{forward[@]}}" {quoted}',
     ]
     return "\n".join(lines) + "\n"
 

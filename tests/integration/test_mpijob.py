@@ -75,7 +75,7 @@ def test_children_hostfile_key_and_the_mpirun_line(jobs: Jobs) -> None:
     launcher = pods["ch-launcher"]["spec"]["containers"][0]
     assert launcher["name"] == "mpi-worker"
     assert launcher["command"][2].rstrip().splitlines()[-1] == (
-        'exec mpirun "${libs[@]}" --hostfile /t9k/hostfile --prefix /usr/local '
+        'exec mpirun "${forward[@]}" --hostfile /t9k/hostfile --prefix /usr/local '
         "--mca btl '^openib' -x PATH -N 1 python3 train.py"
     )
     worker = pods["ch-worker-1"]["spec"]["containers"][0]

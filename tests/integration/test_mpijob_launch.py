@@ -30,7 +30,8 @@ from mpi4py import MPI
 comm = MPI.COMM_WORLD
 total = comm.allreduce(comm.Get_rank() + 1, op=MPI.SUM)
 print(f"rank {comm.Get_rank()}/{comm.Get_size()} on {socket.gethostname()} "
-      f"sum={total} NCCL_DEBUG={os.environ.get('NCCL_DEBUG')} cwd={os.getcwd()}", flush=True)
+      f"sum={total} NCCL_DEBUG={os.environ.get('NCCL_DEBUG')} cwd={os.getcwd()} "
+      f"report={os.environ.get('T9K_PROGRESS_URL')}", flush=True)
 """
 IMAGE = STOCK.derive(
     "mpi", files={"/workspace/allreduce.py": (ALLREDUCE, 0o644)}, dirs={"/workspace": 0o755}

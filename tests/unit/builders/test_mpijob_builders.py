@@ -111,7 +111,7 @@ def test_mpirun_gets_the_hostfile_prefix_mca_env_extra_args_then_cmd() -> None:
 def test_the_launcher_script_waits_for_ssh_then_execs_mpirun_as_root_if_root() -> None:
     script = b.launcher_script(job(mpiHome="/usr"))
     lines = script.splitlines()
-    assert lines[-1] == 'exec mpirun "${libs[@]}" ' + shlex.join(
+    assert lines[-1] == 'exec mpirun "${forward[@]}" ' + shlex.join(
         b.mpirun_command(job(mpiHome="/usr"))[1:]
     )
     assert (
@@ -125,7 +125,11 @@ def test_the_launcher_script_waits_for_ssh_then_execs_mpirun_as_root_if_root() -
     assert (
         ': "${OMPI_MCA_plm_rsh_no_tree_spawn:=1}"; export OMPI_MCA_plm_rsh_no_tree_spawn' in lines
     )
-    assert 'if [ -n "${LD_LIBRARY_PATH:-}" ]; then libs=(-x LD_LIBRARY_PATH); fi' in lines
+    assert 'if [ -n "${LD_LIBRARY_PATH:-}" ]; then forward=(-x LD_LIBRARY_PATH); fi' in lines
+    assert (
+        'for name in $(compgen -e); do case "$name" in T9K_PROGRESS_*) forward+=(-x "$name");; '
+        "esac; done"
+    ) in lines
     wait = ssh.wait_for_hosts_lines()
     start = lines.index(wait[0])
     assert lines[start : start + len(wait)] == wait
