@@ -166,7 +166,9 @@ def _convert_overlay(node: Schema, defs: dict[str, Schema], path: str) -> Schema
 def _lay_over(base: Schema, over: Schema, path: str) -> Schema:
     """``base`` (a Kubernetes type) with a model's keys on top: descriptions and limits
     replace, ``required`` and CEL rules add up, properties and items recurse. A
-    property the Kubernetes type lacks is an error in the model."""
+    property the Kubernetes type lacks is an error in the model. ``NOT_REQUIRED``
+    takes names out of ``required``; ``x-kubernetes-list-type: atomic`` makes a
+    list-map a plain list (its key no longer required)."""
     for key, value in over.items():
         if key == "properties":
             props = base.setdefault("properties", {})
