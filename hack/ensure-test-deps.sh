@@ -8,11 +8,13 @@
 # Prometheus and checks manifests/monitoring/rules.yaml with promtool; on a
 # machine with systemd the package also starts its own service on :9090,
 # which the test does not use), debootstrap (the operator image's root
-# filesystem, hack/rootfs.py) and buildah (`make image`, tested with a base
+# filesystem, hack/rootfs.py), buildah (`make image`, tested with a base
 # made from Debian's packages), python3 (Debian's own: the GenericJob
-# test's replicas run it as a plain Debian image would) and python3-pip
+# test's replicas run it as a plain Debian image would), python3-pip
 # (hack/ensure-frameworks.py installs the frameworks the training tests import
-# for Debian's python3).
+# for Debian's python3), and openmpi-bin with python3-mpi4py (the MPIJob
+# launch-path test runs a real mpirun all-reduce over the pods' sshd; `t9k
+# run --local` of an MPIJob runs mpirun here).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -26,6 +28,8 @@ command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v buildah >/dev/null || missing+=(buildah)
 [ -x /usr/bin/python3 ] || missing+=(python3)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+command -v mpirun >/dev/null || missing+=(openmpi-bin)
+/usr/bin/python3 -c 'import mpi4py' 2>/dev/null || missing+=(python3-mpi4py)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""

@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field, create_model
 
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.api.parts import StatusPart
-from t9k_operator.api.schema import KUBERNETES_SCHEMA, QUANTITY, quantity_schema
+from t9k_operator.api.schema import KUBERNETES_SCHEMA, NOT_REQUIRED, QUANTITY, quantity_schema
 from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import crds, served_crds
 
@@ -169,7 +169,9 @@ def _convert_overlay(node: Schema, defs: dict[str, Schema], path: str) -> Schema
 def _lay_over(base: Schema, over: Schema, path: str) -> Schema:
     """``base`` (a Kubernetes type) with a model's keys on top: descriptions and limits
     replace, ``required`` and CEL rules add up, properties and items recurse. A
-    property the Kubernetes type lacks is an error in the model."""
+    property the Kubernetes type lacks is an error in the model. ``NOT_REQUIRED``
+    takes names out of ``required``; ``x-kubernetes-list-type: atomic`` makes a
+    list-map a plain list (its key no longer required)."""
     for key, value in over.items():
         if key == "properties":
             props = base.setdefault("properties", {})
@@ -181,6 +183,16 @@ def _lay_over(base: Schema, over: Schema, path: str) -> Schema:
             base["items"] = _lay_over(base["items"], value, f"{path}[*]")
         elif key == "required":
             base["required"] = sorted({*base.get("required", []), *value})
+        elif key == NOT_REQUIRED:
+            # A kind that names what the Kubernetes type requires (an MPIJob's one
+            # nameless container is its mpi-worker) lets it be left out.
+            kept = [name for name in base.get("required", []) if name not in value]
+            base.pop("required", None)
+            if kept:
+                base["required"] = kept
+        elif key == "x-kubernetes-list-type" and value == "atomic":
+            base[key] = value
+            base.pop("x-kubernetes-list-map-keys", None)
         elif key == "x-kubernetes-validations":
             base[key] = [*base.get(key, []), *value]
         elif key == "type" and value != base.get("type"):

@@ -6,6 +6,8 @@ Every replica reads its kind's variables:
 
 * torch style (PyTorch, DeepSpeed, ColossalAI): ``RANK``, ``WORLD_SIZE``,
   ``MASTER_ADDR``, ``MASTER_PORT`` (and ``LOCAL_RANK`` or ``--local_rank=N``);
+  under mpirun (MPIJob), ``OMPI_COMM_WORLD_RANK`` and ``OMPI_COMM_WORLD_SIZE``
+  stand for ``RANK`` and ``WORLD_SIZE``;
 * MindSpore (MSJob): ``MS_ROLE``, ``MS_SCHED_HOST``, ``MS_SCHED_PORT``,
   ``MS_WORKER_NUM``, ``MS_SERVER_NUM``, ``MS_NODE_ID``;
 * TensorFlow (TensorFlowTrainingJob): ``TF_CONFIG``, read torch style: the
@@ -70,7 +72,8 @@ def identity() -> dict[str, Any]:
             "port": int(port),
             "world": len(tasks),
         }
-    rank = int(env["RANK"])
+    # Open MPI's mpirun names a rank and the world OMPI_COMM_WORLD_RANK / _SIZE.
+    rank = int(env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", "")))
     return {
         "style": "torch",
         "id": str(rank),
@@ -78,7 +81,7 @@ def identity() -> dict[str, Any]:
         "master": rank == 0,
         "addr": env["MASTER_ADDR"],
         "port": int(env["MASTER_PORT"]),
-        "world": int(env["WORLD_SIZE"]),
+        "world": int(env.get("WORLD_SIZE", env.get("OMPI_COMM_WORLD_SIZE", ""))),
     }
 
 

@@ -71,6 +71,9 @@ ReplicaType = Annotated[
 KUBERNETES_SCHEMA = "x-t9k-kubernetes"
 """Schema key naming the Kubernetes definition (as the API server's OpenAPI names
 it) whose schema ``hack/gen_crds.py`` puts at that node."""
+NOT_REQUIRED = "x-t9k-not-required"
+"""Schema key, beside :data:`KUBERNETES_SCHEMA`'s node or below it, listing fields
+the Kubernetes type requires that the kind lets be left out (it fills them in)."""
 POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
 ENV_VAR = "io.k8s.api.core.v1.EnvVar"
 RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"

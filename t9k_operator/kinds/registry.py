@@ -27,6 +27,7 @@ from t9k_operator.kinds.command import OtherKind, Served
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.genericjob import GenericJobKind
+from t9k_operator.kinds.mpijob import MPIJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kinds.tensorflow import TensorFlowKind
@@ -40,6 +41,7 @@ KINDS: tuple[JobKind[Any], ...] = (
     GenericJobKind(),
     TensorFlowKind(),
     XGBoostKind(),
+    MPIJobKind(),
 )
 # Then the kinds of other distributions: each entry point of the group
 # t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).

@@ -27,6 +27,7 @@ from t9k_operator.api.specs import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANEN
 from tests.integration import test_crd_colossalai as colossalai
 from tests.integration import test_crd_deepspeed as deepspeed
 from tests.integration import test_crd_genericjob as genericjob
+from tests.integration import test_crd_mpijob as mpijob
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
 from tests.integration import test_crd_tensorflow as tensorflow
@@ -45,6 +46,7 @@ from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind, spec_fields
 from tests.unit.api import test_colossalai_models as colossalai_models
 from tests.unit.api import test_deepspeed_models as deepspeed_models
 from tests.unit.api import test_genericjob_models as genericjob_models
+from tests.unit.api import test_mpijob_models as mpijob_models
 from tests.unit.api import test_msjob_models as msjob_models
 from tests.unit.api import test_pytorch_models as pytorch_models
 from tests.unit.api import test_tensorflow_models as tensorflow_models
@@ -117,6 +119,17 @@ CASES: dict[str, Callable[[], Case]] = {
         ),
         row=[colossalai.JOB, "Failed", "-", "3", "3", "0"],
         paused=colossalai_models.SPEC_EXAMPLES["pause-1"],
+    ),
+    "MPIJob": lambda: Case(
+        crd=mpijob.CRD,
+        job=mpijob.JOB,
+        example=mpijob_models.SPEC_EXAMPLES["manual-0"],
+        examples=mpijob_models.SPEC_EXAMPLES,  # the manual's, as written
+        invalid=mpijob.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(mpijob_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3),
+        row=[mpijob.JOB, "Failed", "-", "3", "3", "0"],
+        paused=mpijob.PAUSED,
     ),
     "MSJob": lambda: Case(
         crd=msjob.CRD,

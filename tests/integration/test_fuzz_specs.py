@@ -211,6 +211,18 @@ BASE_SPECS: dict[str, dict[str, Any]] = {
         ],
         "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
     },
+    "MPIJob": {
+        "ssh": {"sshAuthMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
+        "mca": {"btl": "^openib"},
+        "mpiHome": "/usr/local",
+        "worker": {
+            "replicas": 2,
+            "extraMPIArgs": ["-N", "1"],
+            "cmd": ["python", "train.py"],
+            "template": _template("mpi-worker", "mpi:4.1"),
+        },
+        "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
+    },
     "MSJob": {
         "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
         "msReplicaSpecs": {
@@ -441,6 +453,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "PyTorchTrainingJob": _replica_specs,
     "DeepSpeedJob": _worker,
     "ColossalAIJob": _worker,  # its launcher has no pod template
+    "MPIJob": _worker,  # its launcher is built from the workers' template, not a copy of it
     "MSJob": _ms_replica_specs,
     "GenericJob": _replica_specs,
     "TensorFlowTrainingJob": _replica_specs,
@@ -560,6 +573,7 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "PyTorchTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
     "DeepSpeedJob": ("spec.worker.template", "worker.template"),
     "ColossalAIJob": ("spec.worker.template", "worker.template"),
+    "MPIJob": ("spec.worker.template", "worker.template"),
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
     "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
     "TensorFlowTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
@@ -572,6 +586,7 @@ OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     "DeepSpeedJob": [],
     "GenericJob": [],
     "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
+    "MPIJob": [],
     "MSJob": [
         (
             "spec.runPolicy.schedulingPolicy.minResources.cpu",
@@ -701,6 +716,16 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
             ],
         )
     ],
+    "MPIJob": [
+        (
+            "mpij",
+            {},
+            [
+                {"type": "launcher", "command": ["bash", "-c", "resume"], "args": ["--x"]},
+                {"type": "worker", "command": ["/usr/sbin/sshd", "-D"], "args": ["-e"]},
+            ],
+        )
+    ],
     "MSJob": [],
     "GenericJob": [
         (
@@ -724,6 +749,7 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
     ],
 }
 TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "tensorflow")
+TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "mpi-worker")
 
 
 def dropped_resume(spec: dict[str, Any], pod: dict[str, Any], path: str) -> list[str]:

@@ -117,6 +117,18 @@ def _tensorflow(pods: int, notes: Notes, queue: str | None, priority: int | None
     return spec
 
 
+def _mpijob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "worker": {
+            "replicas": pods - 1,  # and the launcher, of the same template (8 GPUs too)
+            "cmd": ["./prog"],
+            "template": _template("mpi-worker", notes),
+        },
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
 def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
     role = {"replicas": 1, "template": _template("mindspore", notes)}
     workers = {**role, "replicas": pods - 1}  # and the scheduler
@@ -148,6 +160,7 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "PyTorchTrainingJob": _pytorch,
     "DeepSpeedJob": _deepspeed,
     "ColossalAIJob": _colossalai,
+    "MPIJob": _mpijob,
     "MSJob": _msjob,
     "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
     "TensorFlowTrainingJob": _tensorflow,
@@ -437,6 +450,7 @@ RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
     "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
     "TensorFlowTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
     "XGBoostTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
+    "MPIJob": None,  # neither does it
 }
 
 

@@ -32,6 +32,7 @@ BUILT_IN = [
     "GenericJob",
     "TensorFlowTrainingJob",
     "XGBoostTrainingJob",
+    "MPIJob",
 ]
 
 

@@ -48,6 +48,9 @@ EXPECTED = {
     "genericjob-basic.yaml": ["worker-0", "worker-1", "worker-2"],
     "tensorflow-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
     "xgboost-basic.yaml": ["master-0", "worker-0", "worker-1"],
+    # MPIJob: the launcher's mpirun runs here, one rank per worker (5), every line
+    # under the launcher's label.
+    "mpijob-basic.yaml": ["launcher"] * 5,
 }
 
 
@@ -71,6 +74,7 @@ def pids(output: str) -> list[int]:
 def test_the_samples_cover_every_kind() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
     assert kinds == {kind.crd.kind for kind in registry.KINDS}
+    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob", "MPIJob"}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 
@@ -524,3 +528,33 @@ def test_the_stand_in_notices_replicas_that_disagree_on_the_world() -> None:
     assert master.returncode == 1 and other.returncode == 1
     assert "replica 1 sees world=3, the master world=2" in master_err
     assert "rendezvous failed" in other.stderr
+
+
+def test_mpijob_runs_mpirun_here_one_rank_per_worker() -> None:
+    manifest = sample("mpijob-basic.yaml")
+    container = manifest["spec"]["worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "NCCL_DEBUG", "value": "INFO"}]
+    job = plan(manifest, "/run", free_ports())
+    (launcher,) = job.processes
+    assert launcher.label == "launcher" and launcher.replica == ("launcher", 0)
+    assert launcher.argv == (
+        "mpirun",
+        "--oversubscribe",
+        "-np",
+        "5",
+        "--mca",
+        "btl",
+        "^openib",
+        "-x",
+        "PATH",
+        "-x",
+        "NCCL_DEBUG",
+        "./random_walk",
+        "20",
+        "40",
+        "2",
+    )
+    env = launcher.env
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert env["NCCL_DEBUG"] == "INFO" and env["MASTER_ADDR"] == "127.0.0.1"
+    assert any("mpirun arguments not applied locally: -N 3" in n for n in job.notes)

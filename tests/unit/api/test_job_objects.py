@@ -16,12 +16,22 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch, tensorflow, xgboost
+from t9k_operator.api import (
+    colossalai,
+    deepspeed,
+    genericjob,
+    mpijob,
+    msjob,
+    pytorch,
+    tensorflow,
+    xgboost,
+)
 from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.kinds.registry import crds
 from tests.unit.api import test_colossalai_models as colossalai_tests
 from tests.unit.api import test_deepspeed_models as deepspeed_tests
 from tests.unit.api import test_genericjob_models as genericjob_tests
+from tests.unit.api import test_mpijob_models as mpijob_tests
 from tests.unit.api import test_msjob_models as msjob_tests
 from tests.unit.api import test_pytorch_models as pytorch_tests
 from tests.unit.api import test_tensorflow_models as tensorflow_tests
@@ -73,6 +83,15 @@ KINDS: dict[str, Kind] = {
         colossalai_tests.ALL_EXAMPLES,
         colossalai_tests.STATUS_EXAMPLES,
         colossalai_tests.JOB,
+        lambda spec: [spec["worker"]["template"]],
+    ),
+    "MPIJob": Kind(
+        mpijob.CRD,
+        mpijob.MPIJobObject,
+        mpijob.MPIJobStatus,
+        mpijob_tests.SPEC_EXAMPLES,
+        mpijob_tests.STATUS_EXAMPLES,
+        mpijob_tests.JOB,
         lambda spec: [spec["worker"]["template"]],
     ),
     "MSJob": Kind(

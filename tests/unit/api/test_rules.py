@@ -30,6 +30,7 @@ from t9k_operator.api import (
     deepspeed_worker,
     elastic,
     genericjob,
+    mpijob,
     msjob,
     pytorch,
     specs,
@@ -69,6 +70,7 @@ TENSORFLOW = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": TF_
 MS_TEMPLATE = {"spec": {"containers": [{"name": "mindspore", "image": "train"}]}}
 MSJOB = {"msReplicaSpecs": {"Worker": {"replicas": 2, "template": MS_TEMPLATE}}}
 TENSORBOARD = {"trainingLogFilesets": ["t9k://pvc/logs/run1"], "image": "tensorboard"}
+MPIJOB = {"worker": {"replicas": 2, "cmd": ["./prog"], "template": TEMPLATE}}
 DEBUG = {"runMode": {"debug": {"enabled": True}}}
 RESUME_ARGS = {"pause": {"resumeSpecs": [{"type": "worker", "args": ["--lr", "1"]}]}}
 
@@ -143,7 +145,7 @@ CASES: list[Case] = [
             {"pause": {"resumeSpecs": [{"type": "worker", "command": ["a"], "args": ["b"]}]}},
             RESUME_ARGS,
         )
-        for model in (colossalai.ColossalAIRunMode, deepspeed.DeepSpeedRunMode)
+        for model in (colossalai.ColossalAIRunMode, deepspeed.DeepSpeedRunMode, mpijob.MPIRunMode)
     ),
     Case(
         specs.RESUME_SPECS_IMMUTABLE_RULE,
@@ -336,6 +338,61 @@ CASES: list[Case] = [
         colossalai.ColossalAIJobObject,
         job("ColossalAIJob", merged(COLOSSALAI, tensorboardSpec=TENSORBOARD), LONG[:51]),
         job("ColossalAIJob", merged(COLOSSALAI, tensorboardSpec=TENSORBOARD), LONG[:52]),
+    ),
+    # MPIJob
+    Case(
+        mpijob.AUTH_MOUNT_PATH_RULE,
+        mpijob.SSHConfig,
+        {"sshAuthMountPath": "/home/user/.ssh"},
+        {"sshAuthMountPath": "home/user/.ssh"},
+        node=_key("sshAuthMountPath"),
+    ),
+    *(
+        Case(
+            mpijob.AUTH_PLACE_RULE,
+            mpijob.SSHConfig,
+            {"sshAuthMountPath": "/home/user/.ssh/"},
+            {"sshAuthMountPath": bad},
+            node=_key("sshAuthMountPath"),
+        )
+        for bad in ("/", "/home//.ssh", "/root/..", "/tmp/ssh", "/t9k")
+    ),
+    Case(
+        mpijob.SSHD_PATH_RULE,
+        mpijob.SSHConfig,
+        {"sshdPath": "/usr/bin/sshd"},
+        {"sshdPath": "sshd"},
+        node=_key("sshdPath"),
+    ),
+    Case(
+        mpijob.MPI_HOME_RULE,
+        mpijob.MPIJobSpec,
+        merged(MPIJOB, mpiHome="/usr/local"),
+        merged(MPIJOB, mpiHome="usr/local"),
+        node=_key("mpiHome"),
+    ),
+    *(
+        Case(
+            mpijob.MCA_KEYS_RULE,
+            mpijob.MPIJobSpec,
+            merged(MPIJOB, mca={"btl": "^openib", "plm_rsh_args": "-p 2222"}),
+            merged(MPIJOB, mca={bad: "x"}),
+            node=_key("mca"),
+        )
+        for bad in ("", "btl pml", "--mca", "btl;rm")
+    ),
+    Case(
+        mpijob.NAMELESS_CONTAINER_RULE,
+        mpijob.WorkerConfig,
+        {"template": {"spec": {"containers": [{"image": "a"}]}}},
+        {"template": {"spec": {"containers": [{"name": "mpi-worker"}, {"image": "b"}]}}},
+        node=lambda w: w["template"]["spec"]["containers"],
+    ),
+    Case(
+        mpijob.POD_NAME_LENGTH_RULE,
+        mpijob.MPIJobObject,
+        job("MPIJob", MPIJOB, LONG[:54]),
+        job("MPIJob", MPIJOB, LONG[:55]),
     ),
     # DeepSpeedJob
     Case(

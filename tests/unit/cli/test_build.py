@@ -45,7 +45,9 @@ def test_every_kind_is_built_valid_with_its_workers_and_gpus(kind: JobKind[Any])
     )
     replicas = {role.type.lower(): role.replicas for role in kind.view(stored).roles}
     assert replicas["worker"] == 3
-    assert gpus_requested(job) == 6
+    # 2 GPUs per worker; an MPIJob's launcher is a pod of the workers' template too,
+    # resources included (its manual: every replica gets the template's).
+    assert gpus_requested(job) == 6 + (2 if kind.crd.kind == "MPIJob" else 0)
     assert templates(job["spec"])
     for template in templates(job["spec"]):
         assert template["metadata"]["annotations"] == {"a": "b"}

@@ -85,8 +85,11 @@ def problems(kind: JobKind[Any]) -> list[str]:
         gpus = kind.gpus(job)
     except (NotImplementedError, AttributeError) as exc:
         return [*found, f"gpus: missing ({exc})"]
-    if gpus != WORKERS * GPUS:  # one container per replica; the workers' have the GPUs
-        found.append(f"gpus: {gpus}, not the {WORKERS} x {GPUS} its pods ask for")
+    # One container per replica; the workers' have the GPUs, and so has an MPIJob's
+    # launcher, a pod of the workers' template (its manual: every replica gets its resources).
+    launcher = GPUS if crd.kind == "MPIJob" else 0
+    if gpus != WORKERS * GPUS + launcher:
+        found.append(f"gpus: {gpus}, not the {WORKERS} x {GPUS} + {launcher} its pods ask for")
     for pod in (kind.build_pod(job, r.type, 0, NORMAL, services(kind, job)) for r in roles):
         containers = pod["spec"]["containers"]
         name = containers[training_container_index(pod, kind.training_containers)]["name"]

@@ -22,6 +22,7 @@ MIN_MEMBER = {
     "GenericJob": 2,
     "TensorFlowTrainingJob": 3,
     "XGBoostTrainingJob": 3,
+    "MPIJob": 3,  # the launcher and 2 workers
 }
 VOLCANO = GangScheduling(gang.backend("volcano"))
 COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))

@@ -24,6 +24,7 @@ from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.genericjob import GenericJobKind
+from t9k_operator.kinds.mpijob import MPIJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
 from t9k_operator.kinds.tensorflow import TensorFlowKind
@@ -97,6 +98,17 @@ JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
             "spec": {
                 "launcher": {"image": "img"},
                 "worker": {"replicas": 2, "command": ["train.py"], "template": _template("worker")},
+            },
+        },
+        ["j-launcher", "j-worker-0", "j-worker-1"],
+    ),
+    "MPIJob": (
+        MPIJobKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "MPIJob",
+            "spec": {
+                "worker": {"replicas": 2, "cmd": ["./prog"], "template": _template("mpi-worker")},
             },
         },
         ["j-launcher", "j-worker-0", "j-worker-1"],

@@ -39,6 +39,7 @@ class Case:
     # where in spec a field stored but not acted on is, and a value for it
     not_acted_on: tuple[tuple[str | int, ...], Any] | None = None
     run_mode: bool = True  # the kind has spec.runMode
+    tensorboard: bool = True  # the kind has spec.tensorboardSpec
     # where in spec its last pod template is, and the path a Warning names it by
     last_template: tuple[tuple[str | int, ...], str] = ((), "")
 
@@ -88,6 +89,15 @@ CASES: dict[str, Case] = {
         not_acted_on=(("runPolicy", "backoffLimit"), 2),
         last_template=(("worker", "template"), "spec.worker.template"),
     ),
+    "MPIJob": Case(
+        spec={"worker": {"replicas": 2, "cmd": ["./prog"], "template": _template("mpi-worker")}},
+        roles=(Role("launcher", 1, "Never"), Role("worker", 2, "Never")),
+        decides=("launcher", 0),
+        bad=(("mpiHome",), "usr/local", "spec.mpiHome"),
+        defaults={"backoff_limit": 0, "cleanup_policy": "None"},
+        tensorboard=False,
+        last_template=(("worker", "template"), "spec.worker.template"),
+    ),
     "MSJob": Case(
         spec={
             "msReplicaSpecs": {
@@ -107,6 +117,7 @@ CASES: dict[str, Case] = {
             "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
         },
         run_mode=False,
+        tensorboard=False,
         last_template=(
             ("msReplicaSpecs", "Worker", "template"),
             "spec.msReplicaSpecs[Worker].template",
@@ -171,6 +182,7 @@ CASES: dict[str, Case] = {
             "backoff_limit": xgboost.RunPolicy().backoff_limit,
             "cleanup_policy": xgboost.RunPolicy().clean_up_policy,
         },
+        tensorboard=False,
         last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
     ),
 }
@@ -289,9 +301,7 @@ def test_fields_stored_but_not_acted_on_are_reported(name: str, kind: JobKind[An
 TENSORBOARD_SPEC = {"image": "tb", "trainingLogFilesets": ["t9k://pvc/logs/train"]}
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in NAMES if "tensorboard_spec" in by_kind(n).crd.spec_model.model_fields]
-)
+@pytest.mark.parametrize("name", [n for n in NAMES if CASES[n].tensorboard])
 def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
     kind = by_kind(name)
     stored = job_of(name, {**CASES[name].spec, "tensorboardSpec": TENSORBOARD_SPEC})
@@ -332,10 +342,15 @@ def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKi
     assert (secret is not None) == kind.uses_ssh
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "ColossalAIJob"])
+NEVER_RESTART = ("ColossalAIJob", "MPIJob")
+"""The kinds that restart no pod (a rank cannot rejoin their launcher's run)."""
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in NEVER_RESTART])
 def test_view_reads_the_restart_scope_of_every_kind_that_restarts(name: str) -> None:
     """runPolicy.restartScope, the same field for every kind that restarts pods
-    (MSJob's run policy too; ColossalAIJob never restarts a pod and has no such field)."""
+    (MSJob's run policy too; ColossalAIJob and MPIJob never restart a pod and have no
+    such field)."""
     kind = by_kind(name)
     assert read(kind, job_of(name)).view.restart_scope == "Replica"
     spec = copy.deepcopy(CASES[name].spec)
@@ -345,8 +360,8 @@ def test_view_reads_the_restart_scope_of_every_kind_that_restarts(name: str) -> 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_view_reads_the_hang_policy_of_every_kind(name: str) -> None:
-    """runPolicy.progress, the same field for every kind; ColossalAIJob restarts no
-    pod, so a hung one fails whatever onHang says."""
+    """runPolicy.progress, the same field for every kind; ColossalAIJob and MPIJob
+    restart no pod, so a hung one fails whatever onHang says."""
     kind = by_kind(name)
     assert read(kind, job_of(name)).view.ask(HangPolicy) is None
     spec = copy.deepcopy(CASES[name].spec)
@@ -354,7 +369,7 @@ def test_view_reads_the_hang_policy_of_every_kind(name: str) -> None:
         "hangTimeoutSeconds": 900,
         "onHang": "Restart",
     }
-    on_hang = "Fail" if name == "ColossalAIJob" else "Restart"
+    on_hang = "Fail" if name in NEVER_RESTART else "Restart"
     assert read(kind, job_of(name, spec)).view.ask(HangPolicy) == HangPolicy(900, on_hang)
 
 

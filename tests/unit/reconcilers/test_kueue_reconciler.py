@@ -34,6 +34,7 @@ POD_SETS = {
     "GenericJob": {"worker": 2},
     "TensorFlowTrainingJob": {"chief": 1, "worker": 2},
     "XGBoostTrainingJob": {"master": 1, "worker": 2},
+    "MPIJob": {"launcher": 1, "worker": 2},
 }
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 
