@@ -24,8 +24,8 @@ from t9k_operator.reconcilers.integrations.progress import (
 )
 from t9k_operator.reconcilers.integrations.progress_pods import job_path
 from t9k_operator.reconcilers.progress.endpoint import MAX_BODY, ProgressEndpoint, handler_for
-from t9k_operator.reconcilers.progress.refusals import reviewed
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
+from t9k_operator.reconcilers.progress.refusals import reviewed
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
 from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import Resource
