@@ -70,17 +70,16 @@ ADDED_CONTAINERS = {
     SETUP_CONTAINER: (
         "the ssh set-up container",
         "the image must provide /bin/sh (and /bin/bash for DeepSpeed and the ColossalAI "
-        "launcher), and the ssh directory must be below directories only root may write "
-        '(docs/kinds.md, "The ssh key in a pod")',
+        "launcher), and the ssh directory must be below directories that only root or the "
+        'container\'s user may write (docs/kinds.md, "The ssh key in a pod")',
     ),
 }
 
 
 def _added(pod: Obj, name: str) -> str:
-    """How a message names container ``name`` of ``pod``: by what it is, its
-    image and where that comes from when the operator added it; else by name."""
-    if name not in ADDED_CONTAINERS:
-        return f"container {name}"
+    """How a message names the added container ``name`` of ``pod`` (one of
+    :data:`ADDED_CONTAINERS`): by what it is, its image and where in the job
+    that comes from."""
     spec = pod.get("spec") or {}
     found = [c for c in spec.get("initContainers") or [] if c.get("name") == name]
     container = found[0] if found else {}
@@ -279,7 +278,9 @@ def _added_failure(pod: Obj) -> str:
         term = (c.get("state") or {}).get("terminated") or {}
         if name not in ADDED_CONTAINERS or term.get("exitCode") in (None, 0):
             continue
-        message = str(term.get("message") or "").strip()
+        # Its log's last line (the set-up says why it stops there), kept short.
+        lines = str(term.get("message") or "").strip().splitlines()
+        message = lines[-1].strip()[:300] if lines else ""
         why = f": {message}" if message else f" ({term['reason']})" if term.get("reason") else ""
         return (
             f"{_added(pod, name)} failed with exit code {term['exitCode']}{why}; "

@@ -13,13 +13,14 @@ from t9k_operator.resources import PODS
 from tests.unit.reconcilers.test_job_reconciler import JOBS, NS, Harness
 
 NO_BASH = (
+    "an earlier line of its log\n"
     "t9k: this image has no /bin/bash, which the operator's launch scripts run under:"
     " use an image with bash, the OpenSSH server and client\n"
 )
 MUST = (
     "the image must provide /bin/sh (and /bin/bash for DeepSpeed and the ColossalAI"
-    " launcher), and the ssh directory must be below directories only root may write"
-    ' (docs/kinds.md, "The ssh key in a pod")'
+    " launcher), and the ssh directory must be below directories that only root or the"
+    ' container\'s user may write (docs/kinds.md, "The ssh key in a pod")'
 )
 
 
