@@ -10,7 +10,8 @@ API server asked only for a job that exists and within its job's rate):
    (503: a standby's workers are stopped, and its store would never be
    read), the body is at most :data:`MAX_BODY` bytes (413);
 2. the job is in the cache (404);
-3. the token is good for the endpoint's audience, by a TokenReview (401);
+3. the token is good for the endpoint's audience, by a TokenReview (401;
+   the refusals of 3 and 4 are counted by their reason: :mod:`tokens`);
    reviews are cached by the token's digest for :data:`REVIEW_TTL` seconds
    (a refusal too, so a flood of one bad token reaches the API server once),
    and the reviews not in the cache are limited for all jobs together (429);
@@ -25,8 +26,7 @@ API server asked only for a job that exists and within its job's rate):
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
 queued after :class:`Coalescer`'s delay, so however many come, reports cause
 at most one reconcile of a job per interval. Every answer is counted in
-``t9k_progress_reports_total{result, reason}`` (the reason of a 401 or 403:
-:mod:`refusals`).
+``t9k_progress_reports_total{result}``.
 """
 
 from __future__ import annotations
@@ -50,11 +50,18 @@ from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.progress import refusals
-from t9k_operator.reconcilers.progress.refusals import Reviewed
+from t9k_operator.reconcilers.integrations.contract import controller_of
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
+from t9k_operator.reconcilers.progress.tokens import (
+    NO_TOKEN,
+    NOT_BOUND,
+    OTHER_JOB,
+    OTHER_NAMESPACE,
+    POD_REPLACED,
+    refused,
+)
 from t9k_operator.reconcilers.serving import Route
-from t9k_operator.resources import TOKENREVIEWS
+from t9k_operator.resources import TOKENREVIEWS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -65,6 +72,9 @@ REVIEW_TTL = 60.0
 REVIEWS_CACHED = 8192
 JOBS_LIMITED = 8192
 """Jobs whose rate is tracked at once (the least recently seen are forgotten)."""
+POD_NAME = "authentication.kubernetes.io/pod-name"
+POD_UID = "authentication.kubernetes.io/pod-uid"
+SA_PREFIX = "system:serviceaccount:"
 PATH = re.compile(
     r"^/v1/namespaces/([a-z0-9.-]{1,253})/([a-z0-9.-]{1,63})/([a-z0-9.-]{1,253})/progress$"
 )
@@ -86,10 +96,30 @@ class Answer:
     result: str
     message: str
     retry_after: float | None = None
-    reason: str = ""
 
     def body(self) -> bytes:
         return (json.dumps({"result": self.result, "message": self.message}) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """What a TokenReview said of a token: the pod's, or None (refused)."""
+
+    namespace: str = ""
+    pod: str = ""
+    pod_uid: str = ""
+    refusal: str = ""  # why it is refused (tokens.py)
+
+    @property
+    def authenticated(self) -> bool:
+        return bool(self.pod)
+
+
+@dataclass(frozen=True)
+class Refusal(Answer):
+    """A 401 or 403, with why: the ``reason`` label of the count (tokens.py)."""
+
+    reason: str = ""
 
 
 class ProgressEndpoint:
@@ -133,7 +163,8 @@ class ProgressEndpoint:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
         answer = self._answer(method, path, headers, body)
-        metrics.PROGRESS_REPORTS.labels(answer.result, answer.reason).inc()
+        reason = answer.reason if isinstance(answer, Refusal) else ""
+        metrics.PROGRESS_REPORTS.labels(answer.result, reason).inc()
         if answer.result not in (ACCEPTED, RATE_LIMITED) and self._first_lately(answer, path):
             log.info("progress report refused", path=path, status=answer.status, why=answer.message)
         return answer
@@ -169,7 +200,7 @@ class ProgressEndpoint:
             return Answer(404, NOT_FOUND, f"no {route.resource.kind} {namespace}/{name}")
         token = _bearer(headers)
         if token is None:
-            return Answer(401, UNAUTHENTICATED, "no bearer token", reason=refusals.NO_TOKEN)
+            return Refusal(401, UNAUTHENTICATED, "no bearer token", reason=NO_TOKEN)
         reviewed = self._review(token)
         if reviewed is None:
             return Answer(429, RATE_LIMITED, "too many token reviews; try again", 1.0)
@@ -177,10 +208,10 @@ class ProgressEndpoint:
             return reviewed
         if not reviewed.authenticated:
             why = f"not a pod's token for audience {self.audience} ({reviewed.refusal})"
-            return Answer(401, UNAUTHENTICATED, why, reason=reviewed.refusal)
-        refused = refusals.not_the_jobs(reviewed, self.pods, namespace, job, route.resource)
-        if refused is not None:
-            return Answer(403, FORBIDDEN, refused[1], reason=refused[0])
+            return Refusal(401, UNAUTHENTICATED, why, reason=reviewed.refusal)
+        refusal = self._not_the_jobs(reviewed, namespace, job, route.resource)
+        if refusal is not None:
+            return refusal
         key = f"{namespace}/{name}"
         wait = self._within_rate(key)
         if wait is not None:
@@ -235,10 +266,32 @@ class ProgressEndpoint:
         except ApiError as exc:
             log.warning("token review failed", error=str(exc))
             return Answer(503, UNAVAILABLE, "cannot review the token now", 5.0)
-        result = refusals.reviewed(status, self.audience)
+        result = _reviewed(status, self.audience)
         with self._lock:
             self._reviews[digest] = result
         return result
+
+    def _not_the_jobs(
+        self, who: Reviewed, namespace: str, job: Obj, resource: Resource
+    ) -> Refusal | None:
+        """Why the token's pod may not report for ``job`` (None: it may)."""
+        name = job["metadata"]["name"]
+        if who.namespace != namespace:
+            why = f"the token is of a pod in namespace {who.namespace}, not {namespace}"
+            return Refusal(403, FORBIDDEN, why, reason=OTHER_NAMESPACE)
+        pod = self.pods.get(namespace, who.pod)
+        if pod is None or pod["metadata"].get("uid") != who.pod_uid:
+            why = f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
+            return Refusal(403, FORBIDDEN, why, reason=POD_REPLACED)
+        owner = controller_of(pod)
+        if (
+            owner is None
+            or owner.get("uid") != job["metadata"]["uid"]
+            or owner.get("kind") != resource.kind
+        ):
+            why = f"pod {who.pod} is not a pod of {resource.kind} {name}"
+            return Refusal(403, FORBIDDEN, why, reason=OTHER_JOB)
+        return None
 
 
 def _bearer(headers: Mapping[str, str]) -> str | None:
@@ -248,6 +301,21 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
     if scheme.lower() != "bearer" or not token or len(token) > 16384:
         return None
     return token
+
+
+def _reviewed(status: Obj, audience: str) -> Reviewed:
+    """A TokenReview's status, read: a pod's token for ``audience``, or refused."""
+    why = refused(status, audience)
+    if why:
+        return Reviewed(refusal=why)
+    user = status.get("user") or {}
+    username = str(user.get("username") or "")
+    extra = user.get("extra") or {}
+    pods, uids = extra.get(POD_NAME) or [], extra.get(POD_UID) or []
+    if not username.startswith(SA_PREFIX) or len(pods) != 1 or len(uids) != 1:
+        return Reviewed(refusal=NOT_BOUND)  # not a ServiceAccount token bound to a pod
+    namespace = username[len(SA_PREFIX) :].split(":", 1)[0]
+    return Reviewed(namespace, str(pods[0]), str(uids[0]))
 
 
 def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
