@@ -302,11 +302,12 @@ def token_request(
 def expired(token: str, signing_key: Path) -> str:
     """``token`` as the API server would have signed it 20 minutes ago, for 10
     minutes: its claims, iat/nbf/exp moved back, signed with the cluster's own
-    ServiceAccount signing key. The API server accepts no TokenRequest shorter
-    than 10 minutes, and a token left to expire would hold a test up for 11
-    (the API server allows a minute of clock skew); this one is as the API
-    server's own check finds a token past its time: signed by its issuer,
-    bound to a current pod, only expired."""
+    ServiceAccount signing key. A TokenRequest of less than 10 minutes is
+    invalid whatever the flags (``--service-account-max-token-expiration``
+    caps only the longest), and waiting for a token to expire would hold the
+    test up for more than 10; this one is what the API server's own check
+    meets in a token past its time: signed by its issuer, bound to a current
+    pod, only expired."""
 
     def decode(part: str) -> Any:
         return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
