@@ -144,7 +144,9 @@ def build_worker(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
     containers = pod["spec"].get("containers") or []
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
-        ssh.add_ssh_auth(pod, c, c, auth_dir(job), needs_bash=False)
+        ssh.add_ssh_auth(
+            pod, c, c, auth_dir(job), needs_bash=False, image_from="spec.worker.template"
+        )
     return pod
 
 
@@ -193,7 +195,9 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
             "volumes": [ssh.hostfile_volume(name)],
         },
     }
-    ssh.add_ssh_auth(pod, container, container, auth_dir(job), needs_bash=True)
+    ssh.add_ssh_auth(
+        pod, container, container, auth_dir(job), needs_bash=True, image_from="spec.launcher"
+    )
     return pod
 
 

@@ -154,7 +154,7 @@ def build_pod(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
         c.setdefault("volumeMounts", []).append(ssh.hostfile_mount())
-        ssh.add_ssh_auth(pod, c, c, SSH_DIR, needs_bash=True)
+        ssh.add_ssh_auth(pod, c, c, SSH_DIR, needs_bash=True, image_from="spec.worker.template")
     return pod
 
 

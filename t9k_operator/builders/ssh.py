@@ -41,6 +41,9 @@ KEY_MOUNT = "/t9k/ssh-key"
 KEY_VOLUME = "t9k-ssh-key"
 AUTH_VOLUME = "t9k-ssh"
 SETUP_CONTAINER = "t9k-ssh-setup"
+IMAGE_FROM = "T9K_IMAGE_FROM"
+"""The setup container's environment variable naming where in the job its
+image comes from (``spec.worker.template``), so a failure can say what to fix."""
 SETUP_RESOURCES = {
     "requests": {"cpu": "10m", "memory": "16Mi"},
     "limits": {"cpu": "100m", "memory": "64Mi"},
@@ -124,17 +127,28 @@ def setup_script(auth_dir: str, *, needs_bash: bool) -> str:
 
 
 def add_ssh_auth(
-    pod: Obj, container: Obj, image_source: Mapping[str, Any], auth_dir: str, *, needs_bash: bool
+    pod: Obj,
+    container: Obj,
+    image_source: Mapping[str, Any],
+    auth_dir: str,
+    *,
+    needs_bash: bool,
+    image_from: str,
 ) -> None:
     """Give ``container`` of ``pod`` the job key at ``auth_dir`` (see the module
-    docstring); the setup runs first, before any init container of the user's."""
+    docstring); the setup runs first, before any init container of the user's.
+    ``image_from`` is where in the job ``image_source`` is
+    (``spec.worker.template``). The setup's log is its termination message
+    when it fails, so the job's condition can tell the user why."""
     spec = pod["spec"]
     job_name = spec["subdomain"]
     setup: Obj = {
         "name": SETUP_CONTAINER,
         "image": image_source.get("image"),
         "command": ["/bin/sh", "-c", setup_script(auth_dir, needs_bash=needs_bash)],
+        "env": [{"name": IMAGE_FROM, "value": image_from}],
         "resources": {k: dict(v) for k, v in SETUP_RESOURCES.items()},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [
             {"name": KEY_VOLUME, "mountPath": KEY_MOUNT, "readOnly": True},
             {"name": AUTH_VOLUME, "mountPath": auth_dir},

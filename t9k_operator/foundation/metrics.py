@@ -154,6 +154,7 @@ PROGRESS_REPORTS = collector(
     Counter,
     "t9k_progress_reports_total",
     "Progress reports received by the operator's endpoint, by result: accepted, "
-    "invalid, unauthenticated, forbidden, rate_limited, not_found, unavailable, too_large.",
-    ["result"],
+    "invalid, unauthenticated, forbidden, rate_limited, not_found, unavailable, too_large; "
+    "and by the reason of a refusal by the token (unauthenticated, forbidden).",
+    ["result", "reason"],
 )

@@ -17,6 +17,10 @@ the training would otherwise hold the replica, and the job, open for ever.
 Native sidecars (init containers with ``restartPolicy: Always``) are never the
 training container. A pod that is Failed without a training exit code
 (evicted, node lost) still counts as failed.
+
+A container the operator added that runs the user's image (the ssh set-up
+init container) is described by that image and where in the job it comes
+from, so its failure says what the user must fix.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from t9k_operator.builders.common import training_container_index
+from t9k_operator.builders.ssh import IMAGE_FROM, SETUP_CONTAINER
 from t9k_operator.objects import Obj
 
 # Exit codes that ``restartPolicy: ExitCode`` treats as transient (seed 001).
@@ -59,6 +64,29 @@ MISSING_KEY = "couldn't find key"
 # (Evicted) or preempted (Preempting) it.
 DISRUPTED_POD_REASONS = frozenset({"Evicted", "Preempting"})
 
+# The containers the operator adds that run the user's image: what each is,
+# and what the image must provide for it.
+ADDED_CONTAINERS = {
+    SETUP_CONTAINER: (
+        "the ssh set-up container",
+        "the image must provide /bin/sh (and /bin/bash for DeepSpeed and the ColossalAI "
+        "launcher), and the ssh directory must be below directories that only root or the "
+        'container\'s user may write (docs/kinds.md, "The ssh key in a pod")',
+    ),
+}
+
+
+def _added(pod: Obj, name: str) -> str:
+    """How a message names the added container ``name`` of ``pod`` (one of
+    :data:`ADDED_CONTAINERS`): by what it is, its image and where in the job
+    that comes from."""
+    spec = pod.get("spec") or {}
+    found = [c for c in spec.get("initContainers") or [] if c.get("name") == name]
+    container = found[0] if found else {}
+    env = {e.get("name"): e.get("value") for e in container.get("env") or []}
+    where = f", from {env[IMAGE_FROM]}" if env.get(IMAGE_FROM) else ""
+    return f"{ADDED_CONTAINERS[name][0]} {name} (image {container.get('image')}{where})"
+
 
 @dataclass(frozen=True)
 class Waiting:
@@ -67,6 +95,7 @@ class Waiting:
     container: str
     reason: str
     message: str = ""
+    named: str = ""  # how messages name the container ("": "container <name>")
 
     @property
     def permanent(self) -> bool:
@@ -75,7 +104,7 @@ class Waiting:
         )
 
     def describe(self) -> str:
-        return f"container {self.container}: {self.reason}" + (
+        return f"{self.named or 'container ' + self.container}: {self.reason}" + (
             f": {self.message}" if self.message else ""
         )
 
@@ -103,12 +132,17 @@ class ReplicaState:
     # Why nobody knows whether the pod runs: its node is not Ready or is gone
     # (:func:`node_trouble`), or the pod's phase is Unknown. "" otherwise.
     lost: str = ""
+    # An added container of the user's image that failed (ADDED_CONTAINERS):
+    # what it is, how it ended, and what the image must provide. "" otherwise.
+    added_failure: str = ""
 
     @property
     def ended(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
     def describe_failure(self) -> str:
+        if self.added_failure:
+            return f"pod {self.name} failed: {self.added_failure}"
         parts = [f"pod {self.name} failed"]
         if self.exit_code is not None:
             parts.append(f"with exit code {self.exit_code}")
@@ -197,7 +231,8 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
         else "",
         node=node,
         placed_at=placed_at,
-        waiting=_waiting(status),
+        waiting=_waiting(pod),
+        added_failure=_added_failure(pod),
         started=any(k in s for s in (state, last) for k in ("running", "terminated")),
         disruption=disruption,
         disruption_message=disruption_message,
@@ -234,9 +269,30 @@ def node_trouble(name: str, node: Obj | None) -> str:
     return ""
 
 
-def _waiting(status: Obj) -> Waiting | None:
+def _added_failure(pod: Obj) -> str:
+    """What an added container of the user's image that has failed
+    (:data:`ADDED_CONTAINERS`) says, and what the image must provide; "" when
+    none has."""
+    for c in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        name = str(c.get("name", ""))
+        term = (c.get("state") or {}).get("terminated") or {}
+        if name not in ADDED_CONTAINERS or term.get("exitCode") in (None, 0):
+            continue
+        # Its log's last line (the set-up says why it stops there), kept short.
+        lines = str(term.get("message") or "").strip().splitlines()
+        message = lines[-1].strip()[:300] if lines else ""
+        why = f": {message}" if message else f" ({term['reason']})" if term.get("reason") else ""
+        return (
+            f"{_added(pod, name)} failed with exit code {term['exitCode']}{why}; "
+            f"{ADDED_CONTAINERS[name][1]}"
+        )
+    return ""
+
+
+def _waiting(pod: Obj) -> Waiting | None:
     """The first container (init containers first, as kubelet starts them)
     that waits for a reason other than starting as it should."""
+    status = pod.get("status") or {}
     for key in ("initContainerStatuses", "containerStatuses"):
         for c in status.get(key) or []:
             waiting = (c.get("state") or {}).get("waiting")
@@ -244,7 +300,9 @@ def _waiting(status: Obj) -> Waiting | None:
                 continue
             reason = str(waiting.get("reason") or "")
             if reason not in STARTING_REASONS:
-                return Waiting(str(c.get("name", "")), reason, str(waiting.get("message") or ""))
+                name = str(c.get("name", ""))
+                named = _added(pod, name) if name in ADDED_CONTAINERS else ""
+                return Waiting(name, reason, str(waiting.get("message") or ""), named)
     return None
 
 

@@ -10,7 +10,8 @@ API server asked only for a job that exists and within its job's rate):
    (503: a standby's workers are stopped, and its store would never be
    read), the body is at most :data:`MAX_BODY` bytes (413);
 2. the job is in the cache (404);
-3. the token is good for the endpoint's audience, by a TokenReview (401);
+3. the token is good for the endpoint's audience, by a TokenReview (401;
+   the refusals of 3 and 4 are counted by their reason: :mod:`tokens`);
    reviews are cached by the token's digest for :data:`REVIEW_TTL` seconds
    (a refusal too, so a flood of one bad token reaches the API server once),
    and the reviews not in the cache are limited for all jobs together (429);
@@ -51,6 +52,14 @@ from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.integrations.contract import controller_of
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
+from t9k_operator.reconcilers.progress.tokens import (
+    NO_TOKEN,
+    NOT_BOUND,
+    OTHER_JOB,
+    OTHER_NAMESPACE,
+    POD_REPLACED,
+    refused,
+)
 from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import TOKENREVIEWS, Resource
 
@@ -99,13 +108,18 @@ class Reviewed:
     namespace: str = ""
     pod: str = ""
     pod_uid: str = ""
+    refusal: str = ""  # why it is refused (tokens.py)
 
     @property
     def authenticated(self) -> bool:
         return bool(self.pod)
 
 
-REFUSED = Reviewed()
+@dataclass(frozen=True)
+class Refusal(Answer):
+    """A 401 or 403, with why: the ``reason`` label of the count (tokens.py)."""
+
+    reason: str = ""
 
 
 class ProgressEndpoint:
@@ -149,7 +163,8 @@ class ProgressEndpoint:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
         answer = self._answer(method, path, headers, body)
-        metrics.PROGRESS_REPORTS.labels(answer.result).inc()
+        reason = answer.reason if isinstance(answer, Refusal) else ""
+        metrics.PROGRESS_REPORTS.labels(answer.result, reason).inc()
         if answer.result not in (ACCEPTED, RATE_LIMITED) and self._first_lately(answer, path):
             log.info("progress report refused", path=path, status=answer.status, why=answer.message)
         return answer
@@ -185,17 +200,18 @@ class ProgressEndpoint:
             return Answer(404, NOT_FOUND, f"no {route.resource.kind} {namespace}/{name}")
         token = _bearer(headers)
         if token is None:
-            return Answer(401, UNAUTHENTICATED, "no bearer token")
+            return Refusal(401, UNAUTHENTICATED, "no bearer token", reason=NO_TOKEN)
         reviewed = self._review(token)
         if reviewed is None:
             return Answer(429, RATE_LIMITED, "too many token reviews; try again", 1.0)
         if isinstance(reviewed, Answer):
             return reviewed
         if not reviewed.authenticated:
-            return Answer(401, UNAUTHENTICATED, f"not a pod's token for audience {self.audience}")
-        why = self._not_the_jobs(reviewed, namespace, job, route.resource)
-        if why is not None:
-            return Answer(403, FORBIDDEN, why)
+            why = f"not a pod's token for audience {self.audience} ({reviewed.refusal})"
+            return Refusal(401, UNAUTHENTICATED, why, reason=reviewed.refusal)
+        refusal = self._not_the_jobs(reviewed, namespace, job, route.resource)
+        if refusal is not None:
+            return refusal
         key = f"{namespace}/{name}"
         wait = self._within_rate(key)
         if wait is not None:
@@ -257,21 +273,24 @@ class ProgressEndpoint:
 
     def _not_the_jobs(
         self, who: Reviewed, namespace: str, job: Obj, resource: Resource
-    ) -> str | None:
+    ) -> Refusal | None:
         """Why the token's pod may not report for ``job`` (None: it may)."""
         name = job["metadata"]["name"]
         if who.namespace != namespace:
-            return f"the token is of a pod in namespace {who.namespace}, not {namespace}"
+            why = f"the token is of a pod in namespace {who.namespace}, not {namespace}"
+            return Refusal(403, FORBIDDEN, why, reason=OTHER_NAMESPACE)
         pod = self.pods.get(namespace, who.pod)
         if pod is None or pod["metadata"].get("uid") != who.pod_uid:
-            return f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
+            why = f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
+            return Refusal(403, FORBIDDEN, why, reason=POD_REPLACED)
         owner = controller_of(pod)
         if (
             owner is None
             or owner.get("uid") != job["metadata"]["uid"]
             or owner.get("kind") != resource.kind
         ):
-            return f"pod {who.pod} is not a pod of {resource.kind} {name}"
+            why = f"pod {who.pod} is not a pod of {resource.kind} {name}"
+            return Refusal(403, FORBIDDEN, why, reason=OTHER_JOB)
         return None
 
 
@@ -286,14 +305,15 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
 
 def _reviewed(status: Obj, audience: str) -> Reviewed:
     """A TokenReview's status, read: a pod's token for ``audience``, or refused."""
-    if not status.get("authenticated") or audience not in (status.get("audiences") or []):
-        return REFUSED
+    why = refused(status, audience)
+    if why:
+        return Reviewed(refusal=why)
     user = status.get("user") or {}
     username = str(user.get("username") or "")
     extra = user.get("extra") or {}
     pods, uids = extra.get(POD_NAME) or [], extra.get(POD_UID) or []
     if not username.startswith(SA_PREFIX) or len(pods) != 1 or len(uids) != 1:
-        return REFUSED  # not a ServiceAccount token bound to a pod
+        return Reviewed(refusal=NOT_BOUND)  # not a ServiceAccount token bound to a pod
     namespace = username[len(SA_PREFIX) :].split(":", 1)[0]
     return Reviewed(namespace, str(pods[0]), str(uids[0]))
 

@@ -114,6 +114,10 @@ def test_workers_run_sshd_from_sshd_path_with_keys_at_auth_mount_path() -> None:
     assert {"name": "t9k-ssh", "mountPath": "/home/me/.ssh"} in c["volumeMounts"]
     setup = pod["spec"]["initContainers"][0]
     assert setup["name"] == "t9k-ssh-setup" and setup["image"] == "w"
+    assert setup["env"] == [{"name": "T9K_IMAGE_FROM", "value": "spec.worker.template"}]
+    assert setup["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    launcher_setup = b.build_launcher(j)["spec"]["initContainers"][0]
+    assert launcher_setup["env"] == [{"name": "T9K_IMAGE_FROM", "value": "spec.launcher"}]
     assert {"name": "t9k-ssh", "mountPath": "/home/me/.ssh"} in setup["volumeMounts"]
     launcher = b.build_launcher(j)["spec"]["containers"][0]
     assert any(m["mountPath"] == "/home/me/.ssh" for m in launcher["volumeMounts"])

@@ -128,6 +128,10 @@ def test_pods_mount_key_and_hostfile_in_the_training_container() -> None:
     assert vols["t9k-hostfile"]["configMap"] == {"name": "ds-hostfile"}
     setup = pod["spec"]["initContainers"][0]
     assert setup["name"] == "t9k-ssh-setup" and setup["image"] == worker["image"]
+    # Where its image comes from, and its log as its termination message: what
+    # the job's condition says when it fails (kinds/pods.py).
+    assert setup["env"] == [{"name": "T9K_IMAGE_FROM", "value": "spec.worker.template"}]
+    assert setup["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert {m["name"]: m["mountPath"] for m in setup["volumeMounts"]} == {
         "t9k-ssh-key": "/t9k/ssh-key",
         "t9k-ssh": "/root/.ssh",

@@ -130,8 +130,17 @@ class World:
         return self.endpoint.handle("POST", job_path("ns", PTJ.plural, job), headers, data)
 
 
-def counted(result: str) -> float:
-    return REGISTRY.get_sample_value("t9k_progress_reports_total", {"result": result}) or 0.0
+def counted(result: str, reason: str | None = None) -> float:
+    """The answers counted with ``result`` (and ``reason``; else of every reason)."""
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "t9k_progress_reports"
+        for sample in metric.samples
+        if sample.name == "t9k_progress_reports_total"
+        and sample.labels["result"] == result
+        and reason in (None, sample.labels["reason"])
+    )
 
 
 def test_a_pods_report_for_its_own_job_is_kept_and_queues_the_job() -> None:
@@ -147,27 +156,28 @@ def test_a_pods_report_for_its_own_job_is_kept_and_queues_the_job() -> None:
 
 
 @pytest.mark.parametrize(
-    ("job", "token", "status", "result"),
+    ("job", "token", "status", "result", "reason"),
     [
-        ("a", None, 401, "unauthenticated"),  # no token
-        ("a", "forged", 401, "unauthenticated"),  # the API server does not know it
-        ("a", "tb", 403, "forbidden"),  # a token of another job's pod
-        ("b", "ta", 403, "forbidden"),  # a report for another job
-        ("a", "tstale", 403, "forbidden"),  # a pod since replaced (another uid)
-        ("a", "tother", 403, "forbidden"),  # a pod of another namespace
-        ("gone", "ta", 404, "not_found"),  # no such job
+        ("a", None, 401, "unauthenticated", "no-token"),
+        ("a", "forged", 401, "unauthenticated", "invalid"),  # the API server does not know it
+        ("a", "tb", 403, "forbidden", "other-job"),  # a token of another job's pod
+        ("b", "ta", 403, "forbidden", "other-job"),  # a report for another job
+        ("a", "tstale", 403, "forbidden", "pod-replaced"),  # a pod since replaced (another uid)
+        ("a", "tother", 403, "forbidden", "other-namespace"),  # a pod of another namespace
+        ("gone", "ta", 404, "not_found", ""),  # no such job
     ],
 )
 def test_a_report_not_from_the_jobs_own_pod_is_refused_and_counted(
-    job: str, token: str | None, status: int, result: str
+    job: str, token: str | None, status: int, result: str, reason: str
 ) -> None:
     w = World()
-    before = counted(result)
+    before, before_reason = counted(result), counted(result, reason)
     answer = w.post(job, token)
-    assert (answer.status, answer.result) == (status, result)
+    assert (answer.status, answer.result, getattr(answer, "reason", "")) == (status, result, reason)
     assert w.store.latest("ja") == [] and w.store.latest("jb") == []
     assert w.queued == []
     assert counted(result) == before + 1
+    assert counted(result, reason) == before_reason + 1
 
 
 def test_a_report_beyond_bounds_is_refused_with_the_reason() -> None:
@@ -246,6 +256,41 @@ def test_a_deleted_job_takes_its_reports_with_it() -> None:
 )
 def test_only_a_pod_bound_token_for_the_audience_is_a_reporter(status: Obj) -> None:
     assert not _reviewed(status, AUDIENCE).authenticated
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (  # a pod's default token: the API server's audience (as kube-apiserver 1.34 says it)
+            {
+                "error": '[invalid bearer token, token audiences ["https://kubernetes.default.'
+                'svc.cluster.local"] is invalid for the target audiences ["t9k-operator-progress"]]'
+            },
+            "audience",
+        ),
+        ({"error": "[invalid bearer token, service account token has expired]"}, "expired"),
+        (  # the pod it is bound to was deleted (or replaced by one of another uid)
+            {"error": "[invalid bearer token, service account token has been invalidated]"},
+            "pod-replaced",
+        ),
+        ({"error": "invalid bearer token"}, "invalid"),
+        ({"authenticated": True, "audiences": ["other"], "user": {}}, "audience"),
+        (  # a TokenRequest without boundObjectRef
+            {
+                "authenticated": True,
+                "audiences": [AUDIENCE],
+                "user": {"username": "system:serviceaccount:ns:default", "extra": {}},
+            },
+            "not-bound",
+        ),
+        (
+            {"authenticated": True, "audiences": [AUDIENCE], "user": {"username": "alice"}},
+            "not-bound",
+        ),
+    ],
+)
+def test_a_refused_tokens_reason_is_what_the_api_server_said(status: Obj, reason: str) -> None:
+    assert _reviewed(status, AUDIENCE).refusal == reason
 
 
 # -- the wiring -----------------------------------------------------------------------------
