@@ -170,7 +170,9 @@ def build_worker(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
     )
     if pod["spec"].get("containers"):
         c = _named(pod, template)
-        ssh.add_ssh_auth(pod, c, c, auth_dir(job), needs_bash=False)
+        ssh.add_ssh_auth(
+            pod, c, c, auth_dir(job), needs_bash=False, image_from="spec.worker.template"
+        )
     return pod
 
 
@@ -190,7 +192,9 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
     if spec.get("containers"):
         c = _named(pod, template)
         c.setdefault("volumeMounts", []).append(ssh.hostfile_mount())
-        ssh.add_ssh_auth(pod, c, c, auth_dir(job), needs_bash=True)
+        ssh.add_ssh_auth(
+            pod, c, c, auth_dir(job), needs_bash=True, image_from="spec.worker.template"
+        )
     return pod
 
 

@@ -74,7 +74,6 @@ def pids(output: str) -> list[int]:
 def test_the_samples_cover_every_kind() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
     assert kinds == {kind.crd.kind for kind in registry.KINDS}
-    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob", "MPIJob"}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 

@@ -60,6 +60,7 @@ def test_a_workers_pod_as_the_operator_renders_it() -> None:
                 "t9k.dev/replica-index": "1",
                 "t9k.dev/role": "worker",
             },
+            "annotations": {"kubectl.kubernetes.io/default-container": "tensorflow"},
             "ownerReferences": [
                 {
                     "apiVersion": "batch.tensorstack.dev/v1beta1",

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.contract import read
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.mpijob import COMPLETED
@@ -43,7 +44,7 @@ def test_no_pod_is_restarted_and_cleanup_keeps_the_launcher() -> None:
         "launcher": "Never",
         "worker": "Never",
     }
-    assert view.backoff_limit == 0 and view.gang.min_member == 3
+    assert view.backoff_limit == 0 and view.ask(SchedulingRequest) == SchedulingRequest(3)
     assert KIND.cleanup_types(view) == frozenset({"worker"})
 
 
