@@ -24,10 +24,10 @@ from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.kinds.command import CommandDefaults, CommandHooks
-from t9k_operator.kinds.local import EachReplica, LocalRun, Program, training_container
+from t9k_operator.kinds.local import EachReplica, LocalRun, Program
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""

@@ -16,11 +16,11 @@ from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
-from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
+from t9k_operator.kinds.local import EachReplica, Program, split_python
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
 from t9k_operator.kinds.view import JobView, Outcome, Role
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container
 
 
 def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:

@@ -31,7 +31,7 @@ from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kinds.contract import JobKind, read
 from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.apply.applier import Applier
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL, InformerCaches, Writer
@@ -138,10 +138,10 @@ class JobReconciler:
 
     def _pod_gone(self, pod: Obj) -> None:
         """A pod deleted before the cache showed its creation: stop waiting for it."""
-        for ref in pod["metadata"].get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") == self.resource.kind:
-                key = f"{pod['metadata']['namespace']}/{ref['name']}"
-                self._created.gone(key, pod["metadata"]["name"])
+        ref = controller_ref(pod)
+        if ref is not None and ref.get("kind") == self.resource.kind:
+            key = make_key(pod["metadata"]["namespace"], ref["name"])
+            self._created.gone(key, pod["metadata"]["name"])
 
     # -- reconcile ------------------------------------------------------------------------
 
