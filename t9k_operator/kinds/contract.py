@@ -322,6 +322,15 @@ take to start (whole seconds; 0: none), instead of the operator's
 ``--pod-start-timeout``. An annotation, so that every kind has it with its
 API unchanged."""
 
+DEFAULT_START_TIMEOUT = 600.0
+"""Seconds a placed pod may take to start when neither the job nor the
+operator says otherwise (``--pod-start-timeout``)."""
+
+
+def pod_start_timeout(own: float | None, operator: float = DEFAULT_START_TIMEOUT) -> float:
+    """The start timeout a job's pods get: its own, else the operator's."""
+    return operator if own is None else own
+
 
 def start_timeout(meta: Mapping[str, Any]) -> tuple[float | None, str | None]:
     """The job's :data:`START_TIMEOUT_ANNOTATION` (None when unset), or an error
