@@ -23,7 +23,6 @@ from pydantic import Field
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     ELASTIC_SCALE,
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
     last_index_cel,
@@ -51,9 +50,9 @@ from t9k_operator.api.specs import (
 )
 from t9k_operator.api.template import PodTemplate, pod_template_field
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -245,11 +244,7 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
     """A PyTorchTrainingJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type

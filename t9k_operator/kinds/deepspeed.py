@@ -33,9 +33,8 @@ from t9k_operator.kinds.local import (
     rank_env,
     split_python,
 )
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role
+from t9k_operator.kinds.t9k import DecidedByOneReplica, gang_view, run_policy_view
+from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj
 
 
@@ -56,7 +55,7 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
     return effective_worker_count(spec)
 
 
-class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class DeepSpeedKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "deepspeed"
     pausable = True
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
@@ -73,11 +72,6 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             gang=gang_view(spec.scheduler, min_member(spec)),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
-
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return ("worker", 0)  # it runs the launcher

@@ -8,7 +8,7 @@ debug pods run ``sleep inf`` unless told otherwise.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
@@ -17,9 +17,8 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import EachReplica, Program, split_python
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_policy_view, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role
+from t9k_operator.kinds.t9k import DecidedByOneReplica, gang_view, run_policy_view
+from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj, training_container
 
 
@@ -45,7 +44,7 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
     return sum(spec.replica_count(rs) for rs in spec.replica_specs)
 
 
-class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class PyTorchKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "pytorch"
     pausable = True
     not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
@@ -64,11 +63,6 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             gang=gang_view(spec.scheduler, min_member(spec)),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
-
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return build.master_of([(r.type, r.replicas) for r in job.roles])

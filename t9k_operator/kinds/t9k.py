@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders.gang import GangRequest, priority_class
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import Outcome, Override, hang_policy
+from t9k_operator.kinds.view import JobView, Outcome, Override, hang_policy
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
@@ -68,3 +68,16 @@ def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     if state is not None and state.phase == "Succeeded":
         return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
     return None
+
+
+class DecidedByOneReplica:
+    """The ``outcome`` of a kind whose job succeeds when the replica that
+    decides it (its :meth:`deciding_replica`) has succeeded."""
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        raise NotImplementedError
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        return succeeded_with(replicas.get(self.deciding_replica(job)))
