@@ -34,7 +34,6 @@ from t9k_operator.api.crd import (
 )
 from t9k_operator.api.deepspeed_config import DEFAULT_SLOTS, DeepSpeedConfig, RunKind
 from t9k_operator.api.deepspeed_worker import (
-    MAX_CONTAINERS,
     MAX_VOLUME_MOUNTS,
     MSG_RESERVED_MOUNTS,
     MSG_TEMPLATE_RESTART_POLICY,
@@ -46,7 +45,7 @@ from t9k_operator.api.deepspeed_worker import (
     training_container,
 )
 from t9k_operator.api.rules import Rule
-from t9k_operator.api.schema import MAX_REPLICAS
+from t9k_operator.api.schema import MAX_CONTAINERS, MAX_REPLICAS
 from t9k_operator.api.specs import (
     DEBUG_ON_CEL,
     RESUME_SPECS_REMOVAL_RULE,
