@@ -48,8 +48,9 @@ test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests
 	$(VENV)/bin/pytest tests/unit
 	$(PYTEST_INTEGRATION)
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image), and the frameworks the training tests import (tensorflow-cpu)
 	bash hack/ensure-test-deps.sh
+	/usr/bin/python3 hack/ensure-frameworks.py
 
 binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
 	$(PYTHON) hack/cluster.py binaries

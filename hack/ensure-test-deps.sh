@@ -9,7 +9,10 @@
 # machine with systemd the package also starts its own service on :9090,
 # which the test does not use), debootstrap (the operator image's root
 # filesystem, hack/rootfs.py) and buildah (`make image`, tested with a base
-# made from Debian's packages).
+# made from Debian's packages), python3 (Debian's own: the GenericJob
+# test's replicas run it as a plain Debian image would) and python3-pip
+# (hack/ensure-frameworks.py installs the frameworks the training tests import
+# for Debian's python3).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -21,6 +24,8 @@ command -v openssl >/dev/null || missing+=(openssl)
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v buildah >/dev/null || missing+=(buildah)
+[ -x /usr/bin/python3 ] || missing+=(python3)
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""

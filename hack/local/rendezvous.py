@@ -7,7 +7,10 @@ Every replica reads its kind's variables:
 * torch style (PyTorch, DeepSpeed, ColossalAI): ``RANK``, ``WORLD_SIZE``,
   ``MASTER_ADDR``, ``MASTER_PORT`` (and ``LOCAL_RANK`` or ``--local_rank=N``);
 * MindSpore (MSJob): ``MS_ROLE``, ``MS_SCHED_HOST``, ``MS_SCHED_PORT``,
-  ``MS_WORKER_NUM``, ``MS_SERVER_NUM``, ``MS_NODE_ID``.
+  ``MS_WORKER_NUM``, ``MS_SERVER_NUM``, ``MS_NODE_ID``;
+* TensorFlow (TensorFlowTrainingJob): ``TF_CONFIG``, read torch style: the
+  cluster's tasks in TF_CONFIG's order (chief, worker, ps) are the ranks, the
+  first (the chief, else worker 0) is the master at its own task's address.
 
 The master (rank 0; MindSpore's scheduler) listens on the master address and
 port; every other replica connects to it and says who it is and what world it
@@ -47,6 +50,25 @@ def identity() -> dict[str, Any]:
             "port": int(env["MS_SCHED_PORT"]),
             "workers": int(env["MS_WORKER_NUM"]),
             "servers": int(env["MS_SERVER_NUM"]),
+        }
+    if "TF_CONFIG" in env:
+        config = json.loads(env["TF_CONFIG"])
+        tasks = [
+            (t, i, address)
+            for t in ("chief", "worker", "ps")
+            for i, address in enumerate(config["cluster"].get(t, []))
+        ]
+        task = config["task"]
+        rank = [(t, i) for t, i, _ in tasks].index((task["type"], task["index"]))
+        addr, port = tasks[0][2].rsplit(":", 1)
+        return {
+            "style": "torch",
+            "id": str(rank),
+            "rank": rank,
+            "master": rank == 0,
+            "addr": addr,
+            "port": int(port),
+            "world": len(tasks),
         }
     rank = int(env["RANK"])
     return {

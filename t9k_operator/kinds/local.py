@@ -113,6 +113,17 @@ class Here(Protocol):
         every process, chosen the first time it is asked for."""
         ...
 
+    def argv(self, label: str, replica: Replica) -> list[str]:
+        """The command and args of replica ``label`` as kubelet expands them
+        (``$(NAME)`` from its env), made this machine's (:meth:`text`); the run
+        stops, saying so, when its container gives no command."""
+        ...
+
+    def free_port(self) -> int:
+        """A free port of this machine of the caller's own (for a process that
+        listens where, on the cluster, every replica has the same port)."""
+        ...
+
     def file(self, name: str, content: str, *, mounted_at: str) -> str:
         """Write ``content`` to ``name`` in the run's directory, which then stands
         for ``mounted_at`` in what :meth:`text` rewrites; its local path."""

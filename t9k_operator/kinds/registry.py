@@ -26,10 +26,19 @@ from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.command import OtherKind, Served
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.tensorflow import TensorFlowKind
 
-KINDS: tuple[JobKind[Any], ...] = (PyTorchKind(), DeepSpeedKind(), ColossalAIKind(), MSJobKind())
+KINDS: tuple[JobKind[Any], ...] = (
+    PyTorchKind(),
+    DeepSpeedKind(),
+    ColossalAIKind(),
+    MSJobKind(),
+    GenericJobKind(),
+    TensorFlowKind(),
+)
 # Then the kinds of other distributions: each entry point of the group
 # t9k_operator.kinds names a kind's class (docs/adding-a-kind.md).
 KINDS += entry_points.plugins(

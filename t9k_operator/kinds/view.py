@@ -26,6 +26,9 @@ class Role:
     type: str
     replicas: int
     restart_policy: str = "Never"
+    restart_limit: int | None = None
+    """Restarts the replicas of this type may have in all (``status.tasks[].restartCount``),
+    besides the job's ``backoff_limit``; None: only the job's."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,11 @@ class JobView:
     """Disruptions (evictions, preemptions, lost nodes) the job's replicas may
     suffer, each recreated without counting against ``backoff_limit``, before
     the job fails (the operator's ``--disruption-limit``; 0: no limit)."""
+    failure_rules: tuple[tuple[tuple[str, int], ...], ...] | None = None
+    """Sets of replicas (type, index): a replica failed for good fails the job only
+    once every replica of one set has (GenericJob's ``failureRules``); None: any
+    replica failed for good does. A replica that cannot start, hangs or is
+    disrupted too often fails the job either way."""
     start_timeout: float | None = None
     """Seconds a pod placed on a node may take to start its containers before
     the job fails (the job's annotation ``t9k.dev/pod-start-timeout-seconds``;

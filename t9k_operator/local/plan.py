@@ -84,6 +84,9 @@ class _Here:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         return self.rewriter.env(env)
 
+    def argv(self, label: str, replica: Replica) -> list[str]:
+        return _argv(label, replica, self.rewriter)
+
     def port(self, port: int) -> int:
         if port not in self.rewriter.ports:
             self.rewriter.ports[port] = self.free_port()
@@ -180,6 +183,8 @@ def plan(
         for index in range(role.replicas)
     ]
     hosts = [f"{p['metadata']['name']}.{p['spec'].get('subdomain', job.name)}" for p in built]
+    # A Service named as a pod (one replica's own) is that pod's name: a host.
+    hosts += [str(p["metadata"]["name"]) for p in built if p["metadata"]["name"] in services]
     rewriter = Rewriter(hosts, job.namespace, ports, list(services))
     files: dict[str, str] = {}
     pods: dict[str, _Pod] = {}
@@ -216,6 +221,18 @@ def _launched(
     )
 
 
+def _argv(label: str, replica: Replica, rewriter: Rewriter) -> list[str]:
+    """A replica's command and args as kubelet expands them, made this machine's."""
+    c, env = replica.container, replica.env
+    if not c.get("command"):
+        raise LocalRunError(
+            f"{label}: the container gives no command (its image's entrypoint runs on the "
+            "cluster), so there is nothing to run locally: give one after `--`"
+        )
+    argv = [*(c.get("command") or []), *(c.get("args") or [])]
+    return [rewriter.text(expand(str(a), env)) for a in argv]
+
+
 def _each_replica(
     kind: JobKind[Any],
     view: JobView,
@@ -229,13 +246,7 @@ def _each_replica(
     working_dirs = set()
     for label, p in pods.items():
         c, env = p.replica.container, p.replica.env
-        if not c.get("command"):
-            raise LocalRunError(
-                f"{label}: the container gives no command (its image's entrypoint runs on the "
-                "cluster), so there is nothing to run locally: give one after `--`"
-            )
-        argv = [*(c.get("command") or []), *(c.get("args") or [])]
-        argv = [rewriter.text(expand(str(a), env)) for a in argv]
+        argv = _argv(label, p.replica, rewriter)
         labels = p.pod["metadata"]["labels"]
         replica = (labels[REPLICA_TYPE], int(labels[REPLICA_INDEX]))
         processes.append(Process(label, replica, tuple(argv), rewriter.env(env)))

@@ -26,8 +26,10 @@ from t9k_operator.api.crd import CrdInfo
 from t9k_operator.api.specs import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
 from tests.integration import test_crd_colossalai as colossalai
 from tests.integration import test_crd_deepspeed as deepspeed
+from tests.integration import test_crd_genericjob as genericjob
 from tests.integration import test_crd_msjob as msjob
 from tests.integration import test_crd_pytorch as pytorch
+from tests.integration import test_crd_tensorflow as tensorflow
 from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -41,8 +43,10 @@ from tests.integration.crd_helpers import (
 from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind, spec_fields
 from tests.unit.api import test_colossalai_models as colossalai_models
 from tests.unit.api import test_deepspeed_models as deepspeed_models
+from tests.unit.api import test_genericjob_models as genericjob_models
 from tests.unit.api import test_msjob_models as msjob_models
 from tests.unit.api import test_pytorch_models as pytorch_models
+from tests.unit.api import test_tensorflow_models as tensorflow_models
 from tests.unit.api.helpers import is_subset, load
 
 
@@ -122,6 +126,32 @@ CASES: dict[str, Callable[[], Case]] = {
         columns=["NAME", "STATE", "REASON", "PROGRESS", "ETA", "AGE"],
         status=_status(msjob_models.STATUS_EXAMPLES),
         row=[msjob.JOB, "Running"],  # no t9kConditions here: REASON is empty
+    ),
+    "GenericJob": lambda: Case(
+        crd=genericjob.CRD,
+        job=genericjob.JOB,
+        example=genericjob_models.OWN_EXAMPLES["rules-and-service"],
+        examples=genericjob_models.SPEC_EXAMPLES,
+        invalid=genericjob.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(
+            genericjob_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=3
+        ),
+        row=[genericjob.JOB, "Failed", "ReplicaFailed", "2", "3", "1"],
+        paused=genericjob_models.OWN_EXAMPLES["pause"],
+    ),
+    "TensorFlowTrainingJob": lambda: Case(
+        crd=tensorflow.CRD,
+        job=tensorflow.JOB,
+        example=tensorflow_models.SPEC_EXAMPLES["basic"],
+        examples=tensorflow_models.SPEC_EXAMPLES,
+        invalid=tensorflow.INVALID,
+        columns=T9K_COLUMNS,
+        status=_status(
+            tensorflow_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=3, replicas=4
+        ),
+        row=[tensorflow.JOB, "Succeeded", "Succeeded", "3", "4", "1"],
+        paused=tensorflow.PAUSED,
     ),
 }
 

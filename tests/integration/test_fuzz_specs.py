@@ -127,6 +127,25 @@ def _template(name: str, image: str) -> dict[str, Any]:
 
 
 BASE_SPECS: dict[str, dict[str, Any]] = {
+    "GenericJob": {
+        "successRules": [{"server": [0]}],
+        "failureRules": [{"client": [0, 1]}],
+        "service": {"ports": [{"name": "msg", "port": 5000}]},
+        "cleanUpPolicy": "Unfinished",
+        "replicaSpecs": [
+            {
+                "type": "server",
+                "restartPolicy": {"policy": "OnFailure", "limit": 2},
+                "template": _template("main", "debian:12"),
+            },
+            {
+                "type": "client",
+                "replicas": 2,
+                "restartPolicy": {"policy": "Never"},
+                "template": _template("main", "debian:12"),
+            },
+        ],
+    },
     # kind -> the spec of a valid job, which the fuzzer enriches and mutates
     "PyTorchTrainingJob": {
         "replicaSpecs": [
@@ -189,6 +208,29 @@ BASE_SPECS: dict[str, dict[str, Any]] = {
                 "template": _template("mindspore", "mindspore:2.3"),
             },
         },
+    },
+    "TensorFlowTrainingJob": {
+        "replicaSpecs": [
+            {
+                "type": "chief",
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+            {
+                "type": "worker",
+                "replicas": 2,
+                "restartPolicy": "ExitCode",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+            {
+                "type": "ps",
+                "replicas": 1,
+                "restartPolicy": "Always",
+                "template": _template("tensorflow", "tensorflow:2.18"),
+            },
+        ],
+        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
     },
 }
 
@@ -383,6 +425,8 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
     "DeepSpeedJob": _worker,
     "ColossalAIJob": _worker,  # its launcher has no pod template
     "MSJob": _ms_replica_specs,
+    "GenericJob": _replica_specs,
+    "TensorFlowTrainingJob": _replica_specs,
 }
 
 
@@ -499,11 +543,14 @@ TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
     "DeepSpeedJob": ("spec.worker.template", "worker.template"),
     "ColossalAIJob": ("spec.worker.template", "worker.template"),
     "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
+    "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
+    "TensorFlowTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
 }
 OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
     # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
     "PyTorchTrainingJob": [],
     "DeepSpeedJob": [],
+    "GenericJob": [],
     "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
     "MSJob": [
         (
@@ -511,6 +558,7 @@ OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
             "runPolicy.schedulingPolicy.minResources.cpu",
         )
     ],
+    "TensorFlowTrainingJob": [],
 }
 
 
@@ -624,8 +672,28 @@ RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
         )
     ],
     "MSJob": [],
+    "GenericJob": [
+        (
+            "gj",
+            {},
+            [
+                {"type": "server", "command": ["python3", "serve.py"], "args": ["--resume"]},
+                {"type": "client", "args": ["--from", "c"]},
+            ],
+        )
+    ],
+    "TensorFlowTrainingJob": [
+        (
+            "tf",
+            {},
+            [
+                {"type": "chief", "args": ["train.py", "--resume", "ckpt"]},
+                {"type": "worker", "command": ["python", "resume.py"], "args": ["--from", "c"]},
+            ],
+        )
+    ],
 }
-TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore")
+TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "tensorflow")
 
 
 def dropped_resume(spec: dict[str, Any], pod: dict[str, Any], path: str) -> list[str]:

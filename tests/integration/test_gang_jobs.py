@@ -106,6 +106,17 @@ def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None
     return spec
 
 
+def _tensorflow(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicaSpecs": [
+            {"type": "chief", "replicas": 1, "template": _template("tensorflow", notes)},
+            {"type": "worker", "replicas": pods - 1, "template": _template("tensorflow", notes)},
+        ]
+    }
+    _t9k_scheduler(spec, queue, priority)
+    return spec
+
+
 def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
     role = {"replicas": 1, "template": _template("mindspore", notes)}
     workers = {**role, "replicas": pods - 1}  # and the scheduler
@@ -127,6 +138,8 @@ GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, An
     "DeepSpeedJob": _deepspeed,
     "ColossalAIJob": _colossalai,
     "MSJob": _msjob,
+    "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
+    "TensorFlowTrainingJob": _tensorflow,
 }
 
 
@@ -402,13 +415,15 @@ def test_an_elastic_jobs_group_follows_its_minimum(
     )
 
 
-RESTARTING: dict[str, tuple[tuple[str | int, ...], str] | None] = {
-    # kind -> where its restart policy goes, the replica that fails (None: the kind
-    # never restarts a pod)
-    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1"),
-    "DeepSpeedJob": (("worker",), "restarts-worker-1"),
+RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
+    # kind -> where its restart policy goes, the replica that fails, the policy that
+    # restarts it (None: the kind never restarts a pod)
+    "GenericJob": (("replicaSpecs", 0), "restarts-worker-1", {"policy": "OnFailure", "limit": 3}),
+    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1", "OnFailure"),
+    "DeepSpeedJob": (("worker",), "restarts-worker-1", "OnFailure"),
     "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
-    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1"),
+    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
+    "TensorFlowTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
 }
 
 
@@ -435,11 +450,11 @@ def test_a_restarted_replica_rejoins_its_running_gang(
     body = gpu_job(kind, "restarts", manual=True)
     entry = RESTARTING[kind]
     assert entry is not None  # the kinds parametrized are those that restart a pod
-    where, failing = entry
+    where, failing, policy = entry
     node: Any = body["spec"]
     for key in where:
         node = node[key]
-    node["restartPolicy"] = "OnFailure"
+    node["restartPolicy"] = policy
     jobs.create(body)
     wait_for(lambda: bound(jobs, "restarts") == 3, 60, "the gang bound")
     for name in jobs.pods("restarts"):

@@ -34,6 +34,8 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "DeepSpeedJob": lambda spec: spec["worker"]["template"],
     "ColossalAIJob": lambda spec: spec["worker"]["template"],
     "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
+    "GenericJob": lambda spec: spec["replicaSpecs"][0]["template"],
+    "TensorFlowTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
 }
 EXPLAIN: dict[str, str | None] = {
     # kind -> the path kubectl explain takes to a container's command (None: none).
@@ -43,6 +45,8 @@ EXPLAIN: dict[str, str | None] = {
     "DeepSpeedJob": "spec.worker.template.spec.containers.command",
     "ColossalAIJob": "spec.worker.template.spec.containers.command",
     "MSJob": None,
+    "GenericJob": "spec.replicaSpecs.template.spec.containers.command",
+    "TensorFlowTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from t9k_operator.kinds.registry import KINDS
 from tests.integration.cluster import ROOT, Cluster
 
 
@@ -68,7 +69,7 @@ def test_demo_removes_its_temporary_folder_and_cluster(tmp_path: Path, cluster: 
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "every sample job has finished" in proc.stdout
     # Every kind's sample shows in the demo's table (`kubectl get t9k`), MSJob's too.
-    for kind in ("pytorchtrainingjob", "deepspeedjob", "colossalaijob", "msjob"):
+    for kind in (k.crd.singular for k in KINDS):
         assert f"{kind}." in proc.stdout, f"no {kind} in the demo:\n{proc.stdout[-3000:]}"
     assert list(tmp_path.glob("t9k-demo-*")) == []  # its kubeconfig held a token
     status = subprocess.run(

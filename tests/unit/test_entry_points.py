@@ -24,7 +24,14 @@ from tests import toy_plugin
 from tests.toykind.api import ToyJobObject
 from tests.toykind.kind import ToyKind
 
-BUILT_IN = ["PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"]
+BUILT_IN = [
+    "PyTorchTrainingJob",
+    "DeepSpeedJob",
+    "ColossalAIJob",
+    "MSJob",
+    "GenericJob",
+    "TensorFlowTrainingJob",
+]
 
 
 def python(code: str, plugin_dir: Path) -> subprocess.CompletedProcess[str]:

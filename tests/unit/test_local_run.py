@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import json
 import os
 import re
 import signal
@@ -44,6 +45,8 @@ EXPECTED = {
     "deepspeed-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
     "colossalai-basic.yaml": ["worker-0", "worker-1"],
     "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
+    "genericjob-basic.yaml": ["worker-0", "worker-1", "worker-2"],
+    "tensorflow-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
 }
 
 
@@ -64,9 +67,9 @@ def pids(output: str) -> list[int]:
     return [int(p) for p in re.findall(r"^\[[^]]+\] replica \S+ pid (\d+):", output, re.M)]
 
 
-def test_the_samples_cover_all_four_kinds() -> None:
+def test_the_samples_cover_every_kind() -> None:
     kinds = {sample(p.name)["kind"] for p in SAMPLES}
-    assert kinds == {"PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob", "MSJob"}
+    assert kinds == {kind.crd.kind for kind in registry.KINDS}
     assert {p.name for p in SAMPLES} == set(EXPECTED)
 
 
@@ -133,6 +136,9 @@ def run_job(manifest: dict[str, Any], *args: str, grace: float = 0.2) -> tuple[i
             "stopping scheduler-0",
         ),
         ("msjob-basic.yaml", ["--then", "hang", "--exit", "scheduler-0", "2"], 2, "failed"),
+        # TensorFlow: worker 0 (no chief) decides; any replica failing fails the job.
+        ("tensorflow-basic.yaml", ["--then", "hang", "--exit", "0", "0"], 0, "job succeeded"),
+        ("tensorflow-basic.yaml", ["--then", "hang", "--exit", "3", "6"], 6, "worker-3 failed"),
     ],
 )
 def test_the_kinds_rule_decides_the_exit_code(
@@ -361,6 +367,35 @@ def test_msjob_roles_reach_the_scheduler_locally() -> None:
         "worker-1": ("MS_WORKER", "127.0.0.1"),
     }
     assert {p.env["MS_SCHED_PORT"] for p in job.processes} == {"40000"}
+
+
+def test_tensorflow_tasks_each_listen_on_a_port_of_their_own_locally() -> None:
+    manifest = sample("tensorflow-basic.yaml")
+    workers = manifest["spec"]["replicaSpecs"][0]
+    workers["replicas"] = 2
+    container = workers["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "STEPS", "value": "3"}]
+    container["args"] = ["--steps=$(STEPS)"]
+    more = [copy.deepcopy(workers) for _ in range(3)]
+    for rs, type_ in zip(more, ("chief", "ps", "evaluator"), strict=True):
+        rs.update(type=type_, replicas=1)
+    manifest["spec"]["replicaSpecs"] += more
+    job = plan(manifest, "/run", free_ports())
+    configs = {p.label: json.loads(p.env["TF_CONFIG"]) for p in job.processes}
+    cluster = configs["chief-0"]["cluster"]
+    addresses = [a for tasks in cluster.values() for a in tasks]
+    assert sorted(cluster) == ["chief", "ps", "worker"] and len(addresses) == 4
+    assert len(set(addresses)) == 4 and all(a.startswith("127.0.0.1:") for a in addresses)
+    assert {str(c["cluster"]) for c in configs.values()} == {str(cluster)}
+    assert configs["evaluator-0"]["task"] == {"type": "evaluator", "index": 0}
+    assert configs["worker-1"]["task"] == {"type": "worker", "index": 1}
+    assert {p.replica for p in job.processes} == {
+        ("worker", 0), ("worker", 1), ("chief", 0), ("ps", 0), ("evaluator", 0)
+    }  # fmt: skip
+    assert all(p.argv[-1] == "--steps=3" for p in job.processes)  # kubelet's $(STEPS)
+    container.pop("command")
+    with pytest.raises(LocalRunError, match="worker-0: the container gives no command"):
+        plan(manifest, "/run", free_ports())
 
 
 @pytest.mark.parametrize(

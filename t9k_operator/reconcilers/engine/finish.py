@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from t9k_operator.kinds.view import Outcome
 from t9k_operator.objects import parse_time
-from t9k_operator.reconcilers.engine.conditions import TERMINAL, fmt_time
+from t9k_operator.reconcilers.engine.conditions import TERMINAL, Reason, fmt_time
 from t9k_operator.reconcilers.engine.planning import Pass
 
 
@@ -67,15 +67,37 @@ def decide(p: Pass) -> None:
     """7. A replica failed for good fails the job at once; else the kind decides."""
     if p.job.debug:
         return
-    if p.failures:
-        _, reason, message = p.failures[0]
-        finish(p, Outcome("Failed", reason, message), keep_planned=True)
+    failed = failure(p)
+    if failed is not None:
+        finish(p, failed, keep_planned=True)
         return
     wanted = {k: v for k, v in p.pods.items() if k in p.desired}
     outcome = p.kind.outcome(p.job, wanted)
     # A success while a replica is being restarted waits for the restart.
     if outcome is not None and not (outcome.phase == "Succeeded" and p.out.restarts):
         finish(p, outcome, keep_planned=True)
+
+
+RULED = frozenset({Reason.REPLICA_FAILED, Reason.BACKOFF_LIMIT_EXCEEDED})
+"""The failures a job's ``failure_rules`` judge: a replica's own end, not a pod
+that cannot start, a hang or too many disruptions."""
+
+
+def failure(p: Pass) -> Outcome | None:
+    """The job's failure from its replicas failed for good: the first one, or
+    with ``failure_rules``, the first rule all of whose replicas have failed."""
+    rules = p.job.failure_rules
+    for _, reason, message in p.failures:
+        if rules is None or reason not in RULED:
+            return Outcome("Failed", reason, message)
+    uids = {state.uid for state, _, _ in p.failures}
+    failed = {key for key, state in p.pods.items() if state.uid in uids}
+    for rule in rules or ():
+        if rule and all(key in failed for key in rule):
+            named = ", ".join(f"{t}-{i}" for t, i in rule)
+            message = f"The job failed by its failure rule: replicas {named} have all failed"
+            return Outcome("Failed", Reason.REPLICA_FAILED, message)
+    return None
 
 
 def cleanup(p: Pass, keep_planned: bool = False) -> None:

@@ -71,11 +71,10 @@ def restart_or_fail(p: Pass) -> None:
             recreating = True
             continue
         limit = p.job.backoff_limit
-        if p.status["restartCount"] >= limit:
+        reached = _limit_reached(p, role.type, role.restart_limit)
+        if reached:
             if state.phase == "Failed":
-                message = (
-                    f"{state.describe_failure()}; backoffLimit {limit} reached, not restarting"
-                )
+                message = f"{state.describe_failure()}; {reached}, not restarting"
                 p.failures.append((state, Reason.BACKOFF_LIMIT_EXCEEDED, message))
             continue
         p.status["restartCount"] += 1
@@ -89,13 +88,28 @@ def restart_or_fail(p: Pass) -> None:
         attempt = whole
         code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
         also = " with every other replica of the job (restartScope Job)" if whole else ""
+        own = ""
+        if role.restart_limit is not None:
+            done = p.role_restarts[role.type]
+            own = f" ({done} of {role.restart_limit} of replica type {role.type})"
         p.event(
             "Warning" if state.phase == "Failed" else "Normal",
             Reason.RESTARTING,
-            f"Restarting {state.name}{code}{also}: restart {p.status['restartCount']} of {limit}",
+            f"Restarting {state.name}{code}{also}: restart {p.status['restartCount']} of {limit}"
+            + own,
         )
     if whole and recreating:
         restart_all(p, counted)
+
+
+def _limit_reached(p: Pass, type_: str, role_limit: int | None) -> str:
+    """Which restart limit stops one more restart of a replica of ``type_``:
+    the job's backoffLimit, or its type's own limit; "" when none does."""
+    if p.status["restartCount"] >= p.job.backoff_limit:
+        return f"backoffLimit {p.job.backoff_limit} reached"
+    if role_limit is not None and p.role_restarts.get(type_, 0) >= role_limit:
+        return f"the restart limit {role_limit} of replica type {type_} reached"
+    return ""
 
 
 def restart_all(p: Pass, counted: set[str]) -> None:

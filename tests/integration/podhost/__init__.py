@@ -83,7 +83,10 @@ What is reproduced, and from where:
   (nothing is added to the machine's own network, but for the Service
   stand-in below). Cluster DNS answers the names the headless Service gives
   (``<pod>.<subdomain>`` and the full ``...svc.cluster.local`` form) once a
-  pod has its address; here the pods' ``/etc/hosts`` carry those names, and
+  pod has its address, and the names of every headless Service added to the
+  node (``Node.add``) that selects pods (``name``, ``name.namespace``,
+  ``name.namespace.svc[.cluster.local]``, to each pod it selects that has an
+  address); here the pods' ``/etc/hosts`` carry those names, and
   the resolver has no server to ask, so an unknown name fails at once as
   NXDOMAIN would.
 * **A Service whose endpoint is this machine** (``Node(...,

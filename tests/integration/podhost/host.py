@@ -306,6 +306,7 @@ class Node:
             if p.ip and p.subdomain:
                 fqdn = f"{p.hostname}.{p.subdomain}.{self.namespace}.svc.{CLUSTER_DOMAIN}"
                 lines.append(f"{p.ip}\t{fqdn}\t{p.hostname}.{p.subdomain}")
+        lines += self._headless_service_lines()
         if self.host_services:
             lines.append("# Service stand-ins: Services whose endpoint is this machine.")
         for name, namespace in self.host_services:
@@ -316,6 +317,29 @@ class Node:
             if namespace == self.namespace:
                 names.append(name)
             lines.append("\t".join([str(self.host_address), *names]))
+        return lines
+
+    def _headless_service_lines(self) -> list[str]:
+        """What cluster DNS answers for the headless Services added to the node
+        (``add``) that select pods: each name, to the address of every pod it
+        selects that has one (``publishNotReadyAddresses``: ready or not)."""
+        lines = []
+        for (kind, name), svc in sorted(self.objects.items()):
+            spec = svc.get("spec") or {}
+            selector = spec.get("selector") or {}
+            if kind != "Service" or spec.get("clusterIP") != "None" or not selector:
+                continue
+            names = [
+                f"{name}.{self.namespace}.svc.{CLUSTER_DOMAIN}",
+                f"{name}.{self.namespace}.svc",
+            ]
+            names += [f"{name}.{self.namespace}", name]
+            for p in self.pods:
+                labels = (p.pod.get("metadata") or {}).get("labels") or {}
+                if p.ip and all(labels.get(k) == v for k, v in selector.items()):
+                    lines.append("\t".join([p.ip, *names]))
+        if lines:
+            lines.insert(0, "# Headless Services added to the node, by the pods they select.")
         return lines
 
     def refresh_dns(self) -> None:

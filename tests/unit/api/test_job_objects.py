@@ -16,13 +16,15 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import colossalai, deepspeed, msjob, pytorch
+from t9k_operator.api import colossalai, deepspeed, genericjob, msjob, pytorch, tensorflow
 from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.kinds.registry import crds
 from tests.unit.api import test_colossalai_models as colossalai_tests
 from tests.unit.api import test_deepspeed_models as deepspeed_tests
+from tests.unit.api import test_genericjob_models as genericjob_tests
 from tests.unit.api import test_msjob_models as msjob_tests
 from tests.unit.api import test_pytorch_models as pytorch_tests
+from tests.unit.api import test_tensorflow_models as tensorflow_tests
 from tests.unit.api.helpers import (
     assert_described,
     assert_structural,
@@ -80,6 +82,24 @@ KINDS: dict[str, Kind] = {
         msjob_tests.STATUS_EXAMPLES,
         msjob_tests.JOB,
         lambda spec: [rs["template"] for rs in spec["msReplicaSpecs"].values()],
+    ),
+    "GenericJob": Kind(
+        genericjob.CRD,
+        genericjob.GenericJobObject,
+        genericjob.GenericJobStatus,
+        genericjob_tests.SPEC_EXAMPLES,
+        genericjob_tests.STATUS_EXAMPLES,
+        genericjob_tests.JOB,
+        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
+    ),
+    "TensorFlowTrainingJob": Kind(
+        tensorflow.CRD,
+        tensorflow.TensorFlowTrainingJobObject,
+        tensorflow.TensorFlowTrainingJobStatus,
+        tensorflow_tests.SPEC_EXAMPLES,
+        tensorflow_tests.STATUS_EXAMPLES,
+        tensorflow_tests.JOB,
+        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
     ),
 }
 NAMES = [info.kind for info in crds()]

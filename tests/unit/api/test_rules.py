@@ -29,9 +29,11 @@ from t9k_operator.api import (
     deepspeed_config,
     deepspeed_worker,
     elastic,
+    genericjob,
     msjob,
     pytorch,
     specs,
+    tensorflow,
 )
 from t9k_operator.api import tensorboard as tb
 from t9k_operator.api.crd import JOB_NAME_RULE
@@ -50,6 +52,8 @@ DEEPSPEED = {
     "config": {"run": {"python": ["train.py"]}},
     "worker": {"replicas": 1, "template": TEMPLATE},
 }
+TF_TEMPLATE = {"spec": {"containers": [{"name": "tensorflow", "image": "train"}]}}
+TENSORFLOW = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": TF_TEMPLATE}]}
 MS_TEMPLATE = {"spec": {"containers": [{"name": "mindspore", "image": "train"}]}}
 MSJOB = {"msReplicaSpecs": {"Worker": {"replicas": 2, "template": MS_TEMPLATE}}}
 TENSORBOARD = {"trainingLogFilesets": ["t9k://pvc/logs/run1"], "image": "tensorboard"}
@@ -186,6 +190,77 @@ CASES: list[Case] = [
         pytorch.PyTorchTrainingJobObject,
         job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 100}), LONG[:53]),
         job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 101}), LONG[:53]),
+    ),
+    # TensorFlowTrainingJob
+    Case(
+        tensorflow.DISTINCT_TYPES_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(TENSORFLOW, replicaSpecs=[{"type": "worker", "template": TF_TEMPLATE}] * 2),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.ONE_CHIEF_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(TENSORFLOW, replicaSpecs=[{"type": "chief", "template": TF_TEMPLATE}]),
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "chief", "replicas": 2, "template": TF_TEMPLATE}]
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.NEEDS_LEADER_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "replicas": 0, "template": TF_TEMPLATE},
+                {"type": "evaluator", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.TOO_MANY_REPLICAS_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "worker", "replicas": 5000, "template": TF_TEMPLATE}]
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "replicas": 5000, "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=_key("replicaSpecs"),
+    ),
+    Case(
+        tensorflow.POD_NAME_LENGTH_RULE,
+        tensorflow.TensorFlowTrainingJobObject,
+        job("TensorFlowTrainingJob", TENSORFLOW, LONG[:54]),
+        job(
+            "TensorFlowTrainingJob",
+            merged(
+                TENSORFLOW,
+                replicaSpecs=[{"type": "worker", "replicas": 11, "template": TF_TEMPLATE}],
+            ),
+            LONG[:54],
+        ),
     ),
     # ColossalAIJob
     Case(
@@ -342,6 +417,31 @@ CASES: list[Case] = [
             merged(MSJOB, msReplicaSpecs={"Worker": {"replicas": 11, "template": MS_TEMPLATE}}),
             LONG[:54],
         ),
+    ),
+    # GenericJob
+    Case(
+        genericjob.SUCCESS_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(PYTORCH, successRules=[{"worker": [0, 1]}]),
+        merged(PYTORCH, successRules=[{"worker": [0, 2]}]),
+    ),
+    Case(
+        genericjob.FAILURE_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(PYTORCH, failureRules=[{"worker": [1]}]),
+        merged(PYTORCH, failureRules=[{"server": [0]}]),
+    ),
+    Case(
+        genericjob.DISTINCT_PORTS_RULE,
+        genericjob.ServiceOption,
+        {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 1}]},
+        {"ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+    ),
+    Case(
+        genericjob.POD_NAME_LENGTH_RULE,
+        genericjob.GenericJobObject,
+        job("GenericJob", PYTORCH, LONG[:54]),
+        job("GenericJob", PYTORCH, LONG[:55]),
     ),
     # TensorBoard
     *(

@@ -64,6 +64,15 @@ def test_pytorch_runs_the_command_or_torchrun_with_the_script() -> None:
     assert "command" not in container and container["args"] == ["train.py", "--lr", "0.1"]
 
 
+def test_tensorflow_workers_run_the_command_and_worker_0_decides() -> None:
+    job = build_job(request("tensorflow"))
+    (spec,) = job["spec"]["replicaSpecs"]
+    assert (spec["type"], spec["replicas"], spec["restartPolicy"]) == ("worker", 3, "OnFailure")
+    container = spec["template"]["spec"]["containers"][0]
+    assert container["name"] == "tensorflow"
+    assert container["command"] == ["python", "train.py", "--lr", "0.1"]
+
+
 def test_the_launchers_get_the_script_and_a_slot_per_gpu() -> None:
     ds = build_job(request("deepspeed"))["spec"]
     assert ds["config"] == {"slotsPerWorker": 2, "run": {"python": ["train.py", "--lr", "0.1"]}}
@@ -98,7 +107,7 @@ def test_queue_priority_and_tensorboard() -> None:
         ({"priority": 5}, BadJob, "--priority needs --queue"),
         ({"priority": 500, "queue": "q"}, BadJob, "priority: Input should be less than or equal"),
         ({"name": "Not_A_Name"}, BadJob, "invalid PyTorchTrainingJob Not_A_Name"),
-        ({"kind": "tensorflow"}, BadJob, "unknown kind 'tensorflow'"),
+        ({"kind": "jax"}, BadJob, "unknown kind 'jax'"),
         ({"kind": "deepspeed", "torchrun": True}, BadJob, "--torchrun is for pytorch jobs"),
         (
             {"kind": "mindspore", "tensorboard": "logs"},

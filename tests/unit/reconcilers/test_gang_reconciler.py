@@ -14,7 +14,14 @@ from t9k_operator.builders import gang
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
-MIN_MEMBER = {"PyTorchTrainingJob": 2, "DeepSpeedJob": 2, "ColossalAIJob": 3, "MSJob": 3}
+MIN_MEMBER = {
+    "PyTorchTrainingJob": 2,
+    "DeepSpeedJob": 2,
+    "ColossalAIJob": 3,
+    "MSJob": 3,
+    "GenericJob": 2,
+    "TensorFlowTrainingJob": 3,
+}
 VOLCANO = GangScheduling(gang.backend("volcano"))
 COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))
 GROUP = "j-uid-1"

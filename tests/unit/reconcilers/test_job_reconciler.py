@@ -23,8 +23,10 @@ from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
+from t9k_operator.kinds.genericjob import GenericJobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kinds.tensorflow import TensorFlowKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
 from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.reconcilers.integrations.contract import Integration
@@ -45,6 +47,17 @@ def _template(container: str) -> dict[str, Any]:
 
 JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
     # kind -> (its hooks, a valid job, the pods a fresh job gets)
+    "GenericJob": (
+        GenericJobKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "GenericJob",
+            "spec": {
+                "replicaSpecs": [{"type": "worker", "replicas": 2, "template": _template("main")}]
+            },
+        },
+        ["j-worker-0", "j-worker-1"],
+    ),
     "PyTorchTrainingJob": (
         PyTorchKind(),
         {
@@ -100,6 +113,20 @@ JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
             },
         },
         ["j-scheduler-0", "j-worker-0", "j-worker-1"],
+    ),
+    "TensorFlowTrainingJob": (
+        TensorFlowKind(),
+        {
+            "apiVersion": "batch.tensorstack.dev/v1beta1",
+            "kind": "TensorFlowTrainingJob",
+            "spec": {
+                "replicaSpecs": [
+                    {"type": "chief", "template": _template("tensorflow")},
+                    {"type": "worker", "replicas": 2, "template": _template("tensorflow")},
+                ]
+            },
+        },
+        ["j-chief-0", "j-worker-0", "j-worker-1"],
     ),
 }
 KINDS = sorted(JOBS)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api import deepspeed, msjob, pytorch
+from t9k_operator.api import deepspeed, msjob, pytorch, tensorflow
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
@@ -110,6 +110,51 @@ CASES: dict[str, Case] = {
             ("msReplicaSpecs", "Worker", "template"),
             "spec.msReplicaSpecs[Worker].template",
         ),
+    ),
+    "GenericJob": Case(
+        spec={
+            "successRules": [{"server": [0]}],
+            "service": {"ports": [{"name": "http", "port": 2222}]},
+            "replicaSpecs": [
+                {"type": "client", "replicas": 2, "template": _template("client")},
+                {
+                    "type": "server",
+                    "restartPolicy": {"policy": "Never"},
+                    "template": _template("server"),
+                },
+            ],
+        },
+        roles=(Role("client", 2, "OnFailure", 0), Role("server", 1, "Never", 0)),
+        decides=("server", 0),
+        bad=(
+            ("replicaSpecs", 0, "restartPolicy"),
+            {"policy": "Sometimes"},
+            "spec.replicaSpecs[0].restartPolicy",
+        ),
+        defaults={"backoff_limit": 0, "cleanup_policy": "None", "failure_rules": None},
+        not_acted_on=(("service", "ports", 0, "nodePort"), 30001),
+        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
+    ),
+    "TensorFlowTrainingJob": Case(
+        spec={
+            "replicaSpecs": [
+                {"type": "ps", "replicas": 1, "template": _template("tensorflow")},
+                {"type": "worker", "replicas": 2, "template": _template("tensorflow")},
+                {"type": "chief", "template": _template("tensorflow")},
+            ]
+        },
+        roles=(
+            Role("ps", 1, "OnFailure"),
+            Role("worker", 2, "OnFailure"),
+            Role("chief", 1, "OnFailure"),
+        ),
+        decides=("chief", 0),
+        bad=(("replicaSpecs", 0, "type"), "master", "spec.replicaSpecs[0].type"),
+        defaults={
+            "backoff_limit": tensorflow.RunPolicy().backoff_limit,
+            "cleanup_policy": tensorflow.RunPolicy().clean_up_policy,
+        },
+        last_template=(("replicaSpecs", 2, "template"), "spec.replicaSpecs[2].template"),
     ),
 }
 NAMES = [kind.crd.kind for kind in KINDS]

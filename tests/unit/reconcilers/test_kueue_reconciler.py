@@ -31,6 +31,8 @@ POD_SETS = {
     "DeepSpeedJob": {"worker": 2},
     "ColossalAIJob": {"launcher": 1, "worker": 2},
     "MSJob": {"scheduler": 1, "worker": 2},
+    "GenericJob": {"worker": 2},
+    "TensorFlowTrainingJob": {"chief": 1, "worker": 2},
 }
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 

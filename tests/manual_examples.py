@@ -1,0 +1,53 @@
+"""The GenericJob examples of the product manual (shared/specs/genericjob.md,
+beside the repository's clone), as users copy them: every YAML block that is
+a whole GenericJob. A block that is not YAML, or whose job ends in ``...``
+(the manual's "and so on"), is a fragment, not an example to apply."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MANUAL = ROOT.parent / "shared" / "specs" / "genericjob.md"
+
+
+SECTIONS = {
+    "创建 GenericJob": "basic",
+    "资源配置": "resources",
+    "环境变量": "env",
+    "变量替换": "variables",
+}
+"""The manual's sections, by the names the tests give their examples (the
+containers of ``resources`` and ``env`` have no name: crd_helpers.DOC_FRAGMENTS)."""
+
+
+def example_texts(kind: str = "GenericJob") -> dict[str, str]:
+    """The manual's whole jobs of ``kind`` as written, by their section's name in
+    :data:`SECTIONS` (else ``manual-<n>``); none when the manual is not beside
+    the clone."""
+    if not MANUAL.exists():
+        return {}
+    found: dict[str, str] = {}
+    text = MANUAL.read_text()
+    for match in re.finditer(r"```yaml\n(.*?)```", text, re.S):
+        block = match[1]
+        if re.search(r"^\s*\.\.\.\s*$", block, re.M):
+            continue  # elided: a fragment
+        try:
+            doc = yaml.safe_load(block)
+        except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == kind:
+            headings = re.findall(r"^#+ (.+)$", text[: match.start()], re.M)
+            heading = headings[-1].strip() if headings else ""
+            found[SECTIONS.get(heading, f"manual-{len(found) + 1}")] = block
+    return found
+
+
+def examples(kind: str = "GenericJob") -> list[dict[str, Any]]:
+    """The manual's whole jobs of ``kind``, parsed, in order."""
+    return [yaml.safe_load(text) for text in example_texts(kind).values()]
