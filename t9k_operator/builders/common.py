@@ -17,7 +17,7 @@ from typing import Any
 
 from t9k_operator import objects
 from t9k_operator.api.crd import JobObject
-from t9k_operator.objects import Obj, training_container_index
+from t9k_operator.objects import Obj, training_container, training_container_index
 
 Job = JobObject[Any, Any]
 """Any job, parsed by its kind's API model."""
@@ -119,6 +119,18 @@ def headless_service(job: Job, ports: Iterable[tuple[str, int]] = ()) -> Obj:
             "ports": port_list,
         },
     }
+
+
+def training_port(
+    template: Mapping[str, Any], names: Sequence[str], port_name: str, default: int
+) -> int:
+    """The ``containerPort`` of the port named ``port_name`` of the template's
+    training container (``names``: the kind's conventional ones), else ``default``."""
+    container = training_container(template, names) or {}
+    for port in container.get("ports") or []:
+        if port.get("name") == port_name and port.get("containerPort"):
+            return int(port["containerPort"])
+    return default
 
 
 def set_env(container: Obj, env: Mapping[str, str]) -> None:

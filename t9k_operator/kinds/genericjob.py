@@ -23,7 +23,7 @@ from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.local import EachReplica, Program
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import gang_view, run_mode_view
+from t9k_operator.kinds.t9k import containerless_replica, gang_view, run_mode_view
 from t9k_operator.kinds.view import JobView, Outcome, Role, hang_policy
 from t9k_operator.objects import Obj, training_container
 
@@ -36,14 +36,8 @@ def _sets(rules: Sequence[Mapping[str, Sequence[int]]]) -> tuple[Replicas, ...]:
 
 def spec_error(job: Job) -> str | None:
     """What the model lets through but no pod can be built from."""
-    for i, rs in enumerate(job.spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    error = build.variable_error(job)
-    return error
+    templates = [rs.template for rs in job.spec.replica_specs]
+    return containerless_replica(templates) or build.variable_error(job)
 
 
 @dataclass(frozen=True)

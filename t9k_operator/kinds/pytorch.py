@@ -17,7 +17,12 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import EachReplica, Program, split_python
-from t9k_operator.kinds.t9k import DecidedByOneReplica, gang_view, run_policy_view
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    containerless_replica,
+    gang_view,
+    run_policy_view,
+)
 from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj, training_container
 
@@ -26,13 +31,7 @@ def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
     if not spec.replica_specs:
         return "spec.replicaSpecs is empty: add at least one replica spec"
-    for i, rs in enumerate(spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    return None
+    return containerless_replica([rs.template for rs in spec.replica_specs])
 
 
 def min_member(spec: PyTorchTrainingJobSpec) -> int:

@@ -62,6 +62,18 @@ def gang_view(scheduler: SchedulerPolicy | None, min_member: int) -> GangRequest
     )
 
 
+def containerless_replica(templates: Sequence[Mapping[str, Any]]) -> str | None:
+    """The error of a job whose ``spec.replicaSpecs[i].template`` (``templates``,
+    in order) has no container, from which no pod can be built; None if all have."""
+    for i, template in enumerate(templates):
+        if not (template.get("spec") or {}).get("containers"):
+            return (
+                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
+                "give the replica a container to run"
+            )
+    return None
+
+
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     """The job's success when the replica that decides it (the master, worker-0,
     the launcher) has succeeded; None while it has not."""

@@ -20,20 +20,19 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, Replica
-from t9k_operator.kinds.t9k import DecidedByOneReplica, gang_view, run_policy_view
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    containerless_replica,
+    gang_view,
+    run_policy_view,
+)
 from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj, training_container
 
 
 def spec_error(spec: TensorFlowTrainingJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
-    for i, rs in enumerate(spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    return None
+    return containerless_replica([rs.template for rs in spec.replica_specs])
 
 
 class TensorFlowKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
