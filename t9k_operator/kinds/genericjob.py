@@ -122,18 +122,8 @@ class GenericJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
         if request.torchrun:
             raise NotForThisKind("--torchrun is for pytorch jobs")
         argv = flags.command(request)
-        spec: Obj = {
-            "replicaSpecs": [
-                {
-                    "type": "worker",
-                    "replicas": request.workers,
-                    "template": flags.template(
-                        flags.container(self.training_containers[0], request, argv), request
-                    ),
-                }
-            ]
-        }
-        return flags.t9k_extras(spec, request)
+        container = flags.container(self.training_containers[0], request, argv)
+        return flags.t9k_extras(flags.workers(container, request, restart_policy=None), request)
 
     @property
     def local(self) -> GenericLocal:

@@ -84,15 +84,7 @@ class PyTorchKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=
             spec["torchrunConfig"] = {"enabled": True, "procPerNode": str(request.slots)}
         else:
             container = flags.container(name, request, argv)
-        spec["replicaSpecs"] = [
-            {
-                "type": "worker",
-                "replicas": request.workers,
-                "restartPolicy": "OnFailure",
-                "template": flags.template(container, request),
-            }
-        ]
-        return flags.t9k_extras(spec, request)
+        return flags.t9k_extras({**spec, **flags.workers(container, request)}, request)
 
     @property
     def local(self) -> PyTorchLocal:

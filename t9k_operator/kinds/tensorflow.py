@@ -65,17 +65,7 @@ class TensorFlowKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fac
         """Workers of the command (TensorFlow's MultiWorkerMirroredStrategy reads
         their TF_CONFIG); worker 0 decides the job."""
         container = flags.container(self.training_containers[0], request, flags.command(request))
-        spec: Obj = {
-            "replicaSpecs": [
-                {
-                    "type": "worker",
-                    "replicas": request.workers,
-                    "restartPolicy": "OnFailure",
-                    "template": flags.template(container, request),
-                }
-            ]
-        }
-        return flags.t9k_extras(spec, request)
+        return flags.t9k_extras(flags.workers(container, request), request)
 
     @property
     def local(self) -> TensorFlowLocal:
