@@ -294,6 +294,18 @@ def worker_pod_name_fits_cel(replica_type: str, *, elastic: bool = False) -> str
     )
 
 
+def replica_specs_pod_names_fit_cel(*, elastic: bool = False) -> str:
+    """CEL on the object, for a kind whose replicas are ``spec.replicaSpecs``:
+    whether ``<metadata.name>-<type>-<last index>`` fits in a DNS label for every
+    type (with ``elastic``, as :func:`last_index_cel`)."""
+    last_index = last_index_cel("r.replicas", elastic=elastic)
+    return (
+        "self.spec.replicaSpecs.all(r, "
+        + pod_name_fits_cel("size(r.type)", last_index, extra=2)
+        + ")"
+    )
+
+
 def pod_name_length_rule(cel: str, message: str) -> Rule[Job]:
     """A root rule on the length of metadata.name: ``cel`` says whether every pod name
     fits, as the object's :meth:`JobObject.pod_names_fit` does in Python."""

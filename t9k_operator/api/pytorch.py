@@ -25,10 +25,9 @@ from t9k_operator.api.crd import (
     ELASTIC_SCALE,
     JobObject,
     job_crd,
-    last_index_cel,
     last_pod_name_fits,
-    pod_name_fits_cel,
     pod_name_length_rule,
+    replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
@@ -234,10 +233,7 @@ class PyTorchTrainingJobStatus(T9kJobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas", elastic=True), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
+    replica_specs_pod_names_fit_cel(elastic=True), MSG_POD_NAME_LENGTH
 )
 
 

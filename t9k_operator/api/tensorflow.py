@@ -21,10 +21,9 @@ from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     JobObject,
     job_crd,
-    last_index_cel,
     last_pod_name_fits,
-    pod_name_fits_cel,
     pod_name_length_rule,
+    replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import MAX_REPLICA_SPECS, MAX_REPLICAS, MSG_TOO_MANY_REPLICAS
@@ -151,12 +150,7 @@ class TensorFlowTrainingJobStatus(T9kJobStatus):
     """Observed state of a TensorFlowTrainingJob, written by the operator."""
 
 
-POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas"), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
-)
+POD_NAME_LENGTH_RULE = pod_name_length_rule(replica_specs_pod_names_fit_cel(), MSG_POD_NAME_LENGTH)
 
 
 class TensorFlowTrainingJobObject(
