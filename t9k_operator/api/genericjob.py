@@ -24,8 +24,8 @@ from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     JobObject,
     job_crd,
-    last_pod_name_fits,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
@@ -314,9 +314,7 @@ class GenericJobObject(JobObject[GenericJobSpec, GenericJobStatus]):
     rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
-        return all(
-            last_pod_name_fits(self.name, rs.type, rs.replicas) for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs)
 
 
 CRD = job_crd(

@@ -25,8 +25,8 @@ from t9k_operator.api.crd import (
     ELASTIC_SCALE,
     JobObject,
     job_crd,
-    last_pod_name_fits,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
@@ -247,10 +247,7 @@ class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTraining
         (elastic types counting up to maxReplicas)."""
         elastic = self.spec.elastic
         high = elastic.max_replicas if elastic is not None and elastic.max_replicas else 0
-        return all(
-            last_pod_name_fits(self.name, rs.type, max(rs.replicas, high))
-            for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs, at_least=high)
 
 
 CRD = job_crd(

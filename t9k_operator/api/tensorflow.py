@@ -21,8 +21,8 @@ from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     JobObject,
     job_crd,
-    last_pod_name_fits,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
@@ -162,9 +162,7 @@ class TensorFlowTrainingJobObject(
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type."""
-        return all(
-            last_pod_name_fits(self.name, rs.type, rs.replicas) for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs)
 
 
 CRD = job_crd(
