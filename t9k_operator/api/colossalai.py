@@ -53,7 +53,6 @@ from t9k_operator.api.colossalai_replicas import (
     training_container,
 )
 from t9k_operator.api.crd import (
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
     last_pod_name_fits,
@@ -73,9 +72,9 @@ from t9k_operator.api.specs import (
     scheduler_field,
 )
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -247,11 +246,7 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class ColossalAIJobObject(JobObject[ColossalAIJobSpec, ColossalAIJobStatus]):
     """A ColossalAIJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
         return pod_names_fit(self.name, self.spec)

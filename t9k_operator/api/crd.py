@@ -23,9 +23,9 @@ as ``root_rules``; the Python side of a pod-name-length rule is the object's
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -291,6 +291,39 @@ def worker_pod_name_fits_cel(replica_type: str, *, elastic: bool = False) -> str
     replicas = "self.spec.worker.replicas"
     return f"!has(self.spec.worker) || !has({replicas}) || " + pod_name_fits_cel(
         f"size('-{replica_type}-')", last_index_cel(replicas, elastic=elastic)
+    )
+
+
+class ReplicaCount(Protocol):
+    """One entry of ``spec.replicaSpecs``, as far as its pod names go."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def replicas(self) -> int: ...
+
+
+def replica_specs_pod_names_fit(
+    job_name: str, replica_specs: Iterable[ReplicaCount], *, at_least: int = 0
+) -> bool:
+    """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type,
+    each counting ``at_least`` replicas (an elastic job's maximum); the Python side
+    of :func:`replica_specs_pod_names_fit_cel`."""
+    return all(
+        last_pod_name_fits(job_name, rs.type, max(rs.replicas, at_least)) for rs in replica_specs
+    )
+
+
+def replica_specs_pod_names_fit_cel(*, elastic: bool = False) -> str:
+    """CEL on the object, for a kind whose replicas are ``spec.replicaSpecs``:
+    whether ``<metadata.name>-<type>-<last index>`` fits in a DNS label for every
+    type (with ``elastic``, as :func:`last_index_cel`)."""
+    last_index = last_index_cel("r.replicas", elastic=elastic)
+    return (
+        "self.spec.replicaSpecs.all(r, "
+        + pod_name_fits_cel("size(r.type)", last_index, extra=2)
+        + ")"
     )
 
 

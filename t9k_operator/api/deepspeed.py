@@ -26,7 +26,6 @@ from t9k_operator.api import specs
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     ELASTIC_SCALE,
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
     last_pod_name_fits,
@@ -35,7 +34,6 @@ from t9k_operator.api.crd import (
 )
 from t9k_operator.api.deepspeed_config import DEFAULT_SLOTS, DeepSpeedConfig, RunKind
 from t9k_operator.api.deepspeed_worker import (
-    MAX_CONTAINERS,
     MAX_VOLUME_MOUNTS,
     MSG_RESERVED_MOUNTS,
     MSG_TEMPLATE_RESTART_POLICY,
@@ -47,7 +45,7 @@ from t9k_operator.api.deepspeed_worker import (
     training_container,
 )
 from t9k_operator.api.rules import Rule
-from t9k_operator.api.schema import MAX_REPLICAS
+from t9k_operator.api.schema import MAX_CONTAINERS, MAX_REPLICAS
 from t9k_operator.api.specs import (
     DEBUG_ON_CEL,
     RESUME_SPECS_REMOVAL_RULE,
@@ -59,9 +57,9 @@ from t9k_operator.api.specs import (
     scheduler_field,
 )
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -263,11 +261,7 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class DeepSpeedJobObject(JobObject[DeepSpeedJobSpec, DeepSpeedJobStatus]):
     """A DeepSpeedJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
         return pod_name_fits(self.name, self.spec)

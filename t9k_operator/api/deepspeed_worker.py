@@ -6,8 +6,9 @@ key, hostfile and remote environment into its training container, so the
 :data:`RESERVED_MOUNTS_RULE` refuses a template that mounts anything there.
 The template's schema declares just the parts the rule reads
 (``spec.containers[*].name`` and ``.volumeMounts[*].mountPath``, capped at
-:data:`MAX_CONTAINERS` containers and :data:`MAX_VOLUME_MOUNTS` mounts to bound
-the CEL cost), every level still preserving unknown fields. The spec as a
+:data:`~t9k_operator.api.schema.MAX_CONTAINERS` containers and
+:data:`MAX_VOLUME_MOUNTS` mounts to bound the CEL cost), every level still
+preserving unknown fields. The spec as a
 whole, the status and the CRD are in :mod:`t9k_operator.api.deepspeed`.
 """
 
@@ -21,9 +22,9 @@ from pydantic import Field, field_validator
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
-    DNS_LABEL_MAX,
     MAX_REPLICAS,
     cel_strings,
+    containers_schema,
     preserved_object_schema,
 )
 from t9k_operator.api.specs import RestartPolicy
@@ -36,8 +37,6 @@ TRAINING_CONTAINER = "worker"
 
 RESERVED_MOUNT_PATHS = ("/root/.ssh", "/t9k/hostfile", "/root/.deepspeed_env")
 """The operator mounts the job's ssh key, hostfile and remote environment here."""
-MAX_CONTAINERS = 64
-"""At most this many containers in the worker template (bounds the CEL cost)."""
 MAX_VOLUME_MOUNTS = 256
 """At most this many volumeMounts per container of the worker template."""
 
@@ -122,39 +121,25 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
                         "when spec.worker.restartPolicy is unset."
                     ),
                 },
-                "containers": {
-                    "type": "array",
-                    "maxItems": MAX_CONTAINERS,
-                    "description": (
-                        "Containers of the worker pods. The training container is the one "
-                        "named worker, else the first; it must not mount anything at "
-                        "/root/.ssh, /t9k/hostfile or /root/.deepspeed_env."
-                    ),
-                    "items": preserved_object_schema(
-                        "A container, kept as written.",
-                        {
-                            "name": {
-                                "type": "string",
-                                "maxLength": DNS_LABEL_MAX,
-                                "description": "Name of the container.",
+                "containers": containers_schema(
+                    "Containers of the worker pods. The training container is the one "
+                    "named worker, else the first; it must not mount anything at "
+                    "/root/.ssh, /t9k/hostfile or /root/.deepspeed_env.",
+                    volumeMounts={
+                        "type": "array",
+                        "maxItems": MAX_VOLUME_MOUNTS,
+                        "description": "Volumes mounted into the container.",
+                        "items": preserved_object_schema(
+                            "A volume mount, kept as written.",
+                            {
+                                "mountPath": {
+                                    "type": "string",
+                                    "description": "Where the volume is mounted.",
+                                }
                             },
-                            "volumeMounts": {
-                                "type": "array",
-                                "maxItems": MAX_VOLUME_MOUNTS,
-                                "description": "Volumes mounted into the container.",
-                                "items": preserved_object_schema(
-                                    "A volume mount, kept as written.",
-                                    {
-                                        "mountPath": {
-                                            "type": "string",
-                                            "description": "Where the volume is mounted.",
-                                        }
-                                    },
-                                ),
-                            },
-                        },
-                    ),
-                },
+                        ),
+                    },
+                ),
             },
         )
     },

@@ -22,13 +22,11 @@ from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
-    last_index_cel,
-    last_pod_name_fits,
-    pod_name_fits_cel,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
+    replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.pytorch import DISTINCT_TYPES_RULE, TOO_MANY_REPLICAS_RULE
@@ -53,9 +51,9 @@ from t9k_operator.api.specs import (
 )
 from t9k_operator.api.template import PodTemplate, pod_template_field
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -307,27 +305,16 @@ class GenericJobStatus(T9kJobStatus):
     """Observed state of a GenericJob, written by the operator."""
 
 
-POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas"), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
-)
+POD_NAME_LENGTH_RULE = pod_name_length_rule(replica_specs_pod_names_fit_cel(), MSG_POD_NAME_LENGTH)
 
 
 class GenericJobObject(JobObject[GenericJobSpec, GenericJobStatus]):
     """A GenericJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
-        return all(
-            last_pod_name_fits(self.name, rs.type, rs.replicas) for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs)
 
 
 CRD = job_crd(

@@ -46,6 +46,7 @@ from t9k_operator.api.schema import (
     MAX_REPLICAS,
     MSG_TOO_MANY_REPLICAS,
     cel_strings,
+    containers_schema,
     preserved_object_schema,
 )
 from t9k_operator.api.template import PodTemplate, named_container, pod_template_field
@@ -77,8 +78,6 @@ TRAINING_CONTAINER = "mindspore"
 PORT_NAME = "msjob-port"
 DEFAULT_PORT = 2222
 """The scheduler port: the mindspore container's port named msjob-port, else this."""
-MAX_CONTAINERS = 64
-"""At most this many containers in a pod template (bounds the CEL cost)."""
 
 MSRestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 """Same order as the T9k kinds' RestartPolicy: equal Literals share one cached schema."""
@@ -114,21 +113,9 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
         "spec": preserved_object_schema(
             "Pod spec of the role's pods, kept as written.",
             {
-                "containers": {
-                    "type": "array",
-                    "maxItems": MAX_CONTAINERS,
-                    "description": ("Containers of the role's pods; one must be named mindspore."),
-                    "items": preserved_object_schema(
-                        "A container, kept as written.",
-                        {
-                            "name": {
-                                "type": "string",
-                                "maxLength": DNS_LABEL_MAX,
-                                "description": "Name of the container.",
-                            }
-                        },
-                    ),
-                }
+                "containers": containers_schema(
+                    "Containers of the role's pods; one must be named mindspore."
+                )
             },
         )
     },

@@ -23,13 +23,11 @@ from pydantic import Field
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     ELASTIC_SCALE,
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
-    last_index_cel,
-    last_pod_name_fits,
-    pod_name_fits_cel,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
+    replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
@@ -51,9 +49,9 @@ from t9k_operator.api.specs import (
 )
 from t9k_operator.api.template import PodTemplate, pod_template_field
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -235,31 +233,21 @@ class PyTorchTrainingJobStatus(T9kJobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas", elastic=True), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
+    replica_specs_pod_names_fit_cel(elastic=True), MSG_POD_NAME_LENGTH
 )
 
 
 class PyTorchTrainingJobObject(JobObject[PyTorchTrainingJobSpec, PyTorchTrainingJobStatus]):
     """A PyTorchTrainingJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type
         (elastic types counting up to maxReplicas)."""
         elastic = self.spec.elastic
         high = elastic.max_replicas if elastic is not None and elastic.max_replicas else 0
-        return all(
-            last_pod_name_fits(self.name, rs.type, max(rs.replicas, high))
-            for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs, at_least=high)
 
 
 CRD = job_crd(

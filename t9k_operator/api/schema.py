@@ -53,6 +53,8 @@ MAX_ARG_LENGTH = 8192
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 """A lower-case RFC 1123 label: replica types become parts of pod names."""
 DNS_LABEL_MAX = 63
+MAX_CONTAINERS = 64
+"""At most this many containers in a pod template whose containers a CEL rule reads."""
 
 Arg = Annotated[str, Field(max_length=MAX_ARG_LENGTH)]
 ReplicaType = Annotated[
@@ -129,6 +131,28 @@ def preserved_object_schema(description: str, properties: dict[str, Any]) -> dic
         "additionalProperties": True,
         "description": description,
         "properties": properties,
+    }
+
+
+def containers_schema(description: str, **properties: Any) -> dict[str, Any]:
+    """The schema of a pod template's ``containers`` that a CEL rule reads: at
+    most :data:`MAX_CONTAINERS`, each kept as written but for its bounded name
+    and the ``properties`` given."""
+    return {
+        "type": "array",
+        "maxItems": MAX_CONTAINERS,
+        "description": description,
+        "items": preserved_object_schema(
+            "A container, kept as written.",
+            {
+                "name": {
+                    "type": "string",
+                    "maxLength": DNS_LABEL_MAX,
+                    "description": "Name of the container.",
+                },
+                **properties,
+            },
+        ),
     }
 
 

@@ -31,6 +31,7 @@ from pydantic import Field, field_validator
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
+    JOB_NAME_RULE,
     CrdInfo,
     JobObject,
     PrinterColumn,
@@ -193,6 +194,12 @@ TENSORBOARD_NAME_RULE = name_rule(
     lambda job: job.spec.tensorboard_spec is None or len(job.name) <= MAX_NAME,
 )
 """A root rule of a T9k job kind: its TensorBoard's Service must fit."""
+
+
+def t9k_job_rules(pod_name_length: Rule[Any]) -> tuple[Rule[Any], ...]:
+    """The root rules of a T9k job kind with a TensorBoard: its name is a DNS
+    label, every pod name fits (``pod_name_length``), its TensorBoard's fits."""
+    return (JOB_NAME_RULE, pod_name_length, TENSORBOARD_NAME_RULE)
 
 
 # -- status ---------------------------------------------------------------------------

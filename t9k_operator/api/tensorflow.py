@@ -19,13 +19,11 @@ from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
-    JOB_NAME_RULE,
     JobObject,
     job_crd,
-    last_index_cel,
-    last_pod_name_fits,
-    pod_name_fits_cel,
     pod_name_length_rule,
+    replica_specs_pod_names_fit,
+    replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import MAX_REPLICA_SPECS, MAX_REPLICAS, MSG_TOO_MANY_REPLICAS
@@ -40,9 +38,9 @@ from t9k_operator.api.specs import (
 )
 from t9k_operator.api.template import PodTemplate, pod_template_field
 from t9k_operator.api.tensorboard import (
-    TENSORBOARD_NAME_RULE,
     T9kJobStatus,
     TensorBoardSpec,
+    t9k_job_rules,
     tensorboard_spec_field,
 )
 
@@ -152,12 +150,7 @@ class TensorFlowTrainingJobStatus(T9kJobStatus):
     """Observed state of a TensorFlowTrainingJob, written by the operator."""
 
 
-POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    "self.spec.replicaSpecs.all(r, "
-    + pod_name_fits_cel("size(r.type)", last_index_cel("r.replicas"), extra=2)
-    + ")",
-    MSG_POD_NAME_LENGTH,
-)
+POD_NAME_LENGTH_RULE = pod_name_length_rule(replica_specs_pod_names_fit_cel(), MSG_POD_NAME_LENGTH)
 
 
 class TensorFlowTrainingJobObject(
@@ -165,17 +158,11 @@ class TensorFlowTrainingJobObject(
 ):
     """A TensorFlowTrainingJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (
-        JOB_NAME_RULE,
-        POD_NAME_LENGTH_RULE,
-        TENSORBOARD_NAME_RULE,
-    )
+    rules: ClassVar[tuple[Rule[Any], ...]] = t9k_job_rules(POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type."""
-        return all(
-            last_pod_name_fits(self.name, rs.type, rs.replicas) for rs in self.spec.replica_specs
-        )
+        return replica_specs_pod_names_fit(self.name, self.spec.replica_specs)
 
 
 CRD = job_crd(

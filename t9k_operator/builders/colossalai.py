@@ -31,9 +31,8 @@ from t9k_operator.builders.common import (
     pod_name,
     replica_labels,
     replica_pod,
-    training_container_index,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 
 Job = ColossalAIJobObject
 

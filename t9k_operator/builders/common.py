@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from t9k_operator import objects
 from t9k_operator.api.crd import JobObject
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container, training_container_index
 
 Job = JobObject[Any, Any]
 """Any job, parsed by its kind's API model."""
@@ -87,14 +88,8 @@ def replica_labels(
 
 
 def owner_reference(job: Job) -> Obj:
-    return {
-        "apiVersion": job.api_version,
-        "kind": job.kind,
-        "name": job.name,
-        "uid": job.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    """The ownerReference of the job's children."""
+    return objects.owner_reference(job.api_version, job.kind, job.name, job.uid)
 
 
 def child_metadata(job: Job, name: str, labels: Mapping[str, str]) -> Obj:
@@ -126,14 +121,16 @@ def headless_service(job: Job, ports: Iterable[tuple[str, int]] = ()) -> Obj:
     }
 
 
-def training_container_index(template: Mapping[str, Any], names: Sequence[str]) -> int:
-    """The container named by the kind's convention, else the first."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for wanted in names:
-        for i, c in enumerate(containers):
-            if c.get("name") == wanted:
-                return i
-    return 0
+def training_port(
+    template: Mapping[str, Any], names: Sequence[str], port_name: str, default: int
+) -> int:
+    """The ``containerPort`` of the port named ``port_name`` of the template's
+    training container (``names``: the kind's conventional ones), else ``default``."""
+    container = training_container(template, names) or {}
+    for port in container.get("ports") or []:
+        if port.get("name") == port_name and port.get("containerPort"):
+            return int(port["containerPort"])
+    return default
 
 
 def set_env(container: Obj, env: Mapping[str, str]) -> None:

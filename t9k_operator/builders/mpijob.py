@@ -37,9 +37,8 @@ from t9k_operator.builders.common import (
     headless_service,
     pod_name,
     replica_pod,
-    training_container_index,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 
 Job = MPIJobObject
 

@@ -30,9 +30,8 @@ from t9k_operator.builders.common import (
     job_labels,
     replica_pod,
     set_env,
-    training_container_index,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 
 Job = MSJobObject
 

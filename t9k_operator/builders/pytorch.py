@@ -25,9 +25,9 @@ from t9k_operator.builders.common import (
     headless_service,
     pod_name,
     replica_pod,
-    training_container_index,
+    training_port,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 
 Job = PyTorchTrainingJobObject
 
@@ -83,14 +83,10 @@ def rank(job: Job, replica_type: str, index: int) -> int:
 def master_port(job: Job) -> int:
     type_, _ = master_replica(job)
     for rs in job.spec.replica_specs:
-        if rs.type != type_:
-            continue
-        containers = (rs.template.get("spec") or {}).get("containers") or []
-        if containers:
-            c = containers[training_container_index(rs.template, TRAINING_CONTAINERS)]
-            for port in c.get("ports") or []:
-                if port.get("name") == MASTER_PORT_NAME and port.get("containerPort"):
-                    return int(port["containerPort"])
+        if rs.type == type_:
+            return training_port(
+                rs.template, TRAINING_CONTAINERS, MASTER_PORT_NAME, DEFAULT_MASTER_PORT
+            )
     return DEFAULT_MASTER_PORT
 
 

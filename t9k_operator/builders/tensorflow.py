@@ -30,7 +30,7 @@ from t9k_operator.builders.common import (
     headless_service,
     pod_name,
     replica_pod,
-    training_container_index,
+    training_port,
 )
 from t9k_operator.objects import Obj
 
@@ -60,13 +60,7 @@ def replica_spec(job: Job, replica_type: str) -> ReplicaSpec:
 
 def port_of(rs: ReplicaSpec) -> int:
     """The port of a type's tasks: its training container's ``tfjob-port``, else 2222."""
-    containers = (rs.template.get("spec") or {}).get("containers") or []
-    if containers:
-        c = containers[training_container_index(rs.template, TRAINING_CONTAINERS)]
-        for port in c.get("ports") or []:
-            if port.get("name") == PORT_NAME and port.get("containerPort"):
-                return int(port["containerPort"])
-    return DEFAULT_PORT
+    return training_port(rs.template, TRAINING_CONTAINERS, PORT_NAME, DEFAULT_PORT)
 
 
 def cluster_spec(job: Job) -> dict[str, list[str]]:

@@ -16,6 +16,7 @@ import yaml
 
 from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import of_object
+from t9k_operator.objects import parse_time
 from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
@@ -162,7 +163,7 @@ def _without_managed_fields(obj: Obj) -> dict[str, Any]:
 
 
 def _age(value: Any, now: datetime) -> str:
-    t = views.parse_time(value)
+    t = parse_time(value)
     return views.human_duration((now - t).total_seconds()) if t else "<unknown>"
 
 

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, parse_time
 
 PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed")
 """The phases a job's ``status.phase`` takes; each is exported (0 when none) for
@@ -35,15 +35,6 @@ class JobCache(Protocol):
     def list(self) -> list[Obj]: ...
 
     def has_synced(self) -> bool: ...
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 class JobsCollector(Collector):
@@ -140,7 +131,7 @@ class JobsCollector(Collector):
                 by_phase[phase] = by_phase.get(phase, 0) + 1
                 if phase == "Pending":
                     status = job.get("status") or {}
-                    since = _parse_time(status.get("startTime")) or _parse_time(
+                    since = parse_time(status.get("startTime")) or parse_time(
                         meta.get("creationTimestamp")
                     )
                     age = max(0.0, (now - since).total_seconds()) if since else 0.0
@@ -184,7 +175,7 @@ def _add_progress(
         step.add_metric(ids, current)
         if total is not None and total > 0:
             ratio.add_metric(ids, max(0.0, min(current, total)) / total)
-    last = _parse_time(progress.get("lastReportTime"))
+    last = parse_time(progress.get("lastReportTime"))
     if last is not None:
         silence.add_metric([*ids, phase], max(0.0, (now - last).total_seconds()))
 

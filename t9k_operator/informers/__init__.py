@@ -26,13 +26,11 @@ from t9k_operator.informers.store import (
     Store,
     by_controller_uid,
     by_namespace,
-    controller_ref,
     default_indexers,
-    make_key,
-    object_key,
     split_key,
 )
 from t9k_operator.informers.transform import Transform, compact_for_cache, strip_managed_fields
+from t9k_operator.objects import controller_ref, make_key, object_key
 
 __all__ = [
     "CONTROLLER_UID_INDEX",

@@ -44,9 +44,9 @@ import structlog
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.listwatch import ListerWatcher
 from t9k_operator.informers.reflector import Reflector
-from t9k_operator.informers.store import Indexer, Indexers, make_key, object_key
+from t9k_operator.informers.store import Indexer, Indexers
 from t9k_operator.informers.transform import Transform, compact_for_cache
-from t9k_operator.objects import Obj, ObjList
+from t9k_operator.objects import Obj, ObjList, make_key, object_key
 
 AddFunc = Callable[[Obj], None]
 UpdateFunc = Callable[[Obj, Obj], None]

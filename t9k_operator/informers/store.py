@@ -34,7 +34,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from t9k_operator.objects import Obj, ObjList
+from t9k_operator.objects import Obj, ObjList, controller_ref, object_key
 
 IndexFunc = Callable[[Obj], list[str]]
 Indexers = Mapping[str, IndexFunc]
@@ -45,21 +45,6 @@ KeyList = list[str]
 
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_UID_INDEX = "controller-uid"
-
-
-def object_key(obj: Obj) -> str:
-    """``"namespace/name"``, or ``"name"`` for a cluster-scoped object."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise ValueError("object has no metadata.name; cannot compute its key")
-    namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else str(name)
-
-
-def make_key(namespace: str | None, name: str) -> str:
-    """The key of the object ``name`` in ``namespace`` (``None``/"" = cluster-scoped)."""
-    return f"{namespace}/{name}" if namespace else name
 
 
 def split_key(key: str) -> tuple[str | None, str]:
@@ -74,14 +59,6 @@ def by_namespace(obj: Obj) -> list[str]:
     """Index function: the object's namespace (nothing for cluster-scoped objects)."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     return [str(namespace)] if namespace else []
-
-
-def controller_ref(obj: Obj) -> Obj | None:
-    """The ``ownerReference`` with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def by_controller_uid(obj: Obj) -> list[str]:

@@ -33,9 +33,12 @@ from t9k_operator.kinds.local import (
     rank_env,
     split_python,
 )
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_mode_view, scheduling_request, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    run_mode_view,
+    scheduling_request,
+)
+from t9k_operator.kinds.view import JobView, Role, asks_of
 from t9k_operator.objects import Obj
 
 WORKERS_ONLY = frozenset({"worker"})
@@ -50,7 +53,7 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
     return None
 
 
-class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class ColossalAIKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "colossalai"
     pausable = True
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
@@ -76,11 +79,6 @@ class ColossalAIKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             ),
             **run_mode_view(spec.run_mode),
         )
-
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return ("launcher", 0)

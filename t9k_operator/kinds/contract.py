@@ -24,10 +24,10 @@ from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.builders.common import KindFacts
 from t9k_operator.builders.common import PodMode as PodMode  # part of the contract
 from t9k_operator.kinds.command import CommandDefaults, CommandHooks
-from t9k_operator.kinds.local import EachReplica, LocalRun, Program, training_container
+from t9k_operator.kinds.local import EachReplica, LocalRun, Program
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Role
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container
 
 Replicas = Mapping[tuple[str, int], ReplicaState]
 """The job's pods by (replica type, index)."""
@@ -321,6 +321,15 @@ START_TIMEOUT_ANNOTATION = "t9k.dev/pod-start-timeout-seconds"
 take to start (whole seconds; 0: none), instead of the operator's
 ``--pod-start-timeout``. An annotation, so that every kind has it with its
 API unchanged."""
+
+DEFAULT_START_TIMEOUT = 600.0
+"""Seconds a placed pod may take to start when neither the job nor the
+operator says otherwise (``--pod-start-timeout``)."""
+
+
+def pod_start_timeout(own: float | None, operator: float = DEFAULT_START_TIMEOUT) -> float:
+    """The start timeout a job's pods get: its own, else the operator's."""
+    return operator if own is None else own
 
 
 def start_timeout(meta: Mapping[str, Any]) -> tuple[float | None, str | None]:

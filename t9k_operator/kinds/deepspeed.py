@@ -34,9 +34,12 @@ from t9k_operator.kinds.local import (
     rank_env,
     split_python,
 )
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    run_policy_view,
+    scheduling_request,
+)
+from t9k_operator.kinds.view import JobView, Role, asks_of
 from t9k_operator.objects import Obj
 
 
@@ -57,7 +60,7 @@ def min_member(spec: DeepSpeedJobSpec) -> int:
     return effective_worker_count(spec)
 
 
-class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class DeepSpeedKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "deepspeed"
     pausable = True
     pod_templates: tuple[str, ...] = ("spec.worker.template",)
@@ -77,11 +80,6 @@ class DeepSpeedKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             ),
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
-
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return ("worker", 0)  # it runs the launcher

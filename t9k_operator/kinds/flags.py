@@ -97,6 +97,17 @@ def template(one: Obj, request: JobRequest) -> Obj:
     return out
 
 
+def workers(one: Obj, request: JobRequest, *, restart_policy: str | None = "OnFailure") -> Obj:
+    """``spec.replicaSpecs`` of ``request.workers`` replicas of type worker, each
+    a pod of the one container (restarted per ``restart_policy``; None: the kind's
+    default)."""
+    worker: Obj = {"type": "worker", "replicas": request.workers}
+    if restart_policy is not None:
+        worker["restartPolicy"] = restart_policy
+    worker["template"] = template(one, request)
+    return {"replicaSpecs": [worker]}
+
+
 def _scheduler(request: JobRequest) -> Obj | None:
     if request.priority is not None and not request.queue:
         raise FlagsRefused("--priority needs --queue: a T9k job's priority orders its queue")

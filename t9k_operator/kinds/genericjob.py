@@ -22,11 +22,11 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
-from t9k_operator.kinds.local import EachReplica, Program, training_container
+from t9k_operator.kinds.local import EachReplica, Program
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_mode_view, scheduling_request
+from t9k_operator.kinds.t9k import containerless_replica, run_mode_view, scheduling_request
 from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container
 
 Replicas = tuple[tuple[str, int], ...]
 
@@ -37,14 +37,8 @@ def _sets(rules: Sequence[Mapping[str, Sequence[int]]]) -> tuple[Replicas, ...]:
 
 def spec_error(job: Job) -> str | None:
     """What the model lets through but no pod can be built from."""
-    for i, rs in enumerate(job.spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    error = build.variable_error(job)
-    return error
+    templates = [rs.template for rs in job.spec.replica_specs]
+    return containerless_replica(templates) or build.variable_error(job)
 
 
 @dataclass(frozen=True)
@@ -131,18 +125,8 @@ class GenericJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
         if request.torchrun:
             raise NotForThisKind("--torchrun is for pytorch jobs")
         argv = flags.command(request)
-        spec: Obj = {
-            "replicaSpecs": [
-                {
-                    "type": "worker",
-                    "replicas": request.workers,
-                    "template": flags.template(
-                        flags.container(self.training_containers[0], request, argv), request
-                    ),
-                }
-            ]
-        }
-        return flags.t9k_extras(spec, request)
+        container = flags.container(self.training_containers[0], request, argv)
+        return flags.t9k_extras(flags.workers(container, request, restart_policy=None), request)
 
     @property
     def local(self) -> GenericLocal:

@@ -27,7 +27,6 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol, TypeVar
 
 from t9k_operator.api.crd import JobObject
-from t9k_operator.builders.common import training_container_index
 from t9k_operator.objects import Obj
 
 LOOPBACK = "127.0.0.1"
@@ -169,13 +168,6 @@ def split_python(argv: Sequence[str]) -> tuple[str | None, list[str] | None]:
     Python interpreter with something after it; else (None, None)."""
     python = argv[0] if len(argv) > 1 and is_python(argv[0]) else None
     return python, ([*argv[1:]] if python else None)
-
-
-def training_container(template: Obj, names: Sequence[str]) -> Obj | None:
-    """The training container of a pod template (the first of ``names`` found,
-    else the first container), to be edited in place; None when it has none."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    return containers[training_container_index(template, names)] if containers else None
 
 
 def rank_env(base: Mapping[str, str], extra: Mapping[str, object]) -> dict[str, str]:

@@ -3,7 +3,7 @@
 Pure: a pod dict in, a small frozen value out. A replica is its training
 container: the container the builders launched the training in, found by name
 in the pod's spec with the rule the builders use
-(:func:`~t9k_operator.builders.common.training_container_index`: the kind's
+(:func:`~t9k_operator.objects.training_container_index`: the kind's
 conventional name, else the first container), then by that name in the status.
 Kubelet lists ``containerStatuses`` sorted by name, not in the spec's order
 (pkg/kubelet/kubelet_pods.go, ``convertToAPIContainerStatuses``), so a
@@ -25,10 +25,11 @@ from, so its failure says what the user must fix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from t9k_operator.builders.common import training_container_index
+from t9k_operator import objects
 from t9k_operator.builders.ssh import IMAGE_FROM, SETUP_CONTAINER
 from t9k_operator.objects import Obj
 
@@ -167,14 +168,12 @@ def _container_view(status: Obj) -> tuple[str, str, int | None, str]:
     return (status.get("name", ""), "Waiting", None, str(waiting.get("reason") or ""))
 
 
-def training_container(pod: Obj, names: Sequence[str]) -> str | None:
+def training_container(pod: Mapping[str, Any], names: Sequence[str]) -> str | None:
     """The name of the pod's training container: ``names`` (the kind's
     conventional ones) in that order, else the pod's first container, as the
     builders chose it. None for a pod without containers."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    if not containers:
-        return None
-    name = containers[training_container_index(pod, names)].get("name")
+    container = objects.training_container(pod, names)
+    name = None if container is None else container.get("name")
     return None if name is None else str(name)
 
 

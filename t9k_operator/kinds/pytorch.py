@@ -8,7 +8,7 @@ debug pods run ``sleep inf`` unless told otherwise.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
@@ -17,24 +17,22 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
-from t9k_operator.kinds.local import EachReplica, Program, split_python, training_container
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
-from t9k_operator.objects import Obj
+from t9k_operator.kinds.local import EachReplica, Program, split_python
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    containerless_replica,
+    run_policy_view,
+    scheduling_request,
+)
+from t9k_operator.kinds.view import JobView, Role, asks_of
+from t9k_operator.objects import Obj, training_container
 
 
 def spec_error(spec: PyTorchTrainingJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
     if not spec.replica_specs:
         return "spec.replicaSpecs is empty: add at least one replica spec"
-    for i, rs in enumerate(spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    return None
+    return containerless_replica([rs.template for rs in spec.replica_specs])
 
 
 def min_member(spec: PyTorchTrainingJobSpec) -> int:
@@ -46,7 +44,7 @@ def min_member(spec: PyTorchTrainingJobSpec) -> int:
     return sum(spec.replica_count(rs) for rs in spec.replica_specs)
 
 
-class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class PyTorchKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "pytorch"
     pausable = True
     not_acted_on: tuple[str, ...] = ("spec.replicaSpecs[].scalingWeight",)
@@ -69,11 +67,6 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
-
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return build.master_of([(r.type, r.replicas) for r in job.roles])
 
@@ -95,15 +88,7 @@ class PyTorchKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             spec["torchrunConfig"] = {"enabled": True, "procPerNode": str(request.slots)}
         else:
             container = flags.container(name, request, argv)
-        spec["replicaSpecs"] = [
-            {
-                "type": "worker",
-                "replicas": request.workers,
-                "restartPolicy": "OnFailure",
-                "template": flags.template(container, request),
-            }
-        ]
-        return flags.t9k_extras(spec, request)
+        return flags.t9k_extras({**spec, **flags.workers(container, request)}, request)
 
     @property
     def local(self) -> PyTorchLocal:

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders.gang import priority_class
 from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import Outcome, Override
+from t9k_operator.kinds.view import JobView, Outcome, Override
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
@@ -63,9 +63,34 @@ def scheduling_request(scheduler: SchedulerPolicy | None, at_once: int) -> Sched
     )
 
 
+def containerless_replica(templates: Sequence[Mapping[str, Any]]) -> str | None:
+    """The error of a job whose ``spec.replicaSpecs[i].template`` (``templates``,
+    in order) has no container, from which no pod can be built; None if all have."""
+    for i, template in enumerate(templates):
+        if not (template.get("spec") or {}).get("containers"):
+            return (
+                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
+                "give the replica a container to run"
+            )
+    return None
+
+
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     """The job's success when the replica that decides it (the master, worker-0,
     the launcher) has succeeded; None while it has not."""
     if state is not None and state.phase == "Succeeded":
         return Outcome("Succeeded", "Succeeded", "The job has finished successfully.")
     return None
+
+
+class DecidedByOneReplica:
+    """The ``outcome`` of a kind whose job succeeds when the replica that
+    decides it (its :meth:`deciding_replica`) has succeeded."""
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        raise NotImplementedError
+
+    def outcome(
+        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
+    ) -> Outcome | None:
+        return succeeded_with(replicas.get(self.deciding_replica(job)))

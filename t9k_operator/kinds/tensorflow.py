@@ -21,25 +21,22 @@ from t9k_operator.kinds.asks import hang_policy
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, Replica
-from t9k_operator.kinds.local import training_container as local_training_container
-from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
-from t9k_operator.objects import Obj
+from t9k_operator.kinds.t9k import (
+    DecidedByOneReplica,
+    containerless_replica,
+    run_policy_view,
+    scheduling_request,
+)
+from t9k_operator.kinds.view import JobView, Role, asks_of
+from t9k_operator.objects import Obj, training_container
 
 
 def spec_error(spec: TensorFlowTrainingJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
-    for i, rs in enumerate(spec.replica_specs):
-        if not (rs.template.get("spec") or {}).get("containers"):
-            return (
-                f"spec.replicaSpecs[{i}].template.spec.containers is empty: "
-                "give the replica a container to run"
-            )
-    return None
+    return containerless_replica([rs.template for rs in spec.replica_specs])
 
 
-class TensorFlowKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class TensorFlowKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "tensorflow"
     pausable = True
     pod_templates: tuple[str, ...] = ("spec.replicaSpecs[].template",)
@@ -59,11 +56,6 @@ class TensorFlowKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
             **run_policy_view(spec.run_policy, spec.run_mode),
         )
 
-    def outcome(
-        self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
-    ) -> Outcome | None:
-        return succeeded_with(replicas.get(self.deciding_replica(job)))
-
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return build.leader_of([(r.type, r.replicas) for r in job.roles])
 
@@ -77,17 +69,7 @@ class TensorFlowKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
         """Workers of the command (TensorFlow's MultiWorkerMirroredStrategy reads
         their TF_CONFIG); worker 0 decides the job."""
         container = flags.container(self.training_containers[0], request, flags.command(request))
-        spec: Obj = {
-            "replicaSpecs": [
-                {
-                    "type": "worker",
-                    "replicas": request.workers,
-                    "restartPolicy": "OnFailure",
-                    "template": flags.template(container, request),
-                }
-            ]
-        }
-        return flags.t9k_extras(spec, request)
+        return flags.t9k_extras(flags.workers(container, request), request)
 
     @property
     def local(self) -> TensorFlowLocal:
@@ -107,7 +89,7 @@ class TensorFlowLocal:
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
         for rs in out.setdefault("spec", {}).get("replicaSpecs") or []:
-            c = local_training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
+            c = training_container(rs.get("template") or {}, build.TRAINING_CONTAINERS)
             if c is not None:
                 c["command"] = list(argv)
                 c.pop("args", None)

@@ -29,7 +29,6 @@ from t9k_operator.builders.common import (
     NORMAL,
     REPLICA_INDEX,
     REPLICA_TYPE,
-    training_container_index,
 )
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, parse
@@ -37,7 +36,7 @@ from t9k_operator.kinds.local import LOOPBACK, Launch, Process, Program, Replica
 from t9k_operator.kinds.view import JobView
 from t9k_operator.local.kubelet import DEFAULT_NAMESPACE, config_maps, expand, mounts, resolve_env
 from t9k_operator.local.rewrite import Rewriter
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 
 __all__ = ["LocalJob", "LocalRunError", "Process", "plan"]
 

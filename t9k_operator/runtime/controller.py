@@ -30,7 +30,7 @@ from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kube import KubeClient
 from t9k_operator.kube.errors import Conflict
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.runtime.events import EventRecorder
 from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 
@@ -209,20 +209,11 @@ class Controller:
 # -- handlers that map objects to keys ---------------------------------------------
 
 
-def object_key(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-
 def controller_owner_key(obj: Obj, *, api_group: str, kind: str) -> str | None:
     """The key of the object's controller owner when it is of ``kind`` in ``api_group``."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        if not ref.get("controller"):
-            continue
-        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if ref.get("kind") == kind and group == api_group:
-            namespace = meta.get("namespace")
-            return f"{namespace}/{ref['name']}" if namespace else str(ref["name"])
-    return None
+    ref = controller_ref(obj)
+    if ref is None or ref.get("kind") != kind:
+        return None
+    if str(ref.get("apiVersion", "")).rpartition("/")[0] != api_group:
+        return None
+    return make_key((obj.get("metadata") or {}).get("namespace"), str(ref["name"]))

@@ -19,7 +19,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, Protocol
 
 import structlog
@@ -71,11 +71,6 @@ class PendingEvent:
     message: str
     wall: datetime
     mono: float
-
-
-def format_time(ts: datetime) -> str:
-    """RFC 3339 with seconds, UTC (``metav1.Time``)."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventSink:

@@ -33,13 +33,13 @@ import structlog
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.foundation.metrics import EVENTS_DROPPED
 from t9k_operator.kube.errors import ApiError, NotFound
+from t9k_operator.objects import format_time
 from t9k_operator.runtime.event_correlation import EventCorrelator, LoggedEvent
 from t9k_operator.runtime.event_sink import (
     MAX_MESSAGE_LENGTH,
     EventClient,
     EventSink,
     PendingEvent,
-    format_time,
 )
 
 log = structlog.get_logger(__name__)

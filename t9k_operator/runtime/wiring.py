@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.objects import Obj
-from t9k_operator.runtime.controller import Controller, controller_owner_key, object_key
+from t9k_operator.objects import Obj, object_key
+from t9k_operator.runtime.controller import Controller, controller_owner_key
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from t9k_operator.api.crd import JobObject
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
 from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
+from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.build import check
@@ -348,7 +349,7 @@ class Client:
 
 
 def _event_time(event: Mapping[str, Any]) -> float:
-    stamp = views.parse_time(
+    stamp = parse_time(
         event.get("lastTimestamp")
         or event.get("eventTime")
         or event.get("firstTimestamp")

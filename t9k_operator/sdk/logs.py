@@ -24,8 +24,8 @@ from t9k_operator.builders.common import (
     JOB_KIND,
     REPLICA_INDEX,
     REPLICA_TYPE,
-    training_container_index,
 )
+from t9k_operator.kinds import pods as pod_rules
 from t9k_operator.kinds.registry import by_kind, job_kind_of
 from t9k_operator.resources import PODS
 from t9k_operator.sdk import views
@@ -328,13 +328,10 @@ def leader(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> str:
 def training_container(pod: Mapping[str, Any]) -> str | None:
     """The name of the pod's training container, by its kind's ``training_containers``
     (as the builders chose it), else its first container's."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    if not containers:
-        return None
     try:
         names = by_kind(
             str((pod["metadata"].get("labels") or {}).get(JOB_KIND))
         ).training_containers
     except KeyError:
         names = ()
-    return str(containers[training_container_index(pod, names)].get("name"))
+    return pod_rules.training_container(pod, names)

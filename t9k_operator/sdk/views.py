@@ -17,20 +17,12 @@ from typing import Any
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
 from t9k_operator.kinds.gpus import GPU, pod_gpus
 from t9k_operator.kinds.registry import KINDS, job_kind_of
+from t9k_operator.objects import parse_time
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 FINISHED = ("Succeeded", "Failed")
 
 Obj = Mapping[str, Any]
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def human_duration(seconds: float) -> str:

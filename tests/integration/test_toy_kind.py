@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient
-from t9k_operator.resources import Resource
 from tests import toy_plugin
 from tests.integration.cluster import Cluster
 from tests.integration.conftest import OPERATOR_NAMESPACE, OPERATOR_SA
@@ -30,7 +30,7 @@ from tests.integration.operator_process import OperatorProcess
 from tests.toykind.api import CRD
 
 T9K = Path(sys.executable).with_name("t9k")
-TOYJOBS = Resource(CRD.group, CRD.version, CRD.plural, CRD.kind)
+TOYJOBS = resource_of(CRD)
 ROLE = "t9k-operator-toy"
 
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from t9k_operator.kube.errors import Conflict
-from t9k_operator.runtime.controller import Controller, Result, controller_owner_key, object_key
+from t9k_operator.objects import object_key
+from t9k_operator.runtime.controller import Controller, Result, controller_owner_key
 from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 from tests.fakes import FakeClock
 

@@ -35,13 +35,12 @@ from t9k_operator.kube import (
     KubeClient,
     NotFound,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Refusal,
     Watch,
     clash,
-    controller_of,
 )
 from t9k_operator.reconcilers.integrations.plan import KIND_CHILDREN, Problem
 from t9k_operator.resources import PODS, Resource
@@ -137,7 +136,7 @@ class Writer:
                 existing = self.client.get(resource, meta["name"], meta["namespace"])
             except NotFound:
                 return None
-        owner = controller_of(existing)
+        owner = controller_ref(existing)
         if owner is not None and owner.get("uid") == uid:
             return None
         return clash(child["kind"], meta["name"], owner)

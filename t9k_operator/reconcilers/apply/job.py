@@ -29,9 +29,9 @@ import structlog
 from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE
 from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.kinds.contract import JobKind, read
+from t9k_operator.kinds.contract import JobKind, pod_start_timeout, read
 from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.apply.applier import Applier
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL, InformerCaches, Writer
@@ -138,10 +138,10 @@ class JobReconciler:
 
     def _pod_gone(self, pod: Obj) -> None:
         """A pod deleted before the cache showed its creation: stop waiting for it."""
-        for ref in pod["metadata"].get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") == self.resource.kind:
-                key = f"{pod['metadata']['namespace']}/{ref['name']}"
-                self._created.gone(key, pod["metadata"]["name"])
+        ref = controller_ref(pod)
+        if ref is not None and ref.get("kind") == self.resource.kind:
+            key = make_key(pod["metadata"]["namespace"], ref["name"])
+            self._created.gone(key, pod["metadata"]["name"])
 
     # -- reconcile ------------------------------------------------------------------------
 
@@ -188,9 +188,7 @@ class JobReconciler:
         view = replace(
             view,
             disruption_limit=self.disruption_limit,
-            start_timeout=(
-                self.pod_start_timeout if view.start_timeout is None else view.start_timeout
-            ),
+            start_timeout=pod_start_timeout(view.start_timeout, self.pod_start_timeout),
         )
         pods = self._replicas(job["metadata"]["uid"])
         return planning.Observed(

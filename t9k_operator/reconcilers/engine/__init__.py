@@ -5,16 +5,16 @@ May import the kinds' vocabulary (``t9k_operator.kinds``), ``builders``, ``api``
 and ``objects``; never an integration, the apply step or any runtime plumbing.
 """
 
+from t9k_operator.kinds.contract import DEFAULT_START_TIMEOUT
+from t9k_operator.objects import parse_time
 from t9k_operator.reconcilers.engine.conditions import (
     TERMINAL,
     Reason,
     fmt_time,
     get_condition,
-    parse_time,
     set_condition,
 )
 from t9k_operator.reconcilers.engine.creation import CREATE_BATCH
-from t9k_operator.reconcilers.engine.deadlines import DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.engine.planner import plan
 from t9k_operator.reconcilers.engine.planning import Plan, Pods, Rules
 from t9k_operator.reconcilers.engine.restarts import DEFAULT_DISRUPTION_LIMIT

@@ -5,11 +5,11 @@ Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, format_time
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -42,14 +42,8 @@ class Reason(StrEnum):
 # -- time helpers -------------------------------------------------------------------
 
 
-def fmt_time(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+fmt_time = format_time
+"""A condition's (or status's) time as ``metav1.Time``."""
 
 
 # -- conditions ---------------------------------------------------------------------

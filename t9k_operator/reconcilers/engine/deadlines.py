@@ -7,14 +7,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from t9k_operator.kinds.asks import SchedulingRequest
+from t9k_operator.kinds.contract import pod_start_timeout
 from t9k_operator.kinds.view import Outcome
-from t9k_operator.reconcilers.engine.conditions import Reason, parse_time
+from t9k_operator.objects import parse_time
+from t9k_operator.reconcilers.engine.conditions import Reason
 from t9k_operator.reconcilers.engine.finish import finish
 from t9k_operator.reconcilers.engine.planning import Pass
-
-DEFAULT_START_TIMEOUT = 600.0
-"""Seconds a placed pod may take to start when neither the job nor the
-operator says otherwise (``--pod-start-timeout``)."""
 
 
 def out_of_time(p: Pass) -> bool:
@@ -71,7 +69,7 @@ _FIX = {
 def cannot_start(p: Pass) -> None:
     """6. A placed pod that kubelet cannot start fails the job: at once when no
     wait cures the cause, else once the start timeout has run out."""
-    timeout = DEFAULT_START_TIMEOUT if p.job.start_timeout is None else p.job.start_timeout
+    timeout = pod_start_timeout(p.job.start_timeout)
     for type_, state in p.not_started:
         waiting = state.waiting
         if waiting is not None and waiting.permanent:

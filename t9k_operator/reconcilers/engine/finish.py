@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from t9k_operator.kinds.view import Outcome
-from t9k_operator.reconcilers.engine.conditions import TERMINAL, Reason, fmt_time, parse_time
+from t9k_operator.objects import parse_time
+from t9k_operator.reconcilers.engine.conditions import TERMINAL, Reason, fmt_time
 from t9k_operator.reconcilers.engine.planning import Pass
 
 

@@ -318,9 +318,3 @@ def clash(kind: str, name: str, owner: Mapping[str, Any] | None) -> str:
         f"{kind} {name} already exists and belongs to {held}: two jobs "
         "whose children's names collide cannot share a namespace; rename this job"
     )
-
-
-def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The object's controller ownerReference, if it has one."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return next((r for r in refs if r.get("controller")), None)

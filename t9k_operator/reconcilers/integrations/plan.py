@@ -39,7 +39,7 @@ from typing import Any
 from t9k_operator.builders.common import NORMAL, PodMode, ssh_secret_name
 from t9k_operator.kinds.contract import ChildNotReady, JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -49,7 +49,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     JobInput,
     Refusal,
     Unavailable,
-    controller_of,
 )
 from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Resource
 
@@ -333,7 +332,7 @@ def _extras(obs: Observed, key_pair: KeyPair) -> list[Action]:
     job, uid = obs.job, obs.view.uid
     wanted = list(obs.kind.extras(job))
     secret = obs.caches.get(SECRETS, job.namespace, ssh_secret_name(job.name))
-    if obs.kind.uses_ssh and (secret is None or (controller_of(secret) or {}).get("uid") != uid):
+    if obs.kind.uses_ssh and (secret is None or (controller_ref(secret) or {}).get("uid") != uid):
         # A fresh key pair only when the Secret does not exist yet: never
         # shared between jobs, never rotated under running replicas.
         private, public = key_pair(f"t9k/{job.namespace}/{job.name}")
@@ -346,7 +345,7 @@ def _extras(obs: Observed, key_pair: KeyPair) -> list[Action]:
         meta = child["metadata"]
         what = f"the job's {child['kind']}"
         existing = obs.caches.get(resource, meta["namespace"], meta["name"])
-        if existing is not None and (controller_of(existing) or {}).get("uid") != uid:
+        if existing is not None and (controller_ref(existing) or {}).get("uid") != uid:
             existing = None  # not the job's: the create says whose it is
         if existing is None:
             actions.append(Action("create", resource, child, what))

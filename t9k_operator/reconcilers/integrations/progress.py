@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from t9k_operator.kinds.asks import HangPolicy
 from t9k_operator.kinds.view import Heartbeat, JobView
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref, owner_reference
 from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -48,7 +48,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     JobInput,
     Rule,
     Watch,
-    controller_of,
 )
 from t9k_operator.reconcilers.integrations.progress_pods import (
     Settings,
@@ -291,14 +290,7 @@ class JobProgress(Base[ProgressState]):
             path=job_path(view.namespace, crd.plural, view.name),
             ca=source.ca,
             ca_map=caches.get(CONFIGMAPS, view.namespace, ca_map_name(view.name)),
-            owner={
-                "apiVersion": f"{crd.group}/{crd.version}",
-                "kind": crd.kind,
-                "name": view.name,
-                "uid": view.uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            },
+            owner=owner_reference(crd.api_version, crd.kind, view.name, view.uid),
             finished=finished,
         )
         return state, view
@@ -316,7 +308,7 @@ class JobProgress(Base[ProgressState]):
         seen = state.ca_map
         if seen is None:
             return [Action("create", CONFIGMAPS, want, WHAT, soft=True)]
-        if (controller_of(seen) or {}).get("uid") != view.uid:
+        if (controller_ref(seen) or {}).get("uid") != view.uid:
             return []
         if seen.get("data") != want["data"]:
             updated = copy.deepcopy(seen)

@@ -29,7 +29,7 @@ from t9k_operator.api.tensorboard import TensorBoardSpec
 from t9k_operator.builders import tensorboard as build
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kinds.view import JobView
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
     Base,
@@ -40,7 +40,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Rule,
     Watch,
     clash,
-    controller_of,
 )
 from t9k_operator.reconcilers.integrations.tensorboard_status import (
     TensorBoardState,
@@ -136,8 +135,8 @@ class JobTensorBoard(Base[JobTensorBoardState]):
         action, refused = "NOP", ""
         if seen is None:
             action = "Create"
-        elif (controller_of(seen) or {}).get("uid") != view.uid:
-            refused = clash("TensorBoard", name, controller_of(seen))
+        elif (controller_ref(seen) or {}).get("uid") != view.uid:
+            refused = clash("TensorBoard", name, controller_ref(seen))
         elif not same_spec(seen.get("spec"), want["spec"]):
             action = "Update"
         tb = dependent_state(name, view.namespace, seen, action, refused)

@@ -49,8 +49,7 @@ from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import ApiError, Forbidden, KubeClient
-from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.integrations.contract import controller_of
+from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
 from t9k_operator.reconcilers.progress.tokens import (
     NO_TOKEN,
@@ -283,7 +282,7 @@ class ProgressEndpoint:
         if pod is None or pod["metadata"].get("uid") != who.pod_uid:
             why = f"the token's pod {who.pod} is not a pod of {resource.kind} {name}"
             return Refusal(403, FORBIDDEN, why, reason=POD_REPLACED)
-        owner = controller_of(pod)
+        owner = controller_ref(pod)
         if (
             owner is None
             or owner.get("uid") != job["metadata"]["uid"]

@@ -46,9 +46,8 @@ from t9k_operator.builders import tensorboard as build
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.kinds.contract import parse
 from t9k_operator.kube import AlreadyExists, ApiError, NotFound, Resource
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers.apply.children import refusal_is_permanent
-from t9k_operator.reconcilers.integrations.contract import controller_of
 from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.reconcilers.integrations.tensorboard_status import (
     Readiness,
@@ -169,7 +168,7 @@ class TensorBoardReconciler:
 
     def _clash(self, seen: Obj, tb: TensorBoardObject) -> Readiness | None:
         """NameConflict when ``seen`` (a child's name) is not this TensorBoard's."""
-        if (controller_of(seen) or {}).get("uid") == tb.uid:
+        if (controller_ref(seen) or {}).get("uid") == tb.uid:
             return None
         label = f"{seen.get('kind', 'object')} {seen['metadata']['name']}"
         return Readiness(

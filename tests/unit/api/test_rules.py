@@ -38,6 +38,7 @@ from t9k_operator.api import (
     xgboost,
 )
 from t9k_operator.api import tensorboard as tb
+from t9k_operator.api.crd import JOB_NAME_RULE
 from t9k_operator.api.rules import Rule
 from tests.unit.api.helpers import committed_crd, load_generator
 
@@ -328,7 +329,7 @@ CASES: list[Case] = [
         job("ColossalAIJob", COLOSSALAI, LONG[:55]),
     ),
     Case(
-        colossalai.JOB_NAME_RULE,
+        JOB_NAME_RULE,
         colossalai.ColossalAIJobObject,
         job("ColossalAIJob", COLOSSALAI, "a-1"),
         job("ColossalAIJob", COLOSSALAI, "1-a"),

@@ -10,13 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from t9k_operator.api.pytorch import CRD
-from t9k_operator.builders.common import NORMAL, training_container_index
+from t9k_operator.builders.common import NORMAL
 from t9k_operator.builders.pytorch import FACTS, Job
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.pytorch import PyTorchKind
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, training_container_index
 from t9k_operator.resources import Resource
 from t9k_operator.sdk import build_job
 

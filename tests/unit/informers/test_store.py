@@ -13,11 +13,9 @@ from t9k_operator.informers.store import (
     Store,
     by_controller_uid,
     by_namespace,
-    make_key,
-    object_key,
     split_key,
 )
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, make_key, object_key
 
 
 def obj(
