@@ -265,7 +265,7 @@ class JobProgress(Base[ProgressState]):
         # What the endpoint provides under this integration's name (see the module).
         source = cast("ProgressSource | None", caches.source(self.name))
         received = tuple(source.latest(job.view.uid)) if source is not None else ()
-        view = replace(job.view, heard=tuple(Heard(r.uid, r.at) for r in received))
+        view = replace(job.view, heard=tuple(Heard(r.uid, r.last_heard) for r in received))
         finished = view.status.get("phase") in TERMINAL
         if source is None:  # no endpoint serves: nothing to tell the replicas
             return ProgressState(received, finished=finished), view
