@@ -243,7 +243,7 @@ class Reporter:
             self._conn.request("POST", self._path, body=data, headers=dict(headers))
             resp = self._conn.getresponse()
             raw = resp.read(65536)
-            if resp.will_close:
+            if resp.will_close or resp.status >= 500:  # another server may answer anew
                 self._close()
         except BaseException:
             self._close()

@@ -351,6 +351,7 @@ class PacingEndpoint:
         self.ca, key = _self_signed(tmp)
         self.pace = pace
         self.close_next = False  # close the connection after the next answer
+        self.status = 202
         self.received: list[tuple[Any, dict[str, str], dict[str, Any]]] = []
         endpoint = self
 
@@ -365,7 +366,7 @@ class PacingEndpoint:
                 if endpoint.pace is not None:
                     answer["next"] = endpoint.pace  # type: ignore[assignment]
                 data = json.dumps(answer).encode()
-                self.send_response(202)
+                self.send_response(endpoint.status)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -487,3 +488,15 @@ def test_a_script_designates_its_reporting_process(monkeypatch: pytest.MonkeyPat
     reportmod.designate()
     r = reportmod._reporter()
     assert isinstance(r, Reporter) and r.full and r.rank == 5
+
+
+def test_a_standby_that_refuses_is_left_for_a_new_connection(
+    paced: PacingEndpoint, token: Path
+) -> None:
+    # Behind a Service, a new connection may reach the leader.
+    r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+    paced.status = 503
+    assert r.send({"step": 1}) is False
+    paced.status = 202
+    assert r.send({"step": 2})
+    assert paced.connections() == 2 and r.connections == 2

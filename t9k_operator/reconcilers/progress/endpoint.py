@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -64,12 +66,16 @@ log = structlog.get_logger(__name__)
 
 MAX_BODY = 8192
 """Bytes a report's body may have."""
-REVIEW_TTL = 60.0
-"""Seconds a token's review is remembered."""
+REVIEW_TTL = 600.0
+"""Seconds a token's review is remembered: long enough that the reviews of a
+thousand pods' tokens stay within the reviews' rate (whether the pod is still
+the job's is checked against the cache on every report)."""
 REVIEWS_CACHED = 8192
 RANK_HEADER = "X-T9k-Rank"
 """The header a reporter names its process (its local rank in the pod) with."""
 MAX_RANK = 255
+HOLD = 1.0
+"""Seconds a refused (429) report's answer is held back."""
 IDLE_TIMEOUT = 180.0
 """Seconds a kept-alive connection may be idle (past the longest pace)."""
 POD_NAME = "authentication.kubernetes.io/pod-name"
@@ -149,6 +155,9 @@ class ProgressEndpoint:
             REVIEWS_CACHED, ttl=REVIEW_TTL, timer=clock.monotonic
         )
         self._review_bucket = TokenBucket(review_qps, review_burst, clock)
+        self._waiting: TTLCache[str, bool] = TTLCache(  # tokens refused a review lately
+            REVIEWS_CACHED, ttl=60.0, timer=clock.monotonic
+        )
         self._logged: TTLCache[tuple[int, str], bool] = TTLCache(
             1024, ttl=60.0, timer=clock.monotonic
         )
@@ -205,8 +214,11 @@ class ProgressEndpoint:
         if token is None:
             return Answer(401, UNAUTHENTICATED, "no bearer token")
         reviewed = self._review(token)
-        if reviewed is None:
-            return Answer(429, RATE_LIMITED, "too many token reviews; try again", 1.0)
+        if reviewed is None:  # after the tokens waiting before it, at the reviews' rate
+            with self._lock:
+                wait = min(30.0, max(1.0, len(self._waiting) / self._review_bucket.qps))
+            wait *= 1.0 - 0.2 * random.random()
+            return Answer(429, RATE_LIMITED, "too many token reviews; try again", wait, wait)
         if isinstance(reviewed, Answer):
             return reviewed
         if not reviewed.authenticated:
@@ -247,6 +259,8 @@ class ProgressEndpoint:
         if cached is not None:
             return cached
         if not self._review_bucket.try_take():
+            with self._lock:
+                self._waiting[digest] = True
             return None
         review = {
             "apiVersion": "authentication.k8s.io/v1",
@@ -269,6 +283,7 @@ class ProgressEndpoint:
         result = _reviewed(status, self.audience)
         with self._lock:
             self._reviews[digest] = result
+            self._waiting.pop(digest, None)
         return result
 
     def _not_the_jobs(
@@ -354,12 +369,18 @@ def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
             else:
                 body = self.rfile.read(length) if length else b""
                 answer = endpoint.handle(method, self.path, dict(self.headers.items()), body)
+            if answer.status == 429:
+                # A connection over its job's rate waits before its answer, so that
+                # one that does not obey sends no more than once a HOLD.
+                time.sleep(HOLD)
             data = answer.body()
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             if answer.retry_after is not None:
                 self.send_header("Retry-After", str(max(1, round(answer.retry_after))))
+            if answer.status == 503:  # a standby: the next connection may reach the leader
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
 

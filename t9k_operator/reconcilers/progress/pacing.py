@@ -9,8 +9,9 @@ before its next report. The :class:`Pacer` computes it from the processes
   ``max(floor, N / capacity)`` seconds, so the ranks together send at most
   ``capacity`` a second however many there are;
 - a job that asks to be judged for hangs (``hangTimeoutSeconds``) has its
-  ranks told at most a quarter of that, so a healthy replica is heard several
-  times within its window whatever the load;
+  ranks told at most a quarter of that (half, when its pods have several
+  reporting ranks each: any of them keeps its pod heard), so a healthy
+  replica is heard several times within its window whatever the load;
 - when more arrives than the capacity (reporters that do not obey, or ranks
   not yet counted), everyone's pace is stretched by that ratio;
 - each answer is spread a little (down to 80 %), so ranks that started
@@ -38,7 +39,9 @@ FLOOR = 1.0
 CEILING = 60.0
 """The longest pace (without a hang timeout)."""
 HANG_SHARE = 0.25
-"""The pace of a job judged for hangs is at most this share of its timeout."""
+"""The pace of a job judged for hangs is at most this share of its timeout..."""
+HANG_SHARE_SHARED = 0.5
+"""... or this share, when its pods have two reporting ranks or more each."""
 SPREAD = 0.2
 """Each pace told is shortened by a random share up to this."""
 FORGET_AFTER = 3.0
@@ -51,7 +54,8 @@ RATE_SHARE = 2.0
 
 @dataclass
 class _Job:
-    ranks: dict[str, float] = field(default_factory=dict)  # rank -> when last heard
+    ranks: dict[str, float] = field(default_factory=dict)  # pod/rank -> when last heard
+    pods: dict[str, int] = field(default_factory=dict)  # pod -> its ranks counted
     pace: float = FLOOR
     tokens: float = 0.0  # the job's rate limit: reports it may send now
     filled: float = 0.0  # when the tokens were last counted
@@ -112,18 +116,22 @@ class Pacer:
             new = rank not in entry.ranks
             if new:
                 self._ranks += 1
+                pod = rank.rsplit("/", 1)[0]
+                entry.pods[pod] = entry.pods.get(pod, 0) + 1
                 entry.tokens += RATE_SHARE  # a rank not counted yet brings its share
             entry.ranks[rank] = now
-            entry.pace = self._pace(hang_timeout)
+            shared = len(entry.ranks) >= 2 * len(entry.pods)
+            entry.pace = self._pace(hang_timeout, shared)
             return entry.pace * (1.0 - SPREAD * self._random.random()), new
 
-    def _pace(self, hang_timeout: float | None) -> float:
+    def _pace(self, hang_timeout: float | None, shared: bool = False) -> float:
         pace = max(self.floor, self._ranks / self.capacity)
         if self._load > self.capacity:
             pace *= self._load / self.capacity
         ceiling = self.ceiling
         if hang_timeout:
-            ceiling = min(ceiling, max(self.floor, hang_timeout * HANG_SHARE))
+            share = HANG_SHARE_SHARED if shared else HANG_SHARE
+            ceiling = min(ceiling, max(self.floor, hang_timeout * share))
         return min(pace, ceiling)
 
     def pace(self, hang_timeout: float | None = None) -> float:
@@ -178,6 +186,10 @@ class Pacer:
             gone = [rank for rank, at in entry.ranks.items() if at < limit]
             for rank in gone:
                 del entry.ranks[rank]
+                pod = rank.rsplit("/", 1)[0]
+                entry.pods[pod] -= 1
+                if not entry.pods[pod]:
+                    del entry.pods[pod]
             self._ranks -= len(gone)
             if not entry.ranks:
                 del self._jobs[name]
