@@ -230,9 +230,9 @@ class ProgressEndpoint:
         rank = _rank(headers)
         now = self.clock.monotonic()
         pace, _ = self.pacer.heard(key, f"{reviewed.pod}/{rank}", now, _hang_timeout(job))
-        wait = self.pacer.take(key, now, self.qps, self.burst)
-        if wait is not None:
-            return Answer(429, RATE_LIMITED, f"too many reports for {key}", wait, max(wait, pace))
+        over = self.pacer.take(key, now, self.qps, self.burst)
+        if over is not None:
+            return Answer(429, RATE_LIMITED, f"too many reports for {key}", over, max(over, pace))
         uid = job["metadata"]["uid"]
         if body.strip() == b"{}":  # liveness: the process is alive
             self.store.alive(uid, reviewed.pod, reviewed.pod_uid, self.clock.now())
