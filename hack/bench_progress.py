@@ -73,6 +73,7 @@ from t9k_operator.runtime import certs, tls  # noqa: E402
 KIND = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 AUDIENCE = "t9k-operator-progress"
 HANG = 60
+ERRORS: dict[str, int] = {}
 
 
 class FakeClock:
@@ -337,8 +338,9 @@ async def _rank(
             answer = json.loads(await reader.readexactly(length))
             out.append((rank["group"], status, loop.time() - t0, time.time()))
             wait = answer.get("next", 1.0) if rank["paced"] else 0.0
-        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
             out.append((rank["group"], 0, 0.0, time.time()))
+            ERRORS[type(exc).__name__] = ERRORS.get(type(exc).__name__, 0) + 1
             writer, wait = None, 1.0
         await asyncio.sleep(max(0.0, min(60.0, wait, stop - time.time())))
 
@@ -353,6 +355,8 @@ async def _reporters(spec: dict[str, Any]) -> list[tuple[str, int, float, float]
 def reporters_main(spec_file: str) -> int:
     spec = json.loads(Path(spec_file).read_text())
     out = asyncio.run(_reporters(spec))
+    if ERRORS:
+        print(f"  (reporters' errors: {ERRORS})")
     Path(spec_file + ".out").write_text(json.dumps(out))
     return 0
 
@@ -429,15 +433,15 @@ def part_fairness(workdir: Path, seconds: float) -> None:
         print(f"  small  {summary(results, 'small', seconds)}")
 
 
-def part_scale(workdir: Path, seconds: float, ramp: float) -> None:
+def part_scale(workdir: Path, seconds: float, ramp: float, pods: int) -> None:
     print(
-        f"\n## scale: 10,000 ranks (1,250 pods x 8, 10 jobs) at the default pace, "
+        f"\n## scale: {pods * 8:,} ranks ({pods:,} pods x 8, 10 jobs) at the default pace, "
         f"connecting over {ramp:g} s, then {seconds:g} s measured"
     )
-    endpoint, _, reviews = world({f"job{j}": 125 for j in range(10)})
+    endpoint, _, reviews = world({f"job{j}": pods // 10 for j in range(10)})
     ranks: list[dict[str, Any]] = []
     for j in range(10):
-        ranks += rank_specs(f"job{j}", 125, 8, True, "all", ramp)
+        ranks += rank_specs(f"job{j}", pods // 10, 8, True, "all", ramp)
     results, cores = drive(endpoint, workdir, ranks, ramp + seconds, ramp)
     print(
         f"ranks counted {endpoint.pacer.ranks}, pace {endpoint.pacer.pace():.1f} s, "
@@ -457,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=5.0, help="connections: seconds a count")
     p.add_argument("--fair-seconds", type=float, default=30.0)
     p.add_argument("--scale-seconds", type=float, default=120.0)
-    p.add_argument("--ramp", type=float, default=60.0, help="scale: seconds ranks connect over")
+    p.add_argument("--ramp", type=float, default=240.0, help="scale: seconds ranks connect over")
+    p.add_argument("--scale-pods", type=int, default=1250, help="scale: pods of 8 ranks")
     args = p.parse_args(argv)
     parts = args.parts.split(",")
     print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
@@ -470,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         if "fairness" in parts:
             part_fairness(Path(tmp), args.fair_seconds)
         if "scale" in parts:
-            part_scale(Path(tmp), args.scale_seconds, args.ramp)
+            part_scale(Path(tmp), args.scale_seconds, args.ramp, args.scale_pods)
     return 0
 
 
