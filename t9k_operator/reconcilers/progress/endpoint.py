@@ -229,7 +229,7 @@ class ProgressEndpoint:
         key = f"{namespace}/{name}"
         rank = _rank(headers)
         now = self.clock.monotonic()
-        pace, _ = self.pacer.heard(key, f"{reviewed.pod}/{rank}", now, _hang_timeout(job))
+        pace = self.pacer.heard(key, f"{reviewed.pod}/{rank}", now, _hang_timeout(job))
         over = self.pacer.take(key, now, self.qps, self.burst)
         if over is not None:
             return Answer(429, RATE_LIMITED, f"too many reports for {key}", over, max(over, pace))

@@ -101,20 +101,16 @@ class Pacer:
                 self._window_start, self._window_count = now, 0
             self._window_count += 1
 
-    def heard(
-        self, job: str, rank: str, now: float, hang_timeout: float | None
-    ) -> tuple[float, bool]:
-        """Rank ``rank`` of ``job`` reported at ``now``: the seconds it is told
-        to wait before its next report, and whether the rank is new (its first
-        report is not held against its job's rate: it was not counted yet)."""
+    def heard(self, job: str, rank: str, now: float, hang_timeout: float | None) -> float:
+        """Rank ``rank`` (``<pod>/<local rank>``) of ``job`` reported at ``now``:
+        the seconds it is told to wait before its next report."""
         with self._lock:
             if now - self._swept >= LOAD_WINDOW:
                 self._sweep(now)
             entry = self._jobs.get(job)
             if entry is None:
                 entry = self._jobs[job] = _Job()
-            new = rank not in entry.ranks
-            if new:
+            if rank not in entry.ranks:
                 self._ranks += 1
                 pod = rank.rsplit("/", 1)[0]
                 entry.pods[pod] = entry.pods.get(pod, 0) + 1
@@ -122,7 +118,7 @@ class Pacer:
             entry.ranks[rank] = now
             shared = len(entry.ranks) >= 2 * len(entry.pods)
             entry.pace = self._pace(hang_timeout, shared)
-            return entry.pace * (1.0 - SPREAD * self._random.random()), new
+            return entry.pace * (1.0 - SPREAD * self._random.random())
 
     def _pace(self, hang_timeout: float | None, shared: bool = False) -> float:
         pace = max(self.floor, self._ranks / self.capacity)
