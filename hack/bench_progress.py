@@ -4,8 +4,8 @@
 Four parts, each printed with its figures (``--parts`` picks some):
 
 ``connections``
-    The endpoint as the operator serves it (``runtime/tls.TLSServer`` serving
-    ``reconcilers/progress/endpoint.ProgressEndpoint``) and N reporters
+    The endpoint as the operator serves it (``reconcilers/progress/server``'s
+    event loop serving ``reconcilers/progress/endpoint.ProgressEndpoint``) and N reporters
     (``report.Reporter.send``) sending unpaced for a few seconds, once with a
     new TLS connection per report and once with the connection kept: reports
     a second, p50/p99, and the ratio.
@@ -60,10 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
-from t9k_operator.reconcilers.progress.endpoint import (  # noqa: E402
-    ProgressEndpoint,
-    handler_for,
-)
+from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint  # noqa: E402
+from t9k_operator.reconcilers.progress.server import EventLoopServer  # noqa: E402
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore  # noqa: E402
 from t9k_operator.reconcilers.serving import Route  # noqa: E402
 from t9k_operator.report import Reporter  # noqa: E402
@@ -169,7 +167,7 @@ def served(endpoint: ProgressEndpoint, workdir: Path) -> Iterator[tuple[int, Pat
     cert, key = certs.new_serving(ca, ca_key, ["127.0.0.1"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
         (where / name).write_bytes(data)
-    server = tls.TLSServer(("127.0.0.1", 0), handler_for(endpoint), tls.DirSource(where))
+    server = EventLoopServer(("127.0.0.1", 0), endpoint, tls.DirSource(where))
     server.start()
     try:
         yield server.port, where / "ca.crt"
@@ -308,6 +306,15 @@ def part_hang(replicas: int = 1000, ranks: int = 8, minutes: float = 10.0) -> No
 # -- the reporters' process (fairness, scale) -----------------------------------------
 
 
+async def _answer(reader: asyncio.StreamReader) -> tuple[int, Any]:
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return status, json.loads(await reader.readexactly(length))
+
+
 async def _rank(
     spec: dict[str, Any],
     ctx: ssl.SSLContext,
@@ -327,18 +334,17 @@ async def _rank(
     while time.time() < stop:
         try:
             if writer is None:
-                reader, writer = await asyncio.open_connection("127.0.0.1", spec["port"], ssl=ctx)
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", spec["port"], ssl=ctx), 20
+                )
             t0 = loop.time()
             writer.write(head + data)
-            status = int((await reader.readline()).split()[1])
-            length = 0
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            answer = json.loads(await reader.readexactly(length))
+            status, answer = await asyncio.wait_for(_answer(reader), 10)
             out.append((rank["group"], status, loop.time() - t0, time.time()))
             wait = answer.get("next", 1.0) if rank["paced"] else 0.0
         except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+            if writer is not None:
+                writer.close()
             out.append((rank["group"], 0, 0.0, time.time()))
             ERRORS[type(exc).__name__] = ERRORS.get(type(exc).__name__, 0) + 1
             writer, wait = None, 1.0

@@ -284,7 +284,7 @@ def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path)
         assert provided.settings.url == "https://svc.ops.svc"
         assert provided.ca == ca.decode()
     finally:
-        server.server.server_close()
+        server.stop()
 
 
 def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
