@@ -40,10 +40,8 @@ import json
 import random
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import structlog
@@ -345,52 +343,3 @@ def _reviewed(status: Obj, audience: str) -> Reviewed:
         return REFUSED  # not a ServiceAccount token bound to a pod
     namespace = username[len(SA_PREFIX) :].split(":", 1)[0]
     return Reviewed(namespace, str(pods[0]), str(uids[0]))
-
-
-def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
-    """An HTTP request handler class serving ``endpoint``."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # The headers and the body go out in two writes: without TCP_NODELAY the
-        # second waits for the client's delayed ACK (40 ms a report).
-        disable_nagle_algorithm = True
-        # Reporters keep their connection between reports, a pace apart.
-        timeout = IDLE_TIMEOUT
-
-        def _serve(self, method: str) -> None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_BODY:
-                answer = endpoint.handle(method, self.path, {}, b"x" * (MAX_BODY + 1))
-                self.close_connection = True
-            else:
-                body = self.rfile.read(length) if length else b""
-                answer = endpoint.handle(method, self.path, dict(self.headers.items()), body)
-            if answer.status == 429:
-                # A connection over its job's rate waits before its answer, so that
-                # one that does not obey sends no more than once a HOLD.
-                time.sleep(HOLD)
-            data = answer.body()
-            self.send_response(answer.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if answer.retry_after is not None:
-                self.send_header("Retry-After", str(max(1, round(answer.retry_after))))
-            if answer.status == 503:  # a standby: the next connection may reach the leader
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:
-            self._serve("POST")
-
-        def do_GET(self) -> None:
-            self._serve("GET")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    return Handler

@@ -5,6 +5,7 @@ the pace in the answer, a standby's refusal closing the connection."""
 from __future__ import annotations
 
 import http.client
+import json
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +14,9 @@ from typing import Any
 import pytest
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress.endpoint import MAX_BODY
+from t9k_operator.reconcilers.progress.endpoint import MAX_BODY, Answer
 from t9k_operator.reconcilers.progress.pacing import Pacer
-from t9k_operator.reconcilers.progress.server import EventLoopServer
+from t9k_operator.reconcilers.progress.server import EventLoopServer, _render
 from t9k_operator.report import Reporter
 from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.tls import DirSource
@@ -90,3 +91,12 @@ def test_a_body_too_large_is_refused_without_reading_it(serve: Any, certs: Path)
     resp = conn.getresponse()
     assert resp.status == 413 and resp.getheader("Connection") == "close"
     conn.close()
+
+
+def test_the_answer_is_one_write() -> None:
+    # Headers and body in two writes would wait, with Nagle on, for the client's
+    # delayed ACK: 40 ms a report (hack/bench_progress.py).
+    data = _render(Answer(202, "accepted", "accepted", next=2.0), True)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 202 Accepted") and b"Connection" not in head
+    assert json.loads(body)["next"] == 2.0
