@@ -151,6 +151,8 @@ class EventLoopServer(Certified):
                     break
         except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError, ValueError):
             pass
+        except asyncio.CancelledError:  # the server stops: the connection ends quietly
+            pass
         finally:
             writer.close()
 
