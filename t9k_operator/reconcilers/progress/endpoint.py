@@ -72,8 +72,6 @@ REVIEWS_CACHED = 8192
 RANK_HEADER = "X-T9k-Rank"
 """The header a reporter names its process (its local rank in the pod) with."""
 MAX_RANK = 255
-HOLD = 1.0
-"""Seconds a refused (429) report's answer is held back."""
 IDLE_TIMEOUT = 180.0
 """Seconds a kept-alive connection may be idle (past the longest pace)."""
 POD_NAME = "authentication.kubernetes.io/pod-name"

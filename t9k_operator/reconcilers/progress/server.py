@@ -23,7 +23,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from t9k_operator.reconcilers.progress.endpoint import (
-    HOLD,
     IDLE_TIMEOUT,
     MAX_BODY,
     Answer,
@@ -142,8 +141,6 @@ class EventLoopServer(Certified):
                     answer = await loop.run_in_executor(
                         self._pool, self.endpoint.handle, method, path, headers, body
                     )
-                if answer.status == 429:  # one that does not obey sends once a HOLD at most
-                    await asyncio.sleep(HOLD)
                 keep = keep and answer.status != 503  # a standby: reconnect, maybe to the leader
                 writer.write(_render(answer, keep))
                 await writer.drain()
