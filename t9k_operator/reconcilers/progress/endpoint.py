@@ -187,7 +187,6 @@ class ProgressEndpoint:
             return True
 
     def _answer(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
-        self.pacer.arrived(self.clock.monotonic())
         match = PATH.match(path.split("?", 1)[0])
         route = self.routes.get(match.group(2)) if match else None
         if match is None or route is None:
@@ -229,6 +228,7 @@ class ProgressEndpoint:
         over = self.pacer.take(key, now, self.qps, self.burst)
         if over is not None:
             return Answer(429, RATE_LIMITED, f"too many reports for {key}", over, max(over, pace))
+        self.pacer.arrived(now)  # the load: reports within their job's rate only
         uid = job["metadata"]["uid"]
         if body.strip() == b"{}":  # liveness: the process is alive
             self.store.alive(uid, reviewed.pod, reviewed.pod_uid, self.clock.now())

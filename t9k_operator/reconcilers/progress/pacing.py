@@ -12,8 +12,10 @@ before its next report. The :class:`Pacer` computes it from the processes
   ranks told at most a quarter of that (half, when its pods have several
   reporting ranks each: any of them keeps its pod heard), so a healthy
   replica is heard several times within its window whatever the load;
-- when more arrives than the capacity (reporters that do not obey, or ranks
-  not yet counted), everyone's pace is stretched by that ratio;
+- when more arrives than the capacity within the jobs' rates (ranks not yet
+  counted, jobs that report more often than told but within their rate),
+  everyone's pace is stretched by that ratio; what a job sends beyond its
+  rate is refused and stretches no one's;
 - each answer is spread a little (down to 80 %), so ranks that started
   together do not stay in step.
 
@@ -93,7 +95,7 @@ class Pacer:
         return self._load
 
     def arrived(self, now: float) -> None:
-        """A request arrived (taken or not): counted in the load."""
+        """A report within its job's rate arrived: counted in the load."""
         with self._lock:
             if now - self._window_start >= LOAD_WINDOW:
                 elapsed = now - self._window_start
