@@ -1,33 +1,58 @@
 #!/usr/bin/env python3
-"""Benchmark: how many progress reports the operator's endpoint takes a second.
+"""Benchmark: the operator's progress endpoint under many reporting processes.
 
-Runs the endpoint as the operator does (``runtime/tls.TLSServer`` serving
-``reconcilers/progress/endpoint.ProgressEndpoint``: TLS, the token's review, the
-pod's ownership, the report's bounds, the store, the coalescer) in this
-process, with its own certificate, and N reporters sending as replicas do
-(``t9k_operator/report.Reporter.send``: a new TLS connection per report, the
-token read from its file) as fast as they can, unpaced, for a few seconds.
-The TokenReview is answered in process (a token is reviewed once and then
-remembered, as in the operator; a real review costs one API request per token
-per minute), and the per-job rate limit is lifted so that it measures the
-endpoint, not the limit.
+Four parts, each printed with its figures (``--parts`` picks some):
 
-Prints reports taken per second and the latency of one report (p50, p99),
-for each number of reporters. The reporters run on the same machine and take
-their share of the CPU (a TLS handshake costs the client about what it costs
-the server), so the figure is a lower bound for the endpoint alone.
+``connections``
+    The endpoint as the operator serves it (``reconcilers/progress/server``'s
+    event loop serving ``reconcilers/progress/endpoint.ProgressEndpoint``) and N reporters
+    (``report.Reporter.send``) sending unpaced for a few seconds, once with a
+    new TLS connection per report and once with the connection kept: reports
+    a second, p50/p99, and the ratio.
+``hang``
+    A simulation on a fake clock, no sockets: the endpoint's ``handle`` driven
+    by 1,000 replicas of 8 ranks (rank 0 reports progress, the others
+    liveness), each rank sending again when the answer's ``next`` says, for
+    10 minutes, the job's ``hangTimeoutSeconds`` 60; one replica goes silent
+    at minute 5. The hang rule (the oldest pod heard, against the timeout) is
+    checked every simulated second: healthy replicas never judged hung, the
+    silent one caught within its window.
+``fairness``
+    The served endpoint; a 512-rank job (64 pods of 8) sends as fast as it may
+    (once at the told pace, once ignoring it, on every connection at once)
+    while 50 small jobs (one pod of 8 ranks each) report at their pace: the
+    latency of the small jobs' reports (p50, p99) and the 429s of each.
+``scale``
+    The served endpoint holding 10,000 ranks (1,250 pods of 8, in 10 jobs),
+    each on its own kept connection at the told pace: reports a second, the
+    endpoint's CPU (its process's CPU time over the wall time, in cores) in
+    the steady state, p50/p99 and 429s.
 
-Run: ``.venv/bin/python hack/bench_progress.py [--reporters 1,8,32] [--seconds 5]``.
+The reporting processes of ``fairness`` and ``scale`` run in a process of
+their own (asyncio, one connection each, as ``report.Reporter`` does: keep
+the connection, wait ``next``); the endpoint's process does nothing else, so
+its CPU time is the endpoint's. The TokenReview is answered in process (once
+per token, remembered as in the operator).
+
+Run: ``.venv/bin/python hack/bench_progress.py [--parts connections,hang,fairness,scale]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import asyncio
+import heapq
+import json
+import os
+import ssl
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +60,35 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
-from t9k_operator.reconcilers.progress.endpoint import (  # noqa: E402
-    ProgressEndpoint,
-    handler_for,
-)
+from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint  # noqa: E402
+from t9k_operator.reconcilers.progress.server import EventLoopServer  # noqa: E402
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore  # noqa: E402
 from t9k_operator.reconcilers.serving import Route  # noqa: E402
 from t9k_operator.report import Reporter  # noqa: E402
 from t9k_operator.resources import Resource  # noqa: E402
-from t9k_operator.runtime import tls  # noqa: E402
+from t9k_operator.runtime import certs, tls  # noqa: E402
 
 KIND = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 AUDIENCE = "t9k-operator-progress"
+HANG = 60
+ERRORS: dict[str, int] = {}
+
+
+class FakeClock:
+    """Time that moves only when the simulation says."""
+
+    def __init__(self) -> None:
+        self.mono = 1000.0
+        self.wall = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def now(self) -> datetime:
+        return self.wall + timedelta(seconds=self.mono - 1000.0)
+
+    def sleep(self, seconds: float) -> None:
+        self.mono += seconds
 
 
 class Cache:
@@ -61,14 +103,14 @@ class Cache:
 
 
 class Reviews:
-    """The API server's TokenReview: token ``t<i>`` is pod ``bench-worker-<i>``'s."""
+    """The API server's TokenReview: token ``t:<job>:<pod>`` is pod ``<job>-<pod>``'s."""
 
     def __init__(self) -> None:
         self.asked = 0
 
     def create(self, resource: Resource, body: Any) -> Any:
         self.asked += 1
-        i = body["spec"]["token"][1:]
+        _, job, pod = body["spec"]["token"].split(":")
         return {
             "status": {
                 "authenticated": True,
@@ -76,88 +118,370 @@ class Reviews:
                 "user": {
                     "username": "system:serviceaccount:ns:default",
                     "extra": {
-                        "authentication.kubernetes.io/pod-name": [f"bench-worker-{i}"],
-                        "authentication.kubernetes.io/pod-uid": [f"uid-{i}"],
+                        "authentication.kubernetes.io/pod-name": [f"{job}-{pod}"],
+                        "authentication.kubernetes.io/pod-uid": [f"uid-{job}-{pod}"],
                     },
                 },
             }
         }
 
 
-def run(reporters: int, seconds: float, workdir: Path) -> tuple[float, float, float, int]:
-    owner = {"kind": KIND.kind, "name": "bench", "uid": "job-uid", "controller": True}
-    pods = {
-        ("ns", f"bench-worker-{i}"): {
-            "metadata": {"name": f"bench-worker-{i}", "uid": f"uid-{i}", "ownerReferences": [owner]}
-        }
-        for i in range(reporters)
-    }
-    jobs = {("ns", "bench"): {"metadata": {"namespace": "ns", "name": "bench", "uid": "job-uid"}}}
-    reviews = Reviews()
-    queued: list[str] = []
+def world(
+    jobs: dict[str, int], hang: int | None = None, **kw: Any
+) -> tuple[ProgressEndpoint, ProgressStore, Reviews]:
+    """An endpoint for ``jobs`` (name -> pods), as the operator builds it."""
+    objs: dict[tuple[str, str], Any] = {}
+    pods: dict[tuple[str, str], Any] = {}
+    for name, count in jobs.items():
+        spec = {"runPolicy": {"progress": {"hangTimeoutSeconds": hang}}} if hang else {}
+        meta = {"namespace": "ns", "name": name, "uid": f"uid-{name}"}
+        objs[("ns", name)] = {"metadata": meta, "spec": spec}
+        owner = {"kind": KIND.kind, "name": name, "uid": f"uid-{name}", "controller": True}
+        for i in range(count):
+            pod = {"name": f"{name}-{i}", "uid": f"uid-{name}-{i}", "ownerReferences": [owner]}
+            pods[("ns", f"{name}-{i}")] = {"metadata": pod}
+    store, reviews = ProgressStore(), Reviews()
     endpoint = ProgressEndpoint(
         reviews,  # type: ignore[arg-type]
-        {KIND.plural: Route(KIND, Cache(jobs), lambda key, delay: queued.append(key))},  # type: ignore[arg-type]
+        {KIND.plural: Route(KIND, Cache(objs), lambda key, delay: None)},  # type: ignore[arg-type]
         Cache(pods),  # type: ignore[arg-type]
-        ProgressStore(),
+        store,
         Coalescer(),
         AUDIENCE,
-        qps=1e9,
-        burst=10**9,
+        **kw,
     )
-    certs = workdir / "certs"
-    certs.mkdir(exist_ok=True)
+    return endpoint, store, reviews
+
+
+def quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else float("nan")
+
+
+@contextmanager
+def served(endpoint: ProgressEndpoint, workdir: Path) -> Iterator[tuple[int, Path]]:
+    """``endpoint`` on TLS at 127.0.0.1: its port and its CA file."""
+    where = workdir / "certs"
+    where.mkdir(exist_ok=True)
     ca, ca_key = certs.new_ca("bench CA")
     cert, key = certs.new_serving(ca, ca_key, ["127.0.0.1"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
-        (certs / name).write_bytes(data)
-    server = tls.TLSServer(("127.0.0.1", 0), handler_for(endpoint), tls.DirSource(certs))
+        (where / name).write_bytes(data)
+    server = EventLoopServer(("127.0.0.1", 0), endpoint, tls.DirSource(where))
     server.start()
-    url = f"https://127.0.0.1:{server.port}{job_path('ns', KIND.plural, 'bench')}"
-    latencies: list[list[float]] = [[] for _ in range(reporters)]
-    failed: list[int] = [0] * reporters
-    stop = time.monotonic() + seconds
+    try:
+        yield server.port, where / "ca.crt"
+    finally:
+        server.stop()
 
-    def report(i: int) -> None:
-        token = workdir / f"token-{i}"
-        token.write_text(f"t{i}\n")
-        r = Reporter(url, token_file=str(token), ca_file=str(certs / "ca.crt"), timeout=10)
-        step = 0
-        while time.monotonic() < stop:
-            started = time.monotonic()
-            ok = r.send({"step": step, "totalSteps": 10**6, "metrics": {"loss": 0.5}})
-            if ok:
-                latencies[i].append(time.monotonic() - started)
-            else:
-                failed[i] += 1
-            step += 1
 
-    threads = [threading.Thread(target=report, args=(i,)) for i in range(reporters)]
-    began = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    took = time.monotonic() - began
-    server.stop()
-    every = sorted(x for xs in latencies for x in xs)
-    lost: int = sum(failed)
-    if lost or not every:
-        raise SystemExit(f"{lost} reports failed with {reporters} reporters")
-    p99 = every[min(len(every) - 1, int(len(every) * 0.99))]
-    return len(every) / took, statistics.median(every), p99, reviews.asked
+# -- connections ----------------------------------------------------------------------
+
+
+def connections(reporters: int, seconds: float, workdir: Path, keep: bool) -> tuple[float, ...]:
+    endpoint, _, _ = world({"bench": reporters}, qps=1e9, burst=10**9)
+    with served(endpoint, workdir) as (port, ca):
+        url = f"https://127.0.0.1:{port}{job_path('ns', KIND.plural, 'bench')}"
+        latencies: list[list[float]] = [[] for _ in range(reporters)]
+        stop = time.monotonic() + seconds
+
+        def report(i: int) -> None:
+            token = workdir / f"token-{i}"
+            token.write_text(f"t:bench:{i}\n")
+            r = Reporter(url, token_file=str(token), ca_file=str(ca), timeout=10)
+            step = 0
+            while time.monotonic() < stop:
+                started = time.monotonic()
+                if r.send({"step": step, "totalSteps": 10**6, "metrics": {"loss": 0.5}}):
+                    latencies[i].append(time.monotonic() - started)
+                if not keep:
+                    r._close()  # a new connection (and TLS handshake) for every report
+                step += 1
+
+        threads = [threading.Thread(target=report, args=(i,)) for i in range(reporters)]
+        began = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.monotonic() - began
+    every = [x for xs in latencies for x in xs]
+    return len(every) / took, quantile(every, 0.5), quantile(every, 0.99)
+
+
+def part_connections(workdir: Path, counts: list[int], seconds: float) -> None:
+    print("\n## connections: reporters unpaced, a new connection per report vs one kept")
+    print(
+        f"{'reporters':>9} {'new conn/s':>10} {'kept/s':>8} {'ratio':>6} {'p50 new':>8} "
+        f"{'p50 kept':>9} {'p99 new':>8} {'p99 kept':>9}"
+    )
+    for n in counts:
+        new = connections(n, seconds, workdir, keep=False)
+        kept = connections(n, seconds, workdir, keep=True)
+        print(
+            f"{n:>9} {new[0]:>10.0f} {kept[0]:>8.0f} {kept[0] / new[0]:>5.1f}x "
+            f"{new[1] * 1e3:>6.1f}ms {kept[1] * 1e3:>7.1f}ms {new[2] * 1e3:>6.1f}ms "
+            f"{kept[2] * 1e3:>7.1f}ms"
+        )
+
+
+# -- hang (simulated) -----------------------------------------------------------------
+
+
+def part_hang(replicas: int = 1000, ranks: int = 8, minutes: float = 10.0) -> None:
+    print(
+        f"\n## hang: {replicas} replicas x {ranks} ranks, hangTimeoutSeconds {HANG}, "
+        f"{minutes:g} simulated minutes, fake clock"
+    )
+    clock = FakeClock()
+    endpoint, store, _ = world({"big": replicas}, hang=HANG, clock=clock)
+    path = job_path("ns", KIND.plural, "big")
+    start, end = clock.mono, clock.mono + minutes * 60
+    silent_pod, silent_at = replicas // 2, start + minutes * 30
+    due = [
+        (start + (i % 1000) / 1000, pod, rank)
+        for i, (pod, rank) in enumerate((p, r) for p in range(replicas) for r in range(ranks))
+    ]
+    heapq.heapify(due)
+    statuses: dict[int, int] = {}
+    nexts: list[float] = []
+    steady_429 = 0
+    verdicts: list[tuple[float, str]] = []
+    worst_healthy = 0.0
+    next_check = start + 1.0
+    began = time.process_time()
+    while due and due[0][0] < end:
+        at, pod, rank = heapq.heappop(due)
+        while next_check <= at:  # the hang rule, each simulated second
+            clock.mono = next_check
+            now = clock.now()
+            for r in store.latest("uid-big"):
+                silence = (now - r.last_heard).total_seconds()
+                if silence >= HANG and not any(v[1] == r.pod for v in verdicts):
+                    verdicts.append((next_check - start, r.pod))
+                if r.pod != f"big-{silent_pod}":
+                    worst_healthy = max(worst_healthy, silence)
+            next_check += 1.0
+        clock.mono = at
+        if pod == silent_pod and at >= silent_at:
+            continue  # this replica went silent
+        body = b'{"step": 1, "totalSteps": 100}' if rank == 0 else b"{}"
+        headers = {"Authorization": f"Bearer t:big:{pod}", "X-T9k-Rank": str(rank)}
+        answer = endpoint.handle("POST", path, headers, body)
+        statuses[answer.status] = statuses.get(answer.status, 0) + 1
+        if answer.status == 429 and at >= start + 120:
+            steady_429 += 1
+        wait = answer.next if answer.next is not None else answer.retry_after or 1.0
+        nexts.append(wait)
+        heapq.heappush(due, (at + min(60.0, max(1.0, wait)), pod, rank))
+    cpu = time.process_time() - began
+    total = sum(statuses.values())
+    print(
+        f"reports {total} ({total / (end - start):.0f} a second), "
+        f"202: {statuses.get(202, 0)}, 429: {statuses.get(429, 0)} "
+        f"({statuses.get(429, 0) / total:.2%}), other: "
+        f"{total - statuses.get(202, 0) - statuses.get(429, 0)}; 429s after the first "
+        f"2 minutes (every token reviewed): {steady_429}"
+    )
+    print(
+        f"next told: p50 {quantile(nexts, 0.5):.1f} s, max {max(nexts):.1f} s; longest silence "
+        f"of a healthy replica {worst_healthy:.0f} s = {worst_healthy / HANG:.2f} of the timeout"
+    )
+    healthy = [v for v in verdicts if v[1] != f"big-{silent_pod}"]
+    caught = [v[0] for v in verdicts if v[1] == f"big-{silent_pod}"]
+    went = silent_at - start
+    print(
+        f"healthy replicas judged hung: {len(healthy)}; the silent replica (silent at "
+        f"{went:.0f} s) judged hung at "
+        + (
+            f"{caught[0]:.0f} s, {caught[0] - went:.0f} s after it went silent "
+            f"= {(caught[0] - went) / HANG:.2f} of the timeout"
+            if caught
+            else "never"
+        )
+    )
+    print(f"(simulation CPU {cpu:.1f} s for {total} handled: {cpu / total * 1e6:.0f} us a report)")
+
+
+# -- the reporters' process (fairness, scale) -----------------------------------------
+
+
+async def _answer(reader: asyncio.StreamReader) -> tuple[int, Any]:
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return status, json.loads(await reader.readexactly(length))
+
+
+async def _rank(
+    spec: dict[str, Any],
+    ctx: ssl.SSLContext,
+    rank: dict[str, Any],
+    out: list[tuple[str, int, float, float]],
+) -> None:
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(rank["delay"])
+    stop = spec["stop"]
+    data = b'{"step": 1, "totalSteps": 100}' if rank["rank"] == 0 else b"{}"
+    head = (
+        f"POST {rank['path']} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        f"{rank['token']}\r\nX-T9k-Rank: {rank['rank']}\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(data)}\r\n\r\n"
+    ).encode()
+    writer: asyncio.StreamWriter | None = None
+    while time.time() < stop:
+        try:
+            if writer is None:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", spec["port"], ssl=ctx), 20
+                )
+            t0 = loop.time()
+            writer.write(head + data)
+            status, answer = await asyncio.wait_for(_answer(reader), 10)
+            out.append((rank["group"], status, loop.time() - t0, time.time()))
+            wait = answer.get("next", 1.0) if rank["paced"] else 0.0
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+            if writer is not None:
+                writer.close()
+            out.append((rank["group"], 0, 0.0, time.time()))
+            ERRORS[type(exc).__name__] = ERRORS.get(type(exc).__name__, 0) + 1
+            writer, wait = None, 1.0
+        await asyncio.sleep(max(0.0, min(60.0, wait, stop - time.time())))
+
+
+async def _reporters(spec: dict[str, Any]) -> list[tuple[str, int, float, float]]:
+    ctx = ssl.create_default_context(cafile=spec["ca"])
+    out: list[tuple[str, int, float, float]] = []
+    await asyncio.gather(*(_rank(spec, ctx, r, out) for r in spec["ranks"]))
+    return out
+
+
+def reporters_main(spec_file: str) -> int:
+    spec = json.loads(Path(spec_file).read_text())
+    out = asyncio.run(_reporters(spec))
+    if ERRORS:
+        print(f"  (reporters' errors: {ERRORS})")
+    Path(spec_file + ".out").write_text(json.dumps(out))
+    return 0
+
+
+def drive(
+    endpoint: ProgressEndpoint,
+    workdir: Path,
+    ranks: list[dict[str, Any]],
+    seconds: float,
+    measure_from: float,
+) -> tuple[list[Any], float]:
+    """Run ``ranks`` in a process of their own against ``endpoint`` served here:
+    their results and the endpoint's CPU (cores) from ``measure_from`` on."""
+    with served(endpoint, workdir) as (port, ca):
+        began = time.time()
+        spec = {"port": port, "ca": str(ca), "stop": began + seconds, "ranks": ranks}
+        spec_file = workdir / "spec.json"
+        spec_file.write_text(json.dumps(spec))
+        child = subprocess.Popen([sys.executable, __file__, "_reporters", str(spec_file)])
+        time.sleep(measure_from)
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        time.sleep(max(0.0, began + seconds - time.time()))
+        cores = (time.process_time() - cpu0) / (time.monotonic() - wall0)
+        child.wait()
+    out = json.loads((workdir / "spec.json.out").read_text())
+    return [x for x in out if x[3] >= began + measure_from], cores
+
+
+def rank_specs(
+    job: str, pods: int, ranks: int, paced: bool, group: str, ramp: float
+) -> list[dict[str, Any]]:
+    path = job_path("ns", KIND.plural, job)
+    return [
+        {
+            "path": path,
+            "token": f"t:{job}:{p}",
+            "rank": r,
+            "paced": paced,
+            "group": group,
+            "delay": ramp * ((p * ranks + r) % 997) / 997,
+        }
+        for p in range(pods)
+        for r in range(ranks)
+    ]
+
+
+def summary(results: list[Any], group: str, seconds: float) -> str:
+    mine = [x for x in results if x[0] == group]
+    lat = [x[2] for x in mine if x[1] == 202]
+    n429 = sum(1 for x in mine if x[1] == 429)
+    other = sum(1 for x in mine if x[1] not in (202, 429))
+    return (
+        f"{len(mine) / seconds:>8.0f}/s  p50 {quantile(lat, 0.5) * 1e3:>7.1f} ms  "
+        f"p99 {quantile(lat, 0.99) * 1e3:>7.1f} ms  429s {n429} "
+        f"({n429 / max(1, len(mine)):.1%})  errors {other}"
+    )
+
+
+def part_fairness(workdir: Path, seconds: float) -> None:
+    print(
+        f"\n## fairness: a 512-rank job as fast as it may, 50 small jobs (8 ranks each), "
+        f"{seconds:g} s measured"
+    )
+    jobs = {"noisy": 64, **{f"small{j}": 1 for j in range(50)}}
+    for paced in (True, False):
+        endpoint, _, _ = world(jobs)
+        ranks = rank_specs("noisy", 64, 8, paced, "noisy", 2.0)
+        for j in range(50):
+            ranks += rank_specs(f"small{j}", 1, 8, True, "small", 2.0)
+        results, cores = drive(endpoint, workdir, ranks, seconds + 10, 10)
+        how = "at the told pace" if paced else "ignoring the pace"
+        print(f"noisy job {how}: endpoint CPU {cores:.2f} cores")
+        print(f"  noisy  {summary(results, 'noisy', seconds)}")
+        print(f"  small  {summary(results, 'small', seconds)}")
+
+
+def part_scale(workdir: Path, seconds: float, ramp: float, pods: int) -> None:
+    print(
+        f"\n## scale: {pods * 8:,} ranks ({pods:,} pods x 8, 10 jobs) at the default pace, "
+        f"connecting over {ramp:g} s, then {seconds:g} s measured"
+    )
+    endpoint, _, reviews = world({f"job{j}": pods // 10 for j in range(10)})
+    ranks: list[dict[str, Any]] = []
+    for j in range(10):
+        ranks += rank_specs(f"job{j}", pods // 10, 8, True, "all", ramp)
+    results, cores = drive(endpoint, workdir, ranks, ramp + seconds, ramp)
+    print(
+        f"ranks counted {endpoint.pacer.ranks}, pace {endpoint.pacer.pace():.1f} s, "
+        f"token reviews {reviews.asked}"
+    )
+    print(f"  all    {summary(results, 'all', seconds)}")
+    print(f"endpoint CPU {cores:.2f} cores = {cores / 0.5:.2f} of the half core allowed")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_reporters"]:
+        return reporters_main(argv[1])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reporters", default="1,8,32", help="comma-separated counts of reporters")
-    p.add_argument("--seconds", type=float, default=5.0, help="seconds each count runs")
+    p.add_argument("--parts", default="connections,hang,fairness,scale")
+    p.add_argument("--reporters", default="1,8,32", help="connections: counts of reporters")
+    p.add_argument("--seconds", type=float, default=5.0, help="connections: seconds a count")
+    p.add_argument("--fair-seconds", type=float, default=30.0)
+    p.add_argument("--scale-seconds", type=float, default=120.0)
+    p.add_argument("--ramp", type=float, default=240.0, help="scale: seconds ranks connect over")
+    p.add_argument("--scale-pods", type=int, default=1250, help="scale: pods of 8 ranks")
     args = p.parse_args(argv)
-    print(f"{'reporters':>9} {'reports/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'reviews':>8}")
+    parts = args.parts.split(",")
+    print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="t9k-bench-progress-") as tmp:
-        for n in (int(x) for x in args.reporters.split(",")):
-            rate, p50, p99, asked = run(n, args.seconds, Path(tmp))
-            print(f"{n:>9} {rate:>10.0f} {p50 * 1000:>8.1f} {p99 * 1000:>8.1f} {asked:>8}")
+        if "connections" in parts:
+            counts = [int(x) for x in args.reporters.split(",")]
+            part_connections(Path(tmp), counts, args.seconds)
+        if "hang" in parts:
+            part_hang()
+        if "fairness" in parts:
+            part_fairness(Path(tmp), args.fair_seconds)
+        if "scale" in parts:
+            part_scale(Path(tmp), args.scale_seconds, args.ramp, args.scale_pods)
     return 0
 
 

@@ -8,26 +8,14 @@ In a training script::
         ...
         report(step=step, total_steps=total, epoch=epoch, metrics={"loss": loss})
 
-From a shell script::
+or from a shell script ``python -m t9k_operator.report --step 10``. It imports
+only Python's standard library, so it may be copied next to a script.
 
-    python -m t9k_operator.report --step 10 --total-steps 100 --metric loss=0.3
-
-This module imports nothing of the project (nor anything outside Python's
-standard library), so it may also be copied next to a script into an image
-that does not have the operator's package.
-
-It finds the operator through environment variables that the operator puts
-into every replica of a job:
-
-- ``T9K_PROGRESS_URL``: the HTTPS address reports are POSTed to;
-- ``T9K_PROGRESS_TOKEN_FILE``: a projected ServiceAccount token, bound to the
-  operator's own audience; it is read again for every report, since kubelet
-  rotates it;
-- ``T9K_PROGRESS_CA_FILE``: the CA that signed the endpoint's certificate
-  (optional: without it, the system's CAs).
-
-Without ``T9K_PROGRESS_URL`` (a job of an operator that does not take reports,
-a run outside the cluster), :func:`report` does nothing.
+It finds the operator through what the operator puts into every replica:
+``T9K_PROGRESS_URL`` (the HTTPS address; without it :func:`report` does
+nothing), ``T9K_PROGRESS_TOKEN_FILE`` (a projected ServiceAccount token for
+the operator's audience, read again for every report: kubelet rotates it) and
+``T9K_PROGRESS_CA_FILE`` (the endpoint's CA; without it, the system's).
 
 It never blocks or breaks the training: :func:`report` only leaves the report
 for a background thread and returns; that thread sends one report at a time,
@@ -36,12 +24,25 @@ while another is being sent replaces any report still waiting (only the latest
 matters), and a report the operator did not take is dropped, not retried.
 Nothing it does raises into the caller. When the interpreter exits, it waits
 for the report in flight, if any, at most one timeout, so the last one is sent.
+
+The operator paces the reports: each answer says (``next``) how many seconds
+to wait before the next one (obeyed within :data:`FLOOR` and :data:`CEILING`).
+The connection, and its TLS session, is kept from one report to the next, and
+made again after an error.
+
+One process of each replica reports the progress: the one whose local rank
+(``LOCAL_RANK``, as torchrun and DeepSpeed set it, or Open MPI's
+``OMPI_COMM_WORLD_LOCAL_RANK``) is ``T9K_PROGRESS_LOCAL_RANK`` (default 0),
+or the one that calls :func:`designate`. The others send only that they are
+alive (an empty report, ``{}``), at the same pace, and only while the
+training calls :func:`report`.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import http.client
 import json
 import logging
 import math
@@ -50,8 +51,7 @@ import ssl
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,12 +59,16 @@ URL_ENV = "T9K_PROGRESS_URL"
 TOKEN_FILE_ENV = "T9K_PROGRESS_TOKEN_FILE"
 CA_FILE_ENV = "T9K_PROGRESS_CA_FILE"
 TIMEOUT_ENV = "T9K_PROGRESS_TIMEOUT"
+LOCAL_RANK_ENV = "T9K_PROGRESS_LOCAL_RANK"
+RANK_ENVS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")  # a process's local rank: the first set
+RANK_HEADER = "X-T9k-Rank"
 DEFAULT_TIMEOUT = 5.0
-MIN_INTERVAL = 1.0
-"""Seconds between the starts of two sends: a process reports at most once a
-second, whatever the training's pace (the operator limits each job's reports)."""
-MAX_METRICS = 16
-"""Metrics kept from one report (the first, by name); the operator refuses more."""
+FLOOR, CEILING = 1.0, 60.0
+# The shortest and longest wait between the starts of two sends, whatever the operator says.
+MIN_INTERVAL = FLOOR
+# What a kept connection the server has since closed fails with: sent again, once.
+STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
+MAX_METRICS = 16  # metrics kept from one report (the first, by name): the operator's most
 
 log = logging.getLogger("t9k_operator.report")
 
@@ -118,11 +122,21 @@ class Reporter:
         token_file: str | None = None,
         ca_file: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        interval: float = MIN_INTERVAL,
+        interval: float = FLOOR,
+        *,
+        rank: int = 0,
+        full: bool = True,
+        floor: float = FLOOR,
+        ceiling: float = CEILING,
     ) -> None:
-        self.url, self.token_file, self.timeout = url, token_file, timeout
-        self.interval = interval
-        self.ca_file = ca_file
+        self.url, self.token_file, self.ca_file, self.timeout = url, token_file, ca_file, timeout
+        self.interval, self.floor, self.ceiling = interval, floor, ceiling  # the operator's pace
+        self.rank, self.full = rank, full  # full: progress, else liveness only
+        parts = urllib.parse.urlsplit(url)
+        self._host, self._port = parts.hostname or "", parts.port
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._conn: http.client.HTTPSConnection | None = None
+        self.connections = 0  # connections made (one, while none fails)
         self.sent = 0  # reports the endpoint took
         self.failed = 0  # reports sent that it did not take (or that never reached it)
         self.dropped = 0  # reports replaced by a later one before they were sent
@@ -134,7 +148,10 @@ class Reporter:
         self._context: ssl.SSLContext | None = None
 
     def report(self, body: dict[str, Any]) -> None:
-        """Leave ``body`` for the sender; never blocks on the network."""
+        """Leave ``body`` for the sender; never blocks on the network. A process
+        that is not the replica's reporting one leaves a liveness report."""
+        if not self.full:
+            body = {}  # liveness
         with self._cond:
             if self._pending is not None:
                 self.dropped += 1
@@ -179,28 +196,75 @@ class Reporter:
                 self._cond.notify_all()
 
     def send(self, body: Mapping[str, Any]) -> bool:
-        """POST one report now, within ``timeout``; whether the endpoint took it."""
-        headers = {"Content-Type": "application/json"}
+        """POST one report now, within ``timeout``, on the kept connection; whether
+        the endpoint took it. Sets :attr:`interval` from the answer."""
+        headers = {"Content-Type": "application/json", RANK_HEADER: str(self.rank)}
         if self.token_file:
             try:
                 with open(self.token_file, encoding="utf-8") as f:
                     token = f.read().strip()
             except OSError as exc:
                 self._warn(f"cannot read the token file {self.token_file}: {exc}")
+                self._backoff(None)
                 return False
             headers["Authorization"] = f"Bearer {token}"
         data = json.dumps(body).encode()
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         try:
-            context = self._ssl()
-            with urllib.request.urlopen(request, timeout=self.timeout, context=context) as resp:
-                resp.read(4096)
-                return 200 <= int(resp.status) < 300
-        except urllib.error.HTTPError as exc:
-            self._warn(f"the operator refused a report: HTTP {exc.code} {exc.reason}")
-        except (OSError, ssl.SSLError, ValueError) as exc:
+            try:
+                kept = self._conn is not None
+                status, answer, retry = self._post(data, headers)
+            except STALE:  # the server closed the kept connection meanwhile: once more
+                if not kept:
+                    raise
+                status, answer, retry = self._post(data, headers)
+        except (OSError, ssl.SSLError, ValueError, http.client.HTTPException) as exc:
+            self._close()
             self._warn(f"cannot reach the operator at {self.url}: {exc}")
+            self._backoff(None)
+            return False
+        pace, ok = _number(answer.get("next"), float), 200 <= status < 300
+        self._backoff(pace if pace is not None or ok else retry, ok)
+        if ok:
+            return True
+        self._warn(f"the operator refused a report: HTTP {status} {answer.get('message', '')}")
         return False
+
+    def _post(
+        self, data: bytes, headers: Mapping[str, str]
+    ) -> tuple[int, dict[str, Any], float | None]:
+        """One request on the kept connection (made if there is none): the
+        status, the JSON answer and its Retry-After. A failure closes it."""
+        if self._conn is None:
+            self._conn = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self.timeout, context=self._ssl()
+            )
+            self.connections += 1
+        try:
+            self._conn.request("POST", self._path, body=data, headers=dict(headers))
+            resp = self._conn.getresponse()
+            raw = resp.read(65536)
+            if resp.will_close or resp.status >= 500:  # another server may answer anew
+                self._close()
+        except BaseException:
+            self._close()
+            raise
+        try:
+            answer = json.loads(raw) if raw else {}
+        except ValueError:
+            answer = {}
+        retry = _number(resp.getheader("Retry-After"), float)
+        return int(resp.status), answer if isinstance(answer, dict) else {}, retry
+
+    def _backoff(self, told: float | None, ok: bool = False) -> None:
+        """The next wait: what the operator told (its pace, or Retry-After), else
+        the floor after a report taken and twice the last wait after a failure."""
+        wait = told if told is not None else self.floor if ok else 2 * self.interval
+        self.interval = min(self.ceiling, max(self.floor, wait))
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _ssl(self) -> ssl.SSLContext:
         if self._context is None:
@@ -240,18 +304,35 @@ def from_env(env: Mapping[str, str] | None = None) -> Reporter | _Off:
             "t9k progress report: %s=%s is not an https:// URL; not reporting", URL_ENV, url
         )
         return _Off()
-    try:
-        timeout = float(env.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT)
-    except ValueError:
+    timeout = _number(env.get(TIMEOUT_ENV), float) or DEFAULT_TIMEOUT
+    if timeout <= 0:
         timeout = DEFAULT_TIMEOUT
-    if not math.isfinite(timeout) or timeout <= 0:
-        timeout = DEFAULT_TIMEOUT
+    rank = local_rank(env)
     return Reporter(
         url,
         token_file=env.get(TOKEN_FILE_ENV) or None,
         ca_file=env.get(CA_FILE_ENV) or None,
         timeout=min(timeout, 60.0),
+        rank=rank,
+        full=rank == (_number(env.get(LOCAL_RANK_ENV), int) or 0),
     )
+
+
+def local_rank(env: Mapping[str, str]) -> int:
+    """The process's rank within its replica, as its launcher set it (0 without one)."""
+    for name in RANK_ENVS:
+        rank = _number(env.get(name), int)
+        if rank is not None and rank >= 0:
+            return int(rank)
+    return 0
+
+
+def designate(full: bool = True) -> None:
+    """Make this process its replica's reporting one (``full=False``: liveness
+    only), whatever its local rank."""
+    reporter = _reporter()
+    if isinstance(reporter, Reporter):
+        reporter.full = full
 
 
 def _reporter() -> Reporter | _Off:

@@ -218,32 +218,20 @@ class _TLSHTTPServer(ThreadingHTTPServer):
         self.close_request(request)
 
 
-class TLSServer:
-    """An HTTPS server on ``address`` serving ``handler``, its certificate from
-    ``source``, looked at again every :data:`CHECK_EVERY` seconds."""
+class Certified:
+    """The serving certificate of one server (``name``), from ``source``, looked
+    at again every :data:`CHECK_EVERY` seconds once :meth:`watch` is called;
+    ``context`` serves the renewed one to new connections, and ``on_renew``
+    hears of it."""
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        source: Source,
-        *,
-        name: str = "https",
-        check_every: float = CHECK_EVERY,
-    ) -> None:
+    def __init__(self, source: Source, *, name: str, check_every: float = CHECK_EVERY) -> None:
         self.source, self.name, self.check_every = source, name, check_every
         self.bundle = source.load()
         self.context = context_for(self.bundle)
-        self.server = _TLSHTTPServer(address, handler)
-        self.server.ssl_context = self.context
-        self.port: int = self.server.server_address[1]
         self._stop = threading.Event()
         self.on_renew: Callable[[Bundle], None] | None = None
 
-    def start(self) -> None:
-        threading.Thread(
-            target=self.server.serve_forever, name=f"{self.name}-serve", daemon=True
-        ).start()
+    def watch(self) -> None:
         threading.Thread(target=self._watch, name=f"{self.name}-cert", daemon=True).start()
 
     def reload(self) -> bool:
@@ -264,6 +252,31 @@ class TLSServer:
                 self.reload()
             except Exception as exc:  # the API server away: the next check tries again
                 log.warning("cannot reload the serving certificate", error=str(exc))
+
+
+class TLSServer(Certified):
+    """An HTTPS server on ``address`` serving ``handler`` (a thread for each
+    connection), its certificate from ``source``."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        source: Source,
+        *,
+        name: str = "https",
+        check_every: float = CHECK_EVERY,
+    ) -> None:
+        super().__init__(source, name=name, check_every=check_every)
+        self.server = _TLSHTTPServer(address, handler)
+        self.server.ssl_context = self.context
+        self.port: int = self.server.server_address[1]
+
+    def start(self) -> None:
+        threading.Thread(
+            target=self.server.serve_forever, name=f"{self.name}-serve", daemon=True
+        ).start()
+        self.watch()
 
     def stop(self) -> None:
         self._stop.set()

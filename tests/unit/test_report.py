@@ -341,3 +341,162 @@ def test_a_copy_of_the_module_runs_alone(tmp_path: Path) -> None:
         cwd=tmp_path, env={}, capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.stdout.strip() == "ok", done.stderr
+
+
+class PacingEndpoint:
+    """An HTTP/1.1 (keep-alive) HTTPS server that answers each report with
+    ``next`` (None: none) and records each request's connection and headers."""
+
+    def __init__(self, tmp: Path, pace: float | None = 2.0) -> None:
+        self.ca, key = _self_signed(tmp)
+        self.pace = pace
+        self.close_next = False  # close the connection after the next answer
+        self.status = 202
+        self.received: list[tuple[Any, dict[str, str], dict[str, Any]]] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                body = json.loads(self.rfile.read(length))
+                endpoint.received.append((self.client_address, dict(self.headers), body))
+                answer = {"result": "accepted"}
+                if endpoint.pace is not None:
+                    answer["next"] = endpoint.pace  # type: ignore[assignment]
+                data = json.dumps(answer).encode()
+                self.send_response(endpoint.status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                if endpoint.close_next:
+                    endpoint.close_next = False
+                    self.wfile.flush()
+                    self.close_connection = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.ca, key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}/v1/progress"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def connections(self) -> int:
+        return len({address for address, _, _ in self.received})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def paced(tmp_path: Path) -> Iterator[PacingEndpoint]:
+    e = PacingEndpoint(tmp_path)
+    yield e
+    e.close()
+
+
+def test_reports_share_one_kept_connection(paced: PacingEndpoint, token: Path) -> None:
+    r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+    assert all(r.send({"step": step}) for step in range(5))
+    assert paced.connections() == 1 and r.connections == 1
+    assert [body["step"] for _, _, body in paced.received] == [0, 1, 2, 3, 4]
+
+
+def test_a_connection_the_server_closed_is_made_again(paced: PacingEndpoint, token: Path) -> None:
+    r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+    paced.close_next = True
+    assert r.send({"step": 1})
+    assert r.send({"step": 2})  # on a new connection, the report not lost
+    assert r.send({"step": 3})
+    assert [body["step"] for _, _, body in paced.received] == [1, 2, 3]
+    assert paced.connections() == 2 and r.connections == 2
+
+
+def test_a_reporter_that_cannot_reach_the_operator_reconnects_once_it_can(
+    paced: PacingEndpoint, token: Path
+) -> None:
+    bad = paced.url.replace(str(paced.server.server_address[1]), str(_closed_port()))
+    r = Reporter(bad, token_file=str(token), ca_file=str(paced.ca), timeout=1)
+    assert r.send({"step": 1}) is False
+    assert r.interval == 2.0  # no pace told: it waits longer, up to the ceiling
+    r._host, r._port = "127.0.0.1", paced.server.server_address[1]
+    assert r.send({"step": 2})
+
+
+@pytest.mark.parametrize(("told", "waits"), [(7.5, 7.5), (0.01, 1.0), (1e6, 60.0), (None, 1.0)])
+def test_the_reporter_waits_the_pace_the_operator_tells_within_bounds(
+    tmp_path: Path, token: Path, told: float | None, waits: float
+) -> None:
+    paced = PacingEndpoint(tmp_path, told)
+    try:
+        r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+        assert r.send({"step": 1})
+        assert r.interval == waits
+    finally:
+        paced.close()
+
+
+def test_the_sender_waits_the_told_pace_between_reports(tmp_path: Path, token: Path) -> None:
+    paced = PacingEndpoint(tmp_path, 30.0)
+    try:
+        r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+        r.report({"step": 1})
+        assert r.flush(5)
+        r.report({"step": 2})  # within the pace: waits (30 s), not sent
+        assert not r.flush(0.5)
+        assert [body["step"] for _, _, body in paced.received] == [1]
+    finally:
+        paced.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "rank", "full"),
+    [
+        ({}, 0, True),
+        ({"LOCAL_RANK": "0"}, 0, True),
+        ({"LOCAL_RANK": "3"}, 3, False),  # torchrun, DeepSpeed
+        ({"OMPI_COMM_WORLD_LOCAL_RANK": "2"}, 2, False),  # Open MPI
+        ({"LOCAL_RANK": "2", "T9K_PROGRESS_LOCAL_RANK": "2"}, 2, True),
+    ],
+)
+def test_one_local_rank_reports_progress(env: dict[str, str], rank: int, full: bool) -> None:
+    r = from_env({"T9K_PROGRESS_URL": "https://op:8443/v1/progress", **env})
+    assert isinstance(r, Reporter)
+    assert (r.rank, r.full) == (rank, full)
+
+
+def test_the_other_ranks_send_liveness_only(paced: PacingEndpoint, token: Path) -> None:
+    r = Reporter(
+        paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5, rank=3, full=False
+    )
+    r.report({"step": 7, "metrics": {"loss": 0.1}})
+    assert r.flush(5)
+    ((_, headers, body),) = paced.received
+    assert body == {} and headers["X-T9k-Rank"] == "3"
+
+
+def test_a_script_designates_its_reporting_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("T9K_PROGRESS_URL", "https://op:8443/v1/progress")
+    monkeypatch.setenv("LOCAL_RANK", "5")
+    monkeypatch.setattr(reportmod, "_default", None)
+    reportmod.designate()
+    r = reportmod._reporter()
+    assert isinstance(r, Reporter) and r.full and r.rank == 5
+
+
+def test_a_standby_that_refuses_is_left_for_a_new_connection(
+    paced: PacingEndpoint, token: Path
+) -> None:
+    # Behind a Service, a new connection may reach the leader.
+    r = Reporter(paced.url, token_file=str(token), ca_file=str(paced.ca), timeout=5)
+    paced.status = 503
+    assert r.send({"step": 1}) is False
+    paced.status = 202
+    assert r.send({"step": 2})
+    assert paced.connections() == 2 and r.connections == 2

@@ -296,7 +296,7 @@ class JobProgress(Base[ProgressState]):
         return state, view
 
     def heartbeats(self, state: ProgressState, view: JobView) -> tuple[Heartbeat, ...]:
-        return heartbeats(view.ask(HangPolicy), ((r.uid, r.at) for r in state.received))
+        return heartbeats(view.ask(HangPolicy), ((r.uid, r.last_heard) for r in state.received))
 
     def prepare(self, state: ProgressState, view: JobView) -> list[Action]:
         """The job's CA ConfigMap, kept equal to the endpoint's CA while the job

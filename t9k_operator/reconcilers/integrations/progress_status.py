@@ -39,6 +39,13 @@ class Received:
     samples: tuple[Sample, ...] = ()
     """Earlier steps of the same pod, oldest first (the store keeps a few, for
     the throughput); the latest report is not among them."""
+    heard: datetime | None = None
+    """When a liveness report of the pod last came, if after ``at``."""
+
+    @property
+    def last_heard(self) -> datetime:
+        """When the operator last heard from the pod (a report or a liveness one)."""
+        return self.heard if self.heard is not None and self.heard > self.at else self.at
 
 
 def render(received: Sequence[Received]) -> Obj | None:

@@ -18,14 +18,19 @@ API server asked only for a job that exists and within its job's rate):
 4. the token is a pod's (its review names the pod and its uid), in the
    job's namespace, and that pod, as cached, is the job's: controlled by the
    job with the uid the cache has (403);
-5. the job's reports are within its rate (``qps``, ``burst``: 429, with
-   ``Retry-After``): only its own pods' reports count against it, so no one
-   else can use it up and make a reporting job look silent;
-6. the body is a report within bounds (400, with the reason).
+5. the job's reports are within its rate (429, with ``Retry-After``): twice
+   what its ranks send at the pace they are told (``pacing.Pacer``), and at
+   least ``qps`` (``burst``); only its own pods' reports count against it,
+   so no one else can use it up and make a reporting job look silent;
+6. the body is a report within bounds (400, with the reason), or ``{}``: a
+   liveness report (the process is alive; it carries no progress).
 
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
 queued after :class:`Coalescer`'s delay, so however many come, reports cause
-at most one reconcile of a job per interval. Every answer is counted in
+at most one reconcile of a job per interval. The answers of 5 and 6 carry
+``next``: the seconds the reporter waits before its next report. A reporter
+names its process with ``X-T9k-Rank`` (its local rank in the pod), so the
+pacer counts each process once. Every answer is counted in
 ``t9k_progress_reports_total{result}``.
 """
 
@@ -33,11 +38,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import structlog
@@ -50,6 +55,7 @@ from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kube import ApiError, Forbidden, KubeClient
 from t9k_operator.objects import Obj, controller_ref
+from t9k_operator.reconcilers.progress.pacing import Pacer
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
 from t9k_operator.reconcilers.progress.tokens import (
     NO_TOKEN,
@@ -66,11 +72,16 @@ log = structlog.get_logger(__name__)
 
 MAX_BODY = 8192
 """Bytes a report's body may have."""
-REVIEW_TTL = 60.0
-"""Seconds a token's review is remembered."""
+REVIEW_TTL = 600.0
+"""Seconds a token's review is remembered: long enough that the reviews of a
+thousand pods' tokens stay within the reviews' rate (whether the pod is still
+the job's is checked against the cache on every report)."""
 REVIEWS_CACHED = 8192
-JOBS_LIMITED = 8192
-"""Jobs whose rate is tracked at once (the least recently seen are forgotten)."""
+RANK_HEADER = "X-T9k-Rank"
+"""The header a reporter names its process (its local rank in the pod) with."""
+MAX_RANK = 255
+IDLE_TIMEOUT = 180.0
+"""Seconds a kept-alive connection may be idle (past the longest pace)."""
 POD_NAME = "authentication.kubernetes.io/pod-name"
 POD_UID = "authentication.kubernetes.io/pod-uid"
 SA_PREFIX = "system:serviceaccount:"
@@ -95,9 +106,14 @@ class Answer:
     result: str
     message: str
     retry_after: float | None = None
+    next: float | None = None
+    """Seconds the reporter waits before its next report (the endpoint's pace)."""
 
     def body(self) -> bytes:
-        return (json.dumps({"result": self.result, "message": self.message}) + "\n").encode()
+        out: dict[str, Any] = {"result": self.result, "message": self.message}
+        if self.next is not None:
+            out["next"] = round(self.next, 2)
+        return (json.dumps(out) + "\n").encode()
 
 
 @dataclass(frozen=True)
@@ -137,16 +153,20 @@ class ProgressEndpoint:
         review_qps: float = 20.0,
         review_burst: int = 50,
         clock: Clock = REAL_CLOCK,
+        pacer: Pacer | None = None,
     ) -> None:
         self.client, self.routes, self.pods = client, dict(routes), pods
         self.store, self.coalescer, self.audience = store, coalescer, audience
         self.is_leader, self.qps, self.burst, self.clock = is_leader, qps, burst, clock
+        self.pacer = Pacer() if pacer is None else pacer
         self._lock = threading.Lock()
-        self._buckets: TTLCache[str, TokenBucket] = TTLCache(JOBS_LIMITED, ttl=600)
         self._reviews: TTLCache[str, Reviewed] = TTLCache(
             REVIEWS_CACHED, ttl=REVIEW_TTL, timer=clock.monotonic
         )
         self._review_bucket = TokenBucket(review_qps, review_burst, clock)
+        self._waiting: TTLCache[str, bool] = TTLCache(  # tokens refused a review lately
+            REVIEWS_CACHED, ttl=60.0, timer=clock.monotonic
+        )
         self._logged: TTLCache[tuple[int, str], bool] = TTLCache(
             1024, ttl=60.0, timer=clock.monotonic
         )
@@ -156,7 +176,9 @@ class ProgressEndpoint:
     def _job_gone(self, job: Obj) -> None:
         meta = job["metadata"]
         self.store.forget(meta.get("uid", ""))
-        self.coalescer.forget(f"{meta.get('namespace')}/{meta.get('name')}")
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        self.coalescer.forget(key)
+        self.pacer.forget(key)
 
     # -- a request ----------------------------------------------------------------
 
@@ -201,8 +223,11 @@ class ProgressEndpoint:
         if token is None:
             return Refusal(401, UNAUTHENTICATED, "no bearer token", reason=NO_TOKEN)
         reviewed = self._review(token)
-        if reviewed is None:
-            return Answer(429, RATE_LIMITED, "too many token reviews; try again", 1.0)
+        if reviewed is None:  # after the tokens waiting before it, at the reviews' rate
+            with self._lock:
+                wait = min(30.0, max(1.0, len(self._waiting) / self._review_bucket.qps))
+            wait *= 1.0 - 0.2 * random.random()
+            return Answer(429, RATE_LIMITED, "too many token reviews; try again", wait, wait)
         if isinstance(reviewed, Answer):
             return reviewed
         if not reviewed.authenticated:
@@ -212,30 +237,29 @@ class ProgressEndpoint:
         if refusal is not None:
             return refusal
         key = f"{namespace}/{name}"
-        wait = self._within_rate(key)
-        if wait is not None:
-            return Answer(429, RATE_LIMITED, f"too many reports for {key}", wait)
+        rank = _rank(headers)
+        now = self.clock.monotonic()
+        pace = self.pacer.heard(key, f"{reviewed.pod}/{rank}", now, _hang_timeout(job))
+        over = self.pacer.take(key, now, self.qps, self.burst)
+        if over is not None:
+            return Answer(429, RATE_LIMITED, f"too many reports for {key}", over, max(over, pace))
+        self.pacer.arrived(now)  # the load: reports within their job's rate only
+        uid = job["metadata"]["uid"]
+        if body.strip() == b"{}":  # liveness: the process is alive
+            self.store.alive(uid, reviewed.pod, reviewed.pod_uid, self.clock.now())
+            return Answer(202, ACCEPTED, "alive", next=pace)
         try:
             report = parse_report(body)
         except ReportError as exc:
-            return Answer(400, INVALID, str(exc))
-        uid = job["metadata"]["uid"]
+            return Answer(400, INVALID, str(exc), next=pace)
         if not self.store.record(uid, reviewed.pod, reviewed.pod_uid, report, self.clock.now()):
-            return Answer(202, ACCEPTED, "not kept: older than the report kept, or too many pods")
+            return Answer(
+                202, ACCEPTED, "not kept: older than the report kept, or too many pods", next=pace
+            )
         delay = self.coalescer.report(key, self.clock.monotonic())
         if delay is not None:
             route.enqueue_after(key, delay)
-        return Answer(202, ACCEPTED, "accepted")
-
-    def _within_rate(self, key: str) -> float | None:
-        """None: the job's report may go on; else the seconds to wait."""
-        with self._lock:
-            bucket = self._buckets.get(key)
-            if bucket is None:
-                bucket = self._buckets[key] = TokenBucket(self.qps, self.burst, self.clock)
-        if bucket.try_take():
-            return None
-        return max(1.0, 1.0 / self.qps)
+        return Answer(202, ACCEPTED, "accepted", next=pace)
 
     def _review(self, token: str) -> Reviewed | Answer | None:
         """The token's review (cached); None when over the reviews' rate; an
@@ -246,6 +270,8 @@ class ProgressEndpoint:
         if cached is not None:
             return cached
         if not self._review_bucket.try_take():
+            with self._lock:
+                self._waiting[digest] = True
             return None
         review = {
             "apiVersion": "authentication.k8s.io/v1",
@@ -268,6 +294,7 @@ class ProgressEndpoint:
         result = _reviewed(status, self.audience)
         with self._lock:
             self._reviews[digest] = result
+            self._waiting.pop(digest, None)
         return result
 
     def _not_the_jobs(
@@ -302,6 +329,24 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
     return token
 
 
+def _rank(headers: Mapping[str, str]) -> int:
+    """The reporting process's local rank its header names (0 without one)."""
+    value = headers.get(RANK_HEADER) or headers.get(RANK_HEADER.lower()) or "0"
+    try:
+        rank = int(value)
+    except ValueError:
+        return 0
+    return rank if 0 <= rank <= MAX_RANK else 0
+
+
+def _hang_timeout(job: Obj) -> float | None:
+    """The job's hangTimeoutSeconds, if it asks to be judged for hangs."""
+    policy = (job.get("spec") or {}).get("runPolicy") or {}
+    progress = policy.get("progress") if isinstance(policy, dict) else None
+    value = progress.get("hangTimeoutSeconds") if isinstance(progress, dict) else None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
 def _reviewed(status: Obj, audience: str) -> Reviewed:
     """A TokenReview's status, read: a pod's token for ``audience``, or refused."""
     why = refused(status, audience)
@@ -315,44 +360,3 @@ def _reviewed(status: Obj, audience: str) -> Reviewed:
         return Reviewed(refusal=NOT_BOUND)  # not a ServiceAccount token bound to a pod
     namespace = username[len(SA_PREFIX) :].split(":", 1)[0]
     return Reviewed(namespace, str(pods[0]), str(uids[0]))
-
-
-def handler_for(endpoint: ProgressEndpoint) -> type[BaseHTTPRequestHandler]:
-    """An HTTP request handler class serving ``endpoint``."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # The headers and the body go out in two writes: without TCP_NODELAY the
-        # second waits for the client's delayed ACK (40 ms a report).
-        disable_nagle_algorithm = True
-
-        def _serve(self, method: str) -> None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_BODY:
-                answer = endpoint.handle(method, self.path, {}, b"x" * (MAX_BODY + 1))
-                self.close_connection = True
-            else:
-                body = self.rfile.read(length) if length else b""
-                answer = endpoint.handle(method, self.path, dict(self.headers.items()), body)
-            data = answer.body()
-            self.send_response(answer.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if answer.retry_after is not None:
-                self.send_header("Retry-After", str(max(1, round(answer.retry_after))))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:
-            self._serve("POST")
-
-        def do_GET(self) -> None:
-            self._serve("GET")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    return Handler

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from t9k_operator.api.progress import ProgressReport
@@ -58,6 +58,17 @@ class ProgressStore:
                     return False
                 samples = self._samples(before)
             pods[pod] = Received(pod, pod_uid, at, report, samples)
+            return True
+
+    def alive(self, job_uid: str, pod: str, pod_uid: str, at: datetime) -> bool:
+        """A liveness report of ``pod`` at ``at``: it was heard, with no progress;
+        whether that was kept (only for a pod whose report is kept: a pod that
+        has not reported its progress is not judged)."""
+        with self._lock:
+            before = self._jobs.get(job_uid, {}).get(pod)
+            if before is None or before.uid != pod_uid or at <= before.last_heard:
+                return False
+            self._jobs[job_uid][pod] = replace(before, heard=at)
             return True
 
     def _samples(self, before: Received) -> tuple[Sample, ...]:

@@ -27,7 +27,6 @@ from t9k_operator.reconcilers.progress.endpoint import (
     MAX_BODY,
     ProgressEndpoint,
     _reviewed,
-    handler_for,
 )
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
@@ -329,7 +328,7 @@ def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path)
         assert provided.settings.url == "https://svc.ops.svc"
         assert provided.ca == ca.decode()
     finally:
-        server.server.server_close()
+        server.stop()
 
 
 def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
@@ -344,14 +343,6 @@ def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
     pod: Obj = {"spec": {"containers": [{"name": "c"}]}}
     JobProgress().decorate(ProgressState(), None, pod)  # type: ignore[arg-type]
     assert pod == {"spec": {"containers": [{"name": "c"}]}}
-
-
-def test_the_answer_is_not_held_back_by_nagle() -> None:
-    # Headers and body are two writes: with Nagle on, the body waits for the
-    # client's delayed ACK, 40 ms a report (hack/bench_progress.py: 21 reports
-    # a second from one reporter, 285 without).
-    handler = handler_for(World().endpoint)
-    assert handler.disable_nagle_algorithm is True
 
 
 def test_no_one_but_the_jobs_pods_uses_up_its_rate() -> None:
