@@ -29,7 +29,11 @@ from t9k_operator.api.crd import (
     replica_specs_pod_names_fit_cel,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
-from t9k_operator.api.pytorch import DISTINCT_TYPES_RULE, TOO_MANY_REPLICAS_RULE
+from t9k_operator.api.replica_specs import (
+    DISTINCT_TYPES_RULE,
+    TOO_MANY_REPLICAS_RULE,
+    replica_count_field,
+)
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
     DNS_LABEL_MAX,
@@ -111,9 +115,7 @@ class ReplicaSpec(T9kModel):
             "key the finish rules and $(service.<type>[<rank>].host) name it by."
         )
     )
-    replicas: int = Field(
-        default=1, ge=0, le=MAX_REPLICAS, description="Number of replicas of this type."
-    )
+    replicas: int = replica_count_field()
     restart_policy: GenericRestartPolicy = Field(
         default_factory=GenericRestartPolicy,
         description="How replicas of this type restart. Unset: OnFailure with limit 0.",

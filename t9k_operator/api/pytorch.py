@@ -29,12 +29,20 @@ from t9k_operator.api.crd import (
     replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
+from t9k_operator.api.replica_specs import (
+    DISTINCT_TYPES_RULE,
+    TOO_MANY_REPLICAS_RULE,
+    at_most_one_rule,
+    replica_count_field,
+    restart_policy_field,
+)
+from t9k_operator.api.replica_specs import (
+    MSG_DISTINCT_TYPES as MSG_DISTINCT_TYPES,
+)
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
     MAX_INT32,
     MAX_REPLICA_SPECS,
-    MAX_REPLICAS,
-    MSG_TOO_MANY_REPLICAS,
     ReplicaType,
 )
 from t9k_operator.api.specs import (
@@ -68,7 +76,6 @@ MSG_ONE_MASTER = (
     "spec.replicaSpecs may hold at most one replica of type master in total "
     "(one master entry with replicas <= 1)"
 )
-MSG_DISTINCT_TYPES = "each type may appear only once in spec.replicaSpecs"
 MSG_ELASTIC_NEEDS_TORCHRUN = (
     "spec.elastic.enabled requires spec.torchrunConfig.enabled: elastic training runs "
     "under torchrun"
@@ -88,17 +95,8 @@ class ReplicaSpec(T9kModel):
             "holds the PyTorch master; otherwise worker-0 does."
         )
     )
-    replicas: int = Field(
-        default=1, ge=0, le=MAX_REPLICAS, description="Number of replicas of this type."
-    )
-    restart_policy: RestartPolicy = Field(
-        default="OnFailure",
-        description=(
-            "When the operator recreates a failed replica (pods themselves always run with "
-            "restartPolicy Never): Never, OnFailure, Always, or ExitCode (only after exit "
-            "codes 130, 137, 138 and 143). Restarts are limited by spec.runPolicy.backoffLimit."
-        ),
-    )
+    replicas: int = replica_count_field()
+    restart_policy: RestartPolicy = restart_policy_field()
     scaling_weight: int | None = Field(
         default=None,
         ge=0,
@@ -150,26 +148,7 @@ class TorchrunConfig(T9kModel):
     )
 
 
-def _replicas(specs: list[ReplicaSpec], replica_type: str | None = None) -> int:
-    """The replicas of ``specs`` (of one type, if given) in all."""
-    return sum(r.replicas for r in specs if replica_type in (None, r.type))
-
-
-ONE_MASTER_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.filter(r, r.type == 'master').map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1",
-    MSG_ONE_MASTER,
-    lambda specs: _replicas(specs, MASTER) <= 1,
-)
-DISTINCT_TYPES_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.all(a, self.exists_one(b, b.type == a.type))",
-    MSG_DISTINCT_TYPES,
-    lambda specs: len({r.type for r in specs}) == len(specs),
-)
-TOO_MANY_REPLICAS_RULE: Rule[list[ReplicaSpec]] = Rule(
-    f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}",
-    MSG_TOO_MANY_REPLICAS,
-    lambda specs: _replicas(specs) <= MAX_REPLICAS,
-)
+ONE_MASTER_RULE = at_most_one_rule(MASTER, MSG_ONE_MASTER)
 ELASTIC_NEEDS_TORCHRUN_RULE: Rule[PyTorchTrainingJobSpec] = Rule(
     "!has(self.elastic) || !has(self.elastic.enabled) || !self.elastic.enabled || "
     "(has(self.torchrunConfig) && self.torchrunConfig.enabled)",

@@ -25,8 +25,19 @@ from t9k_operator.api.crd import (
     replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
+from t9k_operator.api.replica_specs import (
+    DISTINCT_TYPES_RULE,
+    TOO_MANY_REPLICAS_RULE,
+    at_most_one_rule,
+    replica_count_field,
+    replicas_of,
+    restart_policy_field,
+)
+from t9k_operator.api.replica_specs import (
+    MSG_DISTINCT_TYPES as MSG_DISTINCT_TYPES,
+)
 from t9k_operator.api.rules import Rule, Rules
-from t9k_operator.api.schema import MAX_REPLICA_SPECS, MAX_REPLICAS, MSG_TOO_MANY_REPLICAS
+from t9k_operator.api.schema import MAX_REPLICA_SPECS
 from t9k_operator.api.specs import (
     RESUME_SPECS_REMOVAL_RULE,
     RestartPolicy,
@@ -53,7 +64,6 @@ EVALUATOR = "evaluator"
 
 TFReplicaType = Literal["chief", "worker", "ps", "evaluator"]
 
-MSG_DISTINCT_TYPES = "each type may appear only once in spec.replicaSpecs"
 MSG_ONE_CHIEF = (
     "spec.replicaSpecs may hold at most one replica of type chief "
     "(TensorFlow's cluster has one chief task)"
@@ -79,45 +89,17 @@ class ReplicaSpec(T9kModel):
             "an evaluator is told its own task but is not part of the cluster."
         )
     )
-    replicas: int = Field(
-        default=1, ge=0, le=MAX_REPLICAS, description="Number of replicas of this type."
-    )
-    restart_policy: RestartPolicy = Field(
-        default="OnFailure",
-        description=(
-            "When the operator recreates a failed replica (pods themselves always run with "
-            "restartPolicy Never): Never, OnFailure, Always, or ExitCode (only after exit "
-            "codes 130, 137, 138 and 143). Restarts are limited by spec.runPolicy.backoffLimit."
-        ),
-    )
+    replicas: int = replica_count_field()
+    restart_policy: RestartPolicy = restart_policy_field()
     template: PodTemplate = pod_template_field("replicas")
 
 
-def _replicas(specs: list[ReplicaSpec], *types: str) -> int:
-    """The replicas of ``specs`` (of the given types, if any) in all."""
-    return sum(r.replicas for r in specs if not types or r.type in types)
-
-
-DISTINCT_TYPES_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.all(a, self.exists_one(b, b.type == a.type))",
-    MSG_DISTINCT_TYPES,
-    lambda specs: len({r.type for r in specs}) == len(specs),
-)
-ONE_CHIEF_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.filter(r, r.type == 'chief').map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1",
-    MSG_ONE_CHIEF,
-    lambda specs: _replicas(specs, CHIEF) <= 1,
-)
+ONE_CHIEF_RULE = at_most_one_rule(CHIEF, MSG_ONE_CHIEF)
 NEEDS_LEADER_RULE: Rule[list[ReplicaSpec]] = Rule(
     "self.exists(r, (r.type == 'chief' || r.type == 'worker') "
     "&& (!has(r.replicas) || r.replicas > 0))",
     MSG_NEEDS_LEADER,
-    lambda specs: _replicas(specs, CHIEF, WORKER) > 0,
-)
-TOO_MANY_REPLICAS_RULE: Rule[list[ReplicaSpec]] = Rule(
-    f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}",
-    MSG_TOO_MANY_REPLICAS,
-    lambda specs: _replicas(specs) <= MAX_REPLICAS,
+    lambda specs: replicas_of(specs, CHIEF, WORKER) > 0,
 )
 
 

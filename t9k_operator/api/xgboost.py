@@ -29,8 +29,18 @@ from t9k_operator.api.crd import (
     pod_name_fits_cel,
     pod_name_length_rule,
 )
+from t9k_operator.api.replica_specs import (
+    DISTINCT_TYPES_RULE,
+    TOO_MANY_REPLICAS_RULE,
+    at_most_one_rule,
+    replica_count_field,
+    replicas_of,
+    restart_policy_field,
+)
+from t9k_operator.api.replica_specs import (
+    MSG_DISTINCT_TYPES as MSG_DISTINCT_TYPES,
+)
 from t9k_operator.api.rules import Rule, Rules
-from t9k_operator.api.schema import MAX_REPLICAS, MSG_TOO_MANY_REPLICAS
 from t9k_operator.api.specs import (
     RESUME_SPECS_REMOVAL_RULE,
     RestartPolicy,
@@ -54,7 +64,6 @@ MSG_ONE_MASTER = (
     "spec.replicaSpecs may hold at most one replica of type master in total "
     "(it runs the XGBoost tracker)"
 )
-MSG_DISTINCT_TYPES = "each type may appear only once in spec.replicaSpecs"
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: every pod name <name>-<replica type>-<index> "
     "must fit in 63 characters (it is also the pod's hostname)"
@@ -70,40 +79,12 @@ class ReplicaSpec(T9kModel):
             "the job's outcome) or worker."
         )
     )
-    replicas: int = Field(
-        default=1, ge=0, le=MAX_REPLICAS, description="Number of replicas of this type."
-    )
-    restart_policy: RestartPolicy = Field(
-        default="OnFailure",
-        description=(
-            "When the operator recreates a failed replica (pods themselves always run with "
-            "restartPolicy Never): Never, OnFailure, Always, or ExitCode (only after exit "
-            "codes 130, 137, 138 and 143). Restarts are limited by spec.runPolicy.backoffLimit."
-        ),
-    )
+    replicas: int = replica_count_field()
+    restart_policy: RestartPolicy = restart_policy_field()
     template: PodTemplate = pod_template_field("replicas")
 
 
-def _replicas(specs: list[ReplicaSpec], replica_type: str | None = None) -> int:
-    """The replicas of ``specs`` (of one type, if given) in all."""
-    return sum(r.replicas for r in specs if replica_type in (None, r.type))
-
-
-ONE_MASTER_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.filter(r, r.type == 'master').map(r, has(r.replicas) ? r.replicas : 1).sum() <= 1",
-    MSG_ONE_MASTER,
-    lambda specs: _replicas(specs, MASTER) <= 1,
-)
-DISTINCT_TYPES_RULE: Rule[list[ReplicaSpec]] = Rule(
-    "self.all(a, self.exists_one(b, b.type == a.type))",
-    MSG_DISTINCT_TYPES,
-    lambda specs: len({r.type for r in specs}) == len(specs),
-)
-TOO_MANY_REPLICAS_RULE: Rule[list[ReplicaSpec]] = Rule(
-    f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_REPLICAS}",
-    MSG_TOO_MANY_REPLICAS,
-    lambda specs: _replicas(specs) <= MAX_REPLICAS,
-)
+ONE_MASTER_RULE = at_most_one_rule(MASTER, MSG_ONE_MASTER)
 
 
 class XGBoostTrainingJobSpec(T9kModel):
@@ -131,7 +112,7 @@ class XGBoostTrainingJobSpec(T9kModel):
 
     def replicas_of(self, replica_type: str) -> int:
         """Replicas of one type (0 when the type has no spec)."""
-        return _replicas(self.replica_specs, replica_type)
+        return replicas_of(self.replica_specs, replica_type)
 
 
 class XGBoostTrainingJobStatus(JobStatus):
