@@ -53,15 +53,16 @@ from t9k_operator.api.colossalai_replicas import (
     training_container,
 )
 from t9k_operator.api.crd import (
+    MSG_LAUNCHER_POD_NAME_LENGTH,
     JobObject,
     job_crd,
-    last_pod_name_fits,
+    launcher_pod_names_fit,
+    launcher_pod_names_fit_cel,
     pod_name_length_rule,
-    worker_pod_name_fits_cel,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.rules import Rule
-from t9k_operator.api.schema import DNS_LABEL_MAX, MAX_INT32
+from t9k_operator.api.schema import MAX_INT32
 from t9k_operator.api.specs import (
     DEBUG_ON_CEL,
     RESUME_SPECS_REMOVAL_RULE,
@@ -105,10 +106,7 @@ MSG_COMMAND_REQUIRED = (
     "spec.worker.command (the training script and its arguments) is required "
     "unless spec.runMode.debug.enabled is true"
 )
-MSG_POD_NAME_LENGTH = (
-    "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
-    "must fit in 63 characters (they are also the pods' hostnames)"
-)
+MSG_POD_NAME_LENGTH = MSG_LAUNCHER_POD_NAME_LENGTH
 
 
 # -- spec.runPolicy, spec.runMode -----------------------------------------------------------
@@ -224,9 +222,7 @@ class ColossalAIJobSpec(T9kModel):
 
 def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
     """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-    return len(f"{job_name}-{LAUNCHER}") <= DNS_LABEL_MAX and last_pod_name_fits(
-        job_name, WORKER, spec.worker.replicas
-    )
+    return launcher_pod_names_fit(job_name, LAUNCHER, WORKER, spec.worker.replicas)
 
 
 # -- status and the object --------------------------------------------------------------------
@@ -237,9 +233,7 @@ class ColossalAIJobStatus(T9kJobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
-    f"({worker_pod_name_fits_cel(WORKER)})",
-    MSG_POD_NAME_LENGTH,
+    launcher_pod_names_fit_cel(LAUNCHER, WORKER), MSG_POD_NAME_LENGTH
 )
 
 

@@ -294,6 +294,30 @@ def worker_pod_name_fits_cel(replica_type: str, *, elastic: bool = False) -> str
     )
 
 
+MSG_LAUNCHER_POD_NAME_LENGTH = (
+    "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
+    "must fit in 63 characters (they are also the pods' hostnames)"
+)
+
+
+def launcher_pod_names_fit(job_name: str, launcher: str, worker: str, workers: int) -> bool:
+    """Whether ``<job>-<launcher>`` and ``<job>-<worker>-<last index>`` fit in a DNS
+    label, for a kind with one launcher pod and ``workers`` in ``spec.worker``; the
+    Python side of :func:`launcher_pod_names_fit_cel`."""
+    return len(f"{job_name}-{launcher}") <= DNS_LABEL_MAX and last_pod_name_fits(
+        job_name, worker, workers
+    )
+
+
+def launcher_pod_names_fit_cel(launcher: str, worker: str) -> str:
+    """CEL on the object: whether ``<metadata.name>-<launcher>`` and the workers' pod
+    names (as :func:`worker_pod_name_fits_cel`) fit in a DNS label."""
+    return (
+        f"size(self.metadata.name) + size('-{launcher}') <= {DNS_LABEL_MAX} && "
+        f"({worker_pod_name_fits_cel(worker)})"
+    )
+
+
 class ReplicaCount(Protocol):
     """One entry of ``spec.replicaSpecs``, as far as its pod names go."""
 

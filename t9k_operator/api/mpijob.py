@@ -37,16 +37,16 @@ from t9k_operator.api.colossalai_replicas import (
 )
 from t9k_operator.api.crd import (
     JOB_NAME_RULE,
+    MSG_LAUNCHER_POD_NAME_LENGTH,
     JobObject,
     job_crd,
-    last_pod_name_fits,
+    launcher_pod_names_fit,
+    launcher_pod_names_fit_cel,
     pod_name_length_rule,
-    worker_pod_name_fits_cel,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.rules import Rule, Rules
 from t9k_operator.api.schema import (
-    DNS_LABEL_MAX,
     MAX_REPLICAS,
     NOT_REQUIRED,
     Arg,
@@ -99,10 +99,7 @@ MSG_NAMELESS_CONTAINER = (
     "spec.worker.template.spec.containers: a container may be left without a name only when "
     "it is the only one (the operator names it mpi-worker)"
 )
-MSG_POD_NAME_LENGTH = (
-    "metadata.name is too long: the pod names <name>-launcher and <name>-worker-<index> "
-    "must fit in 63 characters (they are also the pods' hostnames)"
-)
+MSG_POD_NAME_LENGTH = MSG_LAUNCHER_POD_NAME_LENGTH
 MSG_RESUME_ARGS_NEED_COMMAND = (
     "spec.runMode.pause.resumeSpecs[].args needs a command beside it: an MPIJob's launcher "
     "runs the operator's mpirun script and its workers run sshd, neither taking arguments, "
@@ -330,9 +327,7 @@ class MPIJobSpec(T9kModel):
 
 def pod_names_fit(job_name: str, spec: MPIJobSpec) -> bool:
     """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-    return len(f"{job_name}-{LAUNCHER}") <= DNS_LABEL_MAX and last_pod_name_fits(
-        job_name, WORKER, spec.worker.replicas
-    )
+    return launcher_pod_names_fit(job_name, LAUNCHER, WORKER, spec.worker.replicas)
 
 
 # -- status and the object --------------------------------------------------------------------
@@ -345,9 +340,7 @@ class MPIJobStatus(JobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    f"size(self.metadata.name) + size('-{LAUNCHER}') <= {DNS_LABEL_MAX} && "
-    f"({worker_pod_name_fits_cel(WORKER)})",
-    MSG_POD_NAME_LENGTH,
+    launcher_pod_names_fit_cel(LAUNCHER, WORKER), MSG_POD_NAME_LENGTH
 )
 
 
