@@ -13,15 +13,15 @@ from __future__ import annotations
 import copy
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
 from t9k_operator.api.deepspeed_config import command_argv
 from t9k_operator.builders import colossalai as build
-from t9k_operator.builders import ssh
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds import flags
 from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.contract import KindBase, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
     LOOPBACK,
@@ -35,13 +35,13 @@ from t9k_operator.kinds.local import (
 )
 from t9k_operator.kinds.t9k import (
     DecidedByOneReplica,
+    LaunchedOverSsh,
+    LauncherBuilders,
     run_mode_view,
     scheduling_request,
 )
 from t9k_operator.kinds.view import JobView, Role, asks_of
 from t9k_operator.objects import Obj
-
-WORKERS_ONLY = frozenset({"worker"})
 
 
 def spec_error(spec: ColossalAIJobSpec) -> str | None:
@@ -53,12 +53,13 @@ def spec_error(spec: ColossalAIJobSpec) -> str | None:
     return None
 
 
-class ColossalAIKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class ColossalAIKind(
+    LaunchedOverSsh, DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS
+):
     cli_name = "colossalai"
     pausable = True
     not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
-    pod_templates: tuple[str, ...] = ("spec.worker.template",)
-    uses_ssh = True
+    launcher_builders: ClassVar[LauncherBuilders] = build
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
@@ -79,23 +80,6 @@ class ColossalAIKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fac
             ),
             **run_mode_view(spec.run_mode),
         )
-
-    def deciding_replica(self, job: JobView) -> tuple[str, int]:
-        return ("launcher", 0)
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
-        return WORKERS_ONLY
-
-    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
-        if type_ == "launcher":
-            return build.build_launcher(job, mode)
-        return build.build_worker(job, index, mode)
-
-    def extras(self, job: Job) -> list[Obj]:
-        return [build.build_service(job), build.hostfile_configmap(job)]
-
-    def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
-        return ssh.ssh_secret(job, private_key, public_key, build.auth_dir(job))
 
     def from_flags(self, request: JobRequest) -> Obj:
         """A launcher of the image, and workers running the script with a process per GPU."""

@@ -21,8 +21,7 @@ from t9k_operator.api.deepspeed import (
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.contract import KindBase, PodMode, Services
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
     LOOPBACK,
@@ -36,10 +35,9 @@ from t9k_operator.kinds.local import (
 )
 from t9k_operator.kinds.t9k import (
     DecidedByOneReplica,
-    run_policy_view,
-    scheduling_request,
+    t9k_job_view,
 )
-from t9k_operator.kinds.view import JobView, Role, asks_of
+from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj
 
 
@@ -69,16 +67,8 @@ class DeepSpeedKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fact
     def view(self, job: Job) -> JobView:
         spec = job.spec
         role = Role("worker", effective_worker_count(spec), spec.worker.effective_restart_policy)
-        return job_view(
-            CRD.kind,
-            job.metadata,
-            (role,),
-            spec_error(spec),
-            asks=asks_of(
-                scheduling_request(spec.scheduler, min_member(spec)),
-                hang_policy(spec.run_policy.progress),
-            ),
-            **run_policy_view(spec.run_policy, spec.run_mode),
+        return t9k_job_view(
+            CRD.kind, job.metadata, (role,), spec_error(spec), spec, min_member(spec)
         )
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:

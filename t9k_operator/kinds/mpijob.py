@@ -16,22 +16,26 @@ from __future__ import annotations
 import copy
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from t9k_operator.api.mpijob import CRD, MPIJobSpec
 from t9k_operator.builders import mpijob as build
-from t9k_operator.builders import ssh
 from t9k_operator.builders.mpijob import Job
 from t9k_operator.kinds import flags
 from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.contract import KindBase, job_view
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, Replica
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_mode_view, scheduling_request
+from t9k_operator.kinds.t9k import (
+    LaunchedOverSsh,
+    LauncherBuilders,
+    run_mode_view,
+    scheduling_request,
+)
 from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
 from t9k_operator.objects import Obj
 
-WORKERS_ONLY = frozenset({"worker"})
 MASTER_PORT = 29500
 """The port ``t9k run --local`` offers as MASTER_PORT (a free one standing for it)."""
 COMPLETED = Outcome(
@@ -53,11 +57,10 @@ def spec_error(spec: MPIJobSpec) -> str | None:
     return None
 
 
-class MPIJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
+class MPIJobKind(LaunchedOverSsh, KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     cli_name = "mpi"
     pausable = True
-    pod_templates: tuple[str, ...] = ("spec.worker.template",)
-    uses_ssh = True
+    launcher_builders: ClassVar[LauncherBuilders] = build
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
@@ -82,23 +85,6 @@ class MPIJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     ) -> Outcome | None:
         state = replicas.get(self.deciding_replica(job))
         return COMPLETED if state is not None and state.phase == "Succeeded" else None
-
-    def deciding_replica(self, job: JobView) -> tuple[str, int]:
-        return ("launcher", 0)
-
-    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
-        return WORKERS_ONLY
-
-    def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
-        if type_ == "launcher":
-            return build.build_launcher(job, mode)
-        return build.build_worker(job, index, mode)
-
-    def extras(self, job: Job) -> list[Obj]:
-        return [build.build_service(job), build.hostfile_configmap(job)]
-
-    def ssh_secret(self, job: Job, private_key: str, public_key: str) -> Obj | None:
-        return ssh.ssh_secret(job, private_key, public_key, build.auth_dir(job))
 
     def from_flags(self, request: JobRequest) -> Obj:
         """Workers of the image, mpirun running the command with a process per GPU

@@ -14,17 +14,15 @@ from t9k_operator.api.pytorch import CRD, PyTorchTrainingJobSpec
 from t9k_operator.builders import pytorch as build
 from t9k_operator.builders.pytorch import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.contract import KindBase, PodMode, Services
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import EachReplica, Program, split_python
 from t9k_operator.kinds.t9k import (
     DecidedByOneReplica,
     containerless_replica,
-    run_policy_view,
-    scheduling_request,
+    t9k_job_view,
 )
-from t9k_operator.kinds.view import JobView, Role, asks_of
+from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj, training_container
 
 
@@ -55,17 +53,7 @@ class PyTorchKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, facts=
         roles = tuple(
             Role(rs.type, spec.replica_count(rs), rs.restart_policy) for rs in spec.replica_specs
         )
-        return job_view(
-            CRD.kind,
-            job.metadata,
-            roles,
-            spec_error(spec),
-            asks=asks_of(
-                scheduling_request(spec.scheduler, min_member(spec)),
-                hang_policy(spec.run_policy.progress),
-            ),
-            **run_policy_view(spec.run_policy, spec.run_mode),
-        )
+        return t9k_job_view(CRD.kind, job.metadata, roles, spec_error(spec), spec, min_member(spec))
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return build.master_of([(r.type, r.replicas) for r in job.roles])

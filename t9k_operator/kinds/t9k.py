@@ -1,16 +1,20 @@
 """What the T9k job kinds share when they view a job: the ``runPolicy`` and
-``runMode`` fields in the engine's terms, and success decided by one replica."""
+``runMode`` fields in the engine's terms, success decided by one replica, and
+the pods and objects of a kind whose launcher starts the training over ssh."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
+from t9k_operator.builders import ssh
 from t9k_operator.builders.gang import priority_class
-from t9k_operator.kinds.asks import SchedulingRequest
+from t9k_operator.kinds.asks import SchedulingRequest, hang_policy
+from t9k_operator.kinds.contract import PodMode, Services, job_view
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.view import JobView, Outcome, Override
+from t9k_operator.kinds.view import JobView, Outcome, Override, Role, asks_of
+from t9k_operator.objects import Obj
 
 
 def _overrides(items: Sequence[ReplicaDebugSpec | ResumeSpec]) -> tuple[Override, ...]:
@@ -75,6 +79,43 @@ def containerless_replica(templates: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
+class T9kSpec(Protocol):
+    """The spec of a T9k kind with ``runPolicy``, ``runMode`` and ``scheduler``."""
+
+    @property
+    def scheduler(self) -> SchedulerPolicy | None: ...
+
+    @property
+    def run_policy(self) -> RunPolicy: ...
+
+    @property
+    def run_mode(self) -> RunMode | None: ...
+
+
+def t9k_job_view(
+    kind: str,
+    meta: Mapping[str, Any],
+    roles: tuple[Role, ...],
+    error: str | None,
+    spec: T9kSpec,
+    at_once: int,
+) -> JobView:
+    """The view of a job whose ``runPolicy``, ``runMode`` and ``scheduler`` are the
+    T9k kinds' own: ``at_once`` pods scheduled together, hung as runPolicy.progress
+    says, restarted and cleaned up as runPolicy and runMode say."""
+    return job_view(
+        kind,
+        meta,
+        roles,
+        error,
+        asks=asks_of(
+            scheduling_request(spec.scheduler, at_once),
+            hang_policy(spec.run_policy.progress),
+        ),
+        **run_policy_view(spec.run_policy, spec.run_mode),
+    )
+
+
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     """The job's success when the replica that decides it (the master, worker-0,
     the launcher) has succeeded; None while it has not."""
@@ -94,3 +135,50 @@ class DecidedByOneReplica:
         self, job: JobView, replicas: Mapping[tuple[str, int], ReplicaState]
     ) -> Outcome | None:
         return succeeded_with(replicas.get(self.deciding_replica(job)))
+
+
+WORKERS_ONLY = frozenset({"worker"})
+
+
+class LauncherBuilders(Protocol):
+    """The builders module of a kind with one launcher pod and ssh workers."""
+
+    def build_launcher(self, job: Any, mode: PodMode) -> Obj: ...
+
+    def build_worker(self, job: Any, index: int, mode: PodMode) -> Obj: ...
+
+    def build_service(self, job: Any) -> Obj: ...
+
+    def hostfile_configmap(self, job: Any) -> Obj: ...
+
+    def auth_dir(self, job: Any) -> str: ...
+
+
+class LaunchedOverSsh:
+    """A kind whose launcher pod starts the training over ssh on workers that run
+    sshd (ColossalAIJob, MPIJob): the launcher decides the job, only the workers
+    are cleaned up, and the pods, the Service, the hostfile and the ssh Secret
+    come from the kind's :attr:`launcher_builders`."""
+
+    launcher_builders: ClassVar[LauncherBuilders]
+    pod_templates: tuple[str, ...] = ("spec.worker.template",)
+    uses_ssh = True
+
+    def deciding_replica(self, job: JobView) -> tuple[str, int]:
+        return ("launcher", 0)
+
+    def cleanup_types(self, job: JobView) -> frozenset[str] | None:
+        return WORKERS_ONLY
+
+    def build_pod(self, job: Any, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
+        if type_ == "launcher":
+            return self.launcher_builders.build_launcher(job, mode)
+        return self.launcher_builders.build_worker(job, index, mode)
+
+    def extras(self, job: Any) -> list[Obj]:
+        build = self.launcher_builders
+        return [build.build_service(job), build.hostfile_configmap(job)]
+
+    def ssh_secret(self, job: Any, private_key: str, public_key: str) -> Obj | None:
+        auth_dir = self.launcher_builders.auth_dir(job)
+        return ssh.ssh_secret(job, private_key, public_key, auth_dir)

@@ -17,17 +17,15 @@ from t9k_operator.api.tensorflow import CRD, TensorFlowTrainingJobSpec
 from t9k_operator.builders import tensorflow as build
 from t9k_operator.builders.tensorflow import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
+from t9k_operator.kinds.contract import KindBase, PodMode, Services
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, Replica
 from t9k_operator.kinds.t9k import (
     DecidedByOneReplica,
     containerless_replica,
-    run_policy_view,
-    scheduling_request,
+    t9k_job_view,
 )
-from t9k_operator.kinds.view import JobView, Role, asks_of
+from t9k_operator.kinds.view import JobView, Role
 from t9k_operator.objects import Obj, training_container
 
 
@@ -44,16 +42,13 @@ class TensorFlowKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fac
     def view(self, job: Job) -> JobView:
         spec = job.spec
         roles = tuple(Role(rs.type, rs.replicas, rs.restart_policy) for rs in spec.replica_specs)
-        return job_view(
+        return t9k_job_view(
             CRD.kind,
             job.metadata,
             roles,
             spec_error(spec),
-            asks=asks_of(
-                scheduling_request(spec.scheduler, sum(rs.replicas for rs in spec.replica_specs)),
-                hang_policy(spec.run_policy.progress),
-            ),
-            **run_policy_view(spec.run_policy, spec.run_mode),
+            spec,
+            sum(rs.replicas for rs in spec.replica_specs),
         )
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:

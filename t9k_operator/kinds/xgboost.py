@@ -17,12 +17,11 @@ from t9k_operator.api.xgboost import CRD, MASTER, WORKER, XGBoostTrainingJobSpec
 from t9k_operator.builders import xgboost as build
 from t9k_operator.builders.xgboost import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import hang_policy
-from t9k_operator.kinds.contract import KindBase, PodMode, Services, Stored, job_view
+from t9k_operator.kinds.contract import KindBase, PodMode, Services, Stored
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import run_policy_view, scheduling_request, succeeded_with
-from t9k_operator.kinds.view import JobView, Outcome, Role, asks_of
+from t9k_operator.kinds.t9k import succeeded_with, t9k_job_view
+from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj
 
 BACKOFF_COUNT = "backoffCount"
@@ -53,16 +52,13 @@ class XGBoostKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
     def view(self, job: Job) -> JobView:
         spec = job.spec
         roles = tuple(Role(rs.type, rs.replicas, rs.restart_policy) for rs in spec.replica_specs)
-        return job_view(
+        return t9k_job_view(
             CRD.kind,
             job.metadata,
             roles,
             spec_error(spec),
-            asks=asks_of(
-                scheduling_request(spec.scheduler, sum(rs.replicas for rs in spec.replica_specs)),
-                hang_policy(spec.run_policy.progress),
-            ),
-            **run_policy_view(spec.run_policy, spec.run_mode),
+            spec,
+            sum(rs.replicas for rs in spec.replica_specs),
         )
 
     def outcome(
