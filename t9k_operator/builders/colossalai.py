@@ -56,10 +56,7 @@ def auth_dir(job: Job) -> str:
 
 
 def hostfile(job: Job) -> str:
-    name = job.name
-    return "".join(
-        f"{pod_name(name, 'worker', i)}.{name}\n" for i in range(job.spec.worker.replicas)
-    )
+    return ssh.workers_hostfile(job.name, job.spec.worker.replicas)
 
 
 def hostfile_configmap(job: Job) -> Obj:

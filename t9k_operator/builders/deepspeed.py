@@ -29,7 +29,6 @@ from t9k_operator.builders.common import (
     KindFacts,
     PodMode,
     headless_service,
-    pod_name,
     replica_pod,
 )
 from t9k_operator.objects import Obj, training_container_index
@@ -55,10 +54,8 @@ def config(job: Job) -> DeepSpeedConfig:
 
 
 def hostfile(job: Job) -> str:
-    name, slots = job.name, effective_slots(job.spec)
-    return "".join(
-        f"{pod_name(name, 'worker', i)}.{name} slots={slots}\n"
-        for i in range(effective_worker_count(job.spec))
+    return ssh.workers_hostfile(
+        job.name, effective_worker_count(job.spec), effective_slots(job.spec)
     )
 
 

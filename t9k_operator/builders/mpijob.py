@@ -35,7 +35,6 @@ from t9k_operator.builders.common import (
     KindFacts,
     PodMode,
     headless_service,
-    pod_name,
     replica_pod,
 )
 from t9k_operator.objects import Obj, training_container_index
@@ -65,8 +64,7 @@ def auth_dir(job: Job) -> str:
 
 
 def hostfile(job: Job) -> str:
-    name = job.name
-    return "".join(f"{pod_name(name, WORKER, i)}.{name}\n" for i in range(job.spec.worker.replicas))
+    return ssh.workers_hostfile(job.name, job.spec.worker.replicas)
 
 
 def hostfile_configmap(job: Job) -> Obj:

@@ -29,7 +29,13 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from t9k_operator.builders.common import Job, child_metadata, job_labels, ssh_secret_name
+from t9k_operator.builders.common import (
+    Job,
+    child_metadata,
+    job_labels,
+    pod_name,
+    ssh_secret_name,
+)
 from t9k_operator.objects import Obj
 
 DEFAULT_AUTH_DIR = "/root/.ssh"
@@ -203,6 +209,15 @@ def sshd_foreground_script(sshd_path: str, extra_args: str = "") -> str:
 
 def hostfile_name(job_name: str) -> str:
     return f"{job_name}-hostfile"
+
+
+def workers_hostfile(job_name: str, workers: int, slots: int | None = None) -> str:
+    """A hostfile of one ``<job>-worker-<i>.<job>`` line per worker, each with
+    ``slots=<slots>`` when given (else the launcher decides the slots)."""
+    suffix = "" if slots is None else f" slots={slots}"
+    return "".join(
+        f"{pod_name(job_name, 'worker', i)}.{job_name}{suffix}\n" for i in range(workers)
+    )
 
 
 def hostfile_configmap(job: Job, content: str) -> Obj:
