@@ -325,11 +325,6 @@ class MPIJobSpec(T9kModel):
         return specs.debug_enabled(self.run_mode)
 
 
-def pod_names_fit(job_name: str, spec: MPIJobSpec) -> bool:
-    """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-    return launcher_pod_names_fit(job_name, LAUNCHER, WORKER, spec.worker.replicas)
-
-
 # -- status and the object --------------------------------------------------------------------
 
 
@@ -350,7 +345,8 @@ class MPIJobObject(JobObject[MPIJobSpec, MPIJobStatus]):
     rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
 
     def pod_names_fit(self) -> bool:
-        return pod_names_fit(self.name, self.spec)
+        """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
+        return launcher_pod_names_fit(self.name, LAUNCHER, WORKER, self.spec.worker.replicas)
 
 
 CRD = job_crd(
