@@ -116,6 +116,32 @@ def t9k_job_view(
     )
 
 
+class TypedReplicas(Protocol):
+    """One entry of a T9k kind's ``spec.replicaSpecs``: its type, count and restart policy."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def replicas(self) -> int: ...
+
+    @property
+    def restart_policy(self) -> str: ...
+
+
+def replica_specs_view(
+    kind: str,
+    meta: Mapping[str, Any],
+    error: str | None,
+    spec: T9kSpec,
+    replica_specs: Sequence[TypedReplicas],
+) -> JobView:
+    """:func:`t9k_job_view` of a kind whose roles are its ``spec.replicaSpecs``
+    entries, all of them scheduled together."""
+    roles = tuple(Role(rs.type, rs.replicas, rs.restart_policy) for rs in replica_specs)
+    return t9k_job_view(kind, meta, roles, error, spec, sum(rs.replicas for rs in replica_specs))
+
+
 def succeeded_with(state: ReplicaState | None) -> Outcome | None:
     """The job's success when the replica that decides it (the master, worker-0,
     the launcher) has succeeded; None while it has not."""

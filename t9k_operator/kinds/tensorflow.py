@@ -23,9 +23,9 @@ from t9k_operator.kinds.local import LOOPBACK, Here, Launch, Process, Program, R
 from t9k_operator.kinds.t9k import (
     DecidedByOneReplica,
     containerless_replica,
-    t9k_job_view,
+    replica_specs_view,
 )
-from t9k_operator.kinds.view import JobView, Role
+from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj, training_container
 
 
@@ -41,14 +41,8 @@ class TensorFlowKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fac
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
-        roles = tuple(Role(rs.type, rs.replicas, rs.restart_policy) for rs in spec.replica_specs)
-        return t9k_job_view(
-            CRD.kind,
-            job.metadata,
-            roles,
-            spec_error(spec),
-            spec,
-            sum(rs.replicas for rs in spec.replica_specs),
+        return replica_specs_view(
+            CRD.kind, job.metadata, spec_error(spec), spec, spec.replica_specs
         )
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:

@@ -20,8 +20,8 @@ from t9k_operator.kinds import flags
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, Stored
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.pods import ReplicaState
-from t9k_operator.kinds.t9k import succeeded_with, t9k_job_view
-from t9k_operator.kinds.view import JobView, Outcome, Role
+from t9k_operator.kinds.t9k import replica_specs_view, succeeded_with
+from t9k_operator.kinds.view import JobView, Outcome
 from t9k_operator.objects import Obj
 
 BACKOFF_COUNT = "backoffCount"
@@ -51,14 +51,8 @@ class XGBoostKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
-        roles = tuple(Role(rs.type, rs.replicas, rs.restart_policy) for rs in spec.replica_specs)
-        return t9k_job_view(
-            CRD.kind,
-            job.metadata,
-            roles,
-            spec_error(spec),
-            spec,
-            sum(rs.replicas for rs in spec.replica_specs),
+        return replica_specs_view(
+            CRD.kind, job.metadata, spec_error(spec), spec, spec.replica_specs
         )
 
     def outcome(
