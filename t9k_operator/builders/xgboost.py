@@ -30,8 +30,9 @@ from t9k_operator.builders.common import (
     headless_service,
     pod_name,
     replica_pod,
+    training_port,
 )
-from t9k_operator.objects import Obj, training_container_index
+from t9k_operator.objects import Obj
 
 Job = XGBoostTrainingJobObject
 
@@ -50,13 +51,9 @@ def port_of(job: Job, replica_type: str) -> int:
     """The training container's port named ``xgboostjob-port`` in the type's
     template, else :data:`DEFAULT_PORT`."""
     template = template_of(job, replica_type)
-    containers = ((template or {}).get("spec") or {}).get("containers") or []
-    if containers and template is not None:
-        c = containers[training_container_index(template, TRAINING_CONTAINERS)]
-        for port in c.get("ports") or []:
-            if port.get("name") == PORT_NAME and port.get("containerPort"):
-                return int(port["containerPort"])
-    return DEFAULT_PORT
+    if template is None:
+        return DEFAULT_PORT
+    return training_port(template, TRAINING_CONTAINERS, PORT_NAME, DEFAULT_PORT)
 
 
 def address(job: Job, replica_type: str, index: int) -> str:
