@@ -64,7 +64,8 @@ MSG_ENV_NAME = "spec.launcher.env: every item needs a name (a non-empty string)"
 MSG_ENV_VALUE = "spec.launcher.env: an item's value must be a string"
 
 
-def _absolute_path_rule(message: str) -> Rule[str]:
+def absolute_path_rule(message: str) -> Rule[str]:
+    """The rule that a path field starts with /, saying ``message`` when it does not."""
     return Rule("self.startsWith('/')", message, lambda path: path.startswith("/"))
 
 
@@ -82,7 +83,7 @@ def _is_plain_place(path: str) -> bool:
     )
 
 
-AUTH_MOUNT_PATH_RULE = _absolute_path_rule(MSG_AUTH_MOUNT_PATH)
+AUTH_MOUNT_PATH_RULE = absolute_path_rule(MSG_AUTH_MOUNT_PATH)
 AUTH_MOUNT_PLACE_RULE: Rule[str] = Rule(
     f"self != '/' && !self.contains('//') && !self.matches('{_DOT_PART}') && !"
     + cel_strings(AUTH_MOUNT_FORBIDDEN)
@@ -90,7 +91,7 @@ AUTH_MOUNT_PLACE_RULE: Rule[str] = Rule(
     MSG_AUTH_MOUNT_PLACE,
     _is_plain_place,
 )
-SSHD_PATH_RULE = _absolute_path_rule(MSG_SSHD_PATH)
+SSHD_PATH_RULE = absolute_path_rule(MSG_SSHD_PATH)
 
 
 # -- spec.ssh ---------------------------------------------------------------------------
@@ -211,6 +212,20 @@ _TEMPLATE_SCHEMA: dict[str, Any] = {
 }
 
 
+def worker_containers(template: Mapping[str, Any]) -> list[Any]:
+    """The containers of the workers' template, which must be a non-empty list of
+    objects (else ValueError with :data:`MSG_NO_CONTAINER`)."""
+    pod = template.get("spec")
+    containers = pod.get("containers") if isinstance(pod, Mapping) else None
+    if (
+        not isinstance(containers, list)
+        or not containers
+        or not all(isinstance(c, Mapping) for c in containers)
+    ):
+        raise ValueError(MSG_NO_CONTAINER)
+    return containers
+
+
 def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The template's container named worker, else its first; None without containers."""
     return named_or_first_container(template, TRAINING_CONTAINER)
@@ -253,12 +268,5 @@ class WorkerSpec(T9kModel):
     @field_validator("template")
     @classmethod
     def _check_containers(cls, template: dict[str, Any]) -> dict[str, Any]:
-        pod = template.get("spec")
-        containers = pod.get("containers") if isinstance(pod, Mapping) else None
-        if (
-            not isinstance(containers, list)
-            or not containers
-            or not all(isinstance(c, Mapping) for c in containers)
-        ):
-            raise ValueError(MSG_NO_CONTAINER)
+        worker_containers(template)
         return template

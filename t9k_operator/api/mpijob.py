@@ -34,6 +34,15 @@ from t9k_operator.api.colossalai_replicas import (
     AUTH_MOUNT_FORBIDDEN,
     AUTH_MOUNT_PLACE_RULE,
     MAX_PATH_LENGTH,
+    SSHD_PATH_RULE,
+    absolute_path_rule,
+    worker_containers,
+)
+from t9k_operator.api.colossalai_replicas import (
+    MSG_NO_CONTAINER as MSG_NO_CONTAINER,
+)
+from t9k_operator.api.colossalai_replicas import (
+    MSG_SSHD_PATH as MSG_SSHD_PATH,
 )
 from t9k_operator.api.crd import (
     JOB_NAME_RULE,
@@ -82,10 +91,6 @@ MSG_AUTH_MOUNT_PLACE = (
     "parts) outside " + ", ".join(AUTH_MOUNT_FORBIDDEN) + ": sshd refuses keys below a "
     "directory others may write, and /t9k is the operator's"
 )
-MSG_SSHD_PATH = (
-    "spec.ssh.sshdPath must be an absolute path (start with /): "
-    "sshd must be started by its absolute path"
-)
 MSG_MPI_HOME = (
     "spec.mpiHome must be an absolute path (start with /): it is mpirun's --prefix, "
     "where the workers find Open MPI's orted"
@@ -94,7 +99,6 @@ MSG_MCA_KEY = (
     "spec.mca: every key must be an MCA parameter name (letters, digits and _ only, e.g. "
     "btl or plm_rsh_args); its value is passed as mpirun --mca <key> <value>"
 )
-MSG_NO_CONTAINER = "spec.worker.template.spec.containers must hold at least one container"
 MSG_NAMELESS_CONTAINER = (
     "spec.worker.template.spec.containers: a container may be left without a name only when "
     "it is the only one (the operator names it mpi-worker)"
@@ -107,15 +111,10 @@ MSG_RESUME_ARGS_NEED_COMMAND = (
 )
 
 
-def _absolute(message: str) -> Rule[str]:
-    return Rule("self.startsWith('/')", message, lambda path: path.startswith("/"))
-
-
-AUTH_MOUNT_PATH_RULE = _absolute(MSG_AUTH_MOUNT_PATH)
+AUTH_MOUNT_PATH_RULE = absolute_path_rule(MSG_AUTH_MOUNT_PATH)
 AUTH_PLACE_RULE: Rule[str] = replace(AUTH_MOUNT_PLACE_RULE, message=MSG_AUTH_MOUNT_PLACE)
 """ColossalAIJob's rule on where a key may go, with this kind's field name."""
-SSHD_PATH_RULE = _absolute(MSG_SSHD_PATH)
-MPI_HOME_RULE = _absolute(MSG_MPI_HOME)
+MPI_HOME_RULE = absolute_path_rule(MSG_MPI_HOME)
 NAMELESS_CONTAINER_RULE: Rule[list[Any]] = Rule(
     "size(self) == 1 || self.all(c, has(c.name) && size(c.name) > 0)",
     MSG_NAMELESS_CONTAINER,
@@ -235,15 +234,7 @@ class WorkerConfig(T9kModel):
     @field_validator("template")
     @classmethod
     def _check_containers(cls, template: dict[str, Any]) -> dict[str, Any]:
-        pod = template.get("spec")
-        containers = pod.get("containers") if isinstance(pod, Mapping) else None
-        if (
-            not isinstance(containers, list)
-            or not containers
-            or not all(isinstance(c, Mapping) for c in containers)
-        ):
-            raise ValueError(MSG_NO_CONTAINER)
-        NAMELESS_CONTAINER_RULE.check(containers)
+        NAMELESS_CONTAINER_RULE.check(worker_containers(template))
         return template
 
 
