@@ -15,6 +15,8 @@ role:
 * ``template``: pod templates (shape checks, their CRD schema);
 * ``specs``: the spec parts the T9k job kinds share (run policy, scheduler,
   run modes), and ``elastic``: elastic training;
+* ``replica_specs``: the fields and rules of a ``spec.replicaSpecs`` list of
+  typed entries (PyTorch, TensorFlow, XGBoost, GenericJob);
 * ``status``: the job status the operator writes;
 * ``crd``: the object model, the CRD descriptor and the rules on names.
 """
