@@ -474,9 +474,11 @@ The CRDs are templates, not in crds/, so that `helm upgrade` upgrades them;
 helm.sh/resource-policy: keep leaves them (and so every job and its pods) in
 place on `helm uninstall`. They are manifests/crds/'s, stored with their
 repeated subtrees (the pod template's schema, in every job kind) once in
-files/crds/shared.yaml: a release stores its chart, and with five copies of
-that schema it would exceed the 1 MiB a release's Secret may hold. Each
-subtree is put back where it was, by path, before the CRD is written. */}}
+files/crds/shared.yaml: a release stores its chart, and with a copy of that
+schema per kind it would exceed the 1 MiB a release's Secret may hold. Each
+subtree is put back where it was, by path, before the CRD is written, as JSON:
+the release stores the rendered manifest too, and the deep schema's YAML
+indentation alone would take it past that limit with eight kinds. */}}
 {{- define "t9k-operator.place" -}}
 {{- $node := .root -}}
 {{- range $seg := initial .path -}}
@@ -507,7 +509,7 @@ subtree is put back where it was, by path, before the CRD is written. */}}
 {{- $_ := set $crd.metadata "labels" $labels }}
 {{- $_ := set $crd.metadata "annotations" $annotations }}
 ---
-{{ toYaml $crd }}
+{{ toJson $crd }}
 {{- end }}
 {{- end }}
 """

@@ -367,6 +367,8 @@ def mutate(rng: random.Random, doc: dict[str, Any]) -> tuple[dict[str, Any], lis
     notes = []
     for _ in range(rng.randint(1, 3)):
         paths = [p for p in _paths(doc["spec"]) if p]
+        if not paths:  # an earlier mutation emptied the spec: nothing left to change
+            break
         path = rng.choice(paths)
         parent: Any = doc["spec"]
         for part in path[:-1]:

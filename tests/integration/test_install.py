@@ -518,7 +518,7 @@ def test_make_install_and_uninstall_handle_the_crds_alone(fresh: Cluster) -> Non
     env = {**os.environ, "KUBECONFIG": str(fresh.kubeconfig), "MAKEFLAGS": ""}
     make = ["make", "-s", "-C", str(ROOT), f"KUBECTL={fresh.bin_dir / 'kubectl'}"]
     crds = sorted(yaml.safe_load(f.read_text())["metadata"]["name"] for f in CRDS.glob("*.yaml"))
-    assert len(crds) == 5, crds
+    assert len(crds) == 9, crds  # the eight job kinds and the TensorBoard
     proc = subprocess.run([*make, "install"], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     crds_established(fresh)
