@@ -515,6 +515,11 @@ def test_make_install_and_uninstall_handle_the_crds_alone(fresh: Cluster) -> Non
     """kubebuilder's targets: the CRDs, for an operator run outside the cluster
     (`make run`); uninstall takes every job with them, and nothing else."""
     clear(fresh)
+    # The CRDs a Helm release of another test left (it keeps them, with fields its
+    # own upgrade changed) would make this install a conflicting second owner.
+    fresh.kubectl(
+        "delete", "crd", "-l", "app.kubernetes.io/part-of=t9k-operator", "--ignore-not-found"
+    )
     env = {**os.environ, "KUBECONFIG": str(fresh.kubeconfig), "MAKEFLAGS": ""}
     make = ["make", "-s", "-C", str(ROOT), f"KUBECTL={fresh.bin_dir / 'kubectl'}"]
     crds = sorted(yaml.safe_load(f.read_text())["metadata"]["name"] for f in CRDS.glob("*.yaml"))
