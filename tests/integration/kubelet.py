@@ -27,19 +27,25 @@ pkg/kubelet/kubelet_pods.go of Kubernetes 1.34):
   ``restartPolicy: Always``) do not count, and run until the regular
   containers have ended, when the kubelet stops them; regular init containers
   have terminated with 0 before any regular container started.
+* A container that cannot start waits with kubelet's reason, its pod Pending,
+  and kubelet records Events on the pod (``pull_fails``, ``pull_backs_off``,
+  ``start``): see each method for the kubelet source it follows.
+* A container the kernel's OOM killer ended is terminated ``OOMKilled`` with
+  exit code 137 (``oom_kill``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.builders.common import DEFAULT_CONTAINER
-from t9k_operator.kube import KubeClient
-from t9k_operator.resources import NODES, PODS
+from t9k_operator.kube import KubeClient, NotFound
+from t9k_operator.resources import CONFIGMAPS, EVENTS, NODES, PODS, SECRETS
 
 MANUAL = {"kwok.t9k.dev/manual": "true"}
 BIND_TIMEOUT = 30.0
@@ -135,7 +141,13 @@ class Kubelet:
         reason: str | None = None,
         message: str | None = None,
         extra: tuple[dict[str, Any], ...] = (),
+        sandbox: bool = True,
     ) -> dict[str, Any]:
+        """Write the pod's status. A pod whose containers wait (Pending) is
+        not ready for ``ContainersNotReady``, one whose containers ended for
+        ``PodCompleted``; one without a ``sandbox`` yet (its volumes not
+        mounted) has no IP and PodReadyToStartContainers False
+        (generateAPIPodStatus)."""
         meta, old = pod["metadata"], pod.get("status") or {}
         now = _now()
         was = {c["type"]: c for c in old.get("conditions") or []}
@@ -154,18 +166,18 @@ class Kubelet:
                 out["reason"] = why
             return out
 
-        done = None if ready else "PodCompleted"
+        done = None if ready else "ContainersNotReady" if phase == "Pending" else "PodCompleted"
         status: dict[str, Any] = {
             "phase": phase,
             "startTime": old.get("startTime") or now,
             "hostIP": host_ip,
             "hostIPs": [{"ip": host_ip}],
-            "podIP": ip,
-            "podIPs": [{"ip": ip}],
+            "podIP": ip if sandbox else None,
+            "podIPs": [{"ip": ip}] if sandbox else None,
             "qosClass": old.get("qosClass") or "BestEffort",
             "conditions": [
                 *kept,
-                condition("PodReadyToStartContainers", True),
+                condition("PodReadyToStartContainers", sandbox),
                 condition("Initialized", True),
                 condition("Ready", ready, done),
                 condition("ContainersReady", ready, done),
@@ -331,3 +343,179 @@ class Kubelet:
             message=message,
             extra=(disruption,),
         )
+
+    def oom_kill(
+        self, namespace: str, name: str, *, container: str | None = None, restart_count: int = 0
+    ) -> dict[str, Any]:
+        """End ``container`` (default as :meth:`terminate`) as the kernel's OOM
+        killer does: SIGKILL, so exit code 137, and the reason ``OOMKilled``
+        that the runtime reports and kubelet copies into
+        ``state.terminated.reason``
+        (pkg/kubelet/kuberuntime/kuberuntime_container.go,
+        convertToKubeContainerStatus)."""
+        return self.terminate(
+            namespace,
+            name,
+            exit_code=137,
+            container=container,
+            reason="OOMKilled",
+            restart_count=restart_count,
+        )
+
+    # -- containers that cannot start ----------------------------------------
+
+    def event(self, pod: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """An Event on ``pod`` from its node's kubelet, as kubelet's recorder
+        sends one (source component ``kubelet``, host the node)."""
+        meta = pod["metadata"]
+        self.client.create(
+            EVENTS,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta["uid"],
+                },
+                "type": type_,
+                "reason": reason,
+                "message": message,
+                "source": {"component": "kubelet", "host": pod["spec"]["nodeName"]},
+                "firstTimestamp": _now(),
+                "lastTimestamp": _now(),
+                "count": 1,
+                "reportingComponent": "kubelet",
+                "reportingInstance": pod["spec"]["nodeName"],
+            },
+            meta["namespace"],
+        )
+
+    def _wait(
+        self, pod: dict[str, Any], reasons: dict[str, tuple[str, str]], *, sandbox: bool = True
+    ) -> dict[str, Any]:
+        """Write ``pod`` Pending with each container waiting: those in
+        ``reasons`` with that (reason, message), the others
+        ``ContainerCreating`` (kubelet's default waiting state,
+        kubelet_pods.go, convertToAPIContainerStatuses). Without a
+        ``sandbox`` (its volumes not mounted yet) the pod has no IP and its
+        PodReadyToStartContainers condition is False."""
+        statuses = []
+        for c in pod["spec"]["containers"]:
+            reason, message = reasons.get(c["name"], ("ContainerCreating", ""))
+            waiting = {"reason": reason} | ({"message": message} if message else {})
+            statuses.append(
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": 0,
+                    "state": {"waiting": waiting},
+                }
+            )
+        return self._write(pod, "Pending", statuses, [], ready=False, sandbox=sandbox)
+
+    def pull_fails(
+        self, namespace: str, name: str, error: str, *, container: str | None = None
+    ) -> dict[str, Any]:
+        """A pull of ``container``'s image (default: the training container)
+        fails with ``error``: it waits ``ErrImagePull`` with the error as its
+        message, and kubelet records the Events Pulling, Failed ("Failed to
+        pull image ...") and Failed ("Error: ErrImagePull")
+        (pkg/kubelet/images/image_manager.go, EnsureImageExists;
+        pkg/kubelet/kuberuntime/kuberuntime_container.go, startContainer).
+        Kubelet then backs off that image for 10s, doubling up to 300s
+        (pkg/kubelet/kubelet.go, imageBackOffPeriod, MaxImageBackOff); a test
+        calls :meth:`pull_backs_off` for a sync within it and this again for
+        the next pull."""
+        pod = self._bound(namespace, name)
+        target = container or default_container(pod)
+        image = next(c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == target)
+        written = self._wait(pod, {target: ("ErrImagePull", error)})
+        self.event(pod, "Normal", "Pulling", f'Pulling image "{image}"')
+        self.event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {error}')
+        self.event(pod, "Warning", "Failed", "Error: ErrImagePull")
+        return written
+
+    def pull_backs_off(
+        self, namespace: str, name: str, *, container: str | None = None
+    ) -> dict[str, Any]:
+        """A sync within the image's back-off: kubelet does not pull; the
+        container waits ``ImagePullBackOff`` ("Back-off pulling image <image>")
+        and kubelet records the Events BackOff and Failed ("Error:
+        ImagePullBackOff") (same sources as :meth:`pull_fails`)."""
+        pod = self._bound(namespace, name)
+        target = container or default_container(pod)
+        image = next(c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == target)
+        back_off = f'Back-off pulling image "{image}"'
+        written = self._wait(pod, {target: ("ImagePullBackOff", back_off)})
+        self.event(pod, "Normal", "BackOff", back_off)
+        self.event(pod, "Warning", "Failed", "Error: ImagePullBackOff")
+        return written
+
+    def _missing_volumes(self, pod: dict[str, Any]) -> list[tuple[str, str]]:
+        """The pod's volumes kubelet cannot mount, as (volume, kubelet's error):
+        a configMap or secret volume, or a projected volume's configMap or
+        secret source, whose object does not exist and that is not
+        ``optional`` (pkg/volume/configmap and pkg/volume/secret, SetUpAt;
+        pkg/volume/projected). A claim that does not exist never gets here:
+        the scheduler's VolumeBinding plugin leaves such a pod unschedulable."""
+        namespace = pod["metadata"]["namespace"]
+
+        def missing(kind: str, ref: dict[str, Any]) -> str:
+            if ref.get("optional"):
+                return ""
+            resource = CONFIGMAPS if kind == "configmap" else SECRETS
+            key = "name" if kind == "configmap" else "secretName"
+            object_name = str(ref.get(key) or ref.get("name") or "")
+            try:
+                self.client.get(resource, object_name, namespace)
+            except NotFound:
+                return f'{kind} "{object_name}" not found'
+            return ""
+
+        out = []
+        for v in pod["spec"].get("volumes") or []:
+            refs = [("configmap", v["configMap"])] if "configMap" in v else []
+            refs += [("secret", v["secret"])] if "secret" in v else []
+            for source in (v.get("projected") or {}).get("sources") or []:
+                refs += [("configmap", source["configMap"])] if "configMap" in source else []
+                refs += [("secret", source["secret"])] if "secret" in source else []
+            for kind, ref in refs:
+                if error := missing(kind, ref):
+                    out.append((v["name"], error))
+                    break
+        return out
+
+    def start(self, namespace: str, name: str) -> bool:
+        """Kubelet's sync of a placed pod: mount its volumes, then run its
+        containers (:meth:`run`). A volume that cannot mount
+        (:meth:`_missing_volumes`) stops it there, as the volume manager does
+        (pkg/kubelet/volumemanager, WaitForAttachAndMount; the Event from
+        pkg/volume/util/operationexecutor/operation_generator.go,
+        GenerateMountVolumeFunc): the pod stays Pending without a sandbox,
+        its containers waiting ``ContainerCreating``, and a Warning Event
+        FailedMount on the pod says ``MountVolume.SetUp failed for volume
+        "<volume>" : <error>`` for each. (After two minutes kubelet adds one
+        more, "Unable to attach or mount volumes: unmounted volumes=[...]
+        ...: timed out waiting for the condition", and keeps trying.)
+        Whether the containers run."""
+        pod = self._bound(namespace, name)
+        failed = self._missing_volumes(pod)
+        if not failed:
+            self.run(namespace, name)
+            return True
+        self._wait(pod, {}, sandbox=False)
+        for volume, error in failed:
+            self.event(
+                pod,
+                "Warning",
+                "FailedMount",
+                f'MountVolume.SetUp failed for volume "{volume}" : {error}',
+            )
+        return False

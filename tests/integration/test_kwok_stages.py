@@ -1,6 +1,9 @@
 """The local cluster's KWOK stages (hack/kwok/stages.yaml) end a pod the way a
 job's pod ends: the exit code of ``kwok.t9k.dev/exit-code`` lands on the
-training container, the one the operator reads, wherever it is in the spec.
+training container, the one the operator reads, wherever it is in the spec;
+an OOM-killed container ends ``OOMKilled`` with 137; an image that cannot be
+pulled alternates ``ErrImagePull`` and ``ImagePullBackOff`` with kubelet's
+Events, never moving the pod's placement time.
 
 The pods are the builders' own (as the operator would create them, without an
 owner to garbage-collect them), placed by the real kube-scheduler and ended by
@@ -10,11 +13,12 @@ KWOK's ``pod-finish`` stage. The test's kubelet stand-in
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from t9k_operator.builders import pytorch
 from t9k_operator.kube import KubeClient
-from t9k_operator.resources import PODS
+from t9k_operator.resources import EVENTS, PODS
 from tests.integration.cluster import wait_for
 from tests.integration.kubelet import MANUAL, Kubelet
 
@@ -122,3 +126,81 @@ def test_the_kubelet_stand_in_ends_the_training_container_too(
         "phase": "Failed",
         "codes": {"logger": (0, "Completed"), "pytorch": (3, "Error"), "monitor": (0, "Completed")},
     }
+
+
+def test_an_oom_killed_container_ends_oomkilled_with_137(admin: KubeClient, namespace: str) -> None:
+    notes = {
+        "kwok.t9k.dev/run-duration": "1s",
+        "kwok.t9k.dev/exit-reason": "OOMKilled",
+        "kwok.t9k.dev/exit-container": "monitor",
+    }
+    assert ended(admin, namespace, notes) == {
+        "phase": "Failed",
+        "codes": {
+            "logger": (0, "Completed"),
+            "pytorch": (0, "Completed"),
+            "monitor": (137, "OOMKilled"),
+        },
+    }
+
+
+def test_the_kubelet_stand_in_oom_kills_the_training_container(
+    admin: KubeClient, namespace: str, kubelet: Kubelet
+) -> None:
+    pod = built_pod(namespace, MANUAL)
+    admin.create(PODS, pod, namespace)
+    name = pod["metadata"]["name"]
+    kubelet.run(namespace, name)
+    kubelet.oom_kill(namespace, name)
+    assert summary(admin.get(PODS, name, namespace)["status"]) == {
+        "phase": "Failed",
+        "codes": {
+            "logger": (0, "Completed"),
+            "pytorch": (137, "OOMKilled"),
+            "monitor": (0, "Completed"),
+        },
+    }
+
+
+def test_a_failing_pull_alternates_errimagepull_and_imagepullbackoff_with_events(
+    admin: KubeClient, namespace: str
+) -> None:
+    pod = built_pod(
+        namespace,
+        {
+            "kwok.t9k.dev/waiting-reason": "ErrImagePull",
+            "kwok.t9k.dev/waiting-message": "pull access denied",
+            "kwok.t9k.dev/pull-backoff": "1s",
+        },
+    )
+    admin.create(PODS, pod, namespace)
+    name = pod["metadata"]["name"]
+    seen: list[tuple[str, str]] = []  # the training container's reason and message, as they change
+    placed: set[str] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 4 and time.monotonic() < deadline:
+        status = admin.get(PODS, name, namespace).get("status") or {}
+        for c in status.get("conditions") or []:
+            if c["type"] == "PodScheduled":
+                placed.add(c["lastTransitionTime"])
+        waiting = {
+            c["name"]: c["state"].get("waiting") or {}
+            for c in status.get("containerStatuses") or []
+        }
+        now = waiting.get("pytorch")
+        if now and (not seen or seen[-1] != (now["reason"], now.get("message", ""))):
+            seen.append((now["reason"], now.get("message", "")))
+            assert status["phase"] == "Pending"
+        time.sleep(0.1)
+    back_off = ("ImagePullBackOff", 'Back-off pulling image "pytorch/pytorch:2.4.0"')
+    assert seen == [("ErrImagePull", "pull access denied"), back_off] * 2
+    assert len(placed) == 1  # the placement keeps its time: a start timeout never restarts
+    events = {
+        (e["type"], e["reason"], e["message"])
+        for e in admin.list_all(EVENTS, namespace)[0]
+        if e["involvedObject"]["name"] == name
+    }
+    assert {
+        ("Warning", "Failed", "Error: ErrImagePull"),
+        ("Normal", "BackOff", "Back-off pulling image"),
+    } <= events
