@@ -12,6 +12,7 @@ from t9k_operator.kinds.view import Outcome
 from t9k_operator.objects import parse_time
 from t9k_operator.reconcilers.engine.conditions import Reason
 from t9k_operator.reconcilers.engine.finish import finish
+from t9k_operator.reconcilers.engine.phase import kubelet_says
 from t9k_operator.reconcilers.engine.planning import Pass
 
 
@@ -71,7 +72,7 @@ def cannot_start(p: Pass) -> None:
     wait cures the cause, else once the start timeout has run out."""
     timeout = pod_start_timeout(p.job.start_timeout)
     for type_, state in p.not_started:
-        waiting = state.waiting
+        waiting = kubelet_says(p, state)
         if waiting is not None and waiting.permanent:
             fix = _FIX.get(waiting.reason, "the pod template")
             message = (

@@ -4,7 +4,10 @@ Unknown while a replica is on a lost node."""
 
 from __future__ import annotations
 
-from t9k_operator.kinds.pods import ReplicaState
+import re
+from dataclasses import replace
+
+from t9k_operator.kinds.pods import ReplicaState, Waiting
 from t9k_operator.kinds.view import Gate, Hold
 from t9k_operator.reconcilers.engine.conditions import Reason, get_condition
 from t9k_operator.reconcilers.engine.planning import Pass
@@ -102,15 +105,40 @@ def _unschedulable(p: Pass, stuck: list[ReplicaState]) -> None:
 
 # Reasons kubelet alternates for one cause: one Event for the lot.
 _SAME_CAUSE = {"ErrImagePull": "ImagePullBackOff"}
+_MORE = re.compile(r" \(and \d+ more pods of the job\)$")
+
+
+def kubelet_says(p: Pass, state: ReplicaState) -> Waiting | None:
+    """Why kubelet cannot start ``state``'s container, steady while an image
+    cannot be pulled. Kubelet alternates for as long as the pull fails
+    (pkg/kubelet/images/image_manager.go, EnsureImageExists): ErrImagePull
+    with the pull's error, then, during the image's back-off, ImagePullBackOff
+    with only "Back-off pulling image". During the back-off the job keeps
+    naming the error of the last pull, which its Running condition holds."""
+    waiting = state.waiting
+    if waiting is None or waiting.reason != "ImagePullBackOff":
+        return waiting
+    before = get_condition(p.status, "Running") or {}
+    pulled = replace(waiting, reason="ErrImagePull", message="")
+    head = _cannot_start(state.name, pulled) + ": "
+    said = str(before.get("message") or "")
+    if before.get("reason") != "ErrImagePull" or not said.startswith(head):
+        return waiting
+    return replace(pulled, message=_MORE.sub("", said[len(head) :]))
+
+
+def _cannot_start(pod: str, waiting: Waiting) -> str:
+    return f"Pod {pod} cannot start: {waiting.describe()}"
 
 
 def _not_starting(p: Pass, blocked: list[ReplicaState]) -> None:
     """A job with a placed pod that kubelet cannot start names the pod, the
     container and kubelet's reason and message (one Event when it begins)."""
     first = blocked[0]
-    assert first.waiting is not None
-    reason = first.waiting.reason
-    message = f"Pod {first.name} cannot start: {first.waiting.describe()}"
+    waiting = kubelet_says(p, first)
+    assert waiting is not None
+    reason = waiting.reason
+    message = _cannot_start(first.name, waiting)
     if len(blocked) > 1:
         message += f" (and {len(blocked) - 1} more pods of the job)"
     before = str((get_condition(p.status, "Running") or {}).get("reason") or "")

@@ -640,6 +640,56 @@ def test_a_pod_that_cannot_start_is_named_in_the_running_condition_with_one_even
     assert get_condition(again.status, "Running")["reason"] == "ErrImagePull"  # type: ignore[index]
 
 
+def test_a_failing_pull_is_named_by_its_error_through_kubelets_back_off() -> None:
+    """Kubelet alternates ErrImagePull (the pull's error) and ImagePullBackOff
+    (only "Back-off pulling image"): the condition keeps naming the error,
+    with no Event but the first, and so does the start timeout's failure."""
+    j = job(start_timeout=120.0)
+    pods = running(j)
+    pods[("worker", 1)] = stuck("worker", 1, "ErrImagePull", "pull access denied")
+    first = step(j, pods)
+    named = "Pod j-worker-1 cannot start: container pytorch: ErrImagePull: pull access denied"
+    assert first.events == [("Warning", "ErrImagePull", named)]
+    back_off = replace(
+        pods[("worker", 1)],
+        waiting=Waiting("pytorch", "ImagePullBackOff", 'Back-off pulling image "x:nope"'),
+    )
+    for at, waiting in ((10, back_off), (20, pods[("worker", 1)]), (40, back_off)):
+        again = step(
+            replace(j, status=first.status),
+            {**pods, ("worker", 1): waiting},
+            T0 + timedelta(seconds=at),
+        )
+        c = get_condition(again.status, "Running")
+        assert c is not None and (c["reason"], c["message"]) == ("ErrImagePull", named)
+        assert again.events == []
+        first = again
+    ended = step(
+        replace(j, status=first.status),
+        {**pods, ("worker", 1): back_off},
+        T0 + timedelta(seconds=120),
+    )
+    assert ended.finished is not None and ended.finished.message == (
+        "Pod j-worker-1 did not start within 120s of its placement on node node-1: "
+        "container pytorch: ErrImagePull: pull access denied"
+    )
+
+
+def test_a_back_off_of_another_pod_or_with_no_error_seen_says_what_kubelet_says() -> None:
+    j = job()
+    pods = running(j)
+    pods[("worker", 0)] = stuck("worker", 0, "ErrImagePull", "pull access denied")
+    first = step(j, pods)
+    pods[("worker", 0)] = pod("worker", 0, "Running")
+    pods[("worker", 1)] = stuck("worker", 1, "ImagePullBackOff", 'Back-off pulling image "y"')
+    p = step(replace(j, status=first.status), pods, T0 + timedelta(seconds=10))
+    c = get_condition(p.status, "Running")
+    assert c is not None and (c["reason"], c["message"]) == (
+        "ImagePullBackOff",
+        'Pod j-worker-1 cannot start: container pytorch: ImagePullBackOff: Back-off pulling image "y"',
+    )
+
+
 def test_a_running_jobs_replacement_that_cannot_start_is_named_too() -> None:
     j = job()
     first = step(j, running(j))
