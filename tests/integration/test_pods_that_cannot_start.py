@@ -20,7 +20,7 @@ import pytest
 
 from t9k_operator.kube import KubeClient
 from t9k_operator.objects import parse_time
-from t9k_operator.resources import PODS
+from t9k_operator.resources import PODS, SECRETS
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.kubelet import Kubelet
@@ -238,14 +238,22 @@ def test_a_volume_that_cannot_mount_fails_the_job_at_its_start_timeout(
     )
 
 
-def test_an_optional_or_present_configmap_mounts(jobs: Jobs, kubelet: Kubelet) -> None:
-    """The stand-in fails only what kubelet fails: an optional source that is
-    missing mounts empty, and so does one that exists."""
+def test_an_optional_or_present_source_mounts(
+    jobs: Jobs, kubelet: Kubelet, admin: KubeClient
+) -> None:
+    """The stand-in fails only what kubelet fails: a missing source marked
+    optional mounts empty, and one that exists mounts."""
+    admin.create(
+        SECRETS,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "present"}},
+        jobs.namespace,
+    )
+    sources = [{"configMap": {"name": "absent", "optional": True}}, {"secret": {"name": "present"}}]
     body = pytorch_job("mounts", [("worker", 1, "OnFailure")])
-    volume = {"name": "cfg", "configMap": {"name": "absent", "optional": True}}
-    jobs.create(with_volume(body, 0, volume))
+    jobs.create(with_volume(body, 0, {"name": "cfg", "projected": {"sources": sources}}))
     jobs.wait_pods("mounts", ["mounts-worker-0"])
     assert kubelet.start(jobs.namespace, "mounts-worker-0")
+    assert jobs.wait_phase("mounts", "Running", 20)
 
 
 def test_an_oom_killed_replica_is_restarted_per_its_policy_and_named(

@@ -686,7 +686,8 @@ def test_a_back_off_of_another_pod_or_with_no_error_seen_says_what_kubelet_says(
     c = get_condition(p.status, "Running")
     assert c is not None and (c["reason"], c["message"]) == (
         "ImagePullBackOff",
-        'Pod j-worker-1 cannot start: container pytorch: ImagePullBackOff: Back-off pulling image "y"',
+        "Pod j-worker-1 cannot start: container pytorch: ImagePullBackOff: "
+        'Back-off pulling image "y"',
     )
 
 
