@@ -63,7 +63,7 @@ SPECS = int(os.environ.get("T9K_FUZZ_SPECS", "1000"))
 SEED = 12345  # fixed: CI judges the same specs
 # What the fixed seed's 1,000 specs came to (2026-11-26, once malformed quantities
 # and int32s beyond their range were refused at admission: ran 399, refused 515,
-# failed:InvalidSpec 37, failed:PodCannotStart 25, waiting:ImagePullBackOff 23,
+# failed:InvalidSpec 37, failed:PodCannotStart 25, waiting:ErrImagePull 23,
 # waiting:Unschedulable 1),
 # less a fifth for the timing a run may meet: an operator that failed every job
 # with a message, or an admission that refused everything, settles every job too,
@@ -73,7 +73,7 @@ AT_LEAST = {
     "refused": 411,
     "failed:InvalidSpec": 30,
     "failed:PodCannotStart": 20,
-    "waiting:ImagePullBackOff": 18,
+    "waiting:ErrImagePull": 18,  # an image that cannot be pulled, named by the pull's error
 }
 BATCH = 50
 SETTLE = 30.0
@@ -322,7 +322,8 @@ ENRICHMENTS: list[tuple[str, str, Any]] = [
     ),
     ("meta", "labels", {"team": "a", "tier": "train"}),
     ("meta", "annotations", {"kwok.t9k.dev/run-duration": "2s", "note": "enriched"}),
-    # Pods their kubelet cannot start (hack/kwok/stages.yaml, pod-cannot-start):
+    # Pods their kubelet cannot start (hack/kwok/stages.yaml, pod-pull-failed and
+    # pod-cannot-start):
     # one that waits to be cured, and one no wait cures.
     ("meta", "annotations", {"kwok.t9k.dev/waiting-reason": "ImagePullBackOff"}),
     (
