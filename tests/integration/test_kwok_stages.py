@@ -204,3 +204,49 @@ def test_a_failing_pull_alternates_errimagepull_and_imagepullbackoff_with_events
         ("Warning", "Failed", "Error: ErrImagePull"),
         ("Normal", "BackOff", "Back-off pulling image"),
     } <= events
+
+
+def test_the_kubelet_stand_in_alternates_a_failing_pull_too(
+    admin: KubeClient, namespace: str, kubelet: Kubelet
+) -> None:
+    pod = built_pod(namespace, MANUAL)
+    admin.create(PODS, pod, namespace)
+    name = pod["metadata"]["name"]
+    backing_off = 'Back-off pulling image "pytorch/pytorch:2.4.0"'
+    seen: list[tuple[str, str, str]] = []
+    placed: set[str] = set()
+    for back_off in (False, True, False):
+        if back_off:
+            status = kubelet.pull_backs_off(namespace, name)["status"]
+        else:
+            status = kubelet.pull_fails(namespace, name, "pull access denied")["status"]
+        waiting = {c["name"]: c["state"]["waiting"] for c in status["containerStatuses"]}
+        seen.append((status["phase"], waiting["pytorch"]["reason"], waiting["pytorch"]["message"]))
+        assert waiting["logger"] == {"reason": "ContainerCreating"}
+        placed |= {
+            c["lastTransitionTime"] for c in status["conditions"] if c["type"] == "PodScheduled"
+        }
+    assert seen == [
+        ("Pending", "ErrImagePull", "pull access denied"),
+        ("Pending", "ImagePullBackOff", backing_off),
+        ("Pending", "ErrImagePull", "pull access denied"),
+    ]
+    assert len(placed) == 1
+    events = [
+        (e["type"], e["reason"], e["message"])
+        for e in admin.list_all(EVENTS, namespace)[0]
+        if e["involvedObject"]["name"] == name and e["source"].get("component") == "kubelet"
+    ]
+    assert sorted(set(events)) == sorted(
+        {
+            ("Normal", "Pulling", 'Pulling image "pytorch/pytorch:2.4.0"'),
+            (
+                "Warning",
+                "Failed",
+                'Failed to pull image "pytorch/pytorch:2.4.0": pull access denied',
+            ),
+            ("Warning", "Failed", "Error: ErrImagePull"),
+            ("Normal", "BackOff", backing_off),
+            ("Warning", "Failed", "Error: ImagePullBackOff"),
+        }
+    )
