@@ -46,6 +46,17 @@ RESTARTABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
 # (pkg/kubelet/container/sync_result.go).
 STARTING_REASONS = frozenset({"", "ContainerCreating", "PodInitializing"})
 
+# Reasons kubelet alternates for one cause, as long as it lasts: a pull that
+# fails (ErrImagePull, with the pull's error) and the back-off before the next
+# (ImagePullBackOff) (pkg/kubelet/images/image_manager.go, EnsureImageExists).
+_SAME_CAUSE = {"ErrImagePull": "ImagePullBackOff"}
+
+
+def same_cause(reason: str, other: str) -> bool:
+    """Whether two waiting reasons of kubelet's name one cause."""
+    return _SAME_CAUSE.get(reason, reason) == _SAME_CAUSE.get(other, other)
+
+
 # Reasons no wait cures: the image reference cannot be parsed, or the pod may
 # not pull an image the node does not have. The user must change the pod.
 PERMANENT_REASONS = frozenset({"InvalidImageName", "ErrImageNeverPull"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from t9k_operator.kinds.pods import ReplicaState, Waiting
+from t9k_operator.kinds.pods import ReplicaState, Waiting, same_cause
 from t9k_operator.kinds.view import Gate, Hold
 from t9k_operator.reconcilers.engine.conditions import Reason, get_condition
 from t9k_operator.reconcilers.engine.planning import Pass
@@ -103,8 +103,6 @@ def _unschedulable(p: Pass, stuck: list[ReplicaState]) -> None:
     p.condition("Running", "False", Reason.UNSCHEDULABLE, message)
 
 
-# Reasons kubelet alternates for one cause: one Event for the lot.
-_SAME_CAUSE = {"ErrImagePull": "ImagePullBackOff"}
 _MORE = re.compile(r" \(and \d+ more pods of the job\)$")
 
 
@@ -142,7 +140,7 @@ def _not_starting(p: Pass, blocked: list[ReplicaState]) -> None:
     if len(blocked) > 1:
         message += f" (and {len(blocked) - 1} more pods of the job)"
     before = str((get_condition(p.status, "Running") or {}).get("reason") or "")
-    if _SAME_CAUSE.get(before, before) != _SAME_CAUSE.get(reason, reason):
+    if not same_cause(before, reason):  # one Event for the lot
         p.event("Warning", reason, message)
     p.condition("Running", "False", reason, message)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from t9k_operator.api.tensorboard import PROGRESS_REASONS, READY, TensorBoardObject
 from t9k_operator.builders import tensorboard as build
+from t9k_operator.kinds.pods import same_cause
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import parse_time, set_condition
 
@@ -156,8 +157,8 @@ def transition_event(prev: Mapping[str, Any], readiness: Readiness) -> tuple[str
     """The Event for a change of the Ready condition's reason: a Warning when the
     TensorBoard gets into trouble, Normal when it becomes ready; else none."""
     before = ready_condition(prev) or {}
-    if before.get("reason") == readiness.reason:
-        return None
+    if same_cause(str(before.get("reason") or ""), readiness.reason):
+        return None  # the same reason, or kubelet's other word for the same cause
     if readiness.ready:
         return ("Normal", "Ready", f"TensorBoard is ready: {readiness.message}")
     if readiness.trouble:

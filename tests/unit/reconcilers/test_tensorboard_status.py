@@ -167,6 +167,9 @@ def test_events_on_a_change_of_reason_only() -> None:
         "TensorBoard is not ready: x",
     )
     assert transition_event(prev("ImagePullBackOff"), bad) is None
+    # Kubelet alternates ErrImagePull and ImagePullBackOff while a pull fails: one Event.
+    assert transition_event(prev("ErrImagePull"), bad) is None
+    assert transition_event(prev("ImagePullBackOff"), Readiness(False, "ErrImagePull", "y")) is None
     assert transition_event(prev("Creating"), Readiness(False, "Starting", "x")) is None
     assert transition_event(prev("Starting"), Readiness(True, "Ready", "ok")) == (
         "Normal",
