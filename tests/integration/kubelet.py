@@ -402,7 +402,8 @@ class Kubelet:
         ``ContainerCreating`` (kubelet's default waiting state,
         kubelet_pods.go, convertToAPIContainerStatuses). Without a
         ``sandbox`` (its volumes not mounted yet) the pod has no IP and its
-        PodReadyToStartContainers condition is False."""
+        PodReadyToStartContainers condition is False. The pod is taken to have
+        no init containers left to run (the tests' pods have none)."""
         statuses = []
         for c in pod["spec"]["containers"]:
             reason, message = reasons.get(c["name"], ("ContainerCreating", ""))
