@@ -11,11 +11,17 @@ container asked (KWOK's pkg/kwok/server/debugging_logs.go, getPodLogs).
 This process, started beside KWOK by hack/cluster.py, watches every pod and,
 for each one it has not seen, writes one file per container (init containers,
 sidecars, containers and ephemeral containers), each line carrying the pod's
-and the container's names (hack/kwok/container.log's lines, prefixed with
-``<pod>/<container> ``), then applies the pod's ``Logs`` object naming them.
+and the container's names (hack/kwok/container.log's streams and texts,
+each text after ``<pod>/<container> ``, stamped with the seconds up to when
+the file is written), then applies the pod's ``Logs`` object naming them.
+The files are in the CRI log format a container runtime writes for the
+kubelet (one line per entry: an RFC 3339 timestamp, the stream, ``F`` for a
+full line, the text: kubernetes' design-proposals node/kubelet-cri-logging.md),
+which KWOK reads with the kubelet's own reader (k8s.io/cri-client/pkg/logs).
 A pod of the same name created anew (a restarted replica) gets files of its
 own (they are kept under its UID) and its ``Logs`` object is pointed at them;
-a pod deleted has its ``Logs`` object deleted. So a client that printed
+a pod deleted has its ``Logs`` object deleted (its files stay until the
+cluster is removed). So a client that printed
 another replica's or another container's log prints the wrong names.
 
 Only the standard library: hack/cluster.py runs before the project's
@@ -25,11 +31,11 @@ virtualenv exists. Its own log is ``pod-logs.log`` in the cluster's folder.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import ssl
 import sys
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -42,24 +48,46 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 POD_UID = "kwok.t9k.dev/pod-uid"
 
 
+class ApiError(Exception):
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"{status} {body[:300]!r}")
+        self.status = status
+
+
 class Api:
-    """The API server, as the client certificate in ``pki`` (``pod-logs.crt``)."""
+    """The API server, as the client certificate in ``pki`` (``pod-logs.crt``):
+    requests over one kept-alive connection, a watch over one of its own."""
 
     def __init__(self, server: str, pki: Path) -> None:
         self.server = server
+        self.host = urllib.parse.urlsplit(server).netloc
         self.ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         self.ctx.load_cert_chain(str(pki / "pod-logs.crt"), str(pki / "pod-logs.key"))
+        self.conn: http.client.HTTPSConnection | None = None
 
     def call(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.server + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json"}
         if data is not None:
-            req.add_header("Content-Type", content_type)
-        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as resp:
-            return json.loads(resp.read() or b"{}")
+            headers["Content-Type"] = content_type
+        for attempt in (1, 2):  # once more on a fresh connection: the kept one may be closed
+            if self.conn is None:
+                self.conn = http.client.HTTPSConnection(self.host, context=self.ctx, timeout=30)
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                payload = resp.read()
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = None
+                if attempt == 2:
+                    raise
+                continue
+            if resp.status >= 400:
+                raise ApiError(resp.status, payload)
+            return json.loads(payload or b"{}")
 
     def watch(self, path: str, version: str) -> Iterator[dict[str, Any]]:
         query = urllib.parse.urlencode(
@@ -146,9 +174,9 @@ class PodLogs:
         path = f"{GROUP}/namespaces/{ns}/logs/{name}?fieldManager={MANAGER}&force=true"
         try:
             self.api.call("PATCH", path, body, "application/apply-patch+yaml")
-        except urllib.error.HTTPError as exc:
+        except ApiError as exc:
             # A namespace being deleted refuses new objects: its pods go with it.
-            say(f"Logs {ns}/{name}: {exc.code} {exc.read()[:300]!r}")
+            say(f"Logs {ns}/{name}: {exc}")
             return
         self.made[key] = (meta["uid"], names)
 
@@ -163,9 +191,9 @@ class PodLogs:
     def delete(self, ns: str, name: str) -> None:
         try:
             self.api.call("DELETE", f"{GROUP}/namespaces/{ns}/logs/{name}")
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                say(f"deleting Logs {ns}/{name}: {exc.code} {exc.read()[:300]!r}")
+        except ApiError as exc:
+            if exc.status != 404:
+                say(f"deleting Logs {ns}/{name}: {exc}")
 
 
 def _stamp(seconds: int) -> str:
@@ -204,7 +232,7 @@ def run(logs: PodLogs, ready: Path) -> None:
                     logs.seen(obj)
                 elif event["type"] == "DELETED":
                     logs.gone(obj)
-        except (OSError, ValueError, KeyError) as exc:  # URLError and HTTPError are OSErrors
+        except (OSError, ValueError, KeyError, ApiError, http.client.HTTPException) as exc:
             say(f"{exc.__class__.__name__}: {exc}; listing again")
             version = ""
             time.sleep(0.5)
