@@ -9,7 +9,10 @@ kubelet endpoint serves, for a pod, the file its ``Logs`` object
 container asked (KWOK's pkg/kwok/server/debugging_logs.go, getPodLogs).
 
 This process, started beside KWOK by hack/cluster.py, watches every pod and,
-for each one it has not seen, writes one file per container (init containers,
+for each one it has not seen, as soon as it is created (kube-scheduler's pods:
+KWOK starts a pod as soon as it is bound, so the logs are there first) or else
+once it is bound to a node (other schedulers' pods, some of which no scheduler
+ever places: the benchmarks' thousands), writes one file per container (init containers,
 sidecars, containers and ephemeral containers), each line carrying the pod's
 and the container's names (hack/kwok/container.log's streams and texts,
 each text after ``<pod>/<container> ``, stamped with the seconds up to when
@@ -46,6 +49,7 @@ GROUP = "/apis/kwok.x-k8s.io/v1alpha1"
 MANAGER = "t9k-kwok-pod-logs"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 POD_UID = "kwok.t9k.dev/pod-uid"
+DEFAULT_SCHEDULER = "default-scheduler"  # the API server's default for spec.schedulerName
 
 
 class ApiError(Exception):
@@ -135,6 +139,8 @@ class PodLogs:
     def seen(self, pod: dict[str, Any]) -> None:
         """The pod's logs made, unless they were for this pod and these containers."""
         meta, spec = pod["metadata"], pod.get("spec") or {}
+        if not spec.get("nodeName") and spec.get("schedulerName") != DEFAULT_SCHEDULER:
+            return  # another scheduler's, which may never place it: logs once it is bound
         key = (meta["namespace"], meta["name"])
         names = tuple(
             c["name"]
