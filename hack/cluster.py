@@ -18,7 +18,9 @@ Parts (versions in hack/versions.env): etcd, kube-apiserver (TLS, RBAC,
 default admission plugins), kube-controller-manager (garbage collection,
 namespace lifecycle, service accounts, node lifecycle), kube-scheduler, and the
 KWOK controller simulating the nodes' kubelets with the stages in
-hack/kwok/stages.yaml. kubectl of the same version is put beside them.
+hack/kwok/stages.yaml, and hack/kwok/pod_logs.py giving each container a log
+of its own for KWOK's kubelet endpoint to serve (``pod-logs/``). kubectl of the
+same version is put beside them.
 
 State lives in ``~/.cache/t9k-operator/clusters/<name>/``: the admin
 kubeconfig is ``kubeconfig`` there, logs are ``*.log``, and ``cluster.json``
@@ -790,6 +792,7 @@ def make_pki(pki: Path) -> None:
         "controller-manager": ("/CN=system:kube-controller-manager", None),
         "scheduler": ("/CN=system:kube-scheduler", None),
         "kwok": ("/O=system:masters/CN=kwok-controller", None),
+        "pod-logs": ("/O=system:masters/CN=kwok-pod-logs", None),
     }
     for name, (subject, ext) in certs.items():
         issue_cert(pki, name, subject, ext)
@@ -879,11 +882,18 @@ def state_dir(name: str) -> Path:
 
 
 def _start(
-    bin_dir: Path, tool: str, args: list[str], workdir: Path, env: dict[str, str] | None = None
+    bin_dir: Path,
+    tool: str,
+    args: list[str],
+    workdir: Path,
+    env: dict[str, str] | None = None,
+    program: list[str] | None = None,
 ) -> int:
+    """``bin_dir/tool args`` (or ``program args``) in its own process group,
+    in ``workdir``, logging to ``<tool>.log`` there."""
     logf = open(workdir / f"{tool}.log", "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
-        [str(bin_dir / tool), *args],
+        [*(program or [str(bin_dir / tool)]), *args],
         stdout=logf,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -956,6 +966,42 @@ def kubectl(
         capture_output=True,
         check=check,
     )
+
+
+def start_pod_logs(
+    bin_dir: Path, kubeconfig: Path, workdir: Path, server: str, procs: dict[str, int]
+) -> None:
+    """Each container's own log, as KWOK's kubelet endpoint serves it: the
+    ``Logs`` definition (hack/kwok/logs.yaml) installed, and hack/kwok/pod_logs.py
+    started, which writes every pod's container logs under ``pod-logs/`` (the
+    lines of hack/kwok/container.log, each with the pod's and the container's
+    names) and names them in the pod's ``Logs`` object. Returns once it has
+    made those of the pods already there."""
+    kubectl(bin_dir, kubeconfig, "apply", "-f", str(HACK / "kwok" / "logs.yaml"))
+    kubectl(
+        bin_dir,
+        kubeconfig,
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/logs.kwok.x-k8s.io",
+    )
+    ready = workdir / "pod-logs.ready"
+    ready.unlink(missing_ok=True)
+    procs["pod-logs"] = _start(
+        bin_dir,
+        "pod-logs",
+        [
+            f"--server={server}",
+            f"--pki={workdir / 'pki'}",
+            f"--dir={workdir / 'pod-logs'}",
+            f"--template={HACK / 'kwok' / 'container.log'}",
+            f"--ready={ready}",
+        ],
+        workdir,
+        program=[sys.executable, str(HACK / "kwok" / "pod_logs.py")],
+    )
+    _wait("the pods' logs", ready.exists, 30, procs, workdir)
 
 
 def up(
@@ -1117,16 +1163,8 @@ def up(
             ],
             workdir,
         )
-        # Container logs: KWOK serves hack/kwok/container.log for every container
-        # (ClusterLogs, hack/kwok/logs.yaml) on its kubelet endpoint, over TLS with
-        # the API server's certificate (127.0.0.1 is in it), which every node
-        # reports as its InternalIP and daemonEndpoints port.
-        logs_config = workdir / "kwok-logs.yaml"
-        logs_config.write_text(
-            (HACK / "kwok" / "logs.yaml")
-            .read_text()
-            .replace("@LOGS_FILE@", str(HACK / "kwok" / "container.log"))
-        )
+        start_pod_logs(bin_dir, kubeconfig, workdir, server, procs)
+        save()
         # Port-forwards to port 6006 (a TensorBoard's) get hack/kwok/tensorboard_stub.py.
         forward_config = workdir / "kwok-portforward.yaml"
         forward_config.write_text(
@@ -1141,7 +1179,11 @@ def up(
             [
                 f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
                 f"--config={HACK / 'kwok' / 'stages.yaml'}",
-                f"--config={logs_config}",
+                # Container logs: each pod's Logs object (start_pod_logs), served on
+                # its kubelet endpoint over TLS with the API server's certificate
+                # (127.0.0.1 is in it), which every node reports as its InternalIP
+                # and daemonEndpoints port.
+                "--enable-crds=Logs",
                 f"--config={forward_config}",
                 "--node-ip=127.0.0.1",
                 f"--node-port={ports['kwok']}",
@@ -1238,7 +1280,14 @@ def up(
 
 
 # The control plane's processes; add-ons come and go beside them.
-CORE_PROCS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+CORE_PROCS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "pod-logs",
+    "kwok",
+)
 
 VOLCANO_CONF = """\
 # The local cluster's Volcano scheduler (written by hack/cluster.py).

@@ -3,9 +3,10 @@ the operator running (as its ServiceAccount): no mocked API anywhere.
 
 The CLI runs as its console script, authenticated by the cluster's admin
 kubeconfig as a user's would be; its logs are the containers' logs KWOK
-serves through its kubelet endpoint (hack/kwok/container.log, the same for
-every container), and ``t9k tensorboard`` forwards through the API server to
-KWOK's port-forward (hack/kwok/tensorboard_stub.py).
+serves through its kubelet endpoint (each container's own, every line naming
+its pod and container: hack/kwok/pod_logs.py), and ``t9k tensorboard``
+forwards through the API server to KWOK's port-forward
+(hack/kwok/tensorboard_stub.py).
 """
 
 from __future__ import annotations
@@ -43,8 +44,20 @@ from tests.integration.jobs import Jobs, provide_claims
 pytestmark = pytest.mark.usefixtures("operator")
 
 T9K = Path(sys.executable).with_name("t9k")
-LOG_LINES = ["starting training", "epoch 1 loss 0.50", "epoch 2 loss 0.25", "training finished"]
-"""hack/kwok/container.log, as every container on the KWOK nodes logs it."""
+LOG_TEXTS = ["starting training", "epoch 1 loss 0.50", "epoch 2 loss 0.25", "training finished"]
+"""hack/kwok/container.log's lines, which every container on the KWOK nodes logs."""
+
+
+def log_lines(pod: str, container: str) -> list[str]:
+    """The log of ``container`` of ``pod`` on the KWOK nodes: each line names
+    them (hack/kwok/pod_logs.py), so a log read from another pod or another
+    container of it is told apart."""
+    return [f"{pod}/{container} {text}" for text in LOG_TEXTS]
+
+
+def prefixed(replica: str, pod: str, container: str) -> list[str]:
+    """That log as ``t9k logs --all`` (or ``--prefix``) prints it."""
+    return [f"[{replica}] {line}" for line in log_lines(pod, container)]
 
 
 class Run:
@@ -203,10 +216,18 @@ def test_create_every_kind_then_list_describe_wait_and_logs(
     assert "Scheduled   Pod/mindspore-job-worker-1" in described  # its pods' Events too
 
     # One replica's log (the leader's by default), or all of them, prefixed.
-    assert t9k.ok("logs", "pytorch-job").splitlines() == LOG_LINES
-    assert t9k.ok("logs", "mindspore-job", "--replica", "worker-1").splitlines() == LOG_LINES
+    assert t9k.ok("logs", "pytorch-job").splitlines() == log_lines(
+        "pytorch-job-worker-0", "pytorch"
+    )
+    assert t9k.ok("logs", "mindspore-job", "--replica", "worker-1").splitlines() == log_lines(
+        "mindspore-job-worker-1", "mindspore"
+    )
     every = t9k.ok("logs", "deepspeed-job", "--all").splitlines()
-    assert every == [f"[worker-{i}] {line}" for i in (0, 1) for line in LOG_LINES]
+    assert every == [
+        line
+        for i in (0, 1)
+        for line in prefixed(f"worker-{i}", f"deepspeed-job-worker-{i}", "worker")
+    ]
     proc = t9k("logs", "pytorch-job", "--replica", "worker-7")
     assert proc.returncode == 1
     assert "has no replica worker-7 (it has worker-0, worker-1)" in proc.stderr
@@ -278,9 +299,89 @@ def test_logs_follow_a_restarted_replica_until_the_job_ends(
             follower.wait()
     assert follower.returncode == 0, err
     lines = out.splitlines()
-    assert lines.count("[worker-1] starting training") == 2, out
-    assert lines.count("[worker-0] training finished") == 1, out
+    assert lines.count("[worker-1] followed-worker-1/pytorch starting training") == 2, out
+    assert lines.count("[worker-0] followed-worker-0/pytorch training finished") == 1, out
+    assert {line.split()[1].rsplit("/", 1)[0] for line in lines} == {
+        "followed-worker-0",
+        "followed-worker-1",
+    }, out
     assert "[worker-1] replica worker-1 restarted: following its new pod" in err
+
+
+def test_logs_read_the_deciding_replicas_training_container_not_a_sidecars(
+    t9k: Run, sdk: Client
+) -> None:
+    """Workers listed before the master, and every pod with an init container,
+    a sidecar (a restartable init container) and an extra container listed
+    before the training one: each log read is exactly the one asked for."""
+    job = pytorch_manifest("picked", run="60s")
+    workers = job["spec"]["replicaSpecs"][0]
+    pod_spec = workers["template"]["spec"]
+    pod_spec["initContainers"] = [
+        {"name": "fetch", "image": "busybox:1"},
+        {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"},
+    ]
+    pod_spec["containers"].insert(0, {"name": "exporter", "image": "exporter:1"})
+    job["spec"]["replicaSpecs"].append({**workers, "type": "master", "replicas": 1})
+    t9k.ok("submit", "-f", "-", input_=json.dumps(job))
+    t9k.ok("wait", "picked", "--for", "Running", "--timeout", "60s")
+    master = log_lines("picked-master-0", "pytorch")
+    # By default the master's (the replica whose outcome decides the job).
+    assert t9k.ok("logs", "picked").splitlines() == master
+    assert t9k.ok("logs", "picked", "--prefix").splitlines() == prefixed(
+        "master-0", "picked-master-0", "pytorch"
+    )
+    one = t9k.ok("logs", "picked", "--replica", "worker-1").splitlines()
+    assert one == log_lines("picked-worker-1", "pytorch")
+    every = t9k.ok("logs", "picked", "--all").splitlines()
+    assert every == [
+        line
+        for replica in ("master-0", "worker-0", "worker-1")
+        for line in prefixed(replica, f"picked-{replica}", "pytorch")
+    ]
+    # The SDK's, each line with its replica and pod.
+    assert [(line.replica, line.pod, line.text) for line in sdk.logs("picked")] == [
+        ("master-0", "picked-master-0", text) for text in master
+    ]
+    assert [line.text for line in sdk.logs("picked", replica="worker-0")] == log_lines(
+        "picked-worker-0", "pytorch"
+    )
+    assert [(line.replica, line.text) for line in sdk.logs("picked", all_replicas=True)] == [
+        (replica, text)
+        for replica in ("master-0", "worker-0", "worker-1")
+        for text in log_lines(f"picked-{replica}", "pytorch")
+    ]
+
+
+def test_logs_of_an_mpijob_are_its_launchers_followed_until_it_ends(t9k: Run, sdk: Client) -> None:
+    """The launcher decides an MPIJob (its mpirun's exit is the job's); its pod
+    runs the ssh setup as an init container before the training container."""
+    create(t9k, "mpi", "launched", 20, "--workers", "2")
+    t9k.ok("wait", "launched", "--for", "Running", "--timeout", "60s")
+    follower = t9k.background("logs", "launched", "-f")
+    try:
+        launcher = log_lines("launched-launcher", "mpi-worker")
+        assert t9k.ok("logs", "launched").splitlines() == launcher
+        one = t9k.ok("logs", "launched", "--replica", "worker-1").splitlines()
+        assert one == log_lines("launched-worker-1", "mpi-worker")
+        every = t9k.ok("logs", "launched", "--all").splitlines()
+        assert every == [
+            line
+            for replica in ("launcher", "worker-0", "worker-1")
+            for line in prefixed(replica, f"launched-{replica}", "mpi-worker")
+        ]
+        assert [(line.replica, line.pod, line.text) for line in sdk.logs("launched")] == [
+            ("launcher", "launched-launcher", text) for text in launcher
+        ]
+        # Followed: the launcher's log, once, until the job has ended.
+        out, err = follower.communicate(timeout=120)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    assert out.splitlines() == launcher
+    assert sdk.get("launched")["status"]["phase"] == "Succeeded"
 
 
 def test_logs_follow_of_a_job_without_pods_waits_for_its_leader(t9k: Run) -> None:
@@ -301,7 +402,7 @@ def test_logs_follow_of_a_job_without_pods_waits_for_its_leader(t9k: Run) -> Non
             follower.kill()
             follower.wait()
     assert follower.returncode == 0, err
-    assert out.splitlines() == LOG_LINES  # the master's log only, once
+    assert out.splitlines() == log_lines("later-master-0", "pytorch")  # the master's, once
 
 
 def test_list_watch_prints_a_job_again_when_it_changes(t9k: Run) -> None:
@@ -414,8 +515,10 @@ def test_sdk_create_from_a_model_get_list_wait_logs_and_typed_errors(
     job = sdk.wait("from-model", "Succeeded", timeout=60)
     assert sdk.parse(job).status.phase == "Succeeded"
     lines = list(sdk.logs("from-model", all_replicas=True))
-    assert [(line.replica, line.text) for line in lines] == [
-        (f"worker-{i}", text) for i in (0, 1) for text in LOG_LINES
+    assert [(line.replica, line.pod, line.text) for line in lines] == [
+        (f"worker-{i}", f"from-model-worker-{i}", text)
+        for i in (0, 1)
+        for text in log_lines(f"from-model-worker-{i}", "pytorch")
     ]
     sdk.submit(pytorch_manifest("failing", exit_code=2))
     with pytest.raises(JobFailed) as failed:
@@ -460,4 +563,8 @@ def test_the_sdk_example_in_the_docs_runs_as_written(cluster: Cluster, namespace
     assert lines[0] == f"created PyTorchTrainingJob sdk-example in {namespace}"
     assert "sdk-example: Succeeded" in lines
     logged = lines[lines.index("sdk-example: Succeeded") + 1 :]
-    assert logged == [f"[worker-{i}] {text}" for i in (0, 1) for text in LOG_LINES]
+    assert logged == [
+        line
+        for i in (0, 1)
+        for line in prefixed(f"worker-{i}", f"sdk-example-worker-{i}", "pytorch")
+    ]

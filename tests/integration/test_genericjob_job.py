@@ -19,7 +19,7 @@ from t9k_operator.sdk import Client
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
-from tests.integration.test_cli import LOG_LINES, Run, runs_for
+from tests.integration.test_cli import Run, log_lines, runs_for
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -176,7 +176,8 @@ def test_the_t9k_command_and_the_sdk_on_a_genericjob(
     assert row[:6] == ["gen", "GenericJob", "Running", "-", "2", "2"]
     described = t9k.ok("describe", "gen")
     assert "Kind:        GenericJob" in described
-    assert t9k.ok("logs", "gen").splitlines() == LOG_LINES  # worker-0's: the first replica
+    # worker-0's (the first replica), its container's (the only one)
+    assert t9k.ok("logs", "gen").splitlines() == log_lines("gen-worker-0", "main")
     assert t9k.ok("pause", "gen") == "genericjob.batch.tensorstack.dev/gen paused\n"
     t9k.ok("wait", "gen", "--for", "Paused", "--timeout", "60s")
     wait_for(lambda: not admin.list_all(PODS, namespace)[0], 30, "the paused job's pods deleted")
