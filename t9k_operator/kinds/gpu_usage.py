@@ -222,11 +222,20 @@ def percent(value: float) -> str:
     return f"{value:.0f}%" if value >= 10 or value == 0 else f"{value:.1f}%"
 
 
+def util_text(u: Usage) -> str:
+    """``37% (max 91%)``."""
+    return f"{percent(u.util_avg)} (max {percent(u.util_max)})"
+
+
+def memory_text(u: Usage) -> str:
+    """``12.0/80.0 GiB``: in use, and in all."""
+    return f"{u.memory_used / 1024:.1f}/{u.memory_total / 1024:.1f} GiB"
+
+
 def describe_usage(u: Usage) -> str:
     """One line: ``2 GPUs: 37% (max 91%), memory 12.0/80.0 GiB``."""
-    memory = f"{u.memory_used / 1024:.1f}/{u.memory_total / 1024:.1f} GiB"
     gpus = "1 GPU" if u.gpus == 1 else f"{u.gpus} GPUs"
-    return f"{gpus}: {percent(u.util_avg)} (max {percent(u.util_max)}), memory {memory}"
+    return f"{gpus}: {util_text(u)}, memory {memory_text(u)}"
 
 
 def human_window(seconds: int) -> str:

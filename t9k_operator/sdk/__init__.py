@@ -27,6 +27,7 @@ from t9k_operator.sdk.errors import (
     Unsupported,
     WaitTimeout,
 )
+from t9k_operator.sdk.gpu_usage import PrometheusUnavailable
 
 __all__ = [
     "KINDS",
@@ -44,6 +45,7 @@ __all__ = [
     "Kind",
     "LogLine",
     "NotFound",
+    "PrometheusUnavailable",
     "T9kError",
     "Unauthorized",
     "Unsupported",
