@@ -375,24 +375,13 @@ def top_jobs(
         return ""
     body = []
     for r in rows:
-        row = ([r.namespace] if all_namespaces else []) + [
-            r.name,
-            r.kind,
-            r.phase,
-            str(r.gpus_requested),
-            str(r.gpus_allocated),
-        ]
+        row = [r.namespace] * all_namespaces + [r.name, r.kind, r.phase]
+        row += [str(r.gpus_requested), str(r.gpus_allocated)]
         if usage is not None:
             u = usage.get((r.namespace, r.kind, r.name))
             row += [r.progress or "-", *((util_text(u), memory_text(u)) if u else ("-", "-"))]
         body.append([*row, ",".join(r.nodes) or "<none>"])
-    headers = (["NAMESPACE"] if all_namespaces else []) + [
-        "NAME",
-        "KIND",
-        "PHASE",
-        "GPUS",
-        "ALLOCATED",
-        *(["PROGRESS", "GPU UTIL", "GPU MEMORY"] if usage is not None else []),
-        "NODES",
-    ]
-    return table(headers, body)
+    headers = ["NAMESPACE"] * all_namespaces + "NAME KIND PHASE GPUS ALLOCATED".split()
+    if usage is not None:
+        headers += ["PROGRESS", "GPU UTIL", "GPU MEMORY"]
+    return table([*headers, "NODES"], body)

@@ -3,7 +3,8 @@
 May import ``kube`` (its only way to the API server), ``kinds`` (the one
 descriptor of each kind the operator reads too: its names, resource, model,
 replicas and GPUs), ``api`` (the CRDs' pydantic models), ``builders.common``
-(the labels the operator puts on pods), ``resources`` and ``objects``; never
+(the labels the operator puts on pods), ``resources``, ``objects`` and
+``foundation.prometheus`` (the query behind the GPU figures); never
 the operator's runtime, informers or reconcilers, and never ``kubernetes``.
 The CLI (``t9k_operator.cli``) is built on it. docs/sdk.md has a runnable example.
 """
