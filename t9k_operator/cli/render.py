@@ -381,7 +381,7 @@ def top_jobs(
             u = usage.get((r.namespace, r.kind, r.name))
             row += [r.progress or "-", *((util_text(u), memory_text(u)) if u else ("-", "-"))]
         body.append([*row, ",".join(r.nodes) or "<none>"])
-    headers = ["NAMESPACE"] * all_namespaces + "NAME KIND PHASE GPUS ALLOCATED".split()
+    headers = ["NAMESPACE"] * all_namespaces + ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED"]
     if usage is not None:
         headers += ["PROGRESS", "GPU UTIL", "GPU MEMORY"]
     return table([*headers, "NODES"], body)
