@@ -59,7 +59,7 @@ COMMANDS: tuple[Command, ...] = (
         "describe",
         "show a job: replicas, restarts, scheduling, TensorBoard, Events",
         "t9k describe mnist",
-        name_arg,
+        show.describe_args,
         show.cmd_describe,
     ),
     Command(

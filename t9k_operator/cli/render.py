@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from t9k_operator.kinds.gpu_usage import Usage, memory_text, util_text
 from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import of_object
 from t9k_operator.objects import parse_time
@@ -189,8 +190,10 @@ def describe(
     *,
     tensorboard: Obj | None = None,
     colour: bool = False,
+    gpu_usage: str | None = None,
 ) -> str:
-    """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard and Events."""
+    """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard
+    and Events (``gpu_usage``: a line on what its GPUs do now)."""
     s = views.summarize(job, pods, now)
     status = job.get("status") or {}
     meta = job["metadata"]
@@ -218,6 +221,8 @@ def describe(
     if s.duration:
         field("Duration", s.duration)
     field("GPUs", f"{s.gpus_requested} requested, {s.gpus_allocated} allocated")
+    if gpu_usage is not None:
+        field("GPU usage", gpu_usage)
     field("Nodes", ", ".join(s.nodes) or "<none>")
     if s.queue:
         field("Queue", s.queue)
@@ -358,28 +363,25 @@ def top_nodes(usage: Sequence[views.NodeUsage]) -> str:
     return table(["NODE", "GPUS", "ALLOCATED", "FREE", "JOBS"], rows)
 
 
-def top_jobs(rows: Sequence[views.JobSummary], all_namespaces: bool) -> str:
-    """The jobs holding GPUs or pods: GPUs requested, and allocated to bound pods."""
+def top_jobs(
+    rows: Sequence[views.JobSummary],
+    all_namespaces: bool,
+    usage: Mapping[tuple[str, str, str], Usage | None] | None = None,
+) -> str:
+    """The jobs holding GPUs or pods: GPUs requested, and allocated to bound
+    pods; with ``usage`` (by namespace, kind and name), their progress and what
+    their GPUs do now ("-": no series of them)."""
     if not rows:
         return ""
-    body = [
-        ([r.namespace] if all_namespaces else [])
-        + [
-            r.name,
-            r.kind,
-            r.phase,
-            str(r.gpus_requested),
-            str(r.gpus_allocated),
-            ",".join(r.nodes) or "<none>",
-        ]
-        for r in rows
-    ]
-    headers = (["NAMESPACE"] if all_namespaces else []) + [
-        "NAME",
-        "KIND",
-        "PHASE",
-        "GPUS",
-        "ALLOCATED",
-        "NODES",
-    ]
-    return table(headers, body)
+    body = []
+    for r in rows:
+        row = [r.namespace] * all_namespaces + [r.name, r.kind, r.phase]
+        row += [str(r.gpus_requested), str(r.gpus_allocated)]
+        if usage is not None:
+            u = usage.get((r.namespace, r.kind, r.name))
+            row += [r.progress or "-", *((util_text(u), memory_text(u)) if u else ("-", "-"))]
+        body.append([*row, ",".join(r.nodes) or "<none>"])
+    headers = ["NAMESPACE"] * all_namespaces + ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED"]
+    if usage is not None:
+        headers += ["PROGRESS", "GPU UTIL", "GPU MEMORY"]
+    return table([*headers, "NODES"], body)

@@ -12,12 +12,14 @@ from t9k_operator.cli import render
 from t9k_operator.cli.common import (
     EXIT_OK,
     client_for,
+    name_arg,
     output_arg,
     parse_duration,
     split_name,
     use_colour,
 )
-from t9k_operator.sdk import T9kError, views
+from t9k_operator.kinds.gpu_usage import Usage, describe_usage
+from t9k_operator.sdk import T9kError, gpu_usage, views
 
 
 def list_args(p: argparse.ArgumentParser) -> None:
@@ -89,12 +91,51 @@ def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespa
     return render.job_row(summary, args.all_namespaces, args.output == "wide")
 
 
+def prometheus_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prometheus-url",
+        default=gpu_usage.default_url(),
+        help="a Prometheus that scrapes NVIDIA's DCGM exporter (http://host:9090), to show "
+        f"what the jobs' GPUs do now (default ${gpu_usage.ENV})",
+    )
+
+
+HINT = (
+    "GPU utilization and memory: add --prometheus-url URL (or set "
+    f"{gpu_usage.ENV}), a Prometheus that scrapes NVIDIA's DCGM exporter"
+)
+
+
+def describe_args(p: argparse.ArgumentParser) -> None:
+    name_arg(p)
+    prometheus_arg(p)
+
+
+def _usage_line(
+    url: str | None, job: dict[str, Any], pods: list[dict[str, Any]], allocated: int
+) -> str | None:
+    """``t9k describe``'s GPU usage line; without a Prometheus, where to get it
+    (for a job holding GPUs); None when there is nothing to say."""
+    if not url:
+        return f"(add --prometheus-url or set {gpu_usage.ENV})" if allocated else None
+    meta = job["metadata"]
+    try:
+        found = gpu_usage.of_jobs(url, [job], pods, meta["namespace"])
+    except gpu_usage.PrometheusUnavailable as exc:
+        print(f"warning: {exc.message}", file=sys.stderr)
+        return "<unavailable>"
+    u = found[(meta["namespace"], job["kind"], meta["name"])]
+    return describe_usage(u) if u else "<no DCGM series for its pods>"
+
+
 def cmd_describe(args: argparse.Namespace) -> int:
     kind, name = split_name(args.name)
     with client_for(args) as client:
         job = client.get(name, kind)
         pods = client.pods(job)
         events = client.events(job, pods)
+        allocated = views.summarize(job, pods, views.now_utc()).gpus_allocated
+        usage = _usage_line(args.prometheus_url, job, pods, allocated)
         tb = None
         if (job.get("status") or {}).get("tensorboard"):
             try:
@@ -103,7 +144,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 tb = None
     sys.stdout.write(
         render.describe(
-            job, pods, events, views.now_utc(), tensorboard=tb, colour=use_colour(sys.stdout)
+            job,
+            pods,
+            events,
+            views.now_utc(),
+            tensorboard=tb,
+            colour=use_colour(sys.stdout),
+            gpu_usage=usage,
         )
     )
     return EXIT_OK
@@ -118,18 +165,29 @@ def top_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-A", "--all-namespaces", action="store_true", help="top jobs: of every namespace"
     )
+    prometheus_arg(p)
 
 
 def cmd_top(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         if args.what == "nodes":
-            usage = views.node_usage(client.nodes(), client.pods(all_namespaces=True))
-            sys.stdout.write(render.top_nodes(usage))
+            nodes = views.node_usage(client.nodes(), client.pods(all_namespaces=True))
+            sys.stdout.write(render.top_nodes(nodes))
             return EXIT_OK
         jobs = client.list(all_namespaces=args.all_namespaces)
         pods = client.pods(all_namespaces=args.all_namespaces)
-    text = render.top_jobs(views.job_usage(jobs, pods, views.now_utc()), args.all_namespaces)
+        namespace = None if args.all_namespaces else client.namespace
+    rows = views.job_usage(jobs, pods, views.now_utc())
+    usage: dict[tuple[str, str, str], Usage | None] | None = None
+    if args.prometheus_url and rows:
+        try:
+            usage = gpu_usage.of_jobs(args.prometheus_url, jobs, pods, namespace)
+        except gpu_usage.PrometheusUnavailable as exc:
+            print(f"warning: {exc.message}", file=sys.stderr)
+    text = render.top_jobs(rows, args.all_namespaces, usage)
     if not text:
         print("No job holds GPUs or pods.", file=sys.stderr)
+    elif not args.prometheus_url and any(r.gpus_allocated for r in rows):
+        print(HINT, file=sys.stderr)
     sys.stdout.write(text)
     return EXIT_OK

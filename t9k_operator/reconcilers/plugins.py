@@ -19,13 +19,20 @@ import argparse
 from typing import Any
 
 from t9k_operator import entry_points
+from t9k_operator.reconcilers.gpus.plugin import ServedGPUUsage
 from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 
-INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, ServedProgress)
+INTEGRATIONS: tuple[type[Setup], ...] = (
+    Kueue,
+    GangScheduling,
+    JobTensorBoard,
+    ServedProgress,
+    ServedGPUUsage,
+)
 # Then the integrations of other distributions: each entry point of the group
 # t9k_operator.integrations names a Setup (docs/adding-an-integration.md).
 INTEGRATIONS += entry_points.plugins(

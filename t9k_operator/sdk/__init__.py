@@ -3,7 +3,8 @@
 May import ``kube`` (its only way to the API server), ``kinds`` (the one
 descriptor of each kind the operator reads too: its names, resource, model,
 replicas and GPUs), ``api`` (the CRDs' pydantic models), ``builders.common``
-(the labels the operator puts on pods), ``resources`` and ``objects``; never
+(the labels the operator puts on pods), ``resources``, ``objects`` and
+``foundation.prometheus`` (the query behind the GPU figures); never
 the operator's runtime, informers or reconcilers, and never ``kubernetes``.
 The CLI (``t9k_operator.cli``) is built on it. docs/sdk.md has a runnable example.
 """
@@ -27,6 +28,7 @@ from t9k_operator.sdk.errors import (
     Unsupported,
     WaitTimeout,
 )
+from t9k_operator.sdk.gpu_usage import PrometheusUnavailable
 
 __all__ = [
     "KINDS",
@@ -44,6 +46,7 @@ __all__ = [
     "Kind",
     "LogLine",
     "NotFound",
+    "PrometheusUnavailable",
     "T9kError",
     "Unauthorized",
     "Unsupported",

@@ -54,9 +54,17 @@ def finite(result: list[Series]) -> list[Series]:
 class Prometheus:
     """A Prometheus server on a free port, its data in ``workdir``."""
 
-    def __init__(self, workdir: Path, targets: dict[str, int]) -> None:
-        """``targets``: pod name -> metrics port of an operator process on 127.0.0.1."""
-        self.port = free_port()
+    def __init__(
+        self,
+        workdir: Path,
+        targets: dict[str, int],
+        scrape_configs: list[dict[str, Any]] | None = None,
+        port: int | None = None,
+    ) -> None:
+        """``targets``: pod name -> metrics port of an operator process on
+        127.0.0.1; ``scrape_configs``: more jobs to scrape (an exporter's);
+        ``port``: where it listens (default: a free port)."""
+        self.port = port or free_port()
         self.workdir = workdir
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -82,7 +90,8 @@ class Prometheus:
                         }
                         for pod, port in targets.items()
                     ],
-                }
+                },
+                *(scrape_configs or []),
             ],
         }
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))

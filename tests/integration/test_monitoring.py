@@ -405,6 +405,7 @@ def check_alerts_while_healthy(prom: Prometheus, namespace: str, reason: str, jo
         "T9kJobsFailing",
         "T9kJobStuckPending",
         "T9kJobSilent",
+        "T9kJobGPUsIdle",  # against a real Prometheus in test_gpu_usage.py
     }
     # The one job with progress is Pending: not Running, so not silent, even
     # past a threshold of 0 (and a job that never reported never fires).

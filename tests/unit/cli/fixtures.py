@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from t9k_operator.kinds.gpu_usage import Usage
+
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NS = "team-a"
 
@@ -264,3 +266,12 @@ TENSORBOARD = {
         "url": "http://mnist-tensorboard.team-a.svc:6006/",
     },
 }
+
+MNIST_USAGE = Usage(
+    gpus=6, util_avg=37.4, util_max=91.0, memory_used=61440.0, memory_total=491520.0
+)
+"""What the Prometheus scraping DCGM's exporter says of mnist's six GPUs."""
+GPU_USAGE: dict[tuple[str, str, str], Usage | None] = {
+    (NS, "PyTorchTrainingJob", "mnist"): MNIST_USAGE,
+}
+"""``t9k top jobs --prometheus-url``'s figures: none for the other jobs."""

@@ -121,7 +121,7 @@ def test_completion_completes_commands_and_flags() -> None:
     out = subprocess.run(["bash", "-c", f"{text}\n{probe}"], capture_output=True, text=True)
     assert sorted(out.stdout.split()) == sorted(
         ["--all-namespaces", "--context", "--help", "--kubeconfig", "--namespace", "-A", "-h",
-         "-n", "jobs", "nodes"]
+         "-n", "--prometheus-url", "jobs", "nodes"]
     )  # fmt: skip
     assert "bashcompinit" in completion_script("zsh", script)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from t9k_operator.cli import render
+from t9k_operator.kinds.gpu_usage import describe_usage
 from t9k_operator.sdk import views
 from tests.conftest import in_ci
 from tests.unit.cli import fixtures as f
@@ -35,6 +36,12 @@ CASES: dict[str, Callable[[], str]] = {
     "top-nodes.txt": lambda: render.top_nodes(views.node_usage(f.NODES, f.PODS)),
     "top-jobs.txt": lambda: render.top_jobs(
         views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), True
+    ),
+    "top-jobs-gpu-usage.txt": lambda: render.top_jobs(
+        views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), False, f.GPU_USAGE
+    ),
+    "describe-mnist-gpu-usage.txt": lambda: render.describe(
+        f.MNIST, f.PODS, [], f.NOW, gpu_usage=describe_usage(f.MNIST_USAGE)
     ),
 }
 

@@ -219,7 +219,11 @@ def test_every_integration_in_the_registry_is_configured_from_its_own_flags() ->
     registry.add_flags(parser)
     defaults = {type(i) for i in registry.configure(parser.parse_args([]))}
     assert defaults < set(registry.INTEGRATIONS)
-    everything = registry.configure(parse_args(["--kueue", "--gang-scheduler=volcano"]))
+    everything = registry.configure(
+        parse_args(
+            ["--kueue", "--gang-scheduler=volcano", "--prometheus-url=http://prometheus:9090"]
+        )
+    )
     assert [type(i) for i in everything] == list(registry.INTEGRATIONS)
     for integration in everything:
         assert integration.name and integration.watches() is not None
@@ -227,7 +231,11 @@ def test_every_integration_in_the_registry_is_configured_from_its_own_flags() ->
 
 def every_integration_on() -> tuple[Any, ...]:
     """Each integration in the registry, configured on (its flags set)."""
-    on = registry.configure(parse_args(["--kueue", f"--gang-scheduler={gang.BACKENDS[0]}"]))
+    on = registry.configure(
+        parse_args(
+            ["--kueue", f"--gang-scheduler={gang.BACKENDS[0]}", "--prometheus-url=http://p:9090"]
+        )
+    )
     assert {type(i) for i in on} == set(registry.INTEGRATIONS), "every one has a flag set here"
     return on
 

@@ -1,0 +1,67 @@
+"""A Prometheus server's HTTP API, as the operator and the t9k command ask it:
+one instant query (``/api/v1/query``), its vector back, or a
+:class:`PrometheusError` saying what went wrong (unreachable, an HTTP error,
+an answer that is not a success). Knows nothing of jobs."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+TIMEOUT = 10.0
+"""Seconds a query may take, connection included."""
+
+
+class PrometheusError(Exception):
+    """A query that got no vector back, and why."""
+
+
+def check_url(url: str) -> str | None:
+    """What is wrong with ``url`` as a Prometheus address, or None."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"{url!r} is not an http:// or https:// address"
+    return None
+
+
+def query(url: str, expr: str, *, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+    """The instant vector ``expr`` evaluates to now at the Prometheus at ``url``
+    (its base: ``http://prometheus:9090``, or with a path prefix). Sent as a
+    form POST, so a long expression fits."""
+    endpoint = url.rstrip("/") + "/api/v1/query"
+    body = urllib.parse.urlencode({"query": expr}).encode()
+    request = urllib.request.Request(
+        endpoint,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            answer = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        detail = _error_of(exc.read())
+        raise PrometheusError(f"{endpoint}: HTTP {exc.code}{detail}") from None
+    except (OSError, ValueError) as exc:  # unreachable, timed out, not JSON
+        raise PrometheusError(f"{endpoint}: {exc}") from None
+    if not isinstance(answer, dict) or answer.get("status") != "success":
+        raise PrometheusError(f"{endpoint}: {_error_of(answer) or 'not a success'}")
+    data = answer.get("data") or {}
+    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise PrometheusError(f"{endpoint}: not an instant vector ({data.get('resultType')})")
+    return list(data["result"])
+
+
+def _error_of(body: Any) -> str:
+    """Prometheus's own words on an error, if the body carries them."""
+    if isinstance(body, bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return ""
+    if isinstance(body, dict) and body.get("error"):
+        return f": {body.get('errorType', '')} {body['error']}".rstrip()
+    return ""
