@@ -23,9 +23,16 @@ from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Se
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.integrations.workdir import Workdir
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 
-INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, ServedProgress)
+INTEGRATIONS: tuple[type[Setup], ...] = (
+    Kueue,
+    GangScheduling,
+    JobTensorBoard,
+    ServedProgress,
+    Workdir,
+)
 # Then the integrations of other distributions: each entry point of the group
 # t9k_operator.integrations names a Setup (docs/adding-an-integration.md).
 INTEGRATIONS += entry_points.plugins(

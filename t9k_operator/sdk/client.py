@@ -31,13 +31,14 @@ from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
-from t9k_operator.sdk import views
+from t9k_operator.sdk import views, workdirs
 from t9k_operator.sdk.build import check
 from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
 from t9k_operator.sdk.logs import LogLine, Logs
 from t9k_operator.sdk.manifests import kind_of, manifests, named_kind
 from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
+from t9k_operator.workdir import Packed
 
 __all__ = ["WAIT_STATES", "Client", "LogLine", "context_namespace"]
 
@@ -131,19 +132,42 @@ class Client:
     # -- writing ---------------------------------------------------------------------
 
     def submit(
-        self, source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any]
+        self,
+        source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any],
+        *,
+        workdir: str | os.PathLike[str] | None = None,
     ) -> list[Obj]:
         """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
         text, one manifest or a list, or a model), with strict field validation:
-        an unknown field is refused, with the API server's message."""
+        an unknown field is refused, with the API server's message. ``workdir``:
+        a directory every job's replicas find unpacked at their working directory
+        (docs/workdir.md), packed and checked before anything is written."""
+        archive = workdirs.packed(workdir) if workdir is not None else None
         applied: builtins.list[Obj] = []
         for manifest in manifests(source):
             kind = kind_of(manifest)
             if not (manifest.get("metadata") or {}).get("name"):
                 raise BadJob(f"a {kind.crd.kind} without metadata.name")
             body, namespace = _placed(manifest, self.namespace)
-            applied.append(self._apply(kind, body, namespace))
+            applied.append(self._submit_one(kind, body, namespace, archive))
         return applied
+
+    def _submit_one(self, kind: Served, body: Obj, ns: str, archive: Packed | None) -> Obj:
+        if archive is None or kind is TENSORBOARD:
+            return self._apply(kind, body, ns)
+        body = workdirs.annotated(body)
+        existed = self._exists(kind, str(body["metadata"]["name"]), ns)
+        write = lambda: self._apply(kind, body, ns)  # noqa: E731
+        return workdirs.with_workdir(
+            self.kube, write, archive, created=not existed, resource=kind.resource
+        )
+
+    def _exists(self, kind: Served, name: str, namespace: str) -> bool:
+        try:
+            _call(lambda: self.kube.get(kind.resource, name, namespace))
+        except NotFound:
+            return False
+        return True
 
     def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
         return _call(
@@ -158,16 +182,33 @@ class Client:
             )
         )
 
-    def create(self, job: JobObject[Any, Any] | Mapping[str, Any]) -> Obj:
+    def create(
+        self,
+        job: JobObject[Any, Any] | Mapping[str, Any],
+        *,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> Obj:
         """Create a job (a model from ``t9k_operator.api``, or a manifest); an
-        existing one of the name is :class:`AlreadyExists`."""
+        existing one of the name is :class:`AlreadyExists`. ``workdir``: a
+        directory its replicas find unpacked at their working directory
+        (docs/workdir.md), packed and checked before the job is created."""
         manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
         kind = kind_of(manifest)
         check(kind, manifest)
+        archive = workdirs.packed(workdir) if workdir is not None else None
         body, namespace = _placed(manifest, self.namespace)
         body.pop("status", None)
-        return _call(
-            lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
+
+        def write() -> Obj:
+            return _call(
+                lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
+            )
+
+        if archive is None:
+            return write()
+        body = workdirs.annotated(body)
+        return workdirs.with_workdir(
+            self.kube, write, archive, created=True, resource=kind.resource
         )
 
     def pause(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:

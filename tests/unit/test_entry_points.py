@@ -55,6 +55,7 @@ def test_without_plugins_the_registries_hold_the_built_ins() -> None:
         "gang",
         "tensorboard",
         "progress",
+        "workdir",
     ]
 
 
