@@ -61,6 +61,10 @@ def config_map(job: Obj, archive: bytes) -> Obj:
     children are, so the operator sees it."""
     meta = job["metadata"]
     name = (meta.get("annotations") or {}).get(ANNOTATION) or config_map_name(meta["name"])
+    owner = owner_reference(job["apiVersion"], job["kind"], meta["name"], meta["uid"])
+    # Created by the user, who may not update the job's finalizers, which a
+    # blocking reference asks of them where OwnerReferencesPermissionEnforcement is on.
+    owner.pop("blockOwnerDeletion")
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -68,9 +72,7 @@ def config_map(job: Obj, archive: bytes) -> Obj:
             "name": name,
             "namespace": meta["namespace"],
             "labels": job_labels(job["kind"], meta["name"]),
-            "ownerReferences": [
-                owner_reference(job["apiVersion"], job["kind"], meta["name"], meta["uid"])
-            ],
+            "ownerReferences": [owner],
         },
         "binaryData": {ARCHIVE_KEY: base64.b64encode(archive).decode()},
     }
