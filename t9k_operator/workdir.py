@@ -34,7 +34,7 @@ import os
 import re
 import stat
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,6 +155,7 @@ def ignored(rules: Sequence[_Rule], path: str, is_dir: bool) -> bool:
 class _Walk:
     root: Path
     tar: tarfile.TarFile
+    skip: frozenset[str] = frozenset()  # paths the caller's own files take
     files: list[tuple[str, int]] = field(default_factory=list)
     escaping: list[str] = field(default_factory=list)
     odd: list[str] = field(default_factory=list)
@@ -178,7 +179,9 @@ class _Walk:
             child = f"{rel}/{entry.name}" if rel else entry.name
             st = entry.stat(follow_symlinks=False)
             is_dir = stat.S_ISDIR(st.st_mode)
-            if (is_dir and entry.name == ".git") or ignored(rules, child, is_dir):
+            if (is_dir and entry.name == ".git") or child in self.skip:
+                continue
+            if ignored(rules, child, is_dir):
                 continue
             if stat.S_ISLNK(st.st_mode):
                 self.link(child, st)
@@ -206,20 +209,30 @@ class _Walk:
         self.tar.addfile(info)
 
 
-def pack(directory: str | os.PathLike[str]) -> Packed:
-    """``directory`` as a gzip'd tar of what its ignore files leave in;
-    :class:`WorkdirError` when it is no directory, or holds a symbolic link
-    leaving it or something that is not a file, directory or link."""
-    root = Path(directory)
-    if not root.is_dir():
+def pack(
+    directory: str | os.PathLike[str] | None, extra: Mapping[str, bytes] | None = None
+) -> Packed:
+    """``directory`` as a gzip'd tar of what its ignore files leave in, with the
+    files of ``extra`` (by their path, mode 0644) in place of any of the same
+    path (None: those alone); :class:`WorkdirError` when it is no directory,
+    or holds a symbolic link leaving it or something that is not a file,
+    directory or link."""
+    extra = dict(extra or {})
+    if directory is not None and not Path(directory).is_dir():
         raise WorkdirError(f"workdir {directory}: not a directory")
     buffer = io.BytesIO()
     with (
         gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=9, mtime=0) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
-        walk = _Walk(root.resolve(), tar)
-        walk.directory("", [])
+        walk = _Walk(Path(directory or ".").resolve(), tar, skip=frozenset(extra))
+        if directory is not None:
+            walk.directory("", [])
+        for rel, content in sorted(extra.items()):
+            info = tarfile.TarInfo(rel)
+            info.mode, info.size = 0o644, len(content)
+            tar.addfile(info, io.BytesIO(content))
+            walk.files.append((rel, len(content)))
     if walk.escaping:
         raise WorkdirError(
             f"workdir {directory}: symbolic links leave the directory (the replicas would not "
@@ -231,7 +244,13 @@ def pack(directory: str | os.PathLike[str]) -> Packed:
             f"workdir {directory}: not a file, directory or symbolic link: "
             f"{', '.join(walk.odd)}; list them in .t9kignore"
         )
-    return Packed(str(directory), buffer.getvalue(), tuple(walk.files))
+    return Packed(str(directory or "(generated)"), buffer.getvalue(), tuple(walk.files))
+
+
+def unpack(packed: Packed, into: str | os.PathLike[str]) -> None:
+    """Lay ``packed`` out in the directory ``into``, as a replica's init container does."""
+    with tarfile.open(fileobj=io.BytesIO(packed.archive), mode="r:gz") as tar:
+        tar.extractall(into, filter="fully_trusted")  # modes as the init container keeps them
 
 
 def check_size(packed: Packed, limit: int = LIMIT) -> None:

@@ -31,7 +31,7 @@ from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
-from t9k_operator.sdk import views, workdirs
+from t9k_operator.sdk import training, views, workdirs
 from t9k_operator.sdk.build import check
 from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
@@ -149,25 +149,10 @@ class Client:
             if not (manifest.get("metadata") or {}).get("name"):
                 raise BadJob(f"a {kind.crd.kind} without metadata.name")
             body, namespace = _placed(manifest, self.namespace)
-            applied.append(self._submit_one(kind, body, namespace, archive))
+            packed = None if kind is TENSORBOARD else archive
+            write = lambda b, k=kind, ns=namespace: self._apply(k, b, ns)  # noqa: E731
+            applied.append(workdirs.write(self.kube, kind.resource, body, write, packed))
         return applied
-
-    def _submit_one(self, kind: Served, body: Obj, ns: str, archive: Packed | None) -> Obj:
-        if archive is None or kind is TENSORBOARD:
-            return self._apply(kind, body, ns)
-        body = workdirs.annotated(body)
-        existed = self._exists(kind, str(body["metadata"]["name"]), ns)
-        write = lambda: self._apply(kind, body, ns)  # noqa: E731
-        return workdirs.with_workdir(
-            self.kube, write, archive, created=not existed, resource=kind.resource
-        )
-
-    def _exists(self, kind: Served, name: str, namespace: str) -> bool:
-        try:
-            _call(lambda: self.kube.get(kind.resource, name, namespace))
-        except NotFound:
-            return False
-        return True
 
     def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
         return _call(
@@ -193,23 +178,27 @@ class Client:
         directory its replicas find unpacked at their working directory
         (docs/workdir.md), packed and checked before the job is created."""
         manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
+        check(kind_of(manifest), manifest)
+        return self._create(manifest, workdirs.packed(workdir) if workdir is not None else None)
+
+    def _create(self, manifest: Mapping[str, Any], archive: Packed | None) -> Obj:
         kind = kind_of(manifest)
-        check(kind, manifest)
-        archive = workdirs.packed(workdir) if workdir is not None else None
         body, namespace = _placed(manifest, self.namespace)
         body.pop("status", None)
 
-        def write() -> Obj:
+        def write(body: Obj) -> Obj:
             return _call(
                 lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
             )
 
-        if archive is None:
-            return write()
-        body = workdirs.annotated(body)
-        return workdirs.with_workdir(
-            self.kube, write, archive, created=True, resource=kind.resource
-        )
+        return workdirs.write(self.kube, kind.resource, body, write, archive, created=True)
+
+    def train(self, func: Callable[..., Any], *, name: str, image: str, **options: Any) -> Obj:
+        """Run ``func`` (defined with def, its imports inside it) as a job ``name`` of
+        ``image``: ``kind`` (default pytorch), ``workers``, ``gpus``, ``kwargs``
+        (JSON) it is called with, ``packages`` pip installs first, ``workdir``
+        beside it, ``python``; :func:`training.run_locally` runs it on this machine."""
+        return self._create(*training.prepare(training.Training(func, name, image, **options)))
 
     def pause(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
         """Pause a T9k job (``spec.runMode.pause.enabled``): its pods are deleted,

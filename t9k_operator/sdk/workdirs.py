@@ -3,8 +3,8 @@ and :meth:`Client.create` / :meth:`Client.submit` (``workdir=``) do.
 
 The directory is packed and its size checked first (``t9k_operator/workdir.py``),
 before anything is created; the job gets the annotation naming its ConfigMap
-(``builders/workdir.py``); then the job is written, then the ConfigMap, owned
-by it. When the ConfigMap cannot be created, a job this call created is
+(``builders/workdir.py``); then the job is written (:func:`write`), then the
+ConfigMap, owned by it. When the ConfigMap cannot be created, a job this call created is
 deleted again, so no job is left without its workdir; the API server's word
 is raised.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from t9k_operator import kube
 from t9k_operator.builders import workdir as build
-from t9k_operator.resources import CONFIGMAPS
+from t9k_operator.resources import CONFIGMAPS, Resource
 from t9k_operator.sdk.errors import BadJob, from_api
 from t9k_operator.workdir import Packed, WorkdirError, check_size, pack
 
@@ -46,25 +46,39 @@ def annotated(manifest: Mapping[str, Any]) -> Obj:
     return {**manifest, "metadata": meta}
 
 
-def with_workdir(
+def write(
     client: kube.KubeClient,
-    write: Callable[[], Obj],
-    archive: Packed,
+    resource: Resource,
+    body: Obj,
+    write: Callable[[Obj], Obj],
+    archive: Packed | None,
     *,
-    created: bool,
-    resource: Any,
+    created: bool | None = None,
 ) -> Obj:
-    """Write the job (``write``, returning it as stored), then its workdir
-    ConfigMap; ``created``: the job did not exist before, so it is deleted again
-    when the ConfigMap cannot be had (``resource``: the job's)."""
-    job = write()
-    body = build.config_map(job, archive.archive)
+    """Write the job ``body`` of ``resource`` (``write`` returns it as stored)
+    and, with ``archive``, first annotated, then its workdir ConfigMap. A job
+    this call created (``created``; None: it is created unless it exists now)
+    is deleted again when the ConfigMap cannot be had."""
+    if archive is None:
+        return write(body)
+    body = annotated(body)
+    meta = body["metadata"]
+    if created is None:
+        try:
+            client.get(resource, meta["name"], meta["namespace"])
+            created = False
+        except kube.NotFound:
+            created = True
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
+    job = write(body)
+    owned = build.config_map(job, archive.archive)
     meta = job["metadata"]
     try:
         try:
-            client.create(CONFIGMAPS, body, meta["namespace"])
+            client.create(CONFIGMAPS, owned, meta["namespace"])
         except kube.AlreadyExists:
-            _replace(client, body, meta["uid"])
+            _replace(client, owned, meta["uid"])
     except (kube.ApiError, BadJob) as exc:
         if created:
             with contextlib.suppress(kube.NotFound):

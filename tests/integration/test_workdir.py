@@ -23,6 +23,7 @@ from t9k_operator.api import deepspeed
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import Invalid, KubeClient, NotFound
 from t9k_operator.resources import CONFIGMAPS
+from t9k_operator.sdk import Client
 from t9k_operator.workdir import LIMIT
 from tests.integration.cluster import Cluster
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job, settled
@@ -223,3 +224,24 @@ def test_the_operator_holds_the_pods_until_the_config_map_exists(
     admin.create(CONFIGMAPS, cm, namespace)
     pods = jobs.wait_pods("held", ["held-worker-0"])
     has_workdir(pods["held-worker-0"], "held-workdir")
+
+
+def greet(greeting: str) -> None:
+    print(greeting)
+
+
+def test_train_makes_a_job_of_a_function_with_its_workdir(
+    cluster: Cluster, namespace: str, admin: KubeClient
+) -> None:
+    with Client(str(cluster.kubeconfig), namespace=namespace) as client:
+        job = client.train(
+            greet, name="fn", image="python:3.11", workers=2, kwargs={"greeting": "hi"}
+        )
+    assert job["metadata"]["annotations"][ANNOTATION] == "fn-workdir"
+    cm = admin.get(CONFIGMAPS, "fn-workdir", namespace)
+    owned_by(cm, job)
+    assert archive_of(cm) == {"t9k_train.py": 0o644}
+    pods = Jobs(admin, namespace).wait_pods("fn", ["fn-worker-0", "fn-worker-1"])
+    for pod in pods.values():
+        has_workdir(pod, "fn-workdir")
+        assert pod["spec"]["containers"][0]["command"] == ["python", "t9k_train.py"]

@@ -22,6 +22,7 @@ from t9k_operator.builders.workdir import config_map
 from t9k_operator.kinds.contract import read
 from t9k_operator.kinds.registry import by_kind
 from t9k_operator.reconcilers.integrations.workdir import Workdir, WorkdirState
+from t9k_operator.sdk.training import Training, prepare
 from t9k_operator.workdir import pack
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK
@@ -137,3 +138,28 @@ def test_deepspeed_launcher_and_worker_share_the_workdir_path(node: Node, tmp_pa
             log,
             re.M,
         ), log
+
+
+def trained(greeting: str) -> None:
+    import os
+
+    print(f"{greeting} from rank {os.environ['RANK']} in {os.getcwd()}", flush=True)
+
+
+def test_a_function_runs_as_a_job_from_its_generated_workdir(node: Node) -> None:
+    """client.train's job, as the cluster gets it: the manifest and archive
+    it creates, the pod the kind builds and the workdir integration decorates."""
+    manifest, archive = prepare(
+        Training(trained, "fn", "debian:12", kwargs={"greeting": "hi"}, python="python3")
+    )
+    manifest["metadata"].update(namespace="ns", uid="uid-fn")
+    manifest["metadata"]["annotations"] = {"batch.tensorstack.dev/workdir": "fn-workdir"}
+    node.add(config_map(manifest, archive.archive))
+    kind = by_kind("PyTorchTrainingJob")
+    parsed = read(kind, manifest)
+    assert parsed.job is not None
+    pod = kind.build_pod(parsed.job, "worker", 0, NORMAL, {})
+    Workdir().decorate(WorkdirState("fn-workdir", present=True), parsed.view, pod)
+    run = node.run_pod(pod, STOCK)
+    assert run.wait("pytorch", 60) == 0, run.logs("pytorch")
+    assert "hi from rank 0 in /t9k/workdir" in run.logs("pytorch")
