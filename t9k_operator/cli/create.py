@@ -30,8 +30,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 text = f.read()
         except OSError as exc:
             raise T9kError(f"cannot read {args.filename}: {exc.strerror}") from None
+    archive = workdirs.packed(args.workdir) if args.workdir is not None else None
     with client_for(args) as client:
-        applied = client.submit(text, workdir=args.workdir)
+        applied = client.submit(text, workdir=archive)
     print_objects(applied, args.output, "submitted")
     return EXIT_OK
 
@@ -118,15 +119,15 @@ def cmd_create(args: argparse.Namespace) -> int:
             **extra,
         )
     )
+    archive = workdirs.packed(args.workdir) if args.workdir is not None else None
     if args.dry_run:
-        if args.workdir is not None:
-            workdirs.packed(args.workdir)  # refused here as it would be by a create
+        if archive is not None:
             manifest = workdirs.annotated(manifest)
         sys.stdout.write(
             render.dump([manifest], args.output if args.output in ("json", "yaml") else "yaml")
         )
         return EXIT_OK
     with client_for(args) as client:
-        created = client.create(manifest, workdir=args.workdir)
+        created = client.create(manifest, workdir=archive)
     print_objects([created], args.output, "created")
     return EXIT_OK

@@ -135,7 +135,7 @@ class Client:
         self,
         source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any],
         *,
-        workdir: str | os.PathLike[str] | None = None,
+        workdir: str | os.PathLike[str] | Packed | None = None,
     ) -> list[Obj]:
         """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
         text, one manifest or a list, or a model), with strict field validation:
@@ -171,7 +171,7 @@ class Client:
         self,
         job: JobObject[Any, Any] | Mapping[str, Any],
         *,
-        workdir: str | os.PathLike[str] | None = None,
+        workdir: str | os.PathLike[str] | Packed | None = None,
     ) -> Obj:
         """Create a job (a model from ``t9k_operator.api``, or a manifest); an
         existing one of the name is :class:`AlreadyExists`. ``workdir``: a

@@ -25,11 +25,11 @@ from t9k_operator.workdir import Packed, WorkdirError, check_size, pack
 Obj = dict[str, Any]
 
 
-def packed(directory: str | os.PathLike[str]) -> Packed:
-    """``directory`` packed and checked against the limit; :class:`BadJob` with
-    the packer's message when it cannot be."""
+def packed(directory: str | os.PathLike[str] | Packed) -> Packed:
+    """``directory`` packed (or as packed already) and checked against the
+    limit; :class:`BadJob` with the packer's message when it cannot be."""
     try:
-        archive = pack(directory)
+        archive = directory if isinstance(directory, Packed) else pack(directory)
         check_size(archive)
     except WorkdirError as exc:
         raise BadJob(str(exc)) from None
