@@ -85,7 +85,7 @@ def has_workdir(pod: dict[str, Any], config_map: str) -> None:
 
 
 def test_create_with_a_workdir(
-    cluster: Cluster, namespace: str, admin: KubeClient, tmp_path: Path
+    cluster: Cluster, namespace: str, admin: KubeClient, tmp_path: Path, operator: OperatorProcess
 ) -> None:
     root = workdir(tmp_path / "w")
     out = t9k(cluster, namespace, "create", "pytorch", "wd", "--image", "train:1",
@@ -96,9 +96,13 @@ def test_create_with_a_workdir(
     cm = admin.get(CONFIGMAPS, "wd-workdir", namespace)
     owned_by(cm, job)
     assert archive_of(cm) == {".t9kignore": 0o644, "helper.sh": 0o755, "train.py": 0o644}
-    pods = Jobs(admin, namespace).wait_pods("wd", ["wd-worker-0", "wd-worker-1"])
+    jobs = Jobs(admin, namespace)
+    pods = jobs.wait_pods("wd", ["wd-worker-0", "wd-worker-1"])
     for pod in pods.values():
         has_workdir(pod, "wd-workdir")
+    # The ConfigMap came a moment after the job, as expected: no warning of it.
+    settled(jobs, "wd", "its pods created", lambda j: len(jobs.pods("wd")) == 2, operator=operator)
+    assert [e for e in jobs.events("wd") if e[0] == "Warning"] == []
 
 
 def test_submit_with_a_workdir_reaches_launcher_and_workers_of_an_ssh_kind(

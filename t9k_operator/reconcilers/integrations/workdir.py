@@ -7,10 +7,14 @@ ConfigMap that ``t9k`` or the SDK creates right after the job, owned by it and
 labelled as its children are. Per job, this integration (always on)
 
 - observes that ConfigMap in the operator's cache of the jobs' ConfigMaps;
-- while it is missing, creates no pod: ``children`` raises
-  :class:`~.contract.Unavailable`, so the job waits with a ``FailedCreate``
-  condition naming the ConfigMap and the annotation, and is retried with
-  backoff (the ConfigMap's creation reconciles the job at once);
+- while it is missing, creates no pod. For the first :data:`GRACE` seconds
+  of the job (``t9k`` creates the ConfigMap a moment after the job) it waits
+  quietly: a gate (``Initialized`` False, reason ``WaitingForWorkdir``) and a
+  look again shortly (``children`` raises ``ChildNotReady``); after that,
+  ``children`` raises :class:`~.contract.Unavailable`, so the job waits with
+  a ``FailedCreate`` condition and Warning naming the ConfigMap and the
+  annotation, retried with backoff. The ConfigMap's creation reconciles the
+  job at once;
 - fails the job (reason ``WorkdirMissing``) when it is still missing once the
   job's pod start timeout has run out since the job was created, or when the
   annotation names no possible ConfigMap or one without the archive;
@@ -25,11 +29,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, replace
-from datetime import timedelta
 
 from t9k_operator.builders import workdir as build
-from t9k_operator.kinds.contract import DEFAULT_START_TIMEOUT
-from t9k_operator.kinds.view import JobView
+from t9k_operator.kinds.contract import DEFAULT_START_TIMEOUT, ChildNotReady
+from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj, parse_time
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -44,6 +47,11 @@ from t9k_operator.resources import CONFIGMAPS
 
 MISSING = "WorkdirMissing"
 """The Failed reason of a job whose workdir cannot be had."""
+WAITING = "WaitingForWorkdir"
+"""The reason of a young job's gate while its ConfigMap is not there yet."""
+GRACE = 10.0
+"""Seconds after a job's creation in which a missing workdir is expected (its
+ConfigMap is created right after it) rather than warned about."""
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -53,6 +61,7 @@ class WorkdirState:
 
     config_map: str
     present: bool
+    young: bool = False  # within GRACE of the job's creation
 
 
 class Workdir(Base[WorkdirState]):
@@ -108,26 +117,44 @@ class Workdir(Base[WorkdirState]):
                 )
         if problem and view.spec_error is None:
             view = replace(view, spec_error=problem, spec_error_reason=MISSING)
-        return WorkdirState(str(name), found is not None), view
+        young = _age(job, meta) < GRACE
+        return WorkdirState(str(name), found is not None, young), view
 
     def _late(self, job: JobInput, meta: Obj) -> bool:
         timeout = job.view.start_timeout
         timeout = self.start_timeout if timeout is None else timeout
-        created = parse_time(meta.get("creationTimestamp"))
-        if not timeout or created is None:
-            return False
-        return job.now >= created + timedelta(seconds=timeout)
+        return bool(timeout) and _age(job, meta) >= timeout
+
+    def gate(self, state: WorkdirState, view: JobView) -> Gate | None:
+        if state.present or not state.young:
+            return None
+        return Gate(WAITING, _waiting(state), Hold.NEW)
 
     def children(
         self, state: WorkdirState, view: JobView, templates: Templates, pods: int
     ) -> list[Action]:
-        if not state.present:
-            raise Unavailable(
-                "its pods",
-                f"ConfigMap {state.config_map}",
-                f"the job's workdir (annotation {build.ANNOTATION}) does not exist yet",
-            )
-        return []
+        if state.present:
+            return []
+        if state.young:
+            raise ChildNotReady(_waiting(state))
+        raise Unavailable(
+            "its pods",
+            f"ConfigMap {state.config_map}",
+            f"the job's workdir (annotation {build.ANNOTATION}) does not exist yet",
+        )
 
     def decorate(self, state: WorkdirState, view: JobView, pod: Obj) -> None:
         build.add_workdir(pod, state.config_map)
+
+
+def _waiting(state: WorkdirState) -> str:
+    return (
+        f"waiting for ConfigMap {state.config_map}, the job's workdir "
+        f"(annotation {build.ANNOTATION})"
+    )
+
+
+def _age(job: JobInput, meta: Obj) -> float:
+    """Seconds since the job was created (infinite when not known)."""
+    created = parse_time(meta.get("creationTimestamp"))
+    return float("inf") if created is None else (job.now - created).total_seconds()

@@ -15,6 +15,7 @@ from t9k_operator.__main__ import parse_args
 from t9k_operator.builders.common import job_labels
 from t9k_operator.objects import format_time
 from t9k_operator.reconcilers import plugins as registry
+from t9k_operator.reconcilers.apply.job import CHILD_WAIT
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.integrations.workdir import Workdir
@@ -70,9 +71,14 @@ def test_pods_wait_for_the_config_map_then_each_gets_the_workdir(kind: str) -> N
     h = harness(kind)
     h.run()
     assert h.pod_names() == [], "no pod before its workdir exists"
-    message = conditions(h)["Initialized"]["message"]
-    assert "ConfigMap j-workdir" in message and ANNOTATION in message, message
+    initialized = conditions(h)["Initialized"]
+    assert initialized["reason"] == "WaitingForWorkdir"
+    assert initialized["message"] == (
+        f"waiting for ConfigMap j-workdir, the job's workdir (annotation {ANNOTATION})"
+    )
     assert h.job()["status"]["phase"] not in ("Failed", "Succeeded")
+    assert "FailedCreate" not in h.recorder.reasons(), "a young job waits without a warning"
+    assert h.reconcile().requeue_after == CHILD_WAIT, "and looks again shortly"
 
     put_config_map(h, kind)
     h.sync()
@@ -87,6 +93,25 @@ def test_pods_wait_for_the_config_map_then_each_gets_the_workdir(kind: str) -> N
         for c in spec["containers"]:
             assert {"name": "t9k-workdir", "mountPath": "/t9k/workdir"} in c["volumeMounts"]
             assert c.get("workingDir") == "/t9k/workdir", (kind, c)
+
+
+def test_a_workdir_late_is_warned_about_and_retried_with_backoff() -> None:
+    h = harness("PyTorchTrainingJob", age=30)
+    h.run()
+    assert h.pod_names() == []
+    initialized = conditions(h)["Initialized"]
+    assert initialized["reason"] == "FailedCreate"
+    assert initialized["message"] == (
+        "waiting to create its pods (ConfigMap j-workdir: the job's workdir "
+        f"(annotation {ANNOTATION}) does not exist yet); retrying"
+    )
+    assert "FailedCreate" in h.recorder.reasons()
+    result = h.reconcile()
+    assert result.requeue and result.requeue_after is None, "rate-limited, not every 0.5 s"
+    put_config_map(h, "PyTorchTrainingJob")
+    h.sync()
+    h.run()
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
 
 
 @pytest.mark.parametrize("kind", ["PyTorchTrainingJob", "MSJob"])
