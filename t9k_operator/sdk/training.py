@@ -90,12 +90,14 @@ def entry_script(
     """The script that installs ``packages`` and calls ``func(**kwargs)``."""
     if not inspect.isfunction(func) or func.__name__ == "<lambda>":
         raise BadJob("train() takes a function defined with def, not a lambda or another callable")
+    if inspect.iscoroutinefunction(func):
+        raise BadJob(f"{func.__name__} is async: train() calls a plain function")
     try:
         source = textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as exc:
         raise BadJob(f"the source of {func.__name__} cannot be read: {exc}") from None
     lines = source.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async ")))
+    start = next(i for i, line in enumerate(lines) if line.startswith("def "))
     try:
         encoded = json.dumps(dict(kwargs), sort_keys=True)
     except TypeError as exc:

@@ -12,6 +12,7 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,19 @@ def uses_package() -> None:
     print("package says", t9ktoy.WORD)
 
 
+def tag(f: Any) -> Any:
+    return f
+
+
+@tag
+def tagged() -> None:
+    print("tagged ran")
+
+
+async def waits() -> None:
+    return None
+
+
 def fails() -> None:
     raise SystemExit(3)
 
@@ -58,11 +72,21 @@ def test_the_entry_script_calls_the_function_with_its_arguments(tmp_path: Path) 
     assert proc.stdout == "hi from rank 0 of 1\nhi from rank 0 of 1\n"
 
 
+def test_decorators_are_left_out(tmp_path: Path) -> None:
+    script = entry_script(tagged, {}, [])
+    assert "@tag" not in script
+    (tmp_path / ENTRY).write_text(script)
+    proc = subprocess.run([sys.executable, ENTRY], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout == "tagged ran\n", proc.stderr
+
+
 def test_what_cannot_be_a_job_is_refused() -> None:
     with pytest.raises(BadJob, match="defined with def"):
         entry_script(lambda: None, {}, [])
     with pytest.raises(BadJob, match="must be JSON"):
         entry_script(report, {"greeting": object()}, [])
+    with pytest.raises(BadJob, match="is async"):
+        entry_script(waits, {}, [])
 
 
 def test_the_job_and_its_workdir(tmp_path: Path) -> None:
