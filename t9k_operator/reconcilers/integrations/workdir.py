@@ -16,7 +16,8 @@ labelled as its children are. Per job, this integration (always on)
   annotation, retried with backoff. The ConfigMap's creation reconciles the
   job at once;
 - fails the job (reason ``WorkdirMissing``) when it is still missing once the
-  job's pod start timeout has run out since the job was created, or when the
+  job's pod start timeout has run out since the job was created and the job
+  has never left ``Pending`` (a running job keeps its pods), or when the
   annotation names no possible ConfigMap or one without the archive;
 - decorates every new pod with the volume, the init container that unpacks
   it and the working directory (``builders/workdir.add_workdir``).
@@ -110,7 +111,7 @@ class Workdir(Base[WorkdirState]):
                     f"binaryData key {build.ARCHIVE_KEY}; create the job with t9k or the SDK's "
                     "workdir option"
                 )
-            elif found is None and self._late(job, meta):
+            elif found is None and _never_ran(view) and self._late(job, meta):
                 problem = (
                     f"ConfigMap {name}, the job's workdir (annotation {build.ANNOTATION}), did not "
                     "appear within the job's pod start timeout; resubmit the job with its workdir"
@@ -152,6 +153,12 @@ def _waiting(state: WorkdirState) -> str:
         f"waiting for ConfigMap {state.config_map}, the job's workdir "
         f"(annotation {build.ANNOTATION})"
     )
+
+
+def _never_ran(view: JobView) -> bool:
+    """Whether the job is still where it began (a running job whose ConfigMap
+    went keeps its pods; only new ones wait)."""
+    return view.status.get("phase") in (None, "", "Pending")
 
 
 def _age(job: JobInput, meta: Obj) -> float:

@@ -126,6 +126,24 @@ def test_a_workdir_that_never_comes_fails_the_job_naming_the_annotation(kind: st
     assert "did not appear within the job's pod start timeout" in failed["message"]
 
 
+def test_a_running_job_whose_config_map_went_keeps_its_pods() -> None:
+    h = harness("PyTorchTrainingJob", age=601)
+    put_config_map(h, "PyTorchTrainingJob")
+    h.sync()
+    h.run()
+    for (k, _, _), obj in h.fake.objects.items():
+        if k == "Pod":
+            obj["status"] = {"phase": "Running"}
+    h.sync()
+    h.run()
+    assert h.job()["status"]["phase"] == "Running"
+    del h.fake.objects[("ConfigMap", NS, "j-workdir")]
+    h.sync()
+    h.run()
+    assert h.job()["status"]["phase"] == "Running"
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
+
+
 def test_a_config_map_without_the_archive_fails_the_job() -> None:
     h = harness("PyTorchTrainingJob")
     put_config_map(h, "PyTorchTrainingJob", data={})
