@@ -10,13 +10,14 @@ from typing import Any
 from t9k_operator.cli import render
 from t9k_operator.cli.common import EXIT_OK, client_for, output_arg, print_objects
 from t9k_operator.kinds.registry import KINDS
-from t9k_operator.sdk import JobRequest, T9kError, build_job
+from t9k_operator.sdk import JobRequest, T9kError, build_job, workdirs
 
 
 def submit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f", "--filename", required=True, help="a YAML or JSON file of jobs, or - for stdin"
     )
+    workdir_arg(p)
     output_arg(p, ("json", "yaml", "name"))
 
 
@@ -29,8 +30,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 text = f.read()
         except OSError as exc:
             raise T9kError(f"cannot read {args.filename}: {exc.strerror}") from None
+    archive = workdirs.packed(args.workdir) if args.workdir is not None else None
     with client_for(args) as client:
-        applied = client.submit(text)
+        applied = client.submit(text, workdir=archive)
     print_objects(applied, args.output, "submitted")
     return EXIT_OK
 
@@ -67,11 +69,21 @@ def create_args(p: argparse.ArgumentParser) -> None:
         help="a label of the job (repeatable)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the job, do not create it")
+    workdir_arg(p)
     output_arg(p, ("json", "yaml", "name"))
     # After "--", the rest of the line is the command (main() splits it off: argparse's
     # REMAINDER would swallow the flags that follow NAME).
     p.set_defaults(argv=[])
     p.usage = "t9k create KIND NAME --image IMAGE [flags] -- COMMAND [ARGS...]"
+
+
+def workdir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="pack DIR (less what .gitignore and .t9kignore leave out) for every replica to "
+        "find unpacked at its working directory, /t9k/workdir (docs/workdir.md)",
+    )
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -107,12 +119,15 @@ def cmd_create(args: argparse.Namespace) -> int:
             **extra,
         )
     )
+    archive = workdirs.packed(args.workdir) if args.workdir is not None else None
     if args.dry_run:
+        if archive is not None:
+            manifest = workdirs.annotated(manifest)
         sys.stdout.write(
             render.dump([manifest], args.output if args.output in ("json", "yaml") else "yaml")
         )
         return EXIT_OK
     with client_for(args) as client:
-        created = client.create(manifest)
+        created = client.create(manifest, workdir=archive)
     print_objects([created], args.output, "created")
     return EXIT_OK

@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workdir",
         metavar="DIR",
-        help="the directory every replica runs in (default: the current one)",
+        help="the directory every replica runs in (default: the current one); where the job "
+        "names /t9k/workdir, the cluster's workdir, it names DIR (docs/workdir.md)",
     )
     parser.add_argument(
         "--grace",
@@ -128,6 +129,7 @@ def prepare(
     *,
     run_dir: str,
     python: str | None = None,
+    workdir: str | None = None,
 ) -> LocalJob:
     """The local job of ``manifest``, its files written under ``run_dir``."""
     ports = _Ports()
@@ -138,6 +140,7 @@ def prepare(
             ports,
             program=program,
             python=python or default_python(),
+            workdir=workdir,
         )
     finally:
         ports.release()
@@ -165,9 +168,13 @@ def run(
     return its exit code (the SDK's entry point; :func:`main` is the CLI's).
     Raises :class:`LocalRunError` when the manifest cannot be run locally."""
     err = err or sys.stderr
+    if workdir is not None:
+        if not Path(workdir).is_dir():
+            raise LocalRunError(f"workdir {workdir}: not a directory")
+        workdir = str(Path(workdir).resolve())
     run_dir = tempfile.mkdtemp(prefix="t9k-local-")
     try:
-        job = prepare(manifest, program, run_dir=run_dir, python=python)
+        job = prepare(manifest, program, run_dir=run_dir, python=python, workdir=workdir)
         for note in job.notes:
             err.write(f"{TAG} note: {note}\n")
         if keep_files:

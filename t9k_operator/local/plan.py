@@ -30,6 +30,7 @@ from t9k_operator.builders.common import (
     REPLICA_INDEX,
     REPLICA_TYPE,
 )
+from t9k_operator.builders.workdir import MOUNT_PATH as WORKDIR
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, parse
 from t9k_operator.kinds.local import LOOPBACK, Launch, Process, Program, Replica
@@ -148,12 +149,15 @@ def plan(
     *,
     program: Sequence[str] = (),
     python: str = "python",
+    workdir: str | None = None,
 ) -> LocalJob:
     """The local processes of ``manifest``'s job. ``run_dir`` is where its files
     will be (the paths in env and arguments point there); ``free_port`` gives a
     free port of this machine; ``program`` replaces the job's training program;
     ``python`` runs what a launcher would run with Python (DeepSpeed's
-    ``run.python``, ColossalAI's ``worker.command``)."""
+    ``run.python``, ColossalAI's ``worker.command``); ``workdir``: the directory
+    the replicas run in, which stands for the cluster's workdir path
+    (``builders/workdir.MOUNT_PATH``) wherever the job names it."""
     raw: Obj = copy.deepcopy(dict(manifest))
     kind = _kind(raw)
     placed = Program(raw)
@@ -186,6 +190,8 @@ def plan(
     # A Service named as a pod (one replica's own) is that pod's name: a host.
     hosts += [str(p["metadata"]["name"]) for p in built if p["metadata"]["name"] in services]
     rewriter = Rewriter(hosts, job.namespace, ports, list(services))
+    if workdir is not None:
+        rewriter.paths[WORKDIR] = workdir
     files: dict[str, str] = {}
     pods: dict[str, _Pod] = {}
     for pod in built:

@@ -24,6 +24,7 @@ from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Se
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.integrations.workdir import Workdir
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 
 INTEGRATIONS: tuple[type[Setup], ...] = (
@@ -32,6 +33,7 @@ INTEGRATIONS: tuple[type[Setup], ...] = (
     JobTensorBoard,
     ServedProgress,
     ServedGPUUsage,
+    Workdir,
 )
 # Then the integrations of other distributions: each entry point of the group
 # t9k_operator.integrations names a Setup (docs/adding-an-integration.md).

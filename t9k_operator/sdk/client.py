@@ -32,13 +32,14 @@ from t9k_operator.kinds.gpu_usage import Usage
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
-from t9k_operator.sdk import gpu_usage, views
+from t9k_operator.sdk import gpu_usage, training, views, workdirs
 from t9k_operator.sdk.build import check
 from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
 from t9k_operator.sdk.logs import LogLine, Logs
 from t9k_operator.sdk.manifests import kind_of, manifests, named_kind
 from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
+from t9k_operator.workdir import Packed
 
 __all__ = ["WAIT_STATES", "Client", "LogLine", "context_namespace"]
 
@@ -132,18 +133,26 @@ class Client:
     # -- writing ---------------------------------------------------------------------
 
     def submit(
-        self, source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any]
+        self,
+        source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any],
+        *,
+        workdir: str | os.PathLike[str] | Packed | None = None,
     ) -> list[Obj]:
         """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
         text, one manifest or a list, or a model), with strict field validation:
-        an unknown field is refused, with the API server's message."""
+        an unknown field is refused, with the API server's message. ``workdir``:
+        a directory every job's replicas find unpacked at their working directory
+        (docs/workdir.md), packed and checked before anything is written."""
+        archive = workdirs.packed(workdir) if workdir is not None else None
         applied: builtins.list[Obj] = []
         for manifest in manifests(source):
             kind = kind_of(manifest)
             if not (manifest.get("metadata") or {}).get("name"):
                 raise BadJob(f"a {kind.crd.kind} without metadata.name")
             body, namespace = _placed(manifest, self.namespace)
-            applied.append(self._apply(kind, body, namespace))
+            packed = None if kind is TENSORBOARD else archive
+            write = lambda b, k=kind, ns=namespace: self._apply(k, b, ns)  # noqa: E731
+            applied.append(workdirs.write(self.kube, kind.resource, body, write, packed))
         return applied
 
     def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
@@ -159,17 +168,38 @@ class Client:
             )
         )
 
-    def create(self, job: JobObject[Any, Any] | Mapping[str, Any]) -> Obj:
+    def create(
+        self,
+        job: JobObject[Any, Any] | Mapping[str, Any],
+        *,
+        workdir: str | os.PathLike[str] | Packed | None = None,
+    ) -> Obj:
         """Create a job (a model from ``t9k_operator.api``, or a manifest); an
-        existing one of the name is :class:`AlreadyExists`."""
+        existing one of the name is :class:`AlreadyExists`. ``workdir``: a
+        directory its replicas find unpacked at their working directory
+        (docs/workdir.md), packed and checked before the job is created."""
         manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
+        check(kind_of(manifest), manifest)
+        return self._create(manifest, workdirs.packed(workdir) if workdir is not None else None)
+
+    def _create(self, manifest: Mapping[str, Any], archive: Packed | None) -> Obj:
         kind = kind_of(manifest)
-        check(kind, manifest)
         body, namespace = _placed(manifest, self.namespace)
         body.pop("status", None)
-        return _call(
-            lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
-        )
+
+        def write(body: Obj) -> Obj:
+            return _call(
+                lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
+            )
+
+        return workdirs.write(self.kube, kind.resource, body, write, archive, created=True)
+
+    def train(self, func: Callable[..., Any], *, name: str, image: str, **options: Any) -> Obj:
+        """Run ``func`` (defined with def, its imports inside it) as a job ``name`` of
+        ``image``: ``kind`` (default pytorch), ``workers``, ``gpus``, ``kwargs``
+        (JSON) it is called with, ``packages`` pip installs first, ``workdir``
+        beside it, ``python``; :func:`training.run_locally` runs it on this machine."""
+        return self._create(*training.prepare(training.Training(func, name, image, **options)))
 
     def pause(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
         """Pause a T9k job (``spec.runMode.pause.enabled``): its pods are deleted,

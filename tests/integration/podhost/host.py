@@ -633,6 +633,10 @@ class PodRun:
                 src = vol["configMap"]
                 obj = self._config_map(src) or {}
                 data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+                # kubelet's MakePayload (pkg/volume/configmap/configmap.go) writes
+                # binaryData's keys as files as it writes data's.
+                binary = obj.get("binaryData") or {}
+                data.update({k: base64.b64decode(v) for k, v in binary.items()})
                 atomic_write(target, payload(data, src, 0o644))
             elif "emptyDir" in vol:
                 if (vol["emptyDir"] or {}).get("medium") == "Memory":
