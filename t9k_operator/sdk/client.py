@@ -32,22 +32,18 @@ from t9k_operator.kinds.gpu_usage import Usage
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
-from t9k_operator.sdk import gpu_usage, training, views, workdirs
-from t9k_operator.sdk.build import check
-from t9k_operator.sdk.errors import BadJob, NotFound, Unsupported, from_api
+from t9k_operator.sdk import gpu_usage, views
+from t9k_operator.sdk.errors import BadJob, NotFound, call, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
 from t9k_operator.sdk.logs import LogLine, Logs
-from t9k_operator.sdk.manifests import kind_of, manifests, named_kind
+from t9k_operator.sdk.manifests import named_kind
 from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
-from t9k_operator.workdir import Packed
+from t9k_operator.sdk.writing import Obj, Writing
 
 __all__ = ["WAIT_STATES", "Client", "LogLine", "context_namespace"]
 
-FIELD_MANAGER = "t9k"
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 T = TypeVar("T")
-
-Obj = dict[str, Any]
 
 
 def context_namespace(kubeconfig: str | None, context: str | None) -> str:
@@ -77,13 +73,6 @@ def context_namespace(kubeconfig: str | None, context: str | None) -> str:
     return "default"
 
 
-def _call(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except kube.ApiError as exc:
-        raise from_api(exc) from None
-
-
 def _each(kinds: Iterable[Served], read: Callable[[Served], T]) -> list[tuple[Served, T]]:
     """What ``read`` gives of each kind, leaving out those the cluster does not serve."""
     out = []
@@ -97,14 +86,7 @@ def _each(kinds: Iterable[Served], read: Callable[[Served], T]) -> list[tuple[Se
     return out
 
 
-def _placed(manifest: Mapping[str, Any], default: str) -> tuple[Obj, str]:
-    """The manifest with its namespace (``default`` when it names none), and that namespace."""
-    meta = dict(manifest.get("metadata") or {})
-    meta["namespace"] = namespace = str(meta.get("namespace") or default)
-    return {**manifest, "metadata": meta}, namespace
-
-
-class Client:
+class Client(Writing):
     """Jobs and TensorBoards of one cluster (and a default namespace)."""
 
     def __init__(
@@ -117,7 +99,7 @@ class Client:
     ) -> None:
         if kube_client is None:
             options = kube.ClientOptions(qps=50, burst=100, user_agent="t9k")
-            kube_client = _call(lambda: kube.KubeClient.from_config(kubeconfig, context, options))
+            kube_client = call(lambda: kube.KubeClient.from_config(kubeconfig, context, options))
         self.kube = kube_client
         self.namespace = namespace or context_namespace(kubeconfig, context)
 
@@ -129,104 +111,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- writing ---------------------------------------------------------------------
-
-    def submit(
-        self,
-        source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any],
-        *,
-        workdir: str | os.PathLike[str] | Packed | None = None,
-    ) -> list[Obj]:
-        """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
-        text, one manifest or a list, or a model), with strict field validation:
-        an unknown field is refused, with the API server's message. ``workdir``:
-        a directory every job's replicas find unpacked at their working directory
-        (docs/workdir.md), packed and checked before anything is written."""
-        archive = workdirs.packed(workdir) if workdir is not None else None
-        applied: builtins.list[Obj] = []
-        for manifest in manifests(source):
-            kind = kind_of(manifest)
-            if not (manifest.get("metadata") or {}).get("name"):
-                raise BadJob(f"a {kind.crd.kind} without metadata.name")
-            body, namespace = _placed(manifest, self.namespace)
-            packed = None if kind is TENSORBOARD else archive
-            write = lambda b, k=kind, ns=namespace: self._apply(k, b, ns)  # noqa: E731
-            applied.append(workdirs.write(self.kube, kind.resource, body, write, packed))
-        return applied
-
-    def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
-        return _call(
-            lambda: self.kube.patch(
-                kind.resource,
-                str(body["metadata"]["name"]),
-                body,
-                namespace,
-                patch_type="apply",
-                field_manager=FIELD_MANAGER,
-                field_validation="Strict",
-            )
-        )
-
-    def create(
-        self,
-        job: JobObject[Any, Any] | Mapping[str, Any],
-        *,
-        workdir: str | os.PathLike[str] | Packed | None = None,
-    ) -> Obj:
-        """Create a job (a model from ``t9k_operator.api``, or a manifest); an
-        existing one of the name is :class:`AlreadyExists`. ``workdir``: a
-        directory its replicas find unpacked at their working directory
-        (docs/workdir.md), packed and checked before the job is created."""
-        manifest = job.to_dict() if isinstance(job, JobObject) else dict(job)
-        check(kind_of(manifest), manifest)
-        return self._create(manifest, workdirs.packed(workdir) if workdir is not None else None)
-
-    def _create(self, manifest: Mapping[str, Any], archive: Packed | None) -> Obj:
-        kind = kind_of(manifest)
-        body, namespace = _placed(manifest, self.namespace)
-        body.pop("status", None)
-
-        def write(body: Obj) -> Obj:
-            return _call(
-                lambda: self.kube.create(kind.resource, body, namespace, field_validation="Strict")
-            )
-
-        return workdirs.write(self.kube, kind.resource, body, write, archive, created=True)
-
-    def train(self, func: Callable[..., Any], *, name: str, image: str, **options: Any) -> Obj:
-        """Run ``func`` (defined with def, its imports inside it) as a job ``name`` of
-        ``image``: ``kind`` (default pytorch), ``workers``, ``gpus``, ``kwargs``
-        (JSON) it is called with, ``packages`` pip installs first, ``workdir``
-        beside it, ``python``; :func:`training.run_locally` runs it on this machine."""
-        return self._create(*training.prepare(training.Training(func, name, image, **options)))
-
-    def pause(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
-        """Pause a T9k job (``spec.runMode.pause.enabled``): its pods are deleted,
-        its TensorBoard kept, until :meth:`resume`."""
-        return self._set_pause(name, kind, namespace, True)
-
-    def resume(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
-        return self._set_pause(name, kind, namespace, False)
-
-    def _set_pause(self, name: str, kind: str | None, namespace: str | None, on: bool) -> Obj:
-        job = self.get(name, kind, namespace)
-        k = of_object(job)
-        if not k.pausable:
-            raise Unsupported(
-                f"a {k.crd.kind} cannot be {'paused' if on else 'resumed'}: its API has no run mode"
-            )
-        patch = {"spec": {"runMode": {"pause": {"enabled": on}}}}
-        ns = job["metadata"]["namespace"]
-        return _call(lambda: self.kube.patch(k.resource, name, patch, ns))
-
-    def delete(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
-        """Delete a job; its pods, Services, ConfigMaps and TensorBoard go with it."""
-        job = self.get(name, kind, namespace)
-        k = of_object(job)
-        ns = job["metadata"]["namespace"]
-        uid = job["metadata"].get("uid")
-        return _call(lambda: self.kube.delete(k.resource, name, ns, uid=uid))
 
     # -- reading ---------------------------------------------------------------------
 
@@ -278,12 +162,12 @@ class Client:
         if job is not None:
             meta = job["metadata"]
             selector = f"{JOB_NAME}={meta['name']},{JOB_KIND}={job['kind']}"
-            items, _ = _call(
+            items, _ = call(
                 lambda: self.kube.list_all(PODS, meta["namespace"], label_selector=selector)
             )
             return items
         ns = None if all_namespaces else (namespace or self.namespace)
-        items, _ = _call(lambda: self.kube.list_all(PODS, ns))
+        items, _ = call(lambda: self.kube.list_all(PODS, ns))
         return items
 
     def gpu_usage(
@@ -315,19 +199,19 @@ class Client:
         """The job's and its pods' Events, oldest first."""
         meta = job["metadata"]
         names = {meta["name"], *(p["metadata"]["name"] for p in pods)}
-        items, _ = _call(lambda: self.kube.list_all(EVENTS, meta["namespace"]))
+        items, _ = call(lambda: self.kube.list_all(EVENTS, meta["namespace"]))
         mine = [e for e in items if (e.get("involvedObject") or {}).get("name") in names]
         return sorted(mine, key=_event_time)
 
     def nodes(self) -> builtins.list[Obj]:
-        items, _ = _call(lambda: self.kube.list_all(NODES))
+        items, _ = call(lambda: self.kube.list_all(NODES))
         return items
 
     def tensorboard(self, name: str, namespace: str | None = None) -> Obj:
         """The TensorBoard of that name: a job's own (it has the job's name) or
         one created alone."""
         ns = namespace or self.namespace
-        return _call(lambda: self.kube.get(TENSORBOARD.resource, name, ns))
+        return call(lambda: self.kube.get(TENSORBOARD.resource, name, ns))
 
     def tensorboard_forward(
         self,

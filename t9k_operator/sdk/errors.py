@@ -19,7 +19,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from t9k_operator import kube
+
+T = TypeVar("T")
 
 
 class T9kError(Exception):
@@ -124,3 +129,11 @@ def from_api(exc: kube.ApiError) -> T9kError:
         if isinstance(exc, source):
             return target(exc.message, status=exc.status, reason=exc.reason)
     return ApiRefused(exc.message, status=exc.status, reason=exc.reason)
+
+
+def call(fn: Callable[[], T]) -> T:
+    """``fn()``, its API error raised as the SDK's type for it."""
+    try:
+        return fn()
+    except kube.ApiError as exc:
+        raise from_api(exc) from None
