@@ -148,10 +148,12 @@ def plan(
     the apply step's own (a child it could not create); ``failed``: (reason,
     message) that fail the job now."""
     beats = tuple(b for s in seen for b in s.integration.heartbeats(s.state, view))
+    saved = tuple(c for s in seen for c in s.integration.checkpoints(s.state, view))
     gated = replace(
         view,
         gates=(*view.gates, *blocked, *gates(view, seen)),
         heartbeats=(*view.heartbeats, *beats),
+        checkpoints=(*view.checkpoints, *saved),
     )
     if failed is not None:
         gated = replace(gated, spec_error=failed[1], spec_error_reason=failed[0])
