@@ -364,3 +364,35 @@ def test_a_flood_of_refusals_is_counted_and_logged_once_a_minute() -> None:
         w.post(token="forged")
     assert counted("unauthenticated") == before + 51
     assert [e["event"] for e in logs] == ["progress report refused"] * 2
+
+
+def test_the_answers_carry_a_checkpoint_request_while_the_job_has_one_pending() -> None:
+    w = World()
+    assert "checkpoint" not in json.loads(w.post().body())
+    saved = {"requestedAt": "2026-03-01T12:00:00Z", "reason": "Paused"}
+    w.jobs.objs[("ns", "a")]["status"] = {"checkpoint": saved}
+    for body in ({"step": 4}, {}, {"step": -1}):  # a report, a liveness one, a refused one
+        answer = w.post(body=body)
+        assert json.loads(answer.body())["checkpoint"] is True, answer
+    # Another job's replicas are not asked; nor, once the stop was made, this one's.
+    assert "checkpoint" not in json.loads(w.post("b", "tb").body())
+    saved["stoppedAt"] = "2026-03-01T12:00:30Z"
+    assert "checkpoint" not in json.loads(w.post(body={"step": 5}).body())
+
+
+def test_a_checkpoint_report_is_kept_beside_the_progress_and_queues_the_job() -> None:
+    w = World()
+    w.post(body={"step": 40, "totalSteps": 100})
+    w.clock.step(10)
+    answer = w.post(body={"checkpointStep": 40})
+    assert answer.status == 202
+    (received,) = w.store.latest("ja")
+    assert received.report.step == 40 and received.report.total_steps == 100  # progress kept
+    assert received.checkpoint is not None and received.checkpoint.step == 40
+    assert received.checkpoint.at == received.last_heard
+    assert len(w.queued) == 2
+    # A later progress report keeps the checkpoint.
+    w.clock.step(1)
+    w.post(body={"step": 41})
+    (received,) = w.store.latest("ja")
+    assert received.report.step == 41 and received.checkpoint.step == 40
