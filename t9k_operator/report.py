@@ -133,8 +133,10 @@ class Reporter:
         if not self.full:
             body = {}  # liveness
         with self._cond:
-            if self._pending is not None:
+            if self._pending is not None:  # replaced; a checkpoint in it is kept
                 self.dropped += 1
+                if "checkpointStep" not in body and "checkpointStep" in self._pending:
+                    body = {**body, "checkpointStep": self._pending["checkpointStep"]}
             self._pending = body
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -284,9 +286,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Reporter | _Off:
     if not url:
         return _Off()
     if not url.lower().startswith("https://"):
-        log.warning(
-            "t9k progress report: %s=%s is not an https:// URL; not reporting", URL_ENV, url
-        )
+        log.warning("t9k progress report: %s is not an https:// URL; not reporting", url)
         return _Off()
     timeout = _number(env.get(TIMEOUT_ENV), float) or DEFAULT_TIMEOUT
     timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT

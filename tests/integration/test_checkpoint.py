@@ -197,6 +197,23 @@ def resumed(replicas: Replicas, step: int) -> None:
         )
 
 
+def diagnosis(jobs: Jobs, replicas: Replicas, operator: OperatorProcess) -> str:
+    """What the job and its replicas show, for a failure's message."""
+    pods = {
+        n: (p["metadata"]["uid"], p["status"].get("phase"), p["metadata"].get("deletionTimestamp"))
+        for n, p in jobs.all_pods("ck").items()
+    }
+    logs = {n: replicas.log(n)[-400:] for n in replicas.runs}
+    answers = {
+        r: operator.metric("t9k_progress_reports_total", {"result": r})
+        for r in ("accepted", "invalid", "forbidden", "unauthenticated", "rate_limited")
+    }
+    return (
+        f"status: {jobs.status('ck')}\nevents: {jobs.events('ck')}\npods: {pods}\n"
+        f"logs: {logs}\nanswers: {answers}"
+    )
+
+
 def test_a_pause_waits_for_the_checkpoint_and_the_resume_starts_from_it(
     operator: OperatorProcess, admin: KubeClient, namespace: str, replicas: Replicas
 ) -> None:
@@ -252,16 +269,19 @@ def test_a_whole_job_restart_recreates_the_replicas_after_the_others_checkpointe
     assert worker.wait("pytorch", 60) == 1
     replicas.kubelet.fail(namespace, "ck-worker-0", exit_code=1)
 
-    stopped = settled(
-        jobs,
-        "ck",
-        "the replicas deleted once the master checkpointed",
-        lambda j: (
-            (j["status"].get("checkpoint") or {}).get("stoppedAt")
-            and replicas.stop_deleted() == PODS
-        ),
-        operator=operator,
-    )
+    try:
+        stopped = settled(
+            jobs,
+            "ck",
+            "the replicas deleted once the master checkpointed",
+            lambda j: (
+                (j["status"].get("checkpoint") or {}).get("stoppedAt")
+                and replicas.stop_deleted() == PODS
+            ),
+            operator=operator,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{diagnosis(jobs, replicas, operator)}") from None
     status = stopped["status"]
     saved = status["checkpoint"]
     steps = checkpointed_steps(replicas)

@@ -198,3 +198,19 @@ def test_the_wrapper_imports_only_the_standard_library_and_the_reporter(tmp_path
         timeout=30, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+def test_a_checkpoint_waiting_to_be_sent_survives_the_reports_after_it(
+    endpoint: Endpoint, token: Path
+) -> None:
+    r = Reporter(endpoint.url, token_file=str(token), ca_file=str(endpoint.ca), timeout=5)
+    endpoint.gate.clear()  # the first report is held at the server
+    r.report({"step": 1})
+    assert endpoint.arrived.wait(10)
+    r.report({"checkpointStep": 9})  # these wait for the sender, each replacing the last
+    r.report({"step": 10})
+    r.report({"step": 11})
+    endpoint.gate.set()
+    assert r.flush(10)
+    bodies = [body for _, body in endpoint.received]
+    assert bodies == [{"step": 1}, {"step": 11, "checkpointStep": 9}]

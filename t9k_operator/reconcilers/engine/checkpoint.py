@@ -14,10 +14,14 @@ of the whole job).
    have passed since the request (the pass asks to be requeued then, never
    sooner); ``stoppedAt`` and ``waited`` (whether they all had) record it.
 
-A stop called off while it waits (the job resumed, admitted again, finished)
-drops the request. ``lastStep`` is the step of the newest checkpoint the
-job's pods reported; new pods get it as ``T9K_RESUME_STEP``. A job that does
-not ask stops at once, and its status has no ``checkpoint``."""
+Until a pass without a stop behind it, the stop stays made: a pass whose
+cache is behind the deletes deletes the pods again, and asks nothing anew. A
+stop called off while it waits (the job resumed, admitted again, finished)
+drops the request; a stop made keeps ``reason``, ``stoppedAt`` and ``waited``.
+
+``lastStep`` is the step of the newest checkpoint the job's pods reported;
+new pods get it as ``T9K_RESUME_STEP``. A job that does not ask stops at
+once, and its status has no ``checkpoint``."""
 
 from __future__ import annotations
 
@@ -38,6 +42,8 @@ def may_stop(p: Pass, reason: str) -> bool:
         return True
     p.stopping = True
     saved: Obj = p.status.setdefault("checkpoint", {})
+    if saved.get("stoppedAt") and saved.get("requestedAt") and saved.get("reason") == reason:
+        return True  # made: its pods go (again, to a pass whose cache is behind the deletes)
     running = [
         s
         for key, s in sorted(p.pods.items())
@@ -108,12 +114,14 @@ def note_checkpoints(p: Pass) -> None:
 
 
 def called_off(p: Pass) -> None:
-    """A request no stop of this pass stands behind (the job resumed, was admitted
-    again, finished) is dropped: the replicas are no longer asked."""
+    """A pass with no stop behind it (the job resumed, restarted, was admitted
+    again, finished) ends the last one: a request not carried out is dropped
+    (the replicas are no longer asked); a stop made keeps its record, but for
+    ``requestedAt``, so the next stop asks anew."""
     saved = p.status.get("checkpoint")
-    if p.stopping or not saved or not pending(saved):
+    if p.stopping or not saved or not saved.get("requestedAt"):
         return
-    for key in ("requestedAt", "reason"):
+    for key in ("requestedAt", "reason") if pending(saved) else ("requestedAt",):
         saved.pop(key, None)
     if not saved:
         p.status.pop("checkpoint")

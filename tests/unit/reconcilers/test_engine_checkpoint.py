@@ -181,3 +181,28 @@ def test_new_pods_resume_from_the_newest_checkpoint_only_when_the_job_asks() -> 
     assert q.status["checkpoint"]["lastStep"] == 5
     r = run(job(status=status, checkpoints=newer), {})
     assert {m.resume_step for _, _, m in r.create} == {None}
+
+
+def test_a_pass_whose_cache_is_behind_the_deletes_asks_nothing_anew() -> None:
+    """Right after the stop, a pass may still see the pods running: it deletes
+    them again and leaves the record as it was."""
+    pods = dict(PODS)
+    j = job(paused=True, status=requested(), asks=ASKED)
+    stop = run(j, pods, at(GRACE))
+    assert len(stop.delete) == 3 and stop.status["checkpoint"]["waited"] is False
+    stale = run(replace(j, status=stop.status), pods, at(GRACE + 1))
+    assert len(stale.delete) == 3
+    assert stale.status["checkpoint"] == stop.status["checkpoint"]
+    assert [r for _, r, _ in stale.events] == []
+    # Resumed: the stop is over; its record stays, and the next stop asks anew.
+    going = {k: replace(v, terminating=True) for k, v in pods.items()}
+    resumed = run(replace(j, paused=False, status=stale.status), going, at(GRACE + 5))
+    assert resumed.status["checkpoint"] == {
+        "reason": "Paused",
+        "stoppedAt": "2026-03-01T12:02:00Z",
+        "waited": False,
+    }
+    again = run(replace(j, status=resumed.status), running(job()), at(GRACE + 60))
+    assert deleted(again) == []
+    assert again.status["checkpoint"]["requestedAt"] == "2026-03-01T12:03:00Z"
+    assert "stoppedAt" not in again.status["checkpoint"]
