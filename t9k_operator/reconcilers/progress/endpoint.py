@@ -30,8 +30,9 @@ holds a checkpoint request for a stop not yet made (:func:`checkpoint_asked`):
 the operator is about to stop the replicas and waits for their checkpoints.
 
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
-queued after :class:`Coalescer`'s delay, so however many come, reports cause
-at most one reconcile of a job per interval. The answers of 5 and 6 carry
+queued after :class:`Coalescer`'s delay (the reconcile already due, when
+there is one: the queue keeps one), so however many come, reports cause at
+most one reconcile of a job per interval. The answers of 5 and 6 carry
 ``next``: the seconds the reporter waits before its next report. A reporter
 names its process with ``X-T9k-Rank`` (its local rank in the pod), so the
 pacer counts each process once. Every answer is counted in
@@ -263,9 +264,12 @@ class ProgressEndpoint:
         if not self.store.record(uid, reviewed.pod, reviewed.pod_uid, report, self.clock.now()):
             why = "not kept: older than the report kept, or too many pods"
             return Answer(202, ACCEPTED, why, next=pace, checkpoint=asked)
-        delay = self.coalescer.report(key, self.clock.monotonic())
-        if delay is not None:
-            route.enqueue_after(key, delay)
+        now = self.clock.monotonic()
+        delay = self.coalescer.report(key, now)
+        # Asked again when one is due already: a queue drops a later ask while an
+        # earlier one is due but not yet handed to a worker, which may read the
+        # store before this report.
+        route.enqueue_after(key, delay if delay is not None else self.coalescer.due_in(key, now))
         return Answer(202, ACCEPTED, "accepted", next=pace, checkpoint=asked)
 
     def _review(self, token: str) -> Reviewed | Answer | None:

@@ -124,6 +124,11 @@ class Coalescer:
             self._due[key] = due + self.interval  # the one due has run: the next
             return due + self.interval - now
 
+    def due_in(self, key: Hashable, now: float) -> float:
+        """Seconds from ``now`` to the reconcile last asked for (0 when past)."""
+        with self._lock:
+            return max(0.0, self._due.get(key, now) - now)
+
     def forget(self, key: Hashable) -> None:
         with self._lock:
             self._due.pop(key, None)
