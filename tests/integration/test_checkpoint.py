@@ -26,11 +26,14 @@ import pytest
 from t9k_operator.kube import ApiError, KubeClient
 from tests.integration.cluster import wait_for
 from tests.integration.conftest import OPERATOR_NAMESPACE
-from tests.integration.jobs import Jobs, pytorch_job, settled
+from tests.integration.jobs import Jobs, finish, pytorch_job, settled
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess, free_port
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK, PodRun
+from tests.integration.test_gang_jobs import bound, gpu_job
+from tests.integration.test_gang_schedulers import gpus_in_use
+from tests.integration.test_kueue_jobs import kueue_ready, make_queue  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = f"t9k-operator-progress.{OPERATOR_NAMESPACE}"
@@ -111,22 +114,25 @@ def job_body(grace: int, restart_scope: str | None = None) -> dict[str, Any]:
 class Replicas:
     """The job's pods running on the pod host, each incarnation once."""
 
-    def __init__(self, jobs: Jobs, kubelet: Kubelet, node: Node) -> None:
+    def __init__(
+        self, jobs: Jobs, kubelet: Kubelet, node: Node, job: str = "ck", pods: list[str] = PODS
+    ) -> None:
         self.jobs, self.kubelet, self.node = jobs, kubelet, node
+        self.job, self.names = job, pods
         self.runs: dict[str, tuple[str, PodRun]] = {}  # pod name -> (uid, its run)
 
     def start(self, env: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, Any]]:
         """The job's current pods (new ones, once the old are gone), started."""
 
         def fresh() -> dict[str, dict[str, Any]] | None:
-            pods = self.jobs.pods("ck")
+            pods = self.jobs.pods(self.job)
             new = {
                 n: p
                 for n, p in pods.items()
                 if not p["metadata"].get("deletionTimestamp")
                 and self.runs.get(n, ("", None))[0] != p["metadata"]["uid"]
             }
-            return new if set(new) == set(PODS) else None
+            return new if set(new) == set(self.names) else None
 
         pods = wait_for(fresh, 60, "new pods for every replica")
         for name, pod in pods.items():
@@ -141,7 +147,7 @@ class Replicas:
     def stop_deleted(self) -> list[str]:
         """Stop the processes of the pods the operator has deleted (as kubelet
         would); the names stopped."""
-        pods = self.jobs.all_pods("ck")
+        pods = self.jobs.all_pods(self.job)
         stopped = []
         for name, (uid, run) in list(self.runs.items()):
             pod = pods.get(name)
@@ -177,7 +183,7 @@ def reporting(jobs: Jobs, at_least: int) -> None:
 def checkpointed_steps(replicas: Replicas) -> dict[str, int]:
     """The step each replica's script wrote on the request, from its log."""
     out = {}
-    for name in PODS:
+    for name in replicas.names:
         lines = [ln for ln in replicas.log(name).splitlines() if ln.startswith("checkpointed ")]
         if lines:
             out[name] = int(lines[-1].split()[1])
@@ -186,8 +192,8 @@ def checkpointed_steps(replicas: Replicas) -> dict[str, int]:
 
 def resumed(replicas: Replicas, step: int) -> None:
     """Every new replica started from ``step``: its environment, and what its script read."""
-    for name in PODS:
-        env = {e["name"]: e.get("value") for e in replicas.jobs.pods("ck")[name]["spec"]
+    for name in replicas.names:
+        env = {e["name"]: e.get("value") for e in replicas.jobs.pods(replicas.job)[name]["spec"]
                ["containers"][0].get("env") or []}  # fmt: skip
         assert env["T9K_RESUME_STEP"] == str(step), (name, env)
         wait_for(
@@ -199,9 +205,10 @@ def resumed(replicas: Replicas, step: int) -> None:
 
 def diagnosis(jobs: Jobs, replicas: Replicas, operator: OperatorProcess) -> str:
     """What the job and its replicas show, for a failure's message."""
+    name = replicas.job
     pods = {
         n: (p["metadata"]["uid"], p["status"].get("phase"), p["metadata"].get("deletionTimestamp"))
-        for n, p in jobs.all_pods("ck").items()
+        for n, p in jobs.all_pods(name).items()
     }
     logs = {n: replicas.log(n)[-400:] for n in replicas.runs}
     answers = {
@@ -209,7 +216,7 @@ def diagnosis(jobs: Jobs, replicas: Replicas, operator: OperatorProcess) -> str:
         for r in ("accepted", "invalid", "forbidden", "unauthenticated", "rate_limited")
     }
     return (
-        f"status: {jobs.status('ck')}\nevents: {jobs.events('ck')}\npods: {pods}\n"
+        f"status: {jobs.status(name)}\nevents: {jobs.events(name)}\npods: {pods}\n"
         f"logs: {logs}\nanswers: {answers}"
     )
 
@@ -348,3 +355,89 @@ def test_grace_seconds_out_of_bounds_is_refused_at_admission(
     for grace in (0, 3601):
         with pytest.raises(ApiError, match="graceSeconds"):
             jobs.create(job_body(grace=grace))
+
+
+# -- Kueue's preemption ----------------------------------------------------------------
+
+
+@pytest.fixture
+def preempting_queue(
+    request: pytest.FixtureRequest, admin: KubeClient, namespace: str
+) -> Iterator[str]:
+    """test_kueue_jobs' queue that preempts lower priorities (Kueue running)."""
+    request.getfixturevalue("kueue_ready")
+    yield from make_queue(admin, namespace, preemption="LowerPriority")
+
+
+def queued_job(name: str, queue: str, priority: int, grace: int | None = None) -> dict[str, Any]:
+    """A PyTorchTrainingJob of two workers of 8 GPUs in ``queue``: two such jobs
+    exceed the test's ClusterQueue (24 GPUs)."""
+    body = gpu_job("PyTorchTrainingJob", name, manual=True, queue=queue, priority=priority, pods=2)
+    container = body["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container.update(command=["python3", "/opt/train/train.py"], args=[])
+    if grace is not None:
+        body["spec"]["runPolicy"] = {"checkpoint": {"graceSeconds": grace}}
+    return body
+
+
+@pytest.mark.xdist_group("add-ons")
+def test_a_preempted_job_checkpoints_before_kueue_takes_its_quota_and_resumes_from_it(
+    start_operator: Callable[..., OperatorProcess],
+    port: int,
+    preempting_queue: str,
+    admin: KubeClient,
+    namespace: str,
+    kubelet: Kubelet,
+    node: Node,
+) -> None:
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
+    operator = start_operator(
+        "--kueue",
+        "--progress-bind-address",
+        f"0.0.0.0:{port}",
+        "--progress-service-port",
+        str(port),
+    )
+    operator.wait_ready()
+    jobs = Jobs(admin, namespace)
+    low = Replicas(jobs, kubelet, node, pods=["ck-worker-0", "ck-worker-1"])
+    try:
+        jobs.create(queued_job("ck", preempting_queue, priority=10, grace=120))
+        low.start()
+        jobs.wait_phase("ck", "Running", 60)
+        reporting(jobs, 10)
+
+        jobs.create(queued_job("high", preempting_queue, priority=90))
+        try:
+            stopped = settled(
+                jobs,
+                "ck",
+                "evicted by Kueue, its pods deleted after they checkpointed",
+                lambda j: (
+                    (j["status"].get("checkpoint") or {}).get("stoppedAt")
+                    and low.stop_deleted() == low.names
+                    and j["status"]["phase"] == "Pending"
+                ),
+                operator=operator,
+                timeout=90,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{diagnosis(jobs, low, operator)}") from None
+        saved = stopped["status"]["checkpoint"]
+        steps = checkpointed_steps(low)
+        assert set(steps) == set(low.names), steps
+        assert (saved["reason"], saved["waited"]) == ("EvictedByKueue", True), saved
+        assert saved["lastStep"] in steps.values(), (saved, steps)
+        assert stopped["status"]["restartCount"] == 0
+
+        # The quota goes to the high job; once it is done, the low one is
+        # admitted again and resumes from its checkpoint.
+        wait_for(lambda: bound(jobs, "high") == 2, 60, "high admitted and bound")
+        finish(kubelet, jobs, "high")
+        jobs.wait_phase("high", "Succeeded", 30)
+        low.start()
+        resumed(low, saved["lastStep"])
+        jobs.wait_phase("ck", "Running", 60)
+        assert jobs.status("ck")["restartCount"] == 0
+    finally:
+        low.close()
