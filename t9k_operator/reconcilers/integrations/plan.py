@@ -267,7 +267,10 @@ def _steps(
         return steps  # a spec that does not parse has failed the job: nothing to build
     for s in seen:
         steps.actions.extend(_by(s, s.integration.prepare(s.state, view)))
-    if out.status.get("phase") in engine.TERMINAL or view.paused:
+    # A paused job gives back what it holds once its pods go (not while they checkpoint).
+    if out.status.get("phase") in engine.TERMINAL or (
+        view.paused and out.status["phase"] == "Paused"
+    ):
         for s in seen:
             steps.actions.extend(_by(s, s.integration.release(s.state, view)))
         return steps
