@@ -103,7 +103,10 @@ def restart_or_fail(p: Pass) -> None:
         )
     if whole and recreating:
         if not may_stop(p, Reason.RESTARTING):
-            del p.out.delete[first:]  # counted; deleted once the others have checkpointed
+            # Counted, and the others part of the attempt (one failing meanwhile
+            # counts nothing more); deleted once they have checkpointed.
+            del p.out.delete[first:]
+            restart_all(p, counted, delete=False)
             return
         restart_all(p, counted)
 
@@ -118,15 +121,17 @@ def _limit_reached(p: Pass, type_: str, role_limit: int | None) -> str:
     return ""
 
 
-def restart_all(p: Pass, counted: set[str]) -> None:
+def restart_all(p: Pass, counted: set[str], delete: bool = True) -> None:
     """restartScope Job: every other replica of the job is recreated with the one
     that restarts, in the same attempt. Their uids join the counted ones, so a
-    replica that fails meanwhile (its peer gone) is part of this attempt too."""
+    replica that fails meanwhile (its peer gone) is part of this attempt too
+    (``delete=False``: only that, while they checkpoint)."""
     planned = {s.uid for s in p.out.delete}
     for key, state in sorted(p.pods.items()):
         if key not in p.desired or state.terminating or state.uid in planned:
             continue
-        p.out.delete.append(state)
+        if delete:
+            p.out.delete.append(state)
         if state.uid not in counted:
             p.counted.append(state.uid)
             counted.add(state.uid)

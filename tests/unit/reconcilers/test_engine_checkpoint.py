@@ -153,7 +153,8 @@ def test_a_whole_job_restart_counts_at_once_and_recreates_after_the_checkpoints(
     assert deleted(first) == []  # not even the failed one: nothing is recreated meanwhile
     assert first.create == []
     assert first.status["restartCount"] == 1
-    assert first.status["countedFailures"] == [pods[("worker", 1)].uid]
+    # The failed one counted; the others part of the attempt (as restartScope Job has it).
+    assert sorted(first.status["countedFailures"]) == sorted(s.uid for s in pods.values())
     assert first.status["checkpoint"]["reason"] == "Restarting"
     # The two running replicas checkpoint; the failed one is not waited for.
     every = saved(pods, 88, at(4), ("master", 0), ("worker", 0))
@@ -206,3 +207,15 @@ def test_a_pass_whose_cache_is_behind_the_deletes_asks_nothing_anew() -> None:
     assert deleted(again) == []
     assert again.status["checkpoint"]["requestedAt"] == "2026-03-01T12:03:00Z"
     assert "stoppedAt" not in again.status["checkpoint"]
+
+
+def test_a_replica_that_fails_while_the_others_checkpoint_is_part_of_the_same_attempt() -> None:
+    j = job(restart_scope="Job", status=RUNNING, asks=ASKED)
+    pods = running(j)
+    pods[("worker", 1)] = pod("worker", 1, "Failed", 1)
+    first = run(j, pods)
+    assert sorted(first.status["countedFailures"]) == sorted(s.uid for s in pods.values())
+    pods[("master", 0)] = replace(pods[("master", 0)], phase="Failed", exit_code=1)
+    second = run(replace(j, status=first.status), pods, at(3))
+    assert second.status["restartCount"] == 1 and second.events == []
+    assert deleted(second) == []  # worker-0 still runs: its checkpoint is waited for
