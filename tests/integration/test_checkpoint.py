@@ -197,7 +197,7 @@ def resumed(replicas: Replicas, step: int) -> None:
                ["containers"][0].get("env") or []}  # fmt: skip
         assert env["T9K_RESUME_STEP"] == str(step), (name, env)
         wait_for(
-            lambda n=name: f"resume {step}" in replicas.log(n),  # type: ignore[misc]
+            lambda n=name: f"resume {step}" in replicas.log(n),
             30,
             f"{name}'s script resuming from step {step}",
         )
