@@ -1,41 +1,19 @@
-"""Report a training's progress to the t9k operator: standard library only.
+"""Report a training's progress to the t9k operator (docs/progress.md): standard
+library only, so it may be copied next to a script. ``report(step=, total_steps=,
+epoch=, metrics=)`` in a training, ``python -m t9k_operator.report --step 10`` in
+a shell script; the endpoint, token and CA from ``T9K_PROGRESS_URL`` (without it
+nothing is sent), ``T9K_PROGRESS_TOKEN_FILE`` and ``T9K_PROGRESS_CA_FILE``. It
+never blocks or breaks the training: a background thread sends the latest
+report, one at a time, each within ``T9K_PROGRESS_TIMEOUT`` (5 s), at the pace
+the answers set (``next``), on a kept connection. The process of each replica
+whose local rank is ``T9K_PROGRESS_LOCAL_RANK`` (0), or that calls
+:func:`designate`, reports the progress; the others only that they live.
 
-In a training script::
-
-    from t9k_operator.report import report
-
-    for step in range(total):
-        ...
-        report(step=step, total_steps=total, epoch=epoch, metrics={"loss": loss})
-
-or from a shell script ``python -m t9k_operator.report --step 10``. It imports
-only Python's standard library, so it may be copied next to a script.
-
-It finds the operator through what the operator puts into every replica:
-``T9K_PROGRESS_URL`` (the HTTPS address; without it :func:`report` does
-nothing), ``T9K_PROGRESS_TOKEN_FILE`` (a projected ServiceAccount token for
-the operator's audience, read again for every report: kubelet rotates it) and
-``T9K_PROGRESS_CA_FILE`` (the endpoint's CA; without it, the system's).
-
-It never blocks or breaks the training: :func:`report` only leaves the report
-for a background thread and returns; that thread sends one report at a time,
-each within a few seconds (``T9K_PROGRESS_TIMEOUT``, default 5); a report made
-while another is being sent replaces any report still waiting (only the latest
-matters), and a report the operator did not take is dropped, not retried.
-Nothing it does raises into the caller. When the interpreter exits, it waits
-for the report in flight, if any, at most one timeout, so the last one is sent.
-
-The operator paces the reports: each answer says (``next``) how many seconds
-to wait before the next one (obeyed within :data:`FLOOR` and :data:`CEILING`).
-The connection, and its TLS session, is kept from one report to the next, and
-made again after an error.
-
-One process of each replica reports the progress: the one whose local rank
-(``LOCAL_RANK``, as torchrun and DeepSpeed set it, or Open MPI's
-``OMPI_COMM_WORLD_LOCAL_RANK``) is ``T9K_PROGRESS_LOCAL_RANK`` (default 0),
-or the one that calls :func:`designate`. The others send only that they are
-alive (an empty report, ``{}``), at the same pace, and only while the
-training calls :func:`report`.
+Before the operator stops a job that asks for it (docs/checkpoint.md), its
+answers say ``checkpoint``: :func:`checkpoint_requested` turns True and the
+callback of :func:`on_checkpoint` is called; the training checkpoints and
+tells it with :func:`checkpointed`. ``python -m t9k_operator.report_run``
+sends SIGUSR1 instead to a script that does not report.
 """
 
 from __future__ import annotations
@@ -52,7 +30,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 URL_ENV = "T9K_PROGRESS_URL"
@@ -63,8 +41,7 @@ LOCAL_RANK_ENV = "T9K_PROGRESS_LOCAL_RANK"
 RANK_ENVS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")  # a process's local rank: the first set
 RANK_HEADER = "X-T9k-Rank"
 DEFAULT_TIMEOUT = 5.0
-FLOOR, CEILING = 1.0, 60.0
-# The shortest and longest wait between the starts of two sends, whatever the operator says.
+FLOOR, CEILING = 1.0, 60.0  # the shortest and longest wait between two sends, whatever told
 MIN_INTERVAL = FLOOR
 # What a kept connection the server has since closed fails with: sent again, once.
 STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
@@ -78,6 +55,7 @@ def payload(
     total_steps: int | None = None,
     epoch: int | float | None = None,
     metrics: Mapping[str, Any] | None = None,
+    checkpoint_step: int | None = None,
 ) -> dict[str, Any] | None:
     """The JSON body of one report; None when nothing in it can be sent. Values
     that are not finite numbers are left out rather than refused."""
@@ -86,6 +64,7 @@ def payload(
         ("step", step, int),
         ("totalSteps", total_steps, int),
         ("epoch", epoch, float),
+        ("checkpointStep", checkpoint_step, int),
     ):
         number = _number(value, kind)
         if number is not None:
@@ -146,15 +125,18 @@ class Reporter:
         self._thread: threading.Thread | None = None
         self._warned = False
         self._context: ssl.SSLContext | None = None
+        self.asked = threading.Event()  # the operator asks for a checkpoint (its last answer)
+        self.on_checkpoint: Callable[[], object] | None = None
 
     def report(self, body: dict[str, Any]) -> None:
-        """Leave ``body`` for the sender; never blocks on the network. A process
-        that is not the replica's reporting one leaves a liveness report."""
+        """Leave ``body`` for the sender (liveness only, ``{}``, if not ``full``)."""
         if not self.full:
             body = {}  # liveness
         with self._cond:
-            if self._pending is not None:
+            if self._pending is not None:  # replaced; a checkpoint in it is kept
                 self.dropped += 1
+                if "checkpointStep" not in body and "checkpointStep" in self._pending:
+                    body = {**body, "checkpointStep": self._pending["checkpointStep"]}
             self._pending = body
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -166,11 +148,9 @@ class Reporter:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait, at most ``timeout`` seconds (default: one send's), until no
         report waits or is being sent. Whether that is so."""
-        limit = self.timeout if timeout is None else timeout
+        idle = lambda: self._pending is None and not self._busy  # noqa: E731
         with self._cond:
-            return bool(
-                self._cond.wait_for(lambda: self._pending is None and not self._busy, limit)
-            )
+            return bool(self._cond.wait_for(idle, self.timeout if timeout is None else timeout))
 
     def _run(self) -> None:
         last = -math.inf
@@ -189,10 +169,7 @@ class Reporter:
                 self._warn(f"unexpected error: {exc!r}")
             with self._cond:
                 self._busy = False
-                if ok:
-                    self.sent += 1
-                else:
-                    self.failed += 1
+                self.sent, self.failed = self.sent + ok, self.failed + (not ok)
                 self._cond.notify_all()
 
     def send(self, body: Mapping[str, Any]) -> bool:
@@ -225,9 +202,22 @@ class Reporter:
         pace, ok = _number(answer.get("next"), float), 200 <= status < 300
         self._backoff(pace if pace is not None or ok else retry, ok)
         if ok:
+            self._checkpoint(answer.get("checkpoint") is True)
             return True
         self._warn(f"the operator refused a report: HTTP {status} {answer.get('message', '')}")
         return False
+
+    def _checkpoint(self, asked: bool) -> None:
+        """The operator asks for a checkpoint, or no longer: the callback once per request."""
+        if not asked:
+            self.asked.clear()
+        elif not self.asked.is_set():
+            self.asked.set()
+            try:
+                if self.on_checkpoint is not None:
+                    self.on_checkpoint()
+            except Exception:  # never into the reporter
+                log.warning("t9k checkpoint callback failed", exc_info=True)
 
     def _post(
         self, data: bytes, headers: Mapping[str, str]
@@ -235,8 +225,9 @@ class Reporter:
         """One request on the kept connection (made if there is none): the
         status, the JSON answer and its Retry-After. A failure closes it."""
         if self._conn is None:
+            self._context = self._context or ssl.create_default_context(cafile=self.ca_file or None)
             self._conn = http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout, context=self._ssl()
+                self._host, self._port, timeout=self.timeout, context=self._context
             )
             self.connections += 1
         try:
@@ -265,11 +256,6 @@ class Reporter:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-
-    def _ssl(self) -> ssl.SSLContext:
-        if self._context is None:
-            self._context = ssl.create_default_context(cafile=self.ca_file or None)
-        return self._context
 
     def _warn(self, message: str) -> None:
         """Say the first failure once (a training's log is no place for more)."""
@@ -300,13 +286,10 @@ def from_env(env: Mapping[str, str] | None = None) -> Reporter | _Off:
     if not url:
         return _Off()
     if not url.lower().startswith("https://"):
-        log.warning(
-            "t9k progress report: %s=%s is not an https:// URL; not reporting", URL_ENV, url
-        )
+        log.warning("t9k progress report: %s is not an https:// URL; not reporting", url)
         return _Off()
     timeout = _number(env.get(TIMEOUT_ENV), float) or DEFAULT_TIMEOUT
-    if timeout <= 0:
-        timeout = DEFAULT_TIMEOUT
+    timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
     rank = local_rank(env)
     return Reporter(
         url,
@@ -330,8 +313,7 @@ def local_rank(env: Mapping[str, str]) -> int:
 def designate(full: bool = True) -> None:
     """Make this process its replica's reporting one (``full=False``: liveness
     only), whatever its local rank."""
-    reporter = _reporter()
-    if isinstance(reporter, Reporter):
+    if isinstance(reporter := _reporter(), Reporter):
         reporter.full = full
 
 
@@ -345,16 +327,36 @@ def _reporter() -> Reporter | _Off:
         return _default
 
 
+def checkpoint_requested() -> bool:
+    """Whether the operator's last answer asked for a checkpoint (a stop is near)."""
+    reporter = _reporter()
+    return isinstance(reporter, Reporter) and reporter.asked.is_set()
+
+
+def on_checkpoint(callback: Callable[[], object] | None) -> None:
+    """Call ``callback`` when the operator asks for a checkpoint (on the
+    reporter's thread: keep it short, e.g. set a flag the training reads)."""
+    if isinstance(reporter := _reporter(), Reporter):
+        reporter.on_checkpoint = callback
+
+
+def checkpointed(step: int) -> None:
+    """Tell the operator a checkpoint of ``step`` is written; returns at once."""
+    report(checkpoint_step=step)
+
+
 def report(
     step: int | None = None,
     total_steps: int | None = None,
     epoch: int | float | None = None,
     metrics: Mapping[str, Any] | None = None,
+    checkpoint_step: int | None = None,
 ) -> None:
     """Report the training's progress to the operator; returns at once and never
-    raises. ``metrics``: a few named numbers (the first 16 by name are kept)."""
+    raises. ``metrics``: a few named numbers (the first 16 by name are kept);
+    ``checkpoint_step``: the step of a checkpoint just written."""
     try:
-        body = payload(step, total_steps, epoch, metrics)
+        body = payload(step, total_steps, epoch, metrics, checkpoint_step)
         if body is not None:
             _reporter().report(body)
     except Exception:  # never into the training
@@ -372,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--step", type=int)
     parser.add_argument("--total-steps", type=int)
     parser.add_argument("--epoch", type=float)
+    parser.add_argument("--checkpoint-step", type=int, help="the step of a checkpoint written")
     parser.add_argument(
         "--metric", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
     )
@@ -379,15 +382,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics: dict[str, float] = {}
     for item in args.metric:
         name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError(item)
-            metrics[name.strip()] = float(value)
-        except ValueError:
+        number = _number(value, float) if sep and name.strip() else None
+        if number is None:
             parser.error(f"--metric {item!r}: expected NAME=NUMBER")
-    body = payload(args.step, args.total_steps, args.epoch, metrics)
+        metrics[name.strip()] = float(number)
+    body = payload(args.step, args.total_steps, args.epoch, metrics, args.checkpoint_step)
     if body is None:
-        parser.error("nothing to report: give --step, --total-steps, --epoch or --metric")
+        parser.error("nothing to report: give one of the options (see --help)")
     reporter = from_env()
     if isinstance(reporter, Reporter) and not reporter.send(body):
         print("t9k progress report: not taken (see above)", file=sys.stderr)

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.checkpoint import CheckpointPolicy, checkpoint_field
 from t9k_operator.api.crd import (
     JobObject,
     job_crd,
@@ -204,6 +205,7 @@ class GenericRunPolicy(T9kModel):
         ),
     )
     progress: ProgressPolicy | None = progress_field("the T9k API")
+    checkpoint: CheckpointPolicy | None = checkpoint_field()
 
 
 def _rule_cel(field: str) -> str:

@@ -57,12 +57,20 @@ class ProgressReport(T9kModel):
     total_steps: int | None = Field(default=None, ge=1, le=MAX_STEP)
     epoch: FiniteFloat | None = Field(default=None, ge=0)
     metrics: dict[MetricName, FiniteFloat] = Field(default_factory=dict, max_length=MAX_METRICS)
+    checkpoint_step: int | None = Field(default=None, ge=0, le=MAX_STEP)
+    """The step of a checkpoint the process has just written (docs/checkpoint.md)."""
+
+    @property
+    def has_progress(self) -> bool:
+        """Whether it says how far the training is (not only a checkpoint)."""
+        fields = (self.step, self.total_steps, self.epoch)
+        return any(f is not None for f in fields) or bool(self.metrics)
 
     @model_validator(mode="after")
     def _not_empty(self) -> ProgressReport:
-        fields = (self.step, self.total_steps, self.epoch)
+        fields = (self.step, self.total_steps, self.epoch, self.checkpoint_step)
         if all(f is None for f in fields) and not self.metrics:
-            raise ValueError("a report needs step, totalSteps, epoch or metrics")
+            raise ValueError("a report needs step, totalSteps, epoch, checkpointStep or metrics")
         return self
 
 

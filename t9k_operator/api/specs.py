@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.checkpoint import CheckpointPolicy, checkpoint_field
 from t9k_operator.api.elastic import (
     MSG_ELASTIC_BOUNDS_REQUIRED,
     MSG_ELASTIC_EXPECTED,
@@ -127,6 +128,7 @@ class RunPolicy(T9kModel):
         ),
     )
     progress: ProgressPolicy | None = progress_field("the T9k API")
+    checkpoint: CheckpointPolicy | None = checkpoint_field()
 
 
 MAX_PRIORITY = 100

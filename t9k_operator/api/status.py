@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.checkpoint import CheckpointStatus
 from t9k_operator.api.progress import Progress
 
 ConditionStatus = Literal["True", "False", "Unknown"]
@@ -227,5 +228,12 @@ class JobStatus(T9kModel):
         description=(
             "The training's progress as its replicas last reported it (docs/progress.md); "
             "absent until a replica reports."
+        ),
+    )
+    checkpoint: CheckpointStatus | None = Field(
+        default=None,
+        description=(
+            "With runPolicy.checkpoint: the newest checkpoint the replicas reported, and "
+            "the last stop that asked them to checkpoint (docs/checkpoint.md)."
         ),
     )

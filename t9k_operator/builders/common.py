@@ -61,7 +61,12 @@ class PodMode:
     args: tuple[str, ...] | None = None  # replaces its args (resume only)
     skip_init_containers: bool = False
     debug: bool = False
+    resume_step: int | None = None  # the checkpointed step: T9K_RESUME_STEP
 
+
+RESUME_STEP_ENV = "T9K_RESUME_STEP"
+"""The step a new replica resumes from: the newest checkpoint its job's replicas
+reported (docs/checkpoint.md)."""
 
 NORMAL = PodMode()
 """A pod built as its template and the kind say, with no debug or resume setting."""
@@ -159,7 +164,8 @@ def replica_pod(
     default one (:data:`DEFAULT_CONTAINER`) unless the template names another.
     The mode's ``command``/``args`` replace the
     training container's (``args`` is cleared when only ``command`` is given);
-    ``skip_init_containers`` drops the template's init containers.
+    ``skip_init_containers`` drops the template's init containers; ``resume_step``
+    becomes the training container's ``T9K_RESUME_STEP``.
     """
     command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     name = job.name
@@ -189,6 +195,8 @@ def replica_pod(
             target["args"] = list(args)
         if env:
             set_env(target, env)
+        if mode.resume_step is not None:
+            set_env(target, {RESUME_STEP_ENV: str(mode.resume_step)})
     if skip_init_containers:
         spec.pop("initContainers", None)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}

@@ -1,6 +1,6 @@
 """What a job asks beyond its pods, in kind-neutral terms: of a scheduler
-(:class:`SchedulingRequest`) and of whoever watches its progress
-(:class:`HangPolicy`).
+(:class:`SchedulingRequest`), of whoever watches its progress
+(:class:`HangPolicy`), and of whoever stops it (:class:`CheckpointOnStop`).
 
 A kind states these in its :class:`~t9k_operator.kinds.view.JobView`
 (``asks``), keyed by their type; the integration that serves a request reads
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from t9k_operator.api.checkpoint import CheckpointPolicy
 from t9k_operator.api.progress import ProgressPolicy
 
 
@@ -58,3 +59,16 @@ def hang_policy(progress: ProgressPolicy | None, restarts: bool = True) -> HangP
     if progress is None:
         return None
     return HangPolicy(progress.hang_timeout_seconds, progress.on_hang if restarts else "Fail")
+
+
+@dataclass(frozen=True)
+class CheckpointOnStop:
+    """Before its replicas are stopped for a reason not the job's own, ask them to
+    checkpoint and wait up to ``grace_seconds`` (``spec.runPolicy.checkpoint``)."""
+
+    grace_seconds: int
+
+
+def checkpoint_on_stop(policy: CheckpointPolicy | None) -> CheckpointOnStop | None:
+    """A job's ``runPolicy.checkpoint`` as a :class:`CheckpointOnStop` (None: stop at once)."""
+    return None if policy is None else CheckpointOnStop(policy.grace_seconds)

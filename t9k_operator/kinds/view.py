@@ -6,8 +6,9 @@ what the job asks beyond its pods (``asks``: the types of
 :mod:`~t9k_operator.kinds.asks`, keyed by type). The integrations read what
 they serve through :meth:`JobView.ask`, and add :class:`Gate` s (why the job
 may not have pods yet, or why its pods wait) and :class:`Heartbeat` s (when
-each pod they hear from was last heard, and how long it may be silent); the
-engine plans from it. Nothing here names a kind or an integration.
+each pod they hear from was last heard, and how long it may be silent) and
+:class:`Checkpointed` s (the checkpoints the pods reported); the engine plans
+from it. Nothing here names a kind or an integration.
 """
 
 from __future__ import annotations
@@ -97,6 +98,19 @@ class Heartbeat:
         return self.last + timedelta(seconds=self.window_seconds)
 
 
+@dataclass(frozen=True)
+class Checkpointed:
+    """A checkpoint a pod of the job reported (from an integration): the step
+    it wrote and when the report was received. A job that asks to checkpoint
+    before a stop waits for one, received after its request, from every
+    running replica."""
+
+    uid: str  # the pod's uid
+    name: str  # the pod's name
+    step: int
+    at: datetime
+
+
 def asks_of(*asks: object | None) -> Mapping[type, object]:
     """What a job asks, keyed by type, for :attr:`JobView.asks` (None: not asked)."""
     return {type(a): a for a in asks if a is not None}
@@ -144,6 +158,8 @@ class JobView:
     None: the operator's ``--pod-start-timeout``; 0: no limit)."""
     heartbeats: tuple[Heartbeat, ...] = ()
     """The pods the integrations hear from: what the hang rule judges."""
+    checkpoints: tuple[Checkpointed, ...] = ()
+    """The newest checkpoint each pod reported (from the integrations)."""
 
     def ask(self, of: type[A]) -> A | None:
         """What the job asks of type ``of``; None when it asks nothing of it."""

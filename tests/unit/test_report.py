@@ -352,6 +352,7 @@ class PacingEndpoint:
         self.pace = pace
         self.close_next = False  # close the connection after the next answer
         self.status = 202
+        self.checkpoint = False  # the answers ask for a checkpoint
         self.received: list[tuple[Any, dict[str, str], dict[str, Any]]] = []
         endpoint = self
 
@@ -365,6 +366,8 @@ class PacingEndpoint:
                 answer = {"result": "accepted"}
                 if endpoint.pace is not None:
                     answer["next"] = endpoint.pace  # type: ignore[assignment]
+                if endpoint.checkpoint:
+                    answer["checkpoint"] = True  # type: ignore[assignment]
                 data = json.dumps(answer).encode()
                 self.send_response(endpoint.status)
                 self.send_header("Content-Length", str(len(data)))

@@ -37,6 +37,9 @@ class Reason(StrEnum):
     NODE_READY = "NodeReady"
     HUNG = "Hung"
     REPORTING = "Reporting"
+    CHECKPOINTING = "Checkpointing"
+    CHECKPOINTED = "Checkpointed"
+    CHECKPOINT_GRACE_PASSED = "CheckpointGracePassed"
 
 
 # -- time helpers -------------------------------------------------------------------

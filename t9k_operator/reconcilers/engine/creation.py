@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import Hold, Role
+from t9k_operator.reconcilers.engine.checkpoint import resume_step
 from t9k_operator.reconcilers.engine.pause import pod_mode
 from t9k_operator.reconcilers.engine.planning import Pass
 
@@ -32,7 +33,8 @@ def create_missing(p: Pass) -> None:
     for role in p.job.roles:
         for index in _missing(role, p.pods, CREATE_BATCH - len(p.out.create)):
             if p.kind.may_create(p.job, role.type, p.pods):
-                mode = pod_mode(p.kind, p.job, role.type, p.after_pause or p.resuming)
+                after_pause = p.after_pause or p.resuming
+                mode = pod_mode(p.kind, p.job, role.type, after_pause, resume_step(p))
                 p.out.create.append((role.type, index, mode))
     present = sum(1 for k in p.pods if k in p.desired)
     if p.desired.count - present > len(p.out.create):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from t9k_operator.builders.common import PodMode
 from t9k_operator.kinds.view import Hold, JobView
+from t9k_operator.reconcilers.engine.checkpoint import may_stop
 from t9k_operator.reconcilers.engine.conditions import Reason, get_condition
 from t9k_operator.reconcilers.engine.phase import not_finished_yet, waiting_on
 from t9k_operator.reconcilers.engine.planning import Pass, Rules
@@ -15,6 +16,8 @@ def paused(p: Pass) -> bool:
     """3. A paused job has no pods."""
     if not p.job.paused:
         return False
+    if not may_stop(p, Reason.PAUSED):
+        return True  # the replicas checkpoint first
     p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
     if p.status["phase"] != "Paused":
         p.event("Normal", Reason.PAUSED, "The job is paused: its pods are deleted.")
@@ -32,6 +35,8 @@ def held(p: Pass) -> bool:
     gate = p.job.gate(Hold.ALL)
     if gate is None:
         return False
+    if not may_stop(p, gate.reason):
+        return True  # the replicas checkpoint first
     p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
     p.status.pop("startTime", None)
     p.status["phase"] = "Pending"
@@ -52,7 +57,9 @@ def resume(p: Pass) -> None:
         p.condition("Paused", "False", Reason.RESUMED, "The job has been resumed.")
 
 
-def pod_mode(kind: Rules, job: JobView, type_: str, after_pause: bool) -> PodMode:
+def pod_mode(
+    kind: Rules, job: JobView, type_: str, after_pause: bool, resume_step: int | None = None
+) -> PodMode:
     if job.debug:
         o = next((o for o in job.debug_overrides if o.type == type_), None)
         return PodMode(
@@ -64,6 +71,9 @@ def pod_mode(kind: Rules, job: JobView, type_: str, after_pause: bool) -> PodMod
         o = next((o for o in job.resume_overrides if o.type == type_), None)
         if o is not None:
             return PodMode(
-                command=o.command, args=o.args, skip_init_containers=o.skip_init_container
+                command=o.command,
+                args=o.args,
+                skip_init_containers=o.skip_init_container,
+                resume_step=resume_step,
             )
-    return PodMode()
+    return PodMode(resume_step=resume_step)

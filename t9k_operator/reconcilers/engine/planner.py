@@ -15,7 +15,10 @@ Rules, in order of precedence:
 2. **Deadline**: ``activeDeadlineSeconds`` after ``status.startTime`` the job
    fails with reason ``DeadlineExceeded``, exactly on time: until then the
    plan asks to be requeued at that instant. Paused time counts.
-3. **Pause**: every pod is deleted (none created); phase Paused. Unpausing
+3. **Pause**: every pod is deleted (none created); phase Paused. A job that
+   asks to checkpoint before a stop is asked first, and its pods deleted once
+   its running replicas have checkpointed or its grace has passed
+   (``checkpoint``: so are a gate's stop and a whole-job restart). Unpausing
    shows phase Resuming until every replica runs again; pods created after a
    pause use the ``resumeSpecs`` of their type.
 4. **Debug**: pods run the debug command (per-kind default), optionally
@@ -68,6 +71,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from t9k_operator.kinds.view import JobView
+from t9k_operator.reconcilers.engine.checkpoint import called_off, note_checkpoints
 from t9k_operator.reconcilers.engine.conditions import TERMINAL
 from t9k_operator.reconcilers.engine.creation import create_missing, scale_down
 from t9k_operator.reconcilers.engine.deadlines import cannot_start, never_placed, out_of_time
@@ -82,7 +86,9 @@ from t9k_operator.reconcilers.engine.restarts import restart_or_fail, vanished
 def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     """The rules of the module docstring, in order; the first that ends the pass wins."""
     p = Pass(kind, job, pods, now)
+    note_checkpoints(p)
     if finished(p) or invalid(p) or out_of_time(p) or never_placed(p) or paused(p) or held(p):
+        called_off(p)
         return p.done()
     resume(p)
     scale_down(p)
@@ -94,4 +100,5 @@ def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     decide(p)
     if p.status["phase"] not in TERMINAL:
         progress(p)
+    called_off(p)
     return p.done()

@@ -86,6 +86,8 @@ class Pass:
             self.status["disruptionCount"] = int(self.prev["disruptionCount"])
         if self.prev.get("restarts"):
             self.status["restarts"] = [dict(r) for r in self.prev["restarts"]]
+        if self.prev.get("checkpoint"):
+            self.status["checkpoint"] = dict(self.prev["checkpoint"])
         self.out.status = self.status
         self.conds: list[Obj] = self.status["conditions"]
         self.desired = Desired({r.type: r.replicas for r in job.roles})
@@ -95,6 +97,7 @@ class Pass:
         self.counted = [u for u in self.prev.get("countedFailures") or [] if u in live]
         self.resuming = False
         self.after_pause = False
+        self.stopping = False  # a stop this pass waits on the replicas' checkpoints for
         self.failures: list[tuple[ReplicaState, str, str]] = []  # failed for good: reason, why
 
     @cached_property

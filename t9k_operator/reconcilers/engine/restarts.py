@@ -1,11 +1,13 @@
 """Restarts and disruptions: an ended replica recreated per its restart
 policy and counted against ``backoffLimit`` (restartScope Job: the whole job
-as one attempt), a disrupted or force-deleted pod recreated uncounted up to
-the disruption limit; a replica failed for good is noted for the outcome."""
+as one attempt, once the others have checkpointed if the job asks), a
+disrupted or force-deleted pod recreated uncounted up to the disruption
+limit; a replica failed for good is noted for the outcome."""
 
 from __future__ import annotations
 
 from t9k_operator.kinds.pods import ReplicaState, should_restart
+from t9k_operator.reconcilers.engine.checkpoint import may_stop
 from t9k_operator.reconcilers.engine.conditions import Reason
 from t9k_operator.reconcilers.engine.planning import Pass
 
@@ -48,6 +50,7 @@ def restart_or_fail(p: Pass) -> None:
     whole = p.job.restart_scope == "Job"
     recreating = False  # a replica is recreated by this pass (whole: so is every other)
     attempt = False  # whole: this pass has counted the job's restart already
+    first = len(p.out.delete)  # whole: the attempt's deletes, held while the others checkpoint
     for (type_, index), state in sorted(p.pods.items()):
         role = roles.get(type_)
         if role is None or index >= role.replicas:
@@ -99,6 +102,12 @@ def restart_or_fail(p: Pass) -> None:
             + own,
         )
     if whole and recreating:
+        if not may_stop(p, Reason.RESTARTING):
+            # Counted, and the others part of the attempt (one failing meanwhile
+            # counts nothing more); deleted once they have checkpointed.
+            del p.out.delete[first:]
+            restart_all(p, counted, delete=False)
+            return
         restart_all(p, counted)
 
 
@@ -112,15 +121,17 @@ def _limit_reached(p: Pass, type_: str, role_limit: int | None) -> str:
     return ""
 
 
-def restart_all(p: Pass, counted: set[str]) -> None:
+def restart_all(p: Pass, counted: set[str], delete: bool = True) -> None:
     """restartScope Job: every other replica of the job is recreated with the one
     that restarts, in the same attempt. Their uids join the counted ones, so a
-    replica that fails meanwhile (its peer gone) is part of this attempt too."""
+    replica that fails meanwhile (its peer gone) is part of this attempt too
+    (``delete=False``: only that, while they checkpoint)."""
     planned = {s.uid for s in p.out.delete}
     for key, state in sorted(p.pods.items()):
         if key not in p.desired or state.terminating or state.uid in planned:
             continue
-        p.out.delete.append(state)
+        if delete:
+            p.out.delete.append(state)
         if state.uid not in counted:
             p.counted.append(state.uid)
             counted.add(state.uid)

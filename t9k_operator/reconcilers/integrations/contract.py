@@ -21,6 +21,8 @@ on, in registry order:
 3. ``gate``: whether the engine must hold the job back, and why;
    ``heartbeats``: the pods it hears from and how long each may be silent,
    for the engine's hang rule (what it heard stays in its state);
+   ``checkpoints``: the checkpoints the pods reported, for a stop that waits
+   for them;
 4. after the plan: ``status`` (its part of the job's status, and Events);
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
@@ -42,7 +44,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.contract import JobKind, Stored
-from t9k_operator.kinds.view import Gate, Heartbeat, JobView
+from t9k_operator.kinds.view import Checkpointed, Gate, Heartbeat, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.resources import Resource
@@ -187,6 +189,10 @@ class Integration(Protocol[S]):
         the engine finds the job hung."""
         ...
 
+    def checkpoints(self, state: S, view: JobView) -> tuple[Checkpointed, ...]:
+        """The checkpoints the job's pods reported to it (the newest of each)."""
+        ...
+
     def prepare(self, state: S, view: JobView) -> list[Action]:
         """What it keeps in every phase of the job (the job's status says what
         became of it once a refusal comes back through ``refused``)."""
@@ -235,6 +241,9 @@ class Base(Generic[S]):
         return None
 
     def heartbeats(self, state: S, view: JobView) -> tuple[Heartbeat, ...]:
+        return ()
+
+    def checkpoints(self, state: S, view: JobView) -> tuple[Checkpointed, ...]:
         return ()
 
     def prepare(self, state: S, view: JobView) -> list[Action]:

@@ -148,10 +148,12 @@ def plan(
     the apply step's own (a child it could not create); ``failed``: (reason,
     message) that fail the job now."""
     beats = tuple(b for s in seen for b in s.integration.heartbeats(s.state, view))
+    saved = tuple(c for s in seen for c in s.integration.checkpoints(s.state, view))
     gated = replace(
         view,
         gates=(*view.gates, *blocked, *gates(view, seen)),
         heartbeats=(*view.heartbeats, *beats),
+        checkpoints=(*view.checkpoints, *saved),
     )
     if failed is not None:
         gated = replace(gated, spec_error=failed[1], spec_error_reason=failed[0])
@@ -265,7 +267,10 @@ def _steps(
         return steps  # a spec that does not parse has failed the job: nothing to build
     for s in seen:
         steps.actions.extend(_by(s, s.integration.prepare(s.state, view)))
-    if out.status.get("phase") in engine.TERMINAL or view.paused:
+    # A paused job gives back what it holds once its pods go (not while they checkpoint).
+    if out.status.get("phase") in engine.TERMINAL or (
+        view.paused and out.status["phase"] == "Paused"
+    ):
         for s in seen:
             steps.actions.extend(_by(s, s.integration.release(s.state, view)))
         return steps

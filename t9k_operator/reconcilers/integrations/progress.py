@@ -15,7 +15,9 @@ the replicas are told of none). Per job, in a reconcile, this integration
   under the job's hang policy (``heartbeats``, from the
   :class:`~t9k_operator.kinds.asks.HangPolicy` the job asks): the engine's
   hang rule judges them, restarting or failing the job as the job asks; the
-  integration itself holds nothing back;
+  integration itself holds nothing back; and, for a job that asks to
+  checkpoint before a stop, the newest checkpoint each pod reported
+  (``checkpoints``);
 - keeps the job's CA ConfigMap (``prepare``) and gives every new pod the
   reporter's environment, projected token and CA (``decorate``; what they
   are: ``progress_pods``);
@@ -36,8 +38,8 @@ from datetime import datetime
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-from t9k_operator.kinds.asks import HangPolicy
-from t9k_operator.kinds.view import Heartbeat, JobView
+from t9k_operator.kinds.asks import CheckpointOnStop, HangPolicy
+from t9k_operator.kinds.view import Checkpointed, Heartbeat, JobView
 from t9k_operator.objects import Obj, controller_ref, owner_reference
 from t9k_operator.reconcilers.engine import TERMINAL
 from t9k_operator.reconcilers.integrations.contract import (
@@ -297,6 +299,17 @@ class JobProgress(Base[ProgressState]):
 
     def heartbeats(self, state: ProgressState, view: JobView) -> tuple[Heartbeat, ...]:
         return heartbeats(view.ask(HangPolicy), ((r.uid, r.last_heard) for r in state.received))
+
+    def checkpoints(self, state: ProgressState, view: JobView) -> tuple[Checkpointed, ...]:
+        """The newest checkpoint each pod reported, for a job that asks to
+        checkpoint before a stop (a job that does not ignores them)."""
+        if view.ask(CheckpointOnStop) is None:
+            return ()
+        return tuple(
+            Checkpointed(r.uid, r.pod, r.checkpoint.step, r.checkpoint.at)
+            for r in state.received
+            if r.checkpoint is not None
+        )
 
     def prepare(self, state: ProgressState, view: JobView) -> list[Action]:
         """The job's CA ConfigMap, kept equal to the endpoint's CA while the job

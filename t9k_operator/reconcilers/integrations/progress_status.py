@@ -41,6 +41,8 @@ class Received:
     the throughput); the latest report is not among them."""
     heard: datetime | None = None
     """When a liveness report of the pod last came, if after ``at``."""
+    checkpoint: Sample | None = None
+    """The newest checkpoint the pod reported (its step, and when it came)."""
 
     @property
     def last_heard(self) -> datetime:
@@ -52,6 +54,7 @@ def render(received: Sequence[Received]) -> Obj | None:
     """``status.progress`` from the pods' latest reports: the newest one's (the
     latest step, if several arrived at once), with its throughput and time
     left; None without reports."""
+    received = [r for r in received if r.report.has_progress]
     if not received:
         return None
     newest = max(received, key=lambda r: (r.at, r.report.step or 0, r.pod))

@@ -25,9 +25,14 @@ API server asked only for a job that exists and within its job's rate):
 6. the body is a report within bounds (400, with the reason), or ``{}``: a
    liveness report (the process is alive; it carries no progress).
 
+Every answer from 6 on carries ``checkpoint: true`` while the job's status
+holds a checkpoint request for a stop not yet made (:func:`checkpoint_asked`):
+the operator is about to stop the replicas and waits for their checkpoints.
+
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
-queued after :class:`Coalescer`'s delay, so however many come, reports cause
-at most one reconcile of a job per interval. The answers of 5 and 6 carry
+queued after :class:`Coalescer`'s delay (the reconcile already due, when
+there is one: the queue keeps one), so however many come, reports cause at
+most one reconcile of a job per interval. The answers of 5 and 6 carry
 ``next``: the seconds the reporter waits before its next report. A reporter
 names its process with ``X-T9k-Rank`` (its local rank in the pod), so the
 pacer counts each process once. Every answer is counted in
@@ -108,11 +113,15 @@ class Answer:
     retry_after: float | None = None
     next: float | None = None
     """Seconds the reporter waits before its next report (the endpoint's pace)."""
+    checkpoint: bool = False
+    """The operator asks the job's replicas to checkpoint: it is about to stop them."""
 
     def body(self) -> bytes:
         out: dict[str, Any] = {"result": self.result, "message": self.message}
         if self.next is not None:
             out["next"] = round(self.next, 2)
+        if self.checkpoint:
+            out["checkpoint"] = True
         return (json.dumps(out) + "\n").encode()
 
 
@@ -244,22 +253,24 @@ class ProgressEndpoint:
         if over is not None:
             return Answer(429, RATE_LIMITED, f"too many reports for {key}", over, max(over, pace))
         self.pacer.arrived(now)  # the load: reports within their job's rate only
-        uid = job["metadata"]["uid"]
+        uid, asked = job["metadata"]["uid"], checkpoint_asked(job)
         if body.strip() == b"{}":  # liveness: the process is alive
             self.store.alive(uid, reviewed.pod, reviewed.pod_uid, self.clock.now())
-            return Answer(202, ACCEPTED, "alive", next=pace)
+            return Answer(202, ACCEPTED, "alive", next=pace, checkpoint=asked)
         try:
             report = parse_report(body)
         except ReportError as exc:
-            return Answer(400, INVALID, str(exc), next=pace)
+            return Answer(400, INVALID, str(exc), next=pace, checkpoint=asked)
         if not self.store.record(uid, reviewed.pod, reviewed.pod_uid, report, self.clock.now()):
-            return Answer(
-                202, ACCEPTED, "not kept: older than the report kept, or too many pods", next=pace
-            )
-        delay = self.coalescer.report(key, self.clock.monotonic())
-        if delay is not None:
-            route.enqueue_after(key, delay)
-        return Answer(202, ACCEPTED, "accepted", next=pace)
+            why = "not kept: older than the report kept, or too many pods"
+            return Answer(202, ACCEPTED, why, next=pace, checkpoint=asked)
+        now = self.clock.monotonic()
+        delay = self.coalescer.report(key, now)
+        # Asked again when one is due already: a queue drops a later ask while an
+        # earlier one is due but not yet handed to a worker, which may read the
+        # store before this report.
+        route.enqueue_after(key, delay if delay is not None else self.coalescer.due_in(key, now))
+        return Answer(202, ACCEPTED, "accepted", next=pace, checkpoint=asked)
 
     def _review(self, token: str) -> Reviewed | Answer | None:
         """The token's review (cached); None when over the reviews' rate; an
@@ -345,6 +356,15 @@ def _hang_timeout(job: Obj) -> float | None:
     progress = policy.get("progress") if isinstance(policy, dict) else None
     value = progress.get("hangTimeoutSeconds") if isinstance(progress, dict) else None
     return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def checkpoint_asked(job: Obj) -> bool:
+    """Whether the job, as cached, asks its replicas to checkpoint: the operator
+    has written a request (``status.checkpoint.requestedAt``) for a stop it has
+    not made yet (no ``stoppedAt``)."""
+    status = job.get("status") or {}
+    saved = status.get("checkpoint") if isinstance(status, dict) else None
+    return isinstance(saved, dict) and bool(saved.get("requestedAt")) and not saved.get("stoppedAt")
 
 
 def _reviewed(status: Obj, audience: str) -> Reviewed:

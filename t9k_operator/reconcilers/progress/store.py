@@ -34,8 +34,9 @@ MAX_PODS = 4096
 
 class ProgressStore:
     """The latest report of each pod of each job (by the job's uid), with a few
-    earlier steps of the same pod; a report of a pod that was replaced (a new
-    uid under the same name) starts afresh."""
+    earlier steps of the same pod and the newest checkpoint it reported; a
+    report of a pod that was replaced (a new uid under the same name) starts
+    afresh."""
 
     def __init__(self, samples: int = SAMPLES, sample_every: float = SAMPLE_EVERY) -> None:
         self.samples, self.sample_every = samples, sample_every
@@ -53,11 +54,16 @@ class ProgressStore:
             if before is None and len(pods) >= MAX_PODS:
                 return False
             samples: tuple[Sample, ...] = ()
+            saved = None if report.checkpoint_step is None else Sample(at, report.checkpoint_step)
             if before is not None and before.uid == pod_uid:
                 if at < before.at:
                     return False
+                saved = saved or before.checkpoint
+                if not report.has_progress:  # a checkpoint alone: the progress stays
+                    pods[pod] = replace(before, heard=at, checkpoint=saved)
+                    return True
                 samples = self._samples(before)
-            pods[pod] = Received(pod, pod_uid, at, report, samples)
+            pods[pod] = Received(pod, pod_uid, at, report, samples, checkpoint=saved)
             return True
 
     def alive(self, job_uid: str, pod: str, pod_uid: str, at: datetime) -> bool:
@@ -117,6 +123,11 @@ class Coalescer:
                 return 0.0
             self._due[key] = due + self.interval  # the one due has run: the next
             return due + self.interval - now
+
+    def due_in(self, key: Hashable, now: float) -> float:
+        """Seconds from ``now`` to the reconcile last asked for (0 when past)."""
+        with self._lock:
+            return max(0.0, self._due.get(key, now) - now)
 
     def forget(self, key: Hashable) -> None:
         with self._lock:

@@ -371,7 +371,9 @@ class PodRun:
         self.subdomain = spec.get("subdomain")
         self.images = image
         self.extra_env = dict(extra_env)
-        self.dir = node.root / "pods" / self.name
+        # By uid, as kubelet's pods directory is: a replica recreated under the
+        # same name is another pod (pkg/kubelet/kubelet_getters.go getPodDir).
+        self.dir = node.root / "pods" / str(pod["metadata"].get("uid") or self.name)
         self.netns = f"{node.tag}p{len(node.pods)}"
         self.ip = ""
         self.containers: dict[str, Container] = {}

@@ -58,7 +58,7 @@ def test_a_valid_report_parses(data: dict[str, Any], report: ProgressReport | No
 @pytest.mark.parametrize(
     ("body", "why"),
     [
-        (b"{}", "needs step, totalSteps, epoch or metrics"),
+        (b"{}", "needs step, totalSteps, epoch, checkpointStep or metrics"),
         (b"[1]", "a JSON object"),
         (b"not json", "not JSON"),
         (b'{"step": NaN}', "not JSON"),

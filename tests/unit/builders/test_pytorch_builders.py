@@ -260,3 +260,12 @@ def test_headless_service() -> None:
         common.JOB_NAME: "tj",
         common.JOB_KIND: "PyTorchTrainingJob",
     }
+
+
+def test_a_resumed_replica_gets_the_checkpointed_step_in_its_training_container() -> None:
+    j = job([rs("master", 1, env=[{"name": "T9K_RESUME_STEP", "value": "mine"}]), rs("worker", 1)])
+    for type_ in ("master", "worker"):
+        pod = b.build_pod(j, type_, 0, PodMode(resume_step=420))
+        assert env(pod)["T9K_RESUME_STEP"] == "420"  # the operator's, over the template's
+        assert "env" not in pod["spec"]["initContainers"][0]
+    assert "T9K_RESUME_STEP" not in env(b.build_pod(j, "worker", 0))

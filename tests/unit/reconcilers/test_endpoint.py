@@ -34,6 +34,7 @@ from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.controller import ControllerContext
+from t9k_operator.runtime.ratelimitingqueue import RateLimitingQueue
 from tests.fakes import FakeClock, FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
 
@@ -202,8 +203,9 @@ def test_a_flood_is_limited_per_job_and_reviews_each_token_once() -> None:
     assert w.post("b", "tb").status == 202  # another job has a rate of its own
     w.clock.step(1.0)
     assert [w.post().status for _ in range(3)] == [202, 202, 429]  # 2 a second
-    # One reconcile per job at once; the reports after it, one interval on.
-    assert w.queued == [("ns/a", 0.0), ("ns/b", 0.0), ("ns/a", 4.0)]
+    # One reconcile per job at once; the reports after it, one interval on (each
+    # report asks for the one due; the queue keeps one).
+    assert list(dict.fromkeys(w.queued)) == [("ns/a", 0.0), ("ns/b", 0.0), ("ns/a", 4.0)]
 
 
 def test_a_forged_token_is_reviewed_once_and_other_tokens_within_a_rate() -> None:
@@ -364,3 +366,65 @@ def test_a_flood_of_refusals_is_counted_and_logged_once_a_minute() -> None:
         w.post(token="forged")
     assert counted("unauthenticated") == before + 51
     assert [e["event"] for e in logs] == ["progress report refused"] * 2
+
+
+def test_the_answers_carry_a_checkpoint_request_while_the_job_has_one_pending() -> None:
+    w = World()
+    assert "checkpoint" not in json.loads(w.post().body())
+    saved = {"requestedAt": "2026-03-01T12:00:00Z", "reason": "Paused"}
+    w.jobs.objs[("ns", "a")]["status"] = {"checkpoint": saved}
+    for body in ({"step": 4}, {}, {"step": -1}):  # a report, a liveness one, a refused one
+        answer = w.post(body=body)
+        assert json.loads(answer.body())["checkpoint"] is True, answer
+    # Another job's replicas are not asked; nor, once the stop was made, this one's.
+    assert "checkpoint" not in json.loads(w.post("b", "tb").body())
+    saved["stoppedAt"] = "2026-03-01T12:00:30Z"
+    assert "checkpoint" not in json.loads(w.post(body={"step": 5}).body())
+
+
+def test_a_checkpoint_report_is_kept_beside_the_progress_and_queues_the_job() -> None:
+    w = World()
+    w.post(body={"step": 40, "totalSteps": 100})
+    w.clock.step(10)
+    answer = w.post(body={"checkpointStep": 40})
+    assert answer.status == 202
+    (received,) = w.store.latest("ja")
+    assert received.report.step == 40 and received.report.total_steps == 100  # progress kept
+    assert received.checkpoint is not None and received.checkpoint.step == 40
+    assert received.checkpoint.at == received.last_heard
+    assert w.queued == [("ns/a", 0.0), ("ns/a", 0.0)]
+    # A later progress report keeps the checkpoint.
+    w.clock.step(1)
+    w.post(body={"step": 41})
+    (received,) = w.store.latest("ja")
+    assert received.report.step == 41 and received.checkpoint.step == 40
+
+
+def test_the_last_report_is_carried_when_the_queue_drops_a_later_ask() -> None:
+    """A work queue keeps an item's earlier ready time: a report that asks for
+    the next reconcile while the one due has not yet been handed to a worker
+    is dropped there. The reports after it ask again, so the last one (a
+    checkpoint, after which a training waits) still gets its reconcile."""
+    w = World()
+    queue: RateLimitingQueue[str] = RateLimitingQueue("t", clock=w.clock, metrics=False)
+    w.endpoint.routes[PTJ.plural] = Route(PTJ, w.jobs, queue.add_after)  # type: ignore[arg-type]
+
+    def reconciled() -> bool:
+        queue.move_ready_items()
+        item, _ = queue.get(0.01)
+        if item is not None:
+            queue.done(item)
+        return item is not None
+
+    w.post(body={"step": 1})
+    assert reconciled()
+    w.clock.step(0.5)
+    w.post(body={"step": 2})  # the next: due at 5
+    w.clock.step(4.6)
+    w.post(body={"step": 3})  # asks for 10; dropped: the one due at 5 is not handed over yet
+    assert reconciled()  # the one due at 5 (reads the store: step 3)
+    w.clock.step(0.9)
+    w.post(body={"checkpointStep": 3})  # the last report
+    w.clock.step(5.0)
+    assert reconciled(), "the last report never reconciled"
+    queue.shut_down()

@@ -364,3 +364,24 @@ def test_the_reconcile_path_reads_priorities_and_flavors_from_the_caches(kind: s
     assert h.pod_names() == JOBS[kind][2]
     assert all(p["spec"]["nodeSelector"]["gpu"] == "a100" for p in h.fake.of_kind("Pod"))
     assert h.fake.reads == [], "no GET on the reconcile path"
+
+
+def test_a_pause_that_waits_for_checkpoints_keeps_the_quota_until_the_pods_go() -> None:
+    job = queued("PyTorchTrainingJob")
+    job["spec"]["runPolicy"] = {"checkpoint": {"graceSeconds": 600}}
+    h = Harness("PyTorchTrainingJob", job, kueue=KUEUE)
+    h.run()
+    kueue_sets(h, ADMITTED)
+    h.run()
+    for obj in [obj for (k, _, _), obj in h.fake.objects.items() if k == "Pod"]:
+        obj["status"] = {"phase": "Running"}
+    h.sync()
+    h.run()
+    job = h.job()
+    job["spec"]["runMode"] = {"pause": {"enabled": True}}
+    h.fake.put(h.reconciler.resource, job)
+    h.sync()
+    h.run()
+    status = h.job()["status"]
+    assert status["checkpoint"]["reason"] == "Paused" and status["phase"] == "Running"
+    assert len(h.fake.of_kind("Workload")) == 1 and h.pod_names() != []

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.progress import ProgressReport
-from t9k_operator.kinds.asks import HangPolicy
+from t9k_operator.kinds.asks import CheckpointOnStop, HangPolicy
 from t9k_operator.kinds.registry import KINDS
-from t9k_operator.kinds.view import Heartbeat, asks_of
+from t9k_operator.kinds.view import Checkpointed, Heartbeat, asks_of
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import Reason, get_condition
 from t9k_operator.reconcilers.integrations import plan as planning
@@ -475,3 +475,18 @@ def test_the_endpoints_address_and_the_names_its_certificate_carries(
     hosts = opts.hosts("ops")
     assert hosts[0] == first_host
     assert {"svc.ops.svc", "svc.ops.svc.cluster.local", "svc.ops", "svc"} <= set(hosts)
+
+
+# -- checkpoints ---------------------------------------------------------------------------
+
+
+def test_a_checkpoint_alone_shows_no_progress_and_reaches_the_engine_only_when_asked() -> None:
+    only = replace(received(None, 10, checkpoint_step=40), checkpoint=Sample(at(10), 40))
+    assert render([only]) is None
+    state = ProgressState((only,))
+    integration = JobProgress()
+    assert integration.checkpoints(state, job()) == ()
+    asked = job(asks=asks_of(CheckpointOnStop(60)))
+    assert integration.checkpoints(state, asked) == (
+        Checkpointed("uid-j-master-0", "j-master-0", 40, at(10)),
+    )

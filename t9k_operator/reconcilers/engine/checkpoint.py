@@ -1,0 +1,135 @@
+"""Checkpoint before a stop: a job that asks for it
+(:class:`~t9k_operator.kinds.asks.CheckpointOnStop`) is stopped in two steps
+when the operator stops its replicas for a reason that is not the job's own
+(pause, a gate that holds everything, such as a queue's preemption, a restart
+of the whole job).
+
+1. The first pass that would delete them writes the request instead
+   (``status.checkpoint.requestedAt`` and ``reason``, one status write) and
+   deletes nothing; the progress endpoint's answers then carry
+   ``checkpoint: true`` to every reporter of the job.
+2. The replicas are deleted once every replica running at that pass has
+   reported a checkpoint received at or after the request (the job's
+   :class:`~t9k_operator.kinds.view.Checkpointed`), or once ``grace_seconds``
+   have passed since the request (the pass asks to be requeued then, never
+   sooner); ``stoppedAt`` and ``waited`` (whether they all had) record it.
+
+Until a pass without a stop behind it, the stop stays made: a pass whose
+cache is behind the deletes deletes the pods again, and asks nothing anew. A
+stop called off while it waits (the job resumed, admitted again, finished)
+drops the request; a stop made keeps ``reason``, ``stoppedAt`` and ``waited``.
+
+``lastStep`` is the step of the newest checkpoint the job's pods reported;
+new pods get it as ``T9K_RESUME_STEP``. A job that does not ask stops at
+once, and its status has no ``checkpoint``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from t9k_operator.kinds.asks import CheckpointOnStop
+from t9k_operator.objects import Obj, parse_time
+from t9k_operator.reconcilers.engine.conditions import Reason, fmt_time
+from t9k_operator.reconcilers.engine.planning import Pass
+
+
+def may_stop(p: Pass, reason: str) -> bool:
+    """Whether the job's replicas may be deleted now for a stop of ``reason``;
+    when not, the request is written (or stands) and the pass wakes at the
+    grace's end."""
+    asked = p.job.ask(CheckpointOnStop)
+    if asked is None or p.job.debug:
+        return True
+    p.stopping = True
+    saved: Obj = p.status.setdefault("checkpoint", {})
+    if saved.get("stoppedAt") and saved.get("requestedAt") and saved.get("reason") == reason:
+        return True  # made: its pods go (again, to a pass whose cache is behind the deletes)
+    running = [
+        s
+        for key, s in sorted(p.pods.items())
+        if key in p.desired and s.phase == "Running" and not (s.terminating or s.ended)
+    ]
+    requested = parse_time(saved.get("requestedAt")) if pending(saved) else None
+    if requested is None:
+        if not running:
+            if not saved:
+                p.status.pop("checkpoint")
+            return True  # nothing running to checkpoint
+        for key in ("stoppedAt", "waited"):
+            saved.pop(key, None)
+        saved.update(requestedAt=fmt_time(p.now), reason=str(reason))
+        p.event(
+            "Normal",
+            Reason.CHECKPOINTING,
+            f"Asking the {len(running)} running replicas to checkpoint before they are "
+            f"stopped ({reason}); waiting up to {asked.grace_seconds}s",
+        )
+        p.out.wake_in(asked.grace_seconds)
+        return False
+    answered = {c.uid for c in p.job.checkpoints if c.at >= requested}
+    missing = [s.name for s in running if s.uid not in answered]
+    deadline = requested + timedelta(seconds=asked.grace_seconds)
+    if missing and p.now < deadline:
+        p.out.wake_in((deadline - p.now).total_seconds())
+        return False
+    saved.update(stoppedAt=fmt_time(p.now), waited=not missing)
+    if missing:
+        p.event(
+            "Warning",
+            Reason.CHECKPOINT_GRACE_PASSED,
+            f"Stopping the replicas ({saved.get('reason')}) after graceSeconds "
+            f"({asked.grace_seconds}s) without a checkpoint from {', '.join(missing)}",
+        )
+    else:
+        p.event(
+            "Normal",
+            Reason.CHECKPOINTED,
+            f"The replicas have checkpointed (step {saved.get('lastStep')}): stopping them "
+            f"({saved.get('reason')})",
+        )
+    return True
+
+
+def pending(saved: Obj) -> bool:
+    """Whether ``status.checkpoint`` holds a request for a stop not made yet."""
+    return bool(saved.get("requestedAt")) and not saved.get("stoppedAt")
+
+
+def note_checkpoints(p: Pass) -> None:
+    """``lastStep``: the newest checkpoint the job's pods reported, when newer
+    than the one the status has (first in a pass: new pods resume from it)."""
+    if p.job.ask(CheckpointOnStop) is None or not p.job.checkpoints:
+        return
+    newest = max(p.job.checkpoints, key=lambda c: (c.at, c.step))
+    saved: Obj = p.status.get("checkpoint") or {}
+    before = parse_time(saved.get("lastStepTime"))
+    if before is not None and newest.at <= before:
+        return
+    p.status["checkpoint"] = {
+        **saved,
+        "lastStep": newest.step,
+        "lastStepTime": fmt_time(newest.at),
+        "replica": newest.name,
+    }
+
+
+def called_off(p: Pass) -> None:
+    """A pass with no stop behind it (the job resumed, restarted, was admitted
+    again, finished) ends the last one: a request not carried out is dropped
+    (the replicas are no longer asked); a stop made keeps its record, but for
+    ``requestedAt``, so the next stop asks anew."""
+    saved = p.status.get("checkpoint")
+    if p.stopping or not saved or not saved.get("requestedAt"):
+        return
+    for key in ("requestedAt", "reason") if pending(saved) else ("requestedAt",):
+        saved.pop(key, None)
+    if not saved:
+        p.status.pop("checkpoint")
+
+
+def resume_step(p: Pass) -> int | None:
+    """The step new pods resume from (``T9K_RESUME_STEP``), for a job that asks."""
+    if p.job.ask(CheckpointOnStop) is None:
+        return None
+    step = (p.status.get("checkpoint") or {}).get("lastStep")
+    return step if isinstance(step, int) else None
