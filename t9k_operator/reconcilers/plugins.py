@@ -24,8 +24,15 @@ from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
+from t9k_operator.reconcilers.starts.plugin import ServedStartEstimate
 
-INTEGRATIONS: tuple[type[Setup], ...] = (Kueue, GangScheduling, JobTensorBoard, ServedProgress)
+INTEGRATIONS: tuple[type[Setup], ...] = (
+    Kueue,
+    GangScheduling,
+    JobTensorBoard,
+    ServedProgress,
+    ServedStartEstimate,
+)
 # Then the integrations of other distributions: each entry point of the group
 # t9k_operator.integrations names a Setup (docs/adding-an-integration.md).
 INTEGRATIONS += entry_points.plugins(
