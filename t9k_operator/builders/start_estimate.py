@@ -21,6 +21,7 @@ from t9k_operator.api.parts import StatusPart
 
 KUEUE, GANG, SCHEDULER = "Kueue", "gang", "scheduler"
 """Where a job waits: for Kueue's admission, its gang scheduler, the default scheduler."""
+WAITS = {KUEUE: "Kueue's admission", GANG: "its gang scheduler", SCHEDULER: "the scheduler"}
 START = "Start"
 """The ``t9k describe`` section."""
 
@@ -79,8 +80,9 @@ class StartEstimateStatus(T9kModel):
 
 def _estimate_lines(part: Mapping[str, Any]) -> list[str]:
     at = part.get("estimatedStartTime")
-    lines = [f"estimated {at}" if at else "estimated start unknown"]
-    lines[0] += f" (waits for {part.get('where', '?')}): {part.get('reason', '')}"
+    where = WAITS.get(str(part.get("where")), str(part.get("where")))
+    head = f"estimated start {at}" if at else "estimated start unknown"
+    lines = [f"{head}, waiting for {where}: {part.get('reason', '')}"]
     queues = []
     if part.get("localQueue"):
         queues.append(f"#{part.get('localQueuePosition', '?')} in LocalQueue {part['localQueue']}")

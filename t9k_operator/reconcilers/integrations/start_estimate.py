@@ -204,11 +204,13 @@ class StartEstimate(Base[Waiting]):
             return f"--start-estimate-period must be 0 (off) or at least {MIN_PERIOD:g} seconds"
         return None
 
-    @staticmethod
-    def from_flags(args: argparse.Namespace) -> StartEstimate | None:
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> StartEstimate | None:
+        """Off with ``--start-estimate-period 0``. The reads are the server
+        hook's (``reconcilers/starts/plugin.py``)."""
         if not args.start_estimate_period:
             return None
-        return StartEstimate(float(args.start_estimate_period), bool(getattr(args, "kueue", False)))
+        return cls(float(args.start_estimate_period), bool(getattr(args, "kueue", False)))
 
     @staticmethod
     def rbac() -> tuple[Rule, ...]:

@@ -101,6 +101,7 @@ class Poller:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        log.info("start estimates", period=self.period)
         self._thread = threading.Thread(target=self._run, name="start-estimates", daemon=True)
         self._thread.start()
 
@@ -149,6 +150,7 @@ class Poller:
             # Unknowns are left out (the API server would drop a null).
             estimates[key] = {k: v for k, v in found.items() if v is not None}
         changed = self.store.replace(estimates)
+        log.debug("start estimates made", waiting=len(waiting), changed=len(changed))
         for kind, namespace, name in changed:
             queue = kinds.get(kind)
             if queue is not None:
