@@ -76,6 +76,11 @@ class StartEstimateStatus(T9kModel):
         "unknown, and reason says why.",
     )
     reason: str = Field(description="How the estimate was made, or why there is none.")
+    message: str | None = Field(
+        default=None,
+        description="The scheduler's own words on why its pods wait (a pod's PodScheduled "
+        "condition, or the PodGroup's message).",
+    )
 
 
 def _estimate_lines(part: Mapping[str, Any]) -> list[str]:
@@ -98,6 +103,8 @@ def _estimate_lines(part: Mapping[str, Any]) -> list[str]:
             f"lacks {lack.get('resource')}: {lack.get('pods')} pod(s) ask {lack.get('requested')} "
             f"each; at most {lack.get('free')} free ({nodes})"
         )
+    if part.get("message"):
+        lines.append(f"the scheduler says: {part['message']}")
     for holder in part.get("waitingFor") or []:
         ends = holder.get("endTime") or "unknown"
         lines.append(f"waits for {holder.get('name')} (ends {ends})")

@@ -246,3 +246,5 @@ def test_under_the_default_scheduler_a_job_too_big_for_any_node_names_the_resour
     ]
     assert "estimatedStartTime" not in estimate
     assert "nodes are too small" in estimate["reason"]
+    # The scheduler's own words, from the pod's PodScheduled condition.
+    assert "Insufficient nvidia.com/gpu" in estimate["message"], estimate

@@ -198,12 +198,25 @@ class Poller:
         jobs: Mapping[tuple[str, str, str], Obj],
         now: datetime,
     ) -> Obj:
-        where = GANG if (job.get("status") or {}).get("podGroup") else SCHEDULER
+        group = (job.get("status") or {}).get("podGroup")
         nodes, bound = cluster
         room = node_room(nodes, bound)
-        return room_part(
-            where, [pod_requests(p) for p in unplaced], room, pod_holders(bound, jobs), now
+        requests = [pod_requests(p) for p in unplaced]
+        found = room_part(
+            GANG if group else SCHEDULER, requests, room, pod_holders(bound, jobs), now
         )
+        found["message"] = (group or {}).get("message") or unschedulable(unplaced)
+        return found
+
+
+def unschedulable(pods: list[Obj]) -> str | None:
+    """The scheduler's words on the first of ``pods`` it found no node for
+    (its PodScheduled condition False, reason Unschedulable)."""
+    for pod in pods:
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable":
+                return str(c.get("message") or "") or None
+    return None
 
 
 def _uid(job: Obj) -> str:
