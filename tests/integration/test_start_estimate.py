@@ -248,3 +248,61 @@ def test_under_the_default_scheduler_a_job_too_big_for_any_node_names_the_resour
     assert "nodes are too small" in estimate["reason"]
     # The scheduler's own words, from the pod's PodScheduled condition.
     assert "Insufficient nvidia.com/gpu" in estimate["message"], estimate
+
+
+def test_under_the_default_scheduler_a_waiting_job_waits_for_the_running_jobs_eta(
+    free_gpus: None,
+    start_operator: Callable[..., OperatorProcess],
+    admin: KubeClient,
+    namespace: str,
+    kubelet: Kubelet,
+) -> None:
+    port = free_port()
+    operator = start_operator(
+        f"--start-estimate-period={PERIOD}",
+        "--progress-bind-address",
+        f"0.0.0.0:{port}",
+        "--progress-service-port",
+        str(port),
+    )
+    operator.wait_ready()
+    jobs = Jobs(admin, namespace)
+
+    def gpus(name: str, workers: int) -> dict[str, Any]:
+        body = pytorch_job(name, [("worker", workers, "Never")])
+        template = body["spec"]["replicaSpecs"][0]["template"]["spec"]
+        template["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+        return body
+
+    # The holder takes every GPU of the four 8-GPU nodes, and reports an ETA.
+    jobs.create(gpus("holder", 4))
+    wait_for(lambda: bound(jobs, "holder") == 4, 60, "holder's pods bound")
+    pods = jobs.pods("holder")
+    for name in pods:
+        kubelet.run(namespace, name)
+    jobs.wait_phase("holder", "Running")
+    token = pod_token(admin, pods[min(pods)])
+    wait = report(port, jobs, "holder", token, {"step": 100, "totalSteps": 3100})
+    time.sleep(max(wait, 2.0))
+    report(port, jobs, "holder", token, {"step": 110, "totalSteps": 3100})
+    progress = wait_for(
+        lambda: (p := jobs.status("holder").get("progress") or {}).get("eta") and p,
+        30,
+        "holder's progress with an ETA",
+    )
+    reported = parse_time(progress["lastReportTime"])
+    assert reported is not None
+    ends = reported + timedelta(seconds=seconds(progress["eta"]))
+
+    jobs.create(gpus("waiting", 1))
+    estimate = wait_for(lambda: with_time(jobs, "waiting"), 60, "waiting's start estimate")
+    nodes = sorted(n["metadata"]["name"] for n in admin.list(NODES)["items"])
+    assert estimate["where"] == "scheduler"
+    assert estimate["lacking"] == [
+        {"resource": "nvidia.com/gpu", "requested": "8", "pods": 1, "free": "0", "nodes": nodes}
+    ]
+    assert [h["name"] for h in estimate["waitingFor"]] == [f"{namespace}/holder"]
+    start = parse_time(estimate["estimatedStartTime"])
+    assert start is not None and abs((start - ends).total_seconds()) <= 90, (start, ends)
+    finish(kubelet, jobs, "holder")
+    wait_for(lambda: bound(jobs, "waiting") == 1, 60, "waiting placed once holder ended")
