@@ -182,7 +182,9 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
         age=human_duration((now - created).total_seconds()) if created else "",
         progress=str(_progress(job).get("summary") or ""),
         eta=str(_progress(job).get("eta") or ""),
-        start=start_column(job, now),
+        start=start_column(
+            job, now, placed=bool(mine) and all(p["spec"].get("nodeName") for p in mine)
+        ),
         start_estimate=start_estimate(job),
     )
 
@@ -199,15 +201,16 @@ def start_estimate(job: Obj) -> StartEstimateStatus | None:
         return None
 
 
-def start_column(job: Obj, now: datetime) -> str:
+def start_column(job: Obj, now: datetime, placed: bool = False) -> str:
     """``t9k list``'s START: ``~14:05Z (in 23m)``, else the job's place
-    (``#3 in queue``) or what it lacks; ``unknown`` for a Pending job without
-    an estimate; "" for a job that is not Pending."""
+    (``#3 in queue``) or what it lacks; ``starting`` for a Pending job whose
+    pods are all placed (``placed``), ``unknown`` for one without an estimate;
+    "" for a job that is not Pending."""
     if phase(job) != "Pending":
         return ""
     estimate = start_estimate(job)
     if estimate is None:
-        return "unknown"
+        return "starting" if placed else "unknown"
     at = parse_time(estimate.estimated_start_time)
     if at is not None:
         left = (at - now).total_seconds()

@@ -72,6 +72,7 @@ class EstimateStore:
         whose estimate changed."""
         with self._lock:
             changed = {k for k, v in estimates.items() if self._by_job.get(k) != v}
+            changed |= self._by_job.keys() - estimates.keys()  # its status drops it
             self._by_job = dict(estimates)
         return changed
 

@@ -36,6 +36,7 @@ def test_without_a_time_the_place_or_what_it_lacks() -> None:
 
 def test_pending_without_an_estimate_is_unknown_and_a_running_job_has_none() -> None:
     assert views.start_column(job("Pending"), NOW) == "unknown"
+    assert views.start_column(job("Pending"), NOW, placed=True) == "starting"
     e = {"where": "Kueue", "estimatedStartTime": "2026-03-01T14:05:00Z", "reason": "r"}
     assert views.start_column(job("Running", e), NOW) == ""
     assert views.start_estimate(job("Running", e)) is None

@@ -25,6 +25,7 @@ from t9k_operator.reconcilers.integrations.start_math import (
     quota_estimate,
     room_estimate,
 )
+from t9k_operator.reconcilers.starts.poller import EstimateStore
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"
@@ -331,3 +332,12 @@ def test_the_status_has_the_estimate_only_while_pending() -> None:
         status: dict[str, Any] = {"phase": phase}
         integration.status(Waiting(estimate), View(), status)  # type: ignore[arg-type]
         assert status.get("startEstimate") == expected
+
+
+def test_the_store_says_which_jobs_changed_gone_ones_too() -> None:
+    store = EstimateStore()
+    a, b = ("GenericJob", "t", "a"), ("GenericJob", "t", "b")
+    assert store.replace({a: {"reason": "x"}, b: {"reason": "y"}}) == {a, b}
+    assert store.replace({a: {"reason": "x"}, b: {"reason": "y"}}) == set()
+    assert store.replace({a: {"reason": "z"}}) == {a, b}  # b no longer waits
+    assert store.get(*a) == {"reason": "z"} and store.get(*b) is None
