@@ -55,6 +55,7 @@ def test_without_plugins_the_registries_hold_the_built_ins() -> None:
         "gang",
         "tensorboard",
         "progress",
+        "start-estimate",
     ]
 
 
@@ -70,7 +71,9 @@ def test_the_toy_kind_and_integration_load_through_their_entry_points(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     kinds, setups = proc.stdout.splitlines()
     assert kinds == repr([*BUILT_IN, "ToyJob"])
-    assert setups == repr(["kueue", "gang", "tensorboard", "progress", "toy-seen"])
+    assert setups == repr(
+        ["kueue", "gang", "tensorboard", "progress", "start-estimate", "toy-seen"]
+    )
 
 
 def test_the_generators_make_the_toy_crd_and_its_cluster_role_rules(tmp_path: Path) -> None:
