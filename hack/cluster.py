@@ -52,7 +52,11 @@ Kueue (``KUEUE_VERSION``) is added the same way: its manager
 it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
 namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
 registered with the API server: Workloads are created directly, and its
-controllers and scheduler admit them. No job integration is enabled.
+controllers and scheduler admit them. No job integration is enabled. Its
+visibility API (pending workloads' positions) is served through the API
+server's aggregation layer when its fixed port 8082 is free on this machine
+(``_serve_visibility``); its self-signed serving certificate is written to
+``/visibility`` (a path fixed in Kueue v0.12).
 
 The install tests' tools are cached the same way, never started: Helm
 (``HELM_VERSION``, hack/helm) and kustomize (``KUSTOMIZE_VERSION``,
