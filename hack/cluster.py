@@ -1308,8 +1308,8 @@ VISIBILITY_SERVICE = "kueue-visibility-server"
 def _visibility_address() -> str | None:
     """The machine's address the API server reaches Kueue's visibility server at,
     or None when it cannot serve here: VISIBILITY_PORT is taken (another
-    cluster's Kueue has it), or the machine has no address but loopback, which
-    an Endpoints may not name."""
+    cluster's Kueue has it), the machine has no address but loopback, which
+    an Endpoints may not name, or no mount namespace can be made."""
     try:
         with socket.socket() as s:
             s.bind(("0.0.0.0", VISIBILITY_PORT))
@@ -1324,6 +1324,11 @@ def _visibility_address() -> str | None:
             address = ""
     if not address or address.startswith("127."):
         log("Kueue's visibility API is off: this machine has no address but loopback")
+        return None
+    # The manager gets its in-cluster files in a mount namespace (_in_cluster).
+    probe = ["unshare", "--mount", "--propagation=private", "true"]
+    if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode:
+        log("Kueue's visibility API is off: no mount namespace can be made here (unshare)")
         return None
     return address
 
