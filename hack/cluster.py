@@ -1843,8 +1843,15 @@ def start_addons(name: str, addons: Iterable[Addon]) -> None:
                 raise
             if g.name == "kueue" and info.get("visibility"):
                 manager = {t: pids[t] for t in tools}
-                _serve_visibility(bin_dir, kubeconfig, info["visibility"], workdir, manager)
-                what += f"; visibility API at {info['visibility']}:{VISIBILITY_PORT}"
+                try:
+                    _serve_visibility(bin_dir, kubeconfig, info["visibility"], workdir, manager)
+                    what += f"; visibility API at {info['visibility']}:{VISIBILITY_PORT}"
+                except SystemExit as exc:  # Kueue itself serves: only this API is missing
+                    if not all(_alive(p) for p in manager.values()):
+                        raise
+                    log(f"Kueue's visibility API is not served: {exc}")
+                    info["visibility"] = ""
+                    save()
             log(
                 f"{g.title} {g.version} ready in {time.monotonic() - started:.1f}s "
                 f"({what}; logs {workdir}/{tools[0]}.log)"
