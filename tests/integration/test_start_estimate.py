@@ -20,7 +20,7 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -118,6 +118,37 @@ def t9k(cluster: Cluster, namespace: str, *args: str) -> str:
     return out.getvalue()
 
 
+def run_with_eta(
+    admin: KubeClient, kubelet: Kubelet, jobs: Jobs, job: str, port: int, total: int
+) -> datetime:
+    """Run the bound pods of ``job``, have one report two steps apart (a
+    throughput, and so an ETA) and return when the job's progress says it ends."""
+    pods = jobs.pods(job)
+    for name in pods:
+        kubelet.run(jobs.namespace, name)
+    jobs.wait_phase(job, "Running")
+    token = pod_token(admin, pods[min(pods)])
+    wait = report(port, jobs, job, token, {"step": 100, "totalSteps": total})
+    time.sleep(max(wait, 2.0))
+    report(port, jobs, job, token, {"step": 110, "totalSteps": total})
+    progress = wait_for(
+        lambda: (p := jobs.status(job).get("progress") or {}).get("eta") and p,
+        30,
+        f"{job}'s progress with an ETA",
+    )
+    reported = parse_time(progress["lastReportTime"])
+    assert reported is not None
+    return reported + timedelta(seconds=seconds(progress["eta"]))
+
+
+def reporting(*flags: str) -> tuple[int, list[str]]:
+    """A port for the progress endpoint, and the operator's flags for it and
+    for estimates every PERIOD."""
+    port = free_port()
+    endpoint = [f"--progress-bind-address=0.0.0.0:{port}", f"--progress-service-port={port}"]
+    return port, [*flags, f"--start-estimate-period={PERIOD}", *endpoint]
+
+
 @pytest.fixture
 def free_gpus(admin: KubeClient) -> None:
     # Each test counts on the cluster's 32 GPUs: wait until an earlier test's pods are gone.
@@ -133,38 +164,15 @@ def test_under_kueue_a_waiting_job_has_its_place_and_the_running_jobs_eta(
     kubelet: Kubelet,
     cluster: Cluster,
 ) -> None:
-    port = free_port()
-    operator = start_operator(
-        "--kueue",
-        f"--start-estimate-period={PERIOD}",
-        "--progress-bind-address",
-        f"0.0.0.0:{port}",
-        "--progress-service-port",
-        str(port),
-    )
+    port, flags = reporting("--kueue")
+    operator = start_operator(*flags)
     operator.wait_ready()
     queue = next(queues := make_queue(admin, namespace))
     try:
         jobs = Jobs(admin, namespace, kind_resource(KIND))
         jobs.create(gpu_job(KIND, "holder", manual=True, queue=queue))
         wait_for(lambda: bound(jobs, "holder") == 3, 60, "holder admitted and bound")
-        pods = jobs.pods("holder")
-        for name in pods:
-            kubelet.run(namespace, name)
-        jobs.wait_phase("holder", "Running")
-        # A replica reports two steps apart: a throughput, and so an ETA.
-        token = pod_token(admin, pods[min(pods)])
-        wait = report(port, jobs, "holder", token, {"step": 100, "totalSteps": 6100})
-        time.sleep(max(wait, 2.0))
-        report(port, jobs, "holder", token, {"step": 110, "totalSteps": 6100})
-        progress = wait_for(
-            lambda: (p := jobs.status("holder").get("progress") or {}).get("eta") and p,
-            30,
-            "holder's progress with an ETA",
-        )
-        reported = parse_time(progress["lastReportTime"])
-        assert reported is not None
-        ends = reported + timedelta(seconds=seconds(progress["eta"]))
+        ends = run_with_eta(admin, kubelet, jobs, "holder", port, 6100)
 
         jobs.create(gpu_job(KIND, "next", manual=True, queue=queue))
         estimate = wait_for(lambda: with_time(jobs, "next"), 60, "next's start estimate")
@@ -257,14 +265,8 @@ def test_under_the_default_scheduler_a_waiting_job_waits_for_the_running_jobs_et
     namespace: str,
     kubelet: Kubelet,
 ) -> None:
-    port = free_port()
-    operator = start_operator(
-        f"--start-estimate-period={PERIOD}",
-        "--progress-bind-address",
-        f"0.0.0.0:{port}",
-        "--progress-service-port",
-        str(port),
-    )
+    port, flags = reporting()
+    operator = start_operator(*flags)
     operator.wait_ready()
     jobs = Jobs(admin, namespace)
 
@@ -277,22 +279,7 @@ def test_under_the_default_scheduler_a_waiting_job_waits_for_the_running_jobs_et
     # The holder takes every GPU of the four 8-GPU nodes, and reports an ETA.
     jobs.create(gpus("holder", 4))
     wait_for(lambda: bound(jobs, "holder") == 4, 60, "holder's pods bound")
-    pods = jobs.pods("holder")
-    for name in pods:
-        kubelet.run(namespace, name)
-    jobs.wait_phase("holder", "Running")
-    token = pod_token(admin, pods[min(pods)])
-    wait = report(port, jobs, "holder", token, {"step": 100, "totalSteps": 3100})
-    time.sleep(max(wait, 2.0))
-    report(port, jobs, "holder", token, {"step": 110, "totalSteps": 3100})
-    progress = wait_for(
-        lambda: (p := jobs.status("holder").get("progress") or {}).get("eta") and p,
-        30,
-        "holder's progress with an ETA",
-    )
-    reported = parse_time(progress["lastReportTime"])
-    assert reported is not None
-    ends = reported + timedelta(seconds=seconds(progress["eta"]))
+    ends = run_with_eta(admin, kubelet, jobs, "holder", port, 3100)
 
     jobs.create(gpus("waiting", 1))
     estimate = wait_for(lambda: with_time(jobs, "waiting"), 60, "waiting's start estimate")
@@ -306,3 +293,36 @@ def test_under_the_default_scheduler_a_waiting_job_waits_for_the_running_jobs_et
     assert start is not None and abs((start - ends).total_seconds()) <= 90, (start, ends)
     finish(kubelet, jobs, "holder")
     wait_for(lambda: bound(jobs, "waiting") == 1, 60, "waiting placed once holder ended")
+
+
+@pytest.mark.usefixtures("volcano", "priority_classes")
+def test_under_a_gang_scheduler_a_waiting_gang_waits_for_the_running_jobs_eta(
+    free_gpus: None,
+    start_operator: Callable[..., OperatorProcess],
+    admin: KubeClient,
+    namespace: str,
+    kubelet: Kubelet,
+) -> None:
+    port, flags = reporting("--gang-scheduler=volcano")
+    operator = start_operator(*flags)
+    operator.wait_ready()
+    jobs = Jobs(admin, namespace, kind_resource(KIND))
+    # holder takes 24 of the 32 GPUs; a gang of three 8-GPU pods then waits.
+    jobs.create(gpu_job(KIND, "holder", manual=True))
+    wait_for(lambda: bound(jobs, "holder") == 3, 60, "holder's gang bound")
+    ends = run_with_eta(admin, kubelet, jobs, "holder", port, 4100)
+    jobs.create(gpu_job(KIND, "gang", manual=True))
+    estimate = wait_for(lambda: with_time(jobs, "gang"), 60, "gang's start estimate")
+    assert estimate["where"] == "gang"
+    [lack] = estimate["lacking"]
+    assert (lack["resource"], lack["requested"], lack["pods"], lack["free"]) == (
+        "nvidia.com/gpu",
+        "8",
+        3,
+        "8",
+    )
+    assert [h["name"] for h in estimate["waitingFor"]] == [f"{namespace}/holder"]
+    start = parse_time(estimate["estimatedStartTime"])
+    assert start is not None and abs((start - ends).total_seconds()) <= 90, (start, ends)
+    finish(kubelet, jobs, "holder")
+    wait_for(lambda: bound(jobs, "gang") == 3, 60, "the gang placed once holder ended")
