@@ -253,7 +253,7 @@ def test_under_the_default_scheduler_a_job_too_big_for_any_node_names_the_resour
         {"resource": "nvidia.com/gpu", "requested": "16", "pods": 1, "free": "8", "nodes": nodes}
     ]
     assert "estimatedStartTime" not in estimate
-    assert "nodes are too small" in estimate["reason"]
+    assert "do not fit on the nodes even with every running pod ended" in estimate["reason"]
     # The scheduler's own words, from the pod's PodScheduled condition.
     assert "Insufficient nvidia.com/gpu" in estimate["message"], estimate
 

@@ -238,7 +238,7 @@ def room_estimate(
             return Estimate(at, f"its pods fit once {h.name} ends", tuple(waiting))
     return Estimate(
         None,
-        "its pods do not fit even with every running pod ended: the nodes are too small",
+        "its pods do not fit on the nodes even with every running pod ended",
         tuple(waiting),
     )
 

@@ -156,7 +156,7 @@ def test_room_frees_as_the_pods_on_nodes_end() -> None:
 def test_room_never_enough_on_small_nodes() -> None:
     e = room_estimate([{GPU: 16}], {"n0": {GPU: 8}}, [], NOW)
     assert e.at is None
-    assert "too small" in e.reason
+    assert e.reason == "its pods do not fit on the nodes even with every running pod ended"
 
 
 def test_node_room_subtracts_bound_pods_and_skips_unready_or_cordoned_nodes() -> None:
@@ -317,7 +317,7 @@ def test_room_part_names_the_lacking_resource_and_nodes() -> None:
             {"resource": GPU, "requested": "16", "pods": 1, "free": "8", "nodes": ["n0", "n1"]}
         ],
         "waitingFor": [],
-        "reason": "its pods do not fit even with every running pod ended: the nodes are too small",
+        "reason": "its pods do not fit on the nodes even with every running pod ended",
     }
 
 
