@@ -54,7 +54,11 @@ Kueue (``KUEUE_VERSION``) is added the same way: its manager
 it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
 namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
 registered with the API server: Workloads are created directly, and its
-controllers and scheduler admit them. No job integration is enabled.
+controllers and scheduler admit them. No job integration is enabled. Its
+visibility API (pending workloads' positions) is served through the API
+server's aggregation layer when its fixed port 8082 is free on this machine
+(``_serve_visibility``); its self-signed serving certificate is written to
+``/visibility`` (a path fixed in Kueue v0.12).
 
 The install tests' tools are cached the same way, never started: Helm
 (``HELM_VERSION``, hack/helm) and kustomize (``KUSTOMIZE_VERSION``,
@@ -81,9 +85,10 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -758,6 +763,8 @@ def ensure_addon_binaries(g: Addon) -> Path:
 
 # --------------------------------------------------------------------------- PKI
 
+FRONT_PROXY = "front-proxy-client"
+
 
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
@@ -793,6 +800,9 @@ def make_pki(pki: Path) -> None:
         "scheduler": ("/CN=system:kube-scheduler", None),
         "kwok": ("/O=system:masters/CN=kwok-controller", None),
         "pod-logs": ("/O=system:masters/CN=kwok-pod-logs", None),
+        # The API server's client certificate towards aggregated API servers
+        # (Kueue's visibility API), whose name they accept request headers from.
+        "front-proxy-client": (f"/CN={FRONT_PROXY}", None),
     }
     for name, (subject, ext) in certs.items():
         issue_cert(pki, name, subject, ext)
@@ -888,12 +898,14 @@ def _start(
     workdir: Path,
     env: dict[str, str] | None = None,
     program: list[str] | None = None,
+    wrap: Sequence[str] = (),
 ) -> int:
     """``bin_dir/tool args`` (or ``program args``) in its own process group,
-    in ``workdir``, logging to ``<tool>.log`` there."""
+    in ``workdir``, logging to ``<tool>.log`` there (``wrap``: a command that
+    execs it, given before it)."""
     logf = open(workdir / f"{tool}.log", "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
-        [*(program or [str(bin_dir / tool)]), *args],
+        [*wrap, *(program or [str(bin_dir / tool)]), *args],
         stdout=logf,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -1107,6 +1119,19 @@ def up(
                 # Pod logs come from KWOK's kubelet endpoint at the nodes' InternalIP
                 # (a KWOK node's Hostname resolves nowhere).
                 "--kubelet-preferred-address-types=InternalIP",
+                # The aggregation layer (Kueue's visibility API): the API server
+                # proxies to an APIService's endpoints (there is no kube-proxy),
+                # authenticating with front-proxy-client, whose user headers the
+                # aggregated server trusts (it reads them from the ConfigMap
+                # kube-system/extension-apiserver-authentication).
+                f"--requestheader-client-ca-file={pki / 'ca.crt'}",
+                f"--requestheader-allowed-names={FRONT_PROXY}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                "--enable-aggregator-routing=true",
                 # /debug/pprof only for the bench's --pprof (T9K_APISERVER_PROFILING=1).
                 f"--profiling={str(bool(os.environ.get('T9K_APISERVER_PROFILING'))).lower()}",
                 "--v=1",
@@ -1313,13 +1338,175 @@ class _Launch:
     tool: str
     args: list[str]
     health: str  # an http(s) URL answering 200 once the process serves
+    env: dict[str, str] = field(default_factory=dict)
+    wrap: tuple[str, ...] = ()  # a command that execs the tool (see _start)
 
 
 KUEUE_NAMESPACE = "kueue-system"
 KUEUE_CERT_SECRET = "kueue-webhook-server-cert"  # Kueue's default name for it
+VISIBILITY_PORT = 8082  # Kueue's visibility server's, fixed (pkg/visibility/server.go)
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_SERVICE = "kueue-visibility-server"
 
 
-def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path) -> Path:
+def _visibility_address() -> str | None:
+    """The machine's address the API server reaches Kueue's visibility server at,
+    or None when it cannot serve here: VISIBILITY_PORT is taken (another
+    cluster's Kueue has it), the machine has no address but loopback, which
+    an Endpoints may not name, or no mount namespace can be made."""
+    try:
+        with socket.socket() as s:
+            s.bind(("0.0.0.0", VISIBILITY_PORT))
+    except OSError:
+        log(f"Kueue's visibility API is off: port {VISIBILITY_PORT} is taken")
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # a route's source address; nothing is sent
+            address = str(s.getsockname()[0])
+        except OSError:
+            address = ""
+    if not address or address.startswith("127."):
+        log("Kueue's visibility API is off: this machine has no address but loopback")
+        return None
+    # The manager gets its in-cluster files in a mount namespace (_in_cluster).
+    probe = ["unshare", "--mount", "--propagation=private", "true"]
+    if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode:
+        log("Kueue's visibility API is off: no mount namespace can be made here (unshare)")
+        return None
+    return address
+
+
+SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"  # client-go's in-cluster files
+VISIBILITY_ACCOUNT = "kueue-visibility"
+
+
+def _in_cluster(
+    bin_dir: Path, workdir: Path, server: str
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What the Kueue manager needs for its visibility server: that server
+    (k8s.io/apiserver's delegated authentication and authorization) reads only
+    client-go's in-cluster configuration, never ``--kubeconfig``: the API
+    server's address from ``KUBERNETES_SERVICE_HOST`` / ``_PORT`` and a token
+    and CA from SERVICE_ACCOUNT_DIR. The token is the ServiceAccount
+    VISIBILITY_ACCOUNT's (cluster-admin: this is a test cluster), and the files
+    reach the manager alone, in a mount namespace of its own where a tmpfs
+    covers /run (nothing else of this machine sees them). Returns the
+    environment and the wrapper command (see ``_start``)."""
+    kubeconfig = workdir / "kubeconfig"
+    account = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": VISIBILITY_ACCOUNT, "namespace": KUEUE_NAMESPACE},
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": VISIBILITY_ACCOUNT},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "cluster-admin",
+                },
+                "subjects": [
+                    {
+                        "kind": "ServiceAccount",
+                        "name": VISIBILITY_ACCOUNT,
+                        "namespace": KUEUE_NAMESPACE,
+                    }
+                ],
+            },
+        ],
+    }
+    kubectl(bin_dir, kubeconfig, "apply", "--server-side", "-f", "-", input_=json.dumps(account))
+    token = kubectl(
+        bin_dir,
+        kubeconfig,
+        "create",
+        "token",
+        VISIBILITY_ACCOUNT,
+        f"--namespace={KUEUE_NAMESPACE}",
+        "--duration=8760h",
+    ).stdout.strip()
+    files = workdir / "kueue" / "serviceaccount"
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "token").write_text(token)
+    shutil.copyfile(workdir / "pki" / "ca.crt", files / "ca.crt")
+    (files / "namespace").write_text(KUEUE_NAMESPACE)
+    host, port = urllib.parse.urlsplit(server).hostname, urllib.parse.urlsplit(server).port
+    env = {"KUBERNETES_SERVICE_HOST": str(host), "KUBERNETES_SERVICE_PORT": str(port)}
+    script = (
+        "mount -t tmpfs tmpfs /run && "
+        f"mkdir -p {SERVICE_ACCOUNT_DIR} && cp {files}/* {SERVICE_ACCOUNT_DIR}/ && "
+        'exec "$@"'
+    )
+    return env, ("unshare", "--mount", "--propagation=private", "sh", "-c", script, "sh")
+
+
+def _serve_visibility(
+    bin_dir: Path, kubeconfig: Path, address: str, workdir: Path, procs: dict[str, int]
+) -> None:
+    """Register Kueue's visibility API with the API server, as Kueue's own
+    manifests do (an APIService, behind the Service
+    ``kueue-visibility-server``), the Service here without a selector and its
+    Endpoints naming this machine's ``address`` (no pods, no kube-proxy: the
+    API server routes to endpoints). The server's certificate is self-signed,
+    so the APIService skips verifying it, as Kueue's manifests do."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": VISIBILITY_PORT}]},
+    }
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
+        "subsets": [
+            {
+                "addresses": [{"ip": address}],
+                "ports": [{"name": "https", "port": VISIBILITY_PORT}],
+            }
+        ],
+    }
+    services = [
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": f"{version}.{VISIBILITY_GROUP}"},
+            "spec": {
+                "group": VISIBILITY_GROUP,
+                "version": version,
+                "groupPriorityMinimum": 100,
+                "versionPriority": priority,
+                "insecureSkipTLSVerify": True,
+                "service": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
+            },
+        }
+        for version, priority in (("v1beta1", 100),)  # the one version v0.12 serves
+    ]
+    body = {"apiVersion": "v1", "kind": "List", "items": [service, endpoints, *services]}
+    kubectl(bin_dir, kubeconfig, "apply", "--server-side", "-f", "-", input_=json.dumps(body))
+
+    def available() -> bool:
+        proc = kubectl(
+            bin_dir,
+            kubeconfig,
+            "get",
+            "--raw",
+            f"/apis/{VISIBILITY_GROUP}/v1beta1",
+            check=False,
+        )
+        return proc.returncode == 0
+
+    _wait("Kueue's visibility API", available, 60, procs, workdir)
+
+
+def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: bool) -> Path:
     """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta1),
     and the serving certificate its webhook server needs to start.
 
@@ -1355,9 +1542,12 @@ def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path) -> Path:
         "clientConnection": {"qps": 50, "burst": 100},
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": []},
-        # The on-demand visibility API is an aggregated API server of its own:
-        # it would need registering with the API server, and listens on :8082.
-        "featureGates": {"VisibilityOnDemand": False},
+        # The on-demand visibility API (pending workloads' positions) is an
+        # aggregated API server inside the manager, on its fixed port
+        # VISIBILITY_PORT of every address: on only when that port is free
+        # (one cluster of the machine has it) and the machine has an address
+        # an Endpoints may name (not loopback); see _serve_visibility.
+        "featureGates": {"VisibilityOnDemand": visibility},
     }
     conf = workdir / "kueue" / "config.yaml"
     conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
@@ -1479,7 +1669,13 @@ def _launches(g: Addon, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
         ]
     if g.name == "kueue":
         ports["kueue-health"], ports["kueue-webhook"] = free_port(), free_port()
-        conf = _kueue_config(workdir, ports, pki)
+        address = _visibility_address()
+        state["kueue"]["visibility"] = address or ""
+        conf = _kueue_config(workdir, ports, pki, bool(address))
+        env: dict[str, str] = {}
+        wrap: tuple[str, ...] = ()
+        if address:
+            env, wrap = _in_cluster(Path(state["bin_dir"]), workdir, state["server"])
         return [
             _Launch(
                 "kueue-manager",
@@ -1491,6 +1687,8 @@ def _launches(g: Addon, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
                 # readyz: its certificates are in place and its webhook server
                 # serves; the controllers start right then.
                 f"http://127.0.0.1:{ports['kueue-health']}/readyz",
+                env,
+                wrap,
             )
         ]
     raise AssertionError(g.name)
@@ -1666,8 +1864,14 @@ def start_addons(name: str, addons: Iterable[Addon]) -> None:
                     # $KUBECONFIG too: the scheduler-plugins controller reads only
                     # that, and a plugin of Volcano's builds a client from it (else
                     # from ~/.kube/config, which may name some other cluster).
-                    env = {**os.environ, "KUBECONFIG": str(workdir / f"{launch.tool}.kubeconfig")}
-                    pids[launch.tool] = _start(folder, launch.tool, launch.args, workdir, env=env)
+                    env = {
+                        **os.environ,
+                        "KUBECONFIG": str(workdir / f"{launch.tool}.kubeconfig"),
+                        **launch.env,
+                    }
+                    pids[launch.tool] = _start(
+                        folder, launch.tool, launch.args, workdir, env=env, wrap=launch.wrap
+                    )
                     save()
                     _wait(
                         f"{launch.tool} to serve {launch.health}",
@@ -1681,6 +1885,17 @@ def start_addons(name: str, addons: Iterable[Addon]) -> None:
                 holder.pop(key, None)
                 save()
                 raise
+            if g.name == "kueue" and info.get("visibility"):
+                manager = {t: pids[t] for t in tools}
+                try:
+                    _serve_visibility(bin_dir, kubeconfig, info["visibility"], workdir, manager)
+                    what += f"; visibility API at {info['visibility']}:{VISIBILITY_PORT}"
+                except SystemExit as exc:  # Kueue itself serves: only this API is missing
+                    if not all(_alive(p) for p in manager.values()):
+                        raise
+                    log(f"Kueue's visibility API is not served: {exc}")
+                    info["visibility"] = ""
+                    save()
             log(
                 f"{g.title} {g.version} ready in {time.monotonic() - started:.1f}s "
                 f"({what}; logs {workdir}/{tools[0]}.log)"

@@ -146,6 +146,8 @@ CLUSTER_SCOPED = {
     ("scheduling.k8s.io", "priorityclasses"),
     ("kueue.x-k8s.io", "workloadpriorityclasses"),
     ("kueue.x-k8s.io", "resourceflavors"),
+    ("kueue.x-k8s.io", "clusterqueues"),
+    ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads"),
 }
 
 
@@ -159,7 +161,7 @@ def namespaced_rules(cluster_role: dict[str, Any]) -> tuple[list[dict[str, Any]]
             for r in rule["resources"]
             if not any((g, r) in CLUSTER_SCOPED for g in rule["apiGroups"])
         ]
-        left_out += [r for r in rule["resources"] if r not in kept]
+        left_out += [r for r in rule["resources"] if r not in kept and r not in left_out]
         if kept:
             rules.append({**rule, "resources": kept})
     return rules, left_out
@@ -232,7 +234,7 @@ def kustomize_files(objs: list[dict[str, Any]]) -> dict[Path, str]:
         "# The CRDs and PriorityClasses are cluster-wide and included: whoever applies\n"
         "# this needs the right to create them (or drop them in that overlay).\n"
         "# Left out of the Role (cluster-scoped, read only: nodes tell the operator of\n"
-        "# a lost node, the rest are read with --kueue): "
+        "# a lost node or a job's start estimate, the rest are read with --kueue): "
         f"{', '.join(left_out)}.\n"
         + _dump(
             {

@@ -91,8 +91,14 @@ def workload(
     pod_sets: Sequence[PodSet],
     priority: WorkloadPriority | None = None,
 ) -> Obj:
-    """The job's Workload ``name`` in LocalQueue ``queue``."""
-    spec: Obj = {"queueName": queue, "podSets": [pod_set(ps) for ps in pod_sets if ps.count]}
+    """The job's Workload ``name`` in LocalQueue ``queue``. Without a priority
+    class its priority is 0, as Kueue's own job integrations write it (its
+    visibility API reads every pending Workload's priority)."""
+    spec: Obj = {
+        "queueName": queue,
+        "podSets": [pod_set(ps) for ps in pod_sets if ps.count],
+        "priority": 0,
+    }
     if priority is not None:
         spec["priorityClassSource"] = priority.source
         spec["priorityClassName"] = priority.name

@@ -95,6 +95,7 @@ JOB_HEADERS = (
     "DURATION",
     "PROGRESS",
     "ETA",
+    "START",
     "NODES",
     "QUEUE",
 )
@@ -111,6 +112,7 @@ def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
         s.duration or "-",
         s.progress or "-",
         s.eta or "-",
+        s.start or "-",
         _nodes(s.nodes, wide),
         s.queue or "",
     ]

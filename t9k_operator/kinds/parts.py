@@ -14,8 +14,9 @@ from t9k_operator import entry_points
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders.gang import POD_GROUP_PART
 from t9k_operator.builders.kueue import WORKLOAD_PART
+from t9k_operator.builders.start_estimate import START_ESTIMATE_PART
 
-PARTS: tuple[StatusPart, ...] = (POD_GROUP_PART, WORKLOAD_PART)
+PARTS: tuple[StatusPart, ...] = (POD_GROUP_PART, WORKLOAD_PART, START_ESTIMATE_PART)
 # Then the parts of other distributions: each entry point of the group
 # t9k_operator.status_parts names a StatusPart.
 PARTS += entry_points.plugins(

@@ -1,7 +1,7 @@
 """Reconcilers: the pure engine (``engine``), over the job kinds (``t9k_operator.kinds``), the
 integrations (``integrations``, listed in ``plugins``, their servers started through
 ``serving``), the apply step (``apply``) and the plugins' own controllers and servers
-(``tensorboard``, ``progress``).
+(``tensorboard``, ``progress``, ``starts``).
 
 :func:`build_controllers` is what the manager calls to get one
 :class:`~t9k_operator.runtime.controller.Controller` per kind in

@@ -26,6 +26,7 @@ from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.integrations.workdir import Workdir
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
+from t9k_operator.reconcilers.starts.plugin import ServedStartEstimate
 
 INTEGRATIONS: tuple[type[Setup], ...] = (
     Kueue,
@@ -34,6 +35,7 @@ INTEGRATIONS: tuple[type[Setup], ...] = (
     ServedProgress,
     ServedGPUUsage,
     Workdir,
+    ServedStartEstimate,
 )
 # Then the integrations of other distributions: each entry point of the group
 # t9k_operator.integrations names a Setup (docs/adding-an-integration.md).

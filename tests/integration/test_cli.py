@@ -183,7 +183,7 @@ def test_create_every_kind_then_list_describe_wait_and_logs(
     header, *rows = table.splitlines()
     assert header.split() == [
         "NAME", "KIND", "PHASE", "REASON", "GPUS", "ALLOCATED", "DURATION", "PROGRESS", "ETA",
-        "NODES", "QUEUE",
+        "START", "NODES", "QUEUE",
     ]  # fmt: skip
     kinds = {r.split()[0]: r.split()[1:6] for r in rows}
     # ColossalAI's launcher asks for no GPU: 2 workers of 1 GPU each, for every kind.

@@ -57,6 +57,7 @@ def test_without_plugins_the_registries_hold_the_built_ins() -> None:
         "progress",
         "gpu-usage",
         "workdir",
+        "start-estimate",
     ]
 
 
@@ -73,7 +74,16 @@ def test_the_toy_kind_and_integration_load_through_their_entry_points(tmp_path: 
     kinds, setups = proc.stdout.splitlines()
     assert kinds == repr([*BUILT_IN, "ToyJob"])
     assert setups == repr(
-        ["kueue", "gang", "tensorboard", "progress", "gpu-usage", "workdir", "toy-seen"]
+        [
+            "kueue",
+            "gang",
+            "tensorboard",
+            "progress",
+            "gpu-usage",
+            "workdir",
+            "start-estimate",
+            "toy-seen",
+        ]
     )
 
 

@@ -61,10 +61,15 @@ def test_the_namespaced_role_is_the_cluster_roles_namespaced_rules() -> None:
 
     left_out = grants(cluster_role["rules"]) - grants(role["rules"])
     assert {(g, r) for g, r, _ in left_out} == gen.CLUSTER_SCOPED  # only cluster-scoped ones
-    # Read from caches, but for the progress endpoint's token reviews.
+    # Read from caches, but for the progress endpoint's token reviews and the
+    # start estimates' reads of a ClusterQueue and its pending workloads.
     reviews = {("authentication.k8s.io", "tokenreviews", "create")}
-    assert {v for g, r, v in left_out - reviews} == {"list", "watch"}
-    assert reviews <= left_out
+    queues = {
+        ("kueue.x-k8s.io", "clusterqueues", "get"),
+        ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads", "get"),
+    }
+    assert {v for g, r, v in left_out - reviews - queues} == {"list", "watch"}
+    assert reviews <= left_out and queues <= left_out
     assert grants(role["rules"]) < grants(cluster_role["rules"])
 
 

@@ -152,6 +152,21 @@ LLM: dict[str, Any] = {
             "phase": "Pending",
             "message": "2/8 tasks in gang unschedulable",
         },
+        "startEstimate": {
+            "where": "gang",
+            "lacking": [
+                {
+                    "resource": "nvidia.com/gpu",
+                    "requested": "8",
+                    "pods": 6,
+                    "free": "0",
+                    "nodes": ["gpu-1", "gpu-2"],
+                }
+            ],
+            "waitingFor": [{"name": "team-a/mnist", "endTime": "2026-03-01T12:07:00Z"}],
+            "estimatedStartTime": "2026-03-01T12:07:00Z",
+            "reason": "its pods fit once team-a/mnist ends",
+        },
     },
 }
 

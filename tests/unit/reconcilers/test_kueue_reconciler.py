@@ -270,6 +270,15 @@ def test_priority_names_a_workload_priority_class_else_a_priority_class() -> Non
     assert spec["priority"] == 70
 
 
+def test_a_job_naming_no_priority_gets_a_workload_of_priority_0() -> None:
+    # As Kueue's own job integrations write it: its visibility API (pending
+    # workloads' positions) reads every pending Workload's priority.
+    h = Harness("PyTorchTrainingJob", queued("PyTorchTrainingJob"), kueue=KUEUE)
+    h.run()
+    spec = workload(h)["spec"]
+    assert spec["priority"] == 0 and "priorityClassName" not in spec
+
+
 def test_a_priority_class_that_does_not_exist_is_said_and_waited_for() -> None:
     h = Harness("PyTorchTrainingJob", queued("PyTorchTrainingJob", priority=5), kueue=KUEUE)
     assert h.reconcile().requeue, "retried with backoff"
