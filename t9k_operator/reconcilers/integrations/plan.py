@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -246,7 +246,7 @@ def _steps(
     first = not stored.get("status")
     steps = Steps(out)
     status = obs.kind.render_status(stored, out.status)
-    if status != (stored.get("status") or {}):
+    if _changes(status, stored.get("status") or {}, obs.kind.crd.status_defaults):
         updated = copy.deepcopy(dict(stored))
         updated["status"] = status
         steps.actions.append(Action("replace_status", obs.resource, updated, "the job's status"))
@@ -293,6 +293,14 @@ def _steps(
         }
         steps.actions.append(Action("create_pods", PODS, body, "the job's pods"))
     return steps
+
+
+def _changes(status: Obj, stored: Obj, defaults: Mapping[str, Any]) -> bool:
+    """Whether writing ``status`` changes the ``stored`` one. The API server
+    fills the CRD's defaults into a status written without them, so a status
+    that lacks only those, at their defaults, is the one stored: writing it
+    again would change nothing."""
+    return status != stored and {**defaults, **status} != stored
 
 
 def _by(s: Seen, actions: Sequence[Action]) -> list[Action]:
