@@ -962,6 +962,73 @@ def proc_kib(pid: int, key: str) -> int:
     return 0
 
 
+PROFILE_TOP = 15  # entries of --py-spy's tables, by self and by cumulative share
+
+
+class PySpy:
+    """``--py-spy PROGRAM``: py-spy sampling the operator from the first
+    submission to the end of the run, the collapsed stacks written to
+    ``out``: ``record --gil`` (only the thread holding the GIL, so the samples
+    are the operator's Python work, not threads blocked reading a socket)
+    ``--nonblocking`` (the process is not paused: py-spy's CPU is its own)."""
+
+    def __init__(self, program: str, pid: int, out: Path, rate: int = 1000) -> None:
+        self.out = out
+        self.proc = subprocess.Popen(
+            [
+                *(program, "record", "--gil", "--nonblocking", "--format", "raw"),
+                *("--rate", str(rate), "--pid", str(pid), "--output", str(out)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.5)  # attached
+
+    def stop(self) -> tuple[dict[str, list[tuple[str, float, float]]], int]:
+        """The run's :func:`profile_top` and its number of samples."""
+        self.proc.send_signal(signal.SIGINT)  # py-spy writes its file and exits
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return {}, 0
+        return profile_top(self.out) if self.out.exists() else ({}, 0)
+
+
+def profile_top(
+    path: Path, n: int = PROFILE_TOP
+) -> tuple[dict[str, list[tuple[str, float, float]]], int]:
+    """The functions of py-spy's collapsed stacks (``frame;frame;... count``)
+    with the largest self and cumulative shares of the samples: a function is
+    ``name (file)``, its lines merged; cumulative counts a stack once however
+    often the function recurs in it."""
+    own: Counter[str] = Counter()
+    cumulative: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+        # py-spy's first frame names the thread ("process ..." / "thread ..."): not code.
+        frames = [f for f in frames if "(" in f and not f.startswith(("thread ", "process "))]
+        if not frames:
+            continue
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for f in set(frames):
+            cumulative[f] += int(count)
+    if not total:
+        return {}, 0
+    shares = {f: (own[f] / total, cumulative[f] / total) for f in cumulative}
+    by_self = sorted(shares, key=lambda f: -shares[f][0])[:n]
+    by_cumulative = sorted(shares, key=lambda f: -shares[f][1])[:n]
+    return {
+        "self": [(f, *shares[f]) for f in by_self],
+        "cumulative": [(f, *shares[f]) for f in by_cumulative],
+    }, total
+
+
 class Operator:
     def __init__(self, source: Path, kubeconfig: Path, log_path: Path, *flags: str) -> None:
         self.health = free_port()
@@ -1082,6 +1149,10 @@ class Run:
     integrations: str = "none"  # the operator's --kueue / --gang-scheduler flags
     # Watchers the API server closed over the same span, by resource (everyone's).
     closed_watchers: dict[str, int] = field(default_factory=dict)
+    # --py-spy: the operator's samples over the same span, as (function,
+    # self share, cumulative share), the largest first by each.
+    profile: dict[str, list[tuple[str, float, float]]] = field(default_factory=dict)
+    profile_samples: int = 0
 
     @property
     def label(self) -> str:
@@ -1100,6 +1171,7 @@ def run_one(
     pprof: int = 0,
     rep: int = 0,
     using: Integrations | None = None,
+    py_spy: str | None = None,
 ) -> Run:
     using = using or Integrations()
     jobs, replicas = (int(x) for x in size.split("x"))
@@ -1156,6 +1228,11 @@ def run_one(
         meter.mark("start")
         profiling = cluster.profile(pprof, logs / f"{tag}.apiserver.pprof") if pprof else None
         reads0 = operator.reads() if operator else None
+        spy = (
+            PySpy(py_spy, operator.proc.pid, logs / f"{tag}.py-spy")
+            if py_spy and operator
+            else None
+        )
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
@@ -1180,6 +1257,8 @@ def run_one(
             # Every pod marked Running: the stand-in's share of the server's work is done.
             standin.all_marked.wait(timeout)
         meter.mark("end")
+        if spy is not None:
+            run.profile, run.profile_samples = spy.stop()
         closed = closed_watchers(cluster.metrics())  # kubectl: after the CPU meter's end
         closed.subtract(closed_watchers(server0))
         run.closed_watchers = {k: v for k, v in sorted(closed.items()) if v > 0}
@@ -1435,6 +1514,22 @@ def memory(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def profiles(runs: list[Run]) -> str:
+    """``--py-spy``: each operator run's functions with the largest shares of
+    its samples, by self and by cumulative share."""
+    out = []
+    for r in runs:
+        if not r.profile:
+            continue
+        out.append(f"\n#### {r.size} {r.label}: {r.profile_samples} samples\n")
+        for order in ("self", "cumulative"):
+            out.append(f"| by {order} | self | cumulative |")
+            out.append("| --- | ---: | ---: |")
+            out.extend(f"| `{f}` | {a:.1%} | {c:.1%} |" for f, a, c in r.profile[order])
+            out.append("")
+    return "\n".join(out)
+
+
 def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
 
@@ -1572,6 +1667,13 @@ def main() -> int:
         help="start this gang scheduler in the cluster and run the operator with "
         "--gang-scheduler=GANG: the gang scheduler places the pods (defaults and tuned only)",
     )
+    parser.add_argument(
+        "--py-spy",
+        default=None,
+        metavar="PROGRAM",
+        help="sample the operator with this py-spy from the first submission to the end "
+        "of each run (stacks written beside the logs) and print its top functions",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
@@ -1619,6 +1721,7 @@ def main() -> int:
                     args.pprof,
                     rep + 1 if args.repeat > 1 else 0,
                     using,
+                    args.py_spy,
                 )
                 runs.append(run)
                 log(
@@ -1652,6 +1755,9 @@ def main() -> int:
     print(cpu(runs))
     print("\n### Memory\n")
     print(memory(runs))
+    if any(r.profile for r in runs):
+        print("\n### The operator's profile (py-spy)")
+        print(profiles(runs))
     print("\n### Targets\n")
     if args.repeat > 1:
         print(f"(each target below takes the median of the {args.repeat} runs by pods time)")
