@@ -39,7 +39,7 @@ from typing import Any
 from t9k_operator.builders.common import NORMAL, PodMode, ssh_secret_name
 from t9k_operator.kinds.contract import ChildNotReady, JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
-from t9k_operator.objects import Obj, controller_ref
+from t9k_operator.objects import Obj, controller_ref, copy_tree
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -247,8 +247,7 @@ def _steps(
     steps = Steps(out)
     status = obs.kind.render_status(stored, out.status)
     if _changes(status, stored.get("status") or {}, obs.kind.crd.status_defaults):
-        updated = copy.deepcopy(dict(stored))
-        updated["status"] = status
+        updated = {**stored, "status": status}  # read-only, as the cached job it shares
         steps.actions.append(Action("replace_status", obs.resource, updated, "the job's status"))
     if first:
         steps.told = [e for s in seen for e in s.integration.accepted(s.state, view)]
@@ -318,7 +317,7 @@ def _pods(
     pods: list[Obj] = []
     for type_, index, mode in out.create:
         try:
-            pod = copy.deepcopy(builds.build(type_, index, mode))
+            pod = copy_tree(builds.build(type_, index, mode))
             for s in seen:
                 s.integration.decorate(s.state, obs.view, pod)
         except ChildNotReady as exc:
