@@ -176,7 +176,10 @@ class Transport:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        decode: bool = True,
     ) -> Obj:
+        """The answer, decoded; ``decode=False``: read but not decoded (``{}``),
+        for a caller that needs only to know the request succeeded."""
         response = self._open(
             method,
             path,
@@ -186,7 +189,7 @@ class Transport:
             timeout or self.options.read_timeout,
             stream=False,
         )
-        if not response.data:
+        if not response.data or not decode:
             return {}
         try:
             decoded: Obj = json.loads(response.data)

@@ -10,9 +10,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from pytest_mock import MockerFixture
 
+from t9k_operator.kube import KubeClient
+from t9k_operator.kube import transport as transport_module
 from t9k_operator.kube.config import Connection
 from t9k_operator.kube.transport import ClientOptions, Transport
+from t9k_operator.resources import PODS
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -71,3 +75,23 @@ def test_requests_go_under_the_servers_path(server: str, prefix: str) -> None:
         assert headers["User-Agent"] == "t9k-test"
         assert headers["Accept"] == "application/json"
     assert put_headers["Content-Type"] == "application/json"
+
+
+def test_a_create_whose_answer_is_not_read_is_not_decoded(
+    server: str, mocker: MockerFixture
+) -> None:
+    client = KubeClient(Connection(host=server), ClientOptions(qps=-1))
+    loads = mocker.spy(transport_module.json, "loads")
+    try:
+        got = client.create(PODS, {"metadata": {"name": "p"}}, "n", answer=False)
+        assert got == {} and loads.call_count == 0
+        assert client.create(PODS, {"metadata": {"name": "q"}}, "n") == {
+            "path": "/api/v1/namespaces/n/pods"
+        }
+        assert loads.call_count == 1
+    finally:
+        client.close()
+    assert [(verb, path) for verb, path, _, _ in Recorder.seen] == [
+        ("POST", "/api/v1/namespaces/n/pods"),
+        ("POST", "/api/v1/namespaces/n/pods"),
+    ]
