@@ -161,13 +161,23 @@ TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
 # 50 QPS: 140 s; a08a3ab at 20 QPS: 400 s),
-# so 1000x4 compares the tuned operator with the ceiling only
-# (``--sizes 1000x4 --scenarios defaults`` runs the rest).
+# so 1000x4 compares the operator with the ceiling and the floor only
+# (``--sizes 1000x4 --scenarios baseline`` runs the rest); 10000x4 runs the
+# operator at its defaults alone: its memory and CPU per job at scale.
 DEFAULT_PLAN = {
     "200x4": SCENARIOS,
     "1x512": SCENARIOS,
-    "1000x4": ("ceiling", "writes", "tuned"),
+    "1000x4": ("ceiling", "writes", "defaults", "tuned"),
+    "10000x4": ("defaults",),
 }
+DEFAULT_TIMEOUT = 600.0
+WAIT_PER_POD = 0.06
+"""Seconds a wait may take per pod of the run when that is longer than
+``--timeout``'s default (10000x4: 40 minutes)."""
+RSS_LIMIT_MB = 450
+"""The operator's peak RSS a 10000x4 run must stay under (MB, 10^6 bytes)."""
+CPU_TARGET = 0.75
+"""The operator's CPU per job at its defaults against the baseline's, at most."""
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # The operator's wait for its own client-side limiter, on the reconcile budget's
 # client (the Events and leader-election clients have their own user agents).
@@ -1165,7 +1175,7 @@ def run_one(
     scenario: str,
     sources: dict[str, Path],
     concurrency: int,
-    timeout: float,
+    timeout: float | None,
     logs: Path,
     extra_flags: tuple[str, ...] = (),
     pprof: int = 0,
@@ -1175,6 +1185,8 @@ def run_one(
 ) -> Run:
     using = using or Integrations()
     jobs, replicas = (int(x) for x in size.split("x"))
+    if timeout is None:
+        timeout = max(DEFAULT_TIMEOUT, WAIT_PER_POD * jobs * replicas)
     run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep, integrations=str(using))
     tag = f"{size}-{scenario}" + (f"-{rep}" if rep else "")
     try:
@@ -1534,6 +1546,50 @@ def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
 
 
+PAIRS = (
+    ("defaults", "baseline"),
+    ("tuned", "baseline"),
+    ("defaults", "tuned"),
+    ("tuned", "ceiling"),
+    ("tuned", "writes"),
+    ("defaults", "writes"),
+    ("writes", "ceiling"),
+)
+"""The comparisons :func:`comparisons` prints, where a size ran both."""
+
+
+def cpu_per_job(r: Run) -> float | None:
+    """The controller's CPU milliseconds per job (the operator's, or the writes
+    scenario's stand-in's)."""
+    return None if r.cpu_s is None or not r.jobs else 1000 * r.cpu_s / r.jobs
+
+
+def comparisons(by: dict[tuple[str, str], Run]) -> str:
+    """Every pair of :data:`PAIRS` a size ran, as ratios (first / second) of
+    the time until all pods exist and until all jobs are Running, the CPU
+    per job, the reconcile-budget writes per job and the peak RSS ("-" where
+    either lacks the figure)."""
+    rows = [
+        "| size | first / second | all pods exist | all jobs Running | CPU per job | "
+        "writes per job | peak RSS |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    sizes = sorted({size for size, _ in by}, key=lambda z: [int(x) for x in z.split("x")])
+    for size in sizes:
+        for a, b in PAIRS:
+            x, y = by.get((size, a)), by.get((size, b))
+            if x is None or y is None:
+                continue
+            writes = [r.budget_writes / r.jobs if r.jobs else None for r in (x, y)]
+            rows.append(
+                f"| {size} | {a} / {b} | {ratio(x.pods_s, y.pods_s)} | "
+                f"{ratio(x.running_s, y.running_s)} | {ratio(cpu_per_job(x), cpu_per_job(y))} | "
+                f"{ratio(*writes) if x.scenario != 'ceiling' and y.scenario != 'ceiling' else '-'}"
+                f" | {ratio(x.rss_peak_mib, y.rss_peak_mib)} |"
+            )
+    return "\n".join(rows)
+
+
 def medians(runs: list[Run]) -> dict[tuple[str, str], Run]:
     """Each (size, scenario)'s median run by the time until all pods exist (the
     lower middle one of an even number; runs that timed out sort last)."""
@@ -1593,6 +1649,22 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
                 f"{size} {scenario}: {r.budget_writes / r.jobs:.2f} reconcile-budget writes "
                 f"per job (target <= 7), CPU {fmt(cpu_ms)} ms per job (target <= 20)"
             )
+    for size in sorted({size for size, _ in by}):
+        d, b = get(size, "defaults"), get(size, "baseline")
+        if d and b:
+            out.append(
+                f"{size} CPU per job, defaults / baseline: {fmt(cpu_per_job(d))} / "
+                f"{fmt(cpu_per_job(b))} ms = {ratio(cpu_per_job(d), cpu_per_job(b))} "
+                f"(target <= {CPU_TARGET})"
+            )
+    for (size, scenario), r in sorted(by.items()):
+        if scenario == "defaults" and r.jobs >= 10_000 and r.rss_peak_mib is not None:
+            mb = 2**20 / 1e6
+            out.append(
+                f"{size} defaults: RSS at ready {fmt((r.rss_ready_mib or 0) * mb, '.0f')} MB, "
+                f"peak {fmt(r.rss_peak_mib * mb, '.0f')} MB (target < {RSS_LIMIT_MB} MB), "
+                f"CPU {fmt(cpu_per_job(r))} ms per job"
+            )
     small, large = get("200x4", "tuned"), get("1000x4", "tuned")
     if small and large and None not in (small.rss_peak_mib, large.rss_peak_mib):
         # The growth rate: what 800 jobs more add to the peak RSS, against what
@@ -1623,7 +1695,7 @@ def main() -> int:
         "--scenarios",
         default=None,
         help=f"of {', '.join(SCENARIOS)}, for every size (default: all for 200x4 and "
-        "1x512, ceiling and tuned for 1000x4)",
+        "1x512, all but the baseline for 1000x4, defaults for 10000x4)",
     )
     parser.add_argument("--baseline", default="a08a3ab", help="the commit of the baseline")
     parser.add_argument("--cluster", default="t9k-bench")
@@ -1674,7 +1746,13 @@ def main() -> int:
         help="sample the operator with this py-spy from the first submission to the end "
         "of each run (stacks written beside the logs) and print its top functions",
     )
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds per wait (default {DEFAULT_TIMEOUT:.0f}, or {WAIT_PER_POD} s per pod of "
+        "the run if longer)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
     if args.pprof:
@@ -1755,6 +1833,8 @@ def main() -> int:
     print(cpu(runs))
     print("\n### Memory\n")
     print(memory(runs))
+    print("\n### Comparisons (first / second, within this run)\n")
+    print(comparisons(medians(runs)))
     if any(r.profile for r in runs):
         print("\n### The operator's profile (py-spy)")
         print(profiles(runs))
