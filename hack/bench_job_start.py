@@ -1031,8 +1031,8 @@ def profile_top(
     if not total:
         return {}, 0
     shares = {f: (own[f] / total, cumulative[f] / total) for f in cumulative}
-    by_self = sorted(shares, key=lambda f: -shares[f][0])[:n]
-    by_cumulative = sorted(shares, key=lambda f: -shares[f][1])[:n]
+    by_self = sorted(shares, key=lambda f: (-shares[f][0], f))[:n]
+    by_cumulative = sorted(shares, key=lambda f: (-shares[f][1], f))[:n]
     return {
         "self": [(f, *shares[f]) for f in by_self],
         "cumulative": [(f, *shares[f]) for f in by_cumulative],
