@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark: how fast the operator starts jobs, beside the API server's own speed.
 
-For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
-1000x4 by default) and each scenario, on a fresh local control plane
-(``hack/cluster.py up --name t9k-bench``, taken down after the run):
+For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas),
+1000x4 and 10000x4 by default, each with the scenarios of
+:data:`DEFAULT_PLAN`) and each scenario, on a fresh local control plane
+(``hack/cluster.py up --name t9k-bench``, or ``--cluster``; taken down after
+the run):
 
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
   the operator's own builder, owner references dropped) with
@@ -85,7 +87,10 @@ API server closed N watchers" in its row, and each of the operator's
 informers whose watch it closed watches again from its last resourceVersion:
 one request each, in the informers' column.
 
-Prints one table per size, then the ratios of the job-start targets. Run:
+Prints one table per size, then where the time and the CPU went, the
+memory, every comparison of two scenarios of a size as ratios
+(:func:`comparisons`), ``--py-spy``'s profile of the operator, and the
+targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
 ``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
 runs each three times, interleaved, and takes the targets from the medians;
