@@ -1838,8 +1838,10 @@ def main() -> int:
     print(cpu(runs))
     print("\n### Memory\n")
     print(memory(runs))
-    print("\n### Comparisons (first / second, within this run)\n")
-    print(comparisons(medians(runs)))
+    compared = comparisons(medians(runs))
+    if compared.count("\n") > 1:  # a row beside the header's two lines
+        print("\n### Comparisons (first / second, within this run)\n")
+        print(compared)
     if any(r.profile for r in runs):
         print("\n### The operator's profile (py-spy)")
         print(profiles(runs))
