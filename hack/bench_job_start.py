@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark: how fast the operator starts jobs, beside the API server's own speed.
 
-For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas) and
-1000x4 by default) and each scenario, on a fresh local control plane
-(``hack/cluster.py up --name t9k-bench``, taken down after the run):
+For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas),
+1000x4 and 10000x4 by default, each with the scenarios of
+:data:`DEFAULT_PLAN`) and each scenario, on a fresh local control plane
+(``hack/cluster.py up --name t9k-bench``, or ``--cluster``; taken down after
+the run):
 
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
   the operator's own builder, owner references dropped) with
@@ -85,7 +87,10 @@ API server closed N watchers" in its row, and each of the operator's
 informers whose watch it closed watches again from its last resourceVersion:
 one request each, in the informers' column.
 
-Prints one table per size, then the ratios of the job-start targets. Run:
+Prints one table per size, then where the time and the CPU went, the
+memory, every comparison of two scenarios of a size as ratios
+(:func:`comparisons`), ``--py-spy``'s profile of the operator, and the
+targets. Run:
 ``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
 ``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
 runs each three times, interleaved, and takes the targets from the medians;
@@ -161,13 +166,23 @@ TUNED = ("--kube-api-qps", "1000", "--kube-api-burst", "2000")
 # Sizes and the scenarios each gets by default (1x512: one job of 512
 # replicas). Behind a client limit 4,000 pods take minutes (7,000 writes at
 # 50 QPS: 140 s; a08a3ab at 20 QPS: 400 s),
-# so 1000x4 compares the tuned operator with the ceiling only
-# (``--sizes 1000x4 --scenarios defaults`` runs the rest).
+# so 1000x4 compares the operator with the ceiling and the floor only
+# (``--sizes 1000x4 --scenarios baseline`` runs the rest); 10000x4 runs the
+# operator at its defaults alone: its memory and CPU per job at scale.
 DEFAULT_PLAN = {
     "200x4": SCENARIOS,
     "1x512": SCENARIOS,
-    "1000x4": ("ceiling", "writes", "tuned"),
+    "1000x4": ("ceiling", "writes", "defaults", "tuned"),
+    "10000x4": ("defaults",),
 }
+DEFAULT_TIMEOUT = 600.0
+WAIT_PER_POD = 0.06
+"""Seconds a wait may take per pod of the run when that is longer than
+``--timeout``'s default (10000x4: 40 minutes)."""
+RSS_LIMIT_MB = 450
+"""The operator's peak RSS a 10000x4 run must stay under (MB, 10^6 bytes)."""
+CPU_TARGET = 0.75
+"""The operator's CPU per job at its defaults against the baseline's, at most."""
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # The operator's wait for its own client-side limiter, on the reconcile budget's
 # client (the Events and leader-election clients have their own user agents).
@@ -962,6 +977,73 @@ def proc_kib(pid: int, key: str) -> int:
     return 0
 
 
+PROFILE_TOP = 15  # entries of --py-spy's tables, by self and by cumulative share
+
+
+class PySpy:
+    """``--py-spy PROGRAM``: py-spy sampling the operator from the first
+    submission to the end of the run, the collapsed stacks written to
+    ``out``: ``record --gil`` (only the thread holding the GIL, so the samples
+    are the operator's Python work, not threads blocked reading a socket)
+    ``--nonblocking`` (the process is not paused: py-spy's CPU is its own)."""
+
+    def __init__(self, program: str, pid: int, out: Path, rate: int = 1000) -> None:
+        self.out = out
+        self.proc = subprocess.Popen(
+            [
+                *(program, "record", "--gil", "--nonblocking", "--format", "raw"),
+                *("--rate", str(rate), "--pid", str(pid), "--output", str(out)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.5)  # attached
+
+    def stop(self) -> tuple[dict[str, list[tuple[str, float, float]]], int]:
+        """The run's :func:`profile_top` and its number of samples."""
+        self.proc.send_signal(signal.SIGINT)  # py-spy writes its file and exits
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return {}, 0
+        return profile_top(self.out) if self.out.exists() else ({}, 0)
+
+
+def profile_top(
+    path: Path, n: int = PROFILE_TOP
+) -> tuple[dict[str, list[tuple[str, float, float]]], int]:
+    """The functions of py-spy's collapsed stacks (``frame;frame;... count``)
+    with the largest self and cumulative shares of the samples: a function is
+    ``name (file)``, its lines merged; cumulative counts a stack once however
+    often the function recurs in it."""
+    own: Counter[str] = Counter()
+    cumulative: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+        # py-spy's first frame names the thread ("process ..." / "thread ..."): not code.
+        frames = [f for f in frames if "(" in f and not f.startswith(("thread ", "process "))]
+        if not frames:
+            continue
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for f in set(frames):
+            cumulative[f] += int(count)
+    if not total:
+        return {}, 0
+    shares = {f: (own[f] / total, cumulative[f] / total) for f in cumulative}
+    by_self = sorted(shares, key=lambda f: (-shares[f][0], f))[:n]
+    by_cumulative = sorted(shares, key=lambda f: (-shares[f][1], f))[:n]
+    return {
+        "self": [(f, *shares[f]) for f in by_self],
+        "cumulative": [(f, *shares[f]) for f in by_cumulative],
+    }, total
+
+
 class Operator:
     def __init__(self, source: Path, kubeconfig: Path, log_path: Path, *flags: str) -> None:
         self.health = free_port()
@@ -1082,6 +1164,10 @@ class Run:
     integrations: str = "none"  # the operator's --kueue / --gang-scheduler flags
     # Watchers the API server closed over the same span, by resource (everyone's).
     closed_watchers: dict[str, int] = field(default_factory=dict)
+    # --py-spy: the operator's samples over the same span, as (function,
+    # self share, cumulative share), the largest first by each.
+    profile: dict[str, list[tuple[str, float, float]]] = field(default_factory=dict)
+    profile_samples: int = 0
 
     @property
     def label(self) -> str:
@@ -1094,15 +1180,18 @@ def run_one(
     scenario: str,
     sources: dict[str, Path],
     concurrency: int,
-    timeout: float,
+    timeout: float | None,
     logs: Path,
     extra_flags: tuple[str, ...] = (),
     pprof: int = 0,
     rep: int = 0,
     using: Integrations | None = None,
+    py_spy: str | None = None,
 ) -> Run:
     using = using or Integrations()
     jobs, replicas = (int(x) for x in size.split("x"))
+    if timeout is None:
+        timeout = max(DEFAULT_TIMEOUT, WAIT_PER_POD * jobs * replicas)
     run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep, integrations=str(using))
     tag = f"{size}-{scenario}" + (f"-{rep}" if rep else "")
     try:
@@ -1156,6 +1245,11 @@ def run_one(
         meter.mark("start")
         profiling = cluster.profile(pprof, logs / f"{tag}.apiserver.pprof") if pprof else None
         reads0 = operator.reads() if operator else None
+        spy = (
+            PySpy(py_spy, operator.proc.pid, logs / f"{tag}.py-spy")
+            if py_spy and operator
+            else None
+        )
         t0 = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             if scenario == "ceiling":
@@ -1180,6 +1274,8 @@ def run_one(
             # Every pod marked Running: the stand-in's share of the server's work is done.
             standin.all_marked.wait(timeout)
         meter.mark("end")
+        if spy is not None:
+            run.profile, run.profile_samples = spy.stop()
         closed = closed_watchers(cluster.metrics())  # kubectl: after the CPU meter's end
         closed.subtract(closed_watchers(server0))
         run.closed_watchers = {k: v for k, v in sorted(closed.items()) if v > 0}
@@ -1435,8 +1531,68 @@ def memory(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def profiles(runs: list[Run]) -> str:
+    """``--py-spy``: each operator run's functions with the largest shares of
+    its samples, by self and by cumulative share."""
+    out = []
+    for r in runs:
+        if not r.profile:
+            continue
+        out.append(f"\n#### {r.size} {r.label}: {r.profile_samples} samples\n")
+        for order in ("self", "cumulative"):
+            out.append(f"| by {order} | self | cumulative |")
+            out.append("| --- | ---: | ---: |")
+            out.extend(f"| `{f}` | {a:.1%} | {c:.1%} |" for f, a, c in r.profile[order])
+            out.append("")
+    return "\n".join(out)
+
+
 def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+PAIRS = (
+    ("defaults", "baseline"),
+    ("tuned", "baseline"),
+    ("defaults", "tuned"),
+    ("tuned", "ceiling"),
+    ("tuned", "writes"),
+    ("defaults", "writes"),
+    ("writes", "ceiling"),
+)
+"""The comparisons :func:`comparisons` prints, where a size ran both."""
+
+
+def cpu_per_job(r: Run) -> float | None:
+    """The controller's CPU milliseconds per job (the operator's, or the writes
+    scenario's stand-in's)."""
+    return None if r.cpu_s is None or not r.jobs else 1000 * r.cpu_s / r.jobs
+
+
+def comparisons(by: dict[tuple[str, str], Run]) -> str:
+    """Every pair of :data:`PAIRS` a size ran, as ratios (first / second) of
+    the time until all pods exist and until all jobs are Running, the CPU
+    per job, the reconcile-budget writes per job and the peak RSS ("-" where
+    either lacks the figure)."""
+    rows = [
+        "| size | first / second | all pods exist | all jobs Running | CPU per job | "
+        "writes per job | peak RSS |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    sizes = sorted({size for size, _ in by}, key=lambda z: [int(x) for x in z.split("x")])
+    for size in sizes:
+        for a, b in PAIRS:
+            x, y = by.get((size, a)), by.get((size, b))
+            if x is None or y is None:
+                continue
+            writes = [r.budget_writes / r.jobs if r.jobs else None for r in (x, y)]
+            rows.append(
+                f"| {size} | {a} / {b} | {ratio(x.pods_s, y.pods_s)} | "
+                f"{ratio(x.running_s, y.running_s)} | {ratio(cpu_per_job(x), cpu_per_job(y))} | "
+                f"{ratio(*writes) if x.scenario != 'ceiling' and y.scenario != 'ceiling' else '-'}"
+                f" | {ratio(x.rss_peak_mib, y.rss_peak_mib)} |"
+            )
+    return "\n".join(rows)
 
 
 def medians(runs: list[Run]) -> dict[tuple[str, str], Run]:
@@ -1498,6 +1654,22 @@ def targets(by: dict[tuple[str, str], Run]) -> list[str]:
                 f"{size} {scenario}: {r.budget_writes / r.jobs:.2f} reconcile-budget writes "
                 f"per job (target <= 7), CPU {fmt(cpu_ms)} ms per job (target <= 20)"
             )
+    for size in sorted({size for size, _ in by}):
+        d, b = get(size, "defaults"), get(size, "baseline")
+        if d and b:
+            out.append(
+                f"{size} CPU per job, defaults / baseline: {fmt(cpu_per_job(d))} / "
+                f"{fmt(cpu_per_job(b))} ms = {ratio(cpu_per_job(d), cpu_per_job(b))} "
+                f"(target <= {CPU_TARGET})"
+            )
+    for (size, scenario), r in sorted(by.items()):
+        if scenario == "defaults" and r.jobs >= 10_000 and r.rss_peak_mib is not None:
+            mb = 2**20 / 1e6
+            out.append(
+                f"{size} defaults: RSS at ready {fmt((r.rss_ready_mib or 0) * mb, '.0f')} MB, "
+                f"peak {fmt(r.rss_peak_mib * mb, '.0f')} MB (target < {RSS_LIMIT_MB} MB), "
+                f"CPU {fmt(cpu_per_job(r))} ms per job"
+            )
     small, large = get("200x4", "tuned"), get("1000x4", "tuned")
     if small and large and None not in (small.rss_peak_mib, large.rss_peak_mib):
         # The growth rate: what 800 jobs more add to the peak RSS, against what
@@ -1528,7 +1700,7 @@ def main() -> int:
         "--scenarios",
         default=None,
         help=f"of {', '.join(SCENARIOS)}, for every size (default: all for 200x4 and "
-        "1x512, ceiling and tuned for 1000x4)",
+        "1x512, all but the baseline for 1000x4, defaults for 10000x4)",
     )
     parser.add_argument("--baseline", default="a08a3ab", help="the commit of the baseline")
     parser.add_argument("--cluster", default="t9k-bench")
@@ -1572,7 +1744,20 @@ def main() -> int:
         help="start this gang scheduler in the cluster and run the operator with "
         "--gang-scheduler=GANG: the gang scheduler places the pods (defaults and tuned only)",
     )
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
+    parser.add_argument(
+        "--py-spy",
+        default=None,
+        metavar="PROGRAM",
+        help="sample the operator with this py-spy from the first submission to the end "
+        "of each run (stacks written beside the logs) and print its top functions",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds per wait (default {DEFAULT_TIMEOUT:.0f}, or {WAIT_PER_POD} s per pod of "
+        "the run if longer)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
     if args.pprof:
@@ -1619,6 +1804,7 @@ def main() -> int:
                     args.pprof,
                     rep + 1 if args.repeat > 1 else 0,
                     using,
+                    args.py_spy,
                 )
                 runs.append(run)
                 log(
@@ -1652,6 +1838,13 @@ def main() -> int:
     print(cpu(runs))
     print("\n### Memory\n")
     print(memory(runs))
+    compared = comparisons(medians(runs))
+    if compared.count("\n") > 1:  # a row beside the header's two lines
+        print("\n### Comparisons (first / second, within this run)\n")
+        print(compared)
+    if any(r.profile for r in runs):
+        print("\n### The operator's profile (py-spy)")
+        print(profiles(runs))
     print("\n### Targets\n")
     if args.repeat > 1:
         print(f"(each target below takes the median of the {args.repeat} runs by pods time)")

@@ -4,7 +4,8 @@ what the API server sends (camelCase keys), never client-library models.
 Also the facts about such objects that every layer reads the same way: an
 object's key (``namespace/name``), its controller ownerReference, the
 ownerReference a child gets, a pod (template)'s training container, and the
-``metav1.Time`` format of timestamps."""
+``metav1.Time`` format of timestamps; and :func:`copy_tree`, the copy of
+such an object to change."""
 
 from __future__ import annotations
 
@@ -17,6 +18,20 @@ Obj = dict[str, Any]
 """One object (or any JSON object inside one)."""
 ObjList = list[Obj]
 """Objects, as a list returns them."""
+
+
+def copy_tree(value: Any) -> Any:
+    """A copy of a JSON-shaped ``value`` to change: its dicts and lists copied
+    (as plain dicts and lists), the rest (strings, numbers, booleans, None:
+    immutable) shared. What ``copy.deepcopy`` gives for such a tree, several
+    times faster (it looks up how to copy each value and remembers every one
+    it copied)."""
+    if isinstance(value, dict):
+        return {k: copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_tree(v) for v in value]
+    return value
+
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 """``metav1.Time`` as the API server writes it: RFC 3339, seconds, UTC."""

@@ -22,9 +22,11 @@ as ``root_rules``; the Python side of a pod-name-length rule is the object's
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, Field
@@ -178,6 +180,24 @@ class CrdInfo:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}"
+
+    @property
+    def status_defaults(self) -> Mapping[str, Any]:
+        """The status fields the API server fills in when a write leaves them
+        out, with their values: :func:`status_defaults` of the status model."""
+        return status_defaults(self.status_model)
+
+
+@functools.cache
+def status_defaults(model: type[BaseModel]) -> Mapping[str, Any]:
+    """The top-level fields of ``model`` with a default the CRD declares (the
+    model's non-null defaults: ``hack/gen_crds.py`` keeps them, and the API
+    server fills them into a stored status that lacks them), by wire name."""
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    props = schema.get("properties") or {}
+    return MappingProxyType(
+        {k: v["default"] for k, v in props.items() if v.get("default") is not None}
+    )
 
 
 def job_crd(

@@ -10,14 +10,13 @@ is deterministic (``<job>-<type>-<index>``), so creating it twice is harmless
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator import objects
 from t9k_operator.api.crd import JobObject
-from t9k_operator.objects import Obj, training_container, training_container_index
+from t9k_operator.objects import Obj, copy_tree, training_container, training_container_index
 
 Job = JobObject[Any, Any]
 """Any job, parsed by its kind's API model."""
@@ -169,7 +168,7 @@ def replica_pod(
     """
     command, args, skip_init_containers = mode.command, mode.args, mode.skip_init_containers
     name = job.name
-    tpl = copy.deepcopy(dict(template))
+    tpl: Obj = copy_tree(dict(template))
     meta = tpl.get("metadata") or {}
     spec: Obj = tpl.get("spec") or {}
     labels = {

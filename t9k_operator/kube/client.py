@@ -151,12 +151,15 @@ class KubeClient(Transport):
         namespace: str | None = None,
         *,
         field_validation: str | None = None,
+        answer: bool = True,
     ) -> Obj:
-        """POST ``body``. ``field_validation="Strict"`` makes the API server refuse
-        a field it does not know instead of dropping it in silence."""
+        """POST ``body``; the object created (``answer=False``: ``{}``, its
+        answer not decoded, for a caller that does not read it).
+        ``field_validation="Strict"`` makes the API server refuse a field it
+        does not know instead of dropping it in silence."""
         ns = namespace or (body.get("metadata") or {}).get("namespace")
         query = {"fieldValidation": field_validation} if field_validation else None
-        return self.request("POST", resource.path(ns), body=body, query=query)
+        return self.request("POST", resource.path(ns), body=body, query=query, decode=answer)
 
     def replace(self, resource: Resource, body: Obj, subresource: str | None = None) -> Obj:
         meta = body["metadata"]

@@ -62,7 +62,10 @@ class Transport:
             clock=clock,
         )
         # Metric labels: the API server as host:port, this client by its user agent.
-        self._host = urlsplit(connection.host).netloc or connection.host
+        where = urlsplit(connection.host)
+        self._host = where.netloc or connection.host
+        # A server behind a path (a proxy's ``https://host/k8s/clusters/c-1``).
+        self._prefix = where.path.rstrip("/")
         pool_kwargs: dict[str, Any] = {
             "maxsize": self.options.pool_size,
             "block": False,
@@ -82,10 +85,12 @@ class Transport:
                 pool_kwargs["key_file"] = connection.key_file
             if connection.tls_server_name:
                 pool_kwargs["server_hostname"] = connection.tls_server_name
-        self._pool = urllib3.PoolManager(**pool_kwargs)
+        # One server: its connection pool itself, not a PoolManager, which
+        # parses each request's URL again to find that pool.
+        self._pool = urllib3.connection_from_url(connection.host, **pool_kwargs)
 
     def close(self) -> None:
-        self._pool.clear()
+        self._pool.close()
 
     # -- the one HTTP entry point ------------------------------------------------
 
@@ -99,7 +104,7 @@ class Transport:
         read_timeout: float,
         stream: bool,
     ) -> urllib3.BaseHTTPResponse:
-        url = self.connection.host + path
+        url = self._prefix + path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
         data: bytes | None = None
@@ -146,7 +151,7 @@ class Transport:
         if data is not None:
             headers["Content-Type"] = content_type
         try:
-            response = self._pool.request(
+            response = self._pool.urlopen(
                 method,
                 url,
                 body=data,
@@ -171,7 +176,10 @@ class Transport:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        decode: bool = True,
     ) -> Obj:
+        """The answer, decoded; ``decode=False``: read but not decoded (``{}``),
+        for a caller that needs only to know the request succeeded."""
         response = self._open(
             method,
             path,
@@ -181,7 +189,7 @@ class Transport:
             timeout or self.options.read_timeout,
             stream=False,
         )
-        if not response.data:
+        if not response.data or not decode:
             return {}
         try:
             decoded: Obj = json.loads(response.data)

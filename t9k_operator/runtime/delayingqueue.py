@@ -64,7 +64,11 @@ class DelayingQueue(Queue[T]):
             entry = (ready_at, next(self._seq), item)
             self._waiting[item] = entry
             heapq.heappush(self._heap, entry)
-            self._waiting_cond.notify()
+            if self._heap[0] is entry:
+                # Due before every other item: the thread sleeps until the
+                # earliest one it saw, so only an earlier one must wake it (a
+                # child's changes, each after the same batch period, never do).
+                self._waiting_cond.notify()
 
     def move_ready_items(self) -> int:
         """Move every item whose ready time has come into the queue; return how many.

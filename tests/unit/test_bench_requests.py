@@ -1,5 +1,6 @@
-"""The job-start bench's pure helpers for its ``--kueue`` and ``--gang`` runs
-and its count of the operator's reads (hack/bench_job_start.py)."""
+"""The job-start bench's pure helpers for its ``--kueue`` and ``--gang`` runs,
+its count of the operator's reads, its ``--py-spy`` summary and its
+comparisons (hack/bench_job_start.py)."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def test_integrations_run_only_with_the_operator(bench: ModuleType) -> None:
     sizes = ["200x4", "1000x4"]
     assert bench.scenario_plan(sizes, None, kueue) == {
         "200x4": ("defaults", "tuned"),
-        "1000x4": ("tuned",),
+        "1000x4": ("defaults", "tuned"),
     }
     assert bench.scenario_plan(sizes, ["tuned"], kueue) == {
         "200x4": ("tuned",),
@@ -155,3 +156,67 @@ def test_the_servers_writes_by_verb_resource_and_subresource(bench: ModuleType) 
     writes, seconds = bench.Cluster.writes(None, metrics)  # the text given: no scrape
     assert dict(writes) == {("POST", "pods", ""): 5, ("PATCH", "pods", "status"): 2}
     assert seconds == {("POST", "pods", ""): 0.5}
+
+
+def test_the_default_plan_runs_10000_jobs_at_the_operators_defaults(bench: ModuleType) -> None:
+    plan = bench.scenario_plan(list(bench.DEFAULT_PLAN), None, bench.Integrations())
+    assert plan["10000x4"] == ("defaults",)
+    assert "defaults" in plan["1000x4"] and "defaults" in plan["200x4"]
+
+
+def test_py_spy_stacks_give_self_and_cumulative_shares(bench: ModuleType, tmp_path: Path) -> None:
+    raw = tmp_path / "stacks"
+    raw.write_text(
+        "thread (0x1);run (a.py:1);work (b.py:2);loads (json.py:3) 6\n"
+        "thread (0x1);run (a.py:1);work (b.py:7) 3\n"
+        "thread (0x2);run (a.py:1);other (c.py:4);work (b.py:2) 1\n"
+        "garbage line\n"
+    )
+    top, total = bench.profile_top(raw, n=3)
+    assert total == 10
+    # Lines of one function are merged; the thread's own frame is no code.
+    assert top["self"] == [
+        ("loads (json.py)", 0.6, 0.6),
+        ("work (b.py)", 0.4, 1.0),
+        ("other (c.py)", 0.0, 0.1),
+    ]
+    assert top["cumulative"] == [
+        ("run (a.py)", 0.0, 1.0),
+        ("work (b.py)", 0.4, 1.0),
+        ("loads (json.py)", 0.6, 0.6),
+    ]
+
+
+def test_comparisons_are_ratios_within_the_run(bench: ModuleType) -> None:
+    def run(scenario: str, pods: float, cpu: float, writes: int, rss: float | None) -> object:
+        return bench.Run(
+            "200x4",
+            scenario,
+            pods_s=pods,
+            running_s=pods + 1,
+            cpu_s=cpu,
+            budget_writes=writes,
+            jobs=200,
+            rss_peak_mib=rss,
+        )
+
+    by = {
+        ("200x4", "defaults"): run("defaults", 6.0, 2.0, 1400, 90.0),
+        ("200x4", "baseline"): run("baseline", 24.0, 4.0, 1600, 80.0),
+        ("200x4", "ceiling"): run("ceiling", 2.0, 0.0, 800, None),
+    }
+    table = bench.comparisons(by)
+    assert "| 200x4 | defaults / baseline | 0.25 | 0.28 | 0.50 | 0.88 | 1.12 |" in table
+    assert "tuned" not in table  # no tuned run: no comparison with it
+    lines = bench.targets(by)
+    assert "200x4 CPU per job, defaults / baseline: 10.0 / 20.0 ms = 0.50 (target <= 0.75)" in lines
+
+
+def test_a_run_of_10000_jobs_reports_its_rss_against_the_limit(bench: ModuleType) -> None:
+    r = bench.Run(
+        "10000x4", "defaults", cpu_s=120.0, jobs=10_000, rss_ready_mib=80.0, rss_peak_mib=400.0
+    )
+    (line,) = [x for x in bench.targets({("10000x4", "defaults"): r}) if "RSS" in x]
+    assert line == (
+        "10000x4 defaults: RSS at ready 84 MB, peak 419 MB (target < 450 MB), CPU 12.0 ms per job"
+    )

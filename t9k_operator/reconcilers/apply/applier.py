@@ -19,7 +19,6 @@ does not. Both are returned, for the reconciler to record for the next pass.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +105,7 @@ class Applier:
 
     def _write_status(self, key: str, job: Obj) -> None:
         """Write the job's status (its body holds the new one); remember the write."""
-        written = self.client.replace_status(self.resource, copy.deepcopy(job))
+        written = self.client.replace_status(self.resource, job)
         self.written.remember(key, written)
 
     def _tell(self, job: Obj, steps: Steps) -> None:

@@ -152,7 +152,7 @@ class Writer:
         label = f"{resource.kind}/{name}"
         try:
             if action.verb == "create":
-                self.client.create(resource, body, namespace)
+                self.client.create(resource, body, namespace, answer=False)
                 rlog.info("created", child=label)
             elif action.verb == "replace":
                 self.client.replace(resource, body)
@@ -202,7 +202,7 @@ class Writer:
             try:
                 # Strict: a field of the template the Pod API does not know (a
                 # typo such as `comand`) is refused, never dropped in silence.
-                self.client.create(PODS, pod, namespace, field_validation="Strict")
+                self.client.create(PODS, pod, namespace, field_validation="Strict", answer=False)
             except AlreadyExists:
                 return False
             return True

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -39,7 +39,7 @@ from typing import Any
 from t9k_operator.builders.common import NORMAL, PodMode, ssh_secret_name
 from t9k_operator.kinds.contract import ChildNotReady, JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
-from t9k_operator.objects import Obj, controller_ref
+from t9k_operator.objects import Obj, controller_ref, copy_tree
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.integrations.contract import (
     Action,
@@ -248,9 +248,8 @@ def _steps(
     first = not stored.get("status")
     steps = Steps(out)
     status = obs.kind.render_status(stored, out.status)
-    if status != (stored.get("status") or {}):
-        updated = copy.deepcopy(dict(stored))
-        updated["status"] = status
+    if _changes(status, stored.get("status") or {}, obs.kind.crd.status_defaults):
+        updated = {**stored, "status": status}  # read-only, as the cached job it shares
         steps.actions.append(Action("replace_status", obs.resource, updated, "the job's status"))
     if first:
         steps.told = [e for s in seen for e in s.integration.accepted(s.state, view)]
@@ -300,6 +299,14 @@ def _steps(
     return steps
 
 
+def _changes(status: Obj, stored: Obj, defaults: Mapping[str, Any]) -> bool:
+    """Whether writing ``status`` changes the ``stored`` one. The API server
+    fills the CRD's defaults into a status written without them, so a status
+    that lacks only those, at their defaults, is the one stored: writing it
+    again would change nothing."""
+    return status != stored and {**defaults, **status} != stored
+
+
 def _by(s: Seen, actions: Sequence[Action]) -> list[Action]:
     return [replace(a, by=s.integration.name) for a in actions]
 
@@ -315,7 +322,7 @@ def _pods(
     pods: list[Obj] = []
     for type_, index, mode in out.create:
         try:
-            pod = copy.deepcopy(builds.build(type_, index, mode))
+            pod = copy_tree(builds.build(type_, index, mode))
             for s in seen:
                 s.integration.decorate(s.state, obs.view, pod)
         except ChildNotReady as exc:

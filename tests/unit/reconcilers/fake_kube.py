@@ -75,6 +75,7 @@ class FakeKube:
         namespace: str | None = None,
         *,
         field_validation: str | None = None,
+        answer: bool = True,
     ) -> Obj:
         kind = body.get("kind") or resource.kind
         self._raise_injected("create", kind)
@@ -90,7 +91,8 @@ class FakeKube:
             # The API server allocates a ClusterIP (a headless Service asks for "None").
             body.setdefault("spec", {})["clusterIP"] = f"10.96.0.{len(self.objects) + 10}"
         self.writes.append(("create", kind, name))
-        return self.put(resource, body)
+        created = self.put(resource, body)
+        return created if answer else {}
 
     def _update(
         self, verb: str, resource: Resource, body: Obj, apply: Callable[[Obj], None]

@@ -9,9 +9,11 @@ is built once per pass, the integrations' templates reading the same builds.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pytest_mock import MockerFixture
 
 from t9k_operator.kinds.contract import ChildNotReady
@@ -85,6 +87,33 @@ def test_a_pass_writes_the_status_at_most_once(kind: str, scenario: str) -> None
     h = Harness(kind)
     SCENARIOS[scenario](h)
     assert all(n <= 1 for n in passes(h)), h.fake.writes
+
+
+CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+
+
+def served_status_defaults(h: Harness) -> dict[str, Any]:
+    """The top-level status defaults of the kind's CRD as generated (what the
+    API server fills into a status written without them)."""
+    crd = h.kind.crd
+    doc = yaml.safe_load((CRDS / f"{crd.group}_{crd.plural}.yaml").read_text())
+    status = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    return {k: v["default"] for k, v in status["properties"].items() if "default" in v}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_status_the_server_filled_with_defaults_is_not_written_again(kind: str) -> None:
+    h = Harness(kind)
+    assert dict(h.kind.crd.status_defaults) == served_status_defaults(h)
+    h.run()
+    assert passes(h, 2) == [0, 0], "settled"
+    job = h.job()
+    # As the API server stores it: the CRD's defaults in every field the write left out.
+    defaulted = served_status_defaults(h) | job["status"]
+    assert defaulted != job["status"], "the status was written without some defaults"
+    h.fake.put(h.reconciler.resource, job | {"status": defaulted})
+    h.sync()
+    assert passes(h, 3) == [0, 0, 0], h.fake.writes
 
 
 @pytest.mark.parametrize("kind", ["DeepSpeedJob", "PyTorchTrainingJob"])

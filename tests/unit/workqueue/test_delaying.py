@@ -108,6 +108,35 @@ def test_background_thread_moves_items_and_is_woken_by_earlier_item(
     assert q.num_waiting() == 1
 
 
+class CountingWakes(DelayingQueue[str]):
+    """Counts the background thread's looks at the heap."""
+
+    looks = 0
+
+    def _move_ready_locked(self) -> tuple[int, float | None]:
+        self.looks += 1
+        return super()._move_ready_locked()
+
+
+def test_an_item_due_after_the_earliest_does_not_wake_the_background_thread(
+    shutdown_later: Callable[[Queue[Any]], Queue[Any]],
+) -> None:
+    q = CountingWakes(clock=RealClock())
+    shutdown_later(q)
+    q.add_after("first", 60.0)
+    time.sleep(0.05)  # the thread sleeps until the first is due
+    looks = q.looks
+    for i in range(50):  # a pod's changes, each after the batch period
+        q.add_after(f"later-{i}", 61.0 + i)
+        time.sleep(0.001)
+    time.sleep(0.05)
+    assert q.looks == looks
+    assert q.num_waiting() == 51
+    q.add_after("soon", 0.01)  # earlier than all: it wakes the thread
+    assert q.get(timeout=JOIN) == ("soon", False)
+    assert q.looks > looks
+
+
 def test_shutdown_stops_background_thread_and_drops_waiting(
     clock: FakeClock,
 ) -> None:
