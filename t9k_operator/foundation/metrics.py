@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.registry import Collector
 
 _M = TypeVar("_M", Counter, Gauge, Histogram)
+_C = TypeVar("_C", bound=Collector)
 
 
 def collector(
@@ -35,6 +37,18 @@ def collector(
     if isinstance(existing, cls):
         return existing
     return cls(name, documentation, list(labels), **kwargs)
+
+
+def custom_collector(cls: type[_C]) -> _C:
+    """The one registered collector of class ``cls`` (found by the class's name,
+    so a module loaded again finds its first load's), made and registered now
+    unless one is."""
+    for existing in list(REGISTRY._collector_to_names):
+        if type(existing).__name__ == cls.__name__:
+            return existing  # type: ignore[return-value]
+    made = cls()
+    REGISTRY.register(made)
+    return made
 
 
 # -- reconciles and leader election (controller-runtime's names) ----------------------

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from t9k_operator.foundation.metrics import custom_collector
 from t9k_operator.objects import Obj, parse_time
 
 PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed")
@@ -180,15 +180,6 @@ def _add_progress(
         silence.add_metric([*ids, phase], max(0.0, (now - last).total_seconds()))
 
 
-def _jobs_collector() -> JobsCollector:
-    for collector in list(REGISTRY._collector_to_names):
-        if type(collector).__name__ == "JobsCollector":
-            return collector  # type: ignore[return-value]
-    collector = JobsCollector()
-    REGISTRY.register(collector)
-    return collector
-
-
-JOBS = _jobs_collector()
+JOBS = custom_collector(JobsCollector)
 """The one :class:`JobsCollector`, on the default registry: job reconcilers
 ``watch`` their job informers, the manager says when to export."""

@@ -19,13 +19,13 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from prometheus_client import REGISTRY, Counter
+from prometheus_client import Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from t9k_operator.foundation import prometheus
 from t9k_operator.foundation.clock import Clock
-from t9k_operator.foundation.metrics import collector
+from t9k_operator.foundation.metrics import collector, custom_collector
 from t9k_operator.informers import CONTROLLER_UID_INDEX
 from t9k_operator.kinds.gpu_usage import (
     BUSY,
@@ -133,16 +133,7 @@ class IdleGauge(Collector):
         yield family
 
 
-def _idle_gauge() -> IdleGauge:
-    for existing in list(REGISTRY._collector_to_names):
-        if type(existing).__name__ == "IdleGauge":
-            return existing  # type: ignore[return-value]
-    gauge = IdleGauge()
-    REGISTRY.register(gauge)
-    return gauge
-
-
-IDLE_GAUGE = _idle_gauge()
+IDLE_GAUGE = custom_collector(IdleGauge)
 
 
 def running_since(pod: Obj) -> datetime | None:

@@ -230,6 +230,15 @@ class Base(Generic[S]):
 
     parts: ClassVar[tuple[StatusPart, ...]] = ()
 
+    @staticmethod
+    def add_flags(p: argparse.ArgumentParser) -> None:
+        """An integration without flags of its own adds none."""
+        return None
+
+    @staticmethod
+    def check_flags(args: argparse.Namespace) -> str | None:
+        return None
+
     @property
     def needs(self) -> tuple[Needs, ...]:
         return ()

@@ -92,14 +92,6 @@ class JobTensorBoard(Base[JobTensorBoardState]):
     name = "tensorboard"
 
     @staticmethod
-    def add_flags(p: argparse.ArgumentParser) -> None:
-        return None
-
-    @staticmethod
-    def check_flags(args: argparse.Namespace) -> str | None:
-        return None
-
-    @staticmethod
     def from_flags(args: argparse.Namespace) -> JobTensorBoard:
         return JobTensorBoard()
 

@@ -75,14 +75,6 @@ class Workdir(Base[WorkdirState]):
         self.start_timeout = start_timeout  # for a job that sets none
 
     @staticmethod
-    def add_flags(p: argparse.ArgumentParser) -> None:
-        return None
-
-    @staticmethod
-    def check_flags(args: argparse.Namespace) -> str | None:
-        return None
-
-    @staticmethod
     def from_flags(args: argparse.Namespace) -> Workdir:
         return Workdir(float(getattr(args, "pod_start_timeout", DEFAULT_START_TIMEOUT)))
 
