@@ -136,7 +136,7 @@ from t9k_operator.builders.gang import (  # noqa: E402
     DEFAULT_SCHEDULER_NAMES,
     priority_class,
 )
-from t9k_operator.informers import Indexer, compact_for_cache  # noqa: E402
+from t9k_operator.informers import Indexer, transform_for  # noqa: E402
 from t9k_operator.kinds.contract import PodMode, read  # noqa: E402
 from t9k_operator.kinds.pytorch import PyTorchKind  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
@@ -159,6 +159,8 @@ from t9k_operator.resources import (  # noqa: E402
 
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
+# What the operator's informers store of a run: its jobs, then the children its label selects.
+STORED = (JOBS, PODS, SERVICES, CONFIGMAPS, SECRETS)
 SCHEDULER = "t9k-bench-unscheduled"
 SCENARIOS = ("ceiling", "writes", "defaults", "tuned", "baseline")
 OPERATOR_SCENARIOS = ("defaults", "tuned")  # this tree's operator: --kueue and --gang apply
@@ -1339,13 +1341,15 @@ def run_one(
 
 
 def build_stores(raw: list[list[str]]) -> list[Indexer]:
-    """An informer store per list of JSON texts, each text decoded on its own
-    (as a watch event is) and passed through the informers' default transform."""
+    """An informer store per list of JSON texts (of STORED's resources, in
+    order), each text decoded on its own (as a watch event is) and passed
+    through the transform the operator's informers of its resource use."""
     stores = []
-    for texts in raw:
+    for resource, texts in zip(STORED, raw, strict=True):
+        transform = transform_for(resource)
         store = Indexer()
         for text in texts:
-            store.add(compact_for_cache(json.loads(text)))
+            store.add(transform(json.loads(text)))
         stores.append(store)
     return stores
 
@@ -1365,7 +1369,7 @@ def cache_bytes(client: KubeClient) -> tuple[int, int]:
         client.request("GET", JOBS.path(None)),
         *(
             client.request("GET", r.path(None), query={"labelSelector": CHILD_SELECTOR})
-            for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)
+            for r in STORED[1:]
         ),
     ]
     raw = [[json.dumps(obj) for obj in p["items"]] for p in payloads]

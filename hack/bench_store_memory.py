@@ -7,7 +7,7 @@ until KWOK reports them Running, then fills four caches from the same list
 and measures with tracemalloc what each retains:
 
 * ``operator``: the operator's informer store: each pod decoded on its own,
-  as a watch event is, through the default transform ``compact_for_cache``
+  as a watch event is, through the pod informers' transform ``compact_pod_for_cache``
   (managedFields dropped, field names and short strings shared)
 * ``raw``: JSON dicts from one decode of the whole list, managedFields stripped
 * ``raw+managedFields``: the same without stripping
@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from t9k_operator.informers import Indexer, compact_for_cache, strip_managed_fields  # noqa: E402
+from t9k_operator.informers import Indexer, strip_managed_fields, transform_for  # noqa: E402
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.resources import NAMESPACES, NODES, PODS  # noqa: E402
 
@@ -171,11 +171,11 @@ def main() -> int:
 
         def operator_store() -> Indexer:
             # what the informer holds: each pod decoded on its own, as a watch
-            # event is, then its default transform
+            # event is, then the transform of the operator's pod informers
             texts = [json.dumps(p) for p in json.loads(raw_json)["items"]]
             store = Indexer()
             for text in texts:
-                store.add(compact_for_cache(json.loads(text)))
+                store.add(transform_for(PODS)(json.loads(text)))
             return store
 
         def typed_cache() -> dict[str, Any]:
@@ -199,7 +199,7 @@ def main() -> int:
         print(f"pods cached:                      {count}")
         print(f"average JSON size per pod:        {len(raw_json) / count:,.0f} bytes")
         print(
-            f"operator's store (each pod decoded alone, compact_for_cache): "
+            f"operator's store (each pod decoded alone, compact_pod_for_cache): "
             f"{compact / count:,.0f} bytes/pod ({compact / 2**20:.1f} MiB)  ratio to raw "
             f"{compact / raw:.2f}x"
         )

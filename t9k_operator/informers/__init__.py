@@ -29,7 +29,13 @@ from t9k_operator.informers.store import (
     default_indexers,
     split_key,
 )
-from t9k_operator.informers.transform import Transform, compact_for_cache, strip_managed_fields
+from t9k_operator.informers.transform import (
+    Transform,
+    compact_for_cache,
+    compact_pod_for_cache,
+    strip_managed_fields,
+    transform_for,
+)
 from t9k_operator.objects import controller_ref, make_key, object_key
 
 __all__ = [
@@ -51,10 +57,12 @@ __all__ = [
     "by_controller_uid",
     "by_namespace",
     "compact_for_cache",
+    "compact_pod_for_cache",
     "controller_ref",
     "default_indexers",
     "make_key",
     "object_key",
     "split_key",
     "strip_managed_fields",
+    "transform_for",
 ]

@@ -10,6 +10,7 @@ import threading
 
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.informers.listwatch import ResourceListerWatcher
+from t9k_operator.informers.transform import transform_for
 from t9k_operator.kube import KubeClient, Resource
 
 
@@ -28,7 +29,9 @@ class InformerFactory:
             if informer is None:
                 namespace = self._namespace if resource.namespaced else None
                 lw = ResourceListerWatcher(self._client, resource, namespace, label_selector)
-                informer = SharedInformer(lw, name=resource.plural)
+                informer = SharedInformer(
+                    lw, name=resource.plural, transform=transform_for(resource)
+                )
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
