@@ -1356,6 +1356,9 @@ def _visibility_address() -> str | None:
     an Endpoints may not name, or no mount namespace can be made."""
     try:
         with socket.socket() as s:
+            # As Go's listeners (Kueue's among them) do on Linux, so a connection
+            # of a cluster before, left in TIME_WAIT on the port, is no "taken".
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("0.0.0.0", VISIBILITY_PORT))
     except OSError:
         log(f"Kueue's visibility API is off: port {VISIBILITY_PORT} is taken")
