@@ -7,6 +7,7 @@ raises :mod:`t9k_operator.sdk.errors` types carrying the API server's message.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,14 +33,15 @@ def _placed(manifest: Mapping[str, Any], default: str) -> tuple[Obj, str]:
     return {**manifest, "metadata": meta}, namespace
 
 
-class Writing:
-    """The writes of a client of ``kube`` whose default namespace is ``namespace``."""
+class Writing(ABC):
+    """The writes of a client of ``kube`` whose default namespace is ``namespace``;
+    the client's reads give :meth:`get`."""
 
     kube: kube.KubeClient
     namespace: str
 
-    def get(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj:
-        raise NotImplementedError
+    @abstractmethod
+    def get(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj: ...
 
     def submit(
         self,
