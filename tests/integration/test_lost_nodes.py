@@ -178,8 +178,31 @@ def test_a_job_is_unknown_while_its_replicas_node_is_lost_and_running_when_it_is
     jobs.wait_event("nl", "NodeReady")
 
 
+def _eviction_state(admin: KubeClient, cluster: Cluster, node: str, namespace: str) -> str:
+    """What a failed wait for the eviction reports: the node's taints and Ready
+    condition, the worker's conditions, and what kube-controller-manager's node
+    lifecycle and taint-eviction controllers last logged (their zone states,
+    the pods they deleted)."""
+    got = admin.get(NODES, node)
+    ready = [c for c in got.get("status", {}).get("conditions") or [] if c["type"] == "Ready"]
+    pod = admin.get(PODS, "ev-worker-0", namespace)
+    log = (cluster.kubeconfig.parent / "kube-controller-manager.log").read_text(errors="replace")
+    controllers = ("node-lifecycle-controller", "taint-eviction-controller")
+    lines = [line for line in log.splitlines() if any(c in line for c in controllers)]
+    return "\n".join(
+        [
+            f"node taints: {got['spec'].get('taints')}",
+            f"node Ready: {ready}",
+            f"pod deletionTimestamp: {pod['metadata'].get('deletionTimestamp')}",
+            f"pod conditions: {pod.get('status', {}).get('conditions')}",
+            "kube-controller-manager:",
+            *lines[-25:],
+        ]
+    )
+
+
 def test_a_replica_evicted_from_a_lost_node_is_replaced_once_kubernetes_lets_its_pod_go(
-    admin: KubeClient, namespace: str, lossy_node: LossyNode
+    admin: KubeClient, namespace: str, lossy_node: LossyNode, cluster: Cluster
 ) -> None:
     """The taint manager evicts the pod, which no kubelet is there to stop: it
     keeps its name (the operator runs no second copy of the replica) until the
@@ -192,7 +215,12 @@ def test_a_replica_evicted_from_a_lost_node_is_replaced_once_kubernetes_lets_its
     lossy_node.stop_reporting()
     jobs.wait_phase("ev", "Unknown", 60)
     # Node grace, taint and eviction: past a minute on a busy machine.
-    _, _, message = jobs.wait_event("ev", "Disrupted", 120)
+    try:
+        _, _, message = jobs.wait_event("ev", "Disrupted", 120)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}\n{_eviction_state(admin, cluster, lossy_node.name, namespace)}"
+        ) from None
     assert "(DeletionByTaintManager" in message, message
     stuck = admin.get(PODS, "ev-worker-0", namespace)
     assert stuck["metadata"]["uid"] == old["metadata"]["uid"]
