@@ -12,6 +12,7 @@ job's status shows of it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -84,3 +85,26 @@ class CheckpointStatus(T9kModel):
             "when they were deleted (false: graceSeconds ran out first)."
         ),
     )
+
+
+def checkpoint_lines(saved: Mapping[str, Any]) -> list[str]:
+    """What ``t9k describe`` shows of ``status.checkpoint``: the newest step
+    checkpointed, and the stop that asked for one (waiting, or made and
+    whether it waited); empty for a job without it."""
+    lines = []
+    if saved.get("lastStep") is not None:
+        lines.append(
+            f"step {saved['lastStep']}, reported by {saved.get('replica') or '<unknown>'} "
+            f"at {saved.get('lastStepTime') or '<unknown>'}"
+        )
+    why = saved.get("reason") or "<unknown>"
+    if saved.get("stoppedAt"):
+        outcome = (
+            "after every running replica had checkpointed"
+            if saved.get("waited")
+            else "when graceSeconds ran out, before every replica had checkpointed"
+        )
+        lines.append(f"stopped ({why}) at {saved['stoppedAt']}, {outcome}")
+    elif saved.get("requestedAt"):
+        lines.append(f"asked at {saved['requestedAt']} ({why}): waiting for the replicas")
+    return lines

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from t9k_operator.api.checkpoint import checkpoint_lines
 from t9k_operator.kinds.gpu_usage import Usage, memory_text, util_text
 from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import of_object
@@ -232,11 +233,12 @@ def describe(
         "Restarts",
         f"{status.get('restartCount', 0)} (disruptions: {status.get('disruptionCount', 0)})",
     )
-    for n, line in enumerate(views.progress_lines(job, now)):
-        if n == 0:
-            field("Progress", line)
-        else:
-            out.append(" " * 13 + line)
+    for label, lines in (
+        ("Progress", views.progress_lines(job, now)),
+        ("Checkpoint", checkpoint_lines(status.get("checkpoint") or {})),
+    ):
+        for n, line in enumerate(lines):
+            out.append(f"{label + ':' if n == 0 else '':<13}{line}")
 
     out.append("")
     out.append("Conditions:")

@@ -290,3 +290,20 @@ GPU_USAGE: dict[tuple[str, str, str], Usage | None] = {
     (NS, "PyTorchTrainingJob", "mnist"): MNIST_USAGE,
 }
 """``t9k top jobs --prometheus-url``'s figures: none for the other jobs."""
+
+MNIST_CHECKPOINTED: dict[str, Any] = {
+    **MNIST,
+    "status": {
+        **MNIST["status"],
+        "checkpoint": {
+            "lastStep": 400,
+            "lastStepTime": "2026-03-01T11:40:10Z",
+            "replica": "mnist-worker-1",
+            "reason": "Paused",
+            "stoppedAt": "2026-03-01T11:40:31Z",
+            "waited": False,
+        },
+    },
+}
+"""mnist, running again after a pause that stopped it when graceSeconds ran out,
+its newest checkpoint at step 400."""

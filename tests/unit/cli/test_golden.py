@@ -43,6 +43,9 @@ CASES: dict[str, Callable[[], str]] = {
     "describe-mnist-gpu-usage.txt": lambda: render.describe(
         f.MNIST, f.PODS, [], f.NOW, gpu_usage=describe_usage(f.MNIST_USAGE)
     ),
+    "describe-mnist-checkpoint.txt": lambda: render.describe(
+        f.MNIST_CHECKPOINTED, f.PODS, [], f.NOW
+    ),
 }
 
 
