@@ -38,7 +38,8 @@ class Condition(T9kModel):
     type: str = Field(
         description=(
             "Type of the condition: Initialized, Running, ReplicaFailure, Completed, "
-            "Failed or Paused."
+            "Failed, Paused, or GPUsIdle (an operator reading a Prometheus: whether the "
+            "GPUs of a running job sit idle)."
         )
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
