@@ -40,6 +40,7 @@ class Reason(StrEnum):
     CHECKPOINTING = "Checkpointing"
     CHECKPOINTED = "Checkpointed"
     CHECKPOINT_GRACE_PASSED = "CheckpointGracePassed"
+    NODE_CORDONED = "NodeCordoned"  # a checkpoint asked before a drain's eviction
 
 
 # -- time helpers -------------------------------------------------------------------
