@@ -133,11 +133,11 @@ def before_drain(p: Pass) -> None:
         "requestedAt": fmt_time(p.now),
         "reason": str(Reason.NODE_CORDONED),
     }
-    where = ", ".join(f"{s.name} on node {s.node}" for s in draining)
+    where = ", ".join(f"{s.name} ({s.draining})" for s in draining)
     p.event(
         "Normal",
         Reason.CHECKPOINTING,
-        f"Asking the replicas to checkpoint before the drain evicts them: {where} (cordoned)",
+        f"Asking the replicas to checkpoint before the drain evicts them: {where}",
     )
 
 
