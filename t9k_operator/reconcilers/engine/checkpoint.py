@@ -101,11 +101,11 @@ def may_stop(p: Pass, reason: str) -> bool:
 
 
 def before_drain(p: Pass) -> None:
-    """Ask a job that asks to checkpoint (``reason`` ``NodeCordoned``) while a
-    wanted replica runs on a cordoned node, before the drain evicts it; keep
-    the request while one does (an evicted pod still runs its termination
-    grace). Run last: a stop this pass made or waits on has its own request,
-    as has one a request of which still stands."""
+    """The request before a drain (``reason`` ``NodeCordoned``), for a job
+    that asks: written once a wanted replica runs on a cordoned node, kept
+    while one does (an evicted pod too, while it runs its termination grace),
+    deleting nothing. Last in a pass, it leaves alone a stop the pass made or
+    waits on (``p.stopping``) and another stop's pending request."""
     if p.job.ask(CheckpointOnStop) is None or p.job.debug or p.stopping:
         return
     saved: Obj = p.status.get("checkpoint") or {}
