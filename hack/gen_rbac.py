@@ -75,8 +75,9 @@ CHILDREN = """\
   resources: ["services", "secrets"]
   verbs: ["get", "list", "watch", "create"]
 # The nodes, read only: a job whose replica is on a node that is not Ready
-# is Unknown. Left out of a namespaced install's Role (the operator then
-# learns of a lost node from the pods alone).
+# is Unknown; one on a cordoned node is asked to checkpoint before the
+# drain. Left out of a namespaced install's Role (the operator then learns
+# of a lost node from the pods alone, and of a drain once it has evicted).
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["list", "watch"]

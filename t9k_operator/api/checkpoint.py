@@ -72,7 +72,11 @@ class CheckpointStatus(T9kModel):
         description="When the operator last asked the replicas to checkpoint before a stop.",
     )
     reason: str | None = Field(
-        default=None, description="Why it stopped them: Paused, Restarting, or a queue's reason."
+        default=None,
+        description=(
+            "Why it asked: Paused, Restarting, a queue's reason, or NodeCordoned (a drain "
+            "coming, whose eviction stops the replicas)."
+        ),
     )
     stopped_at: str | None = Field(
         default=None,

@@ -144,6 +144,9 @@ class ReplicaState:
     # Why nobody knows whether the pod runs: its node is not Ready or is gone
     # (:func:`node_trouble`), or the pod's phase is Unknown. "" otherwise.
     lost: str = ""
+    # Why the pod is about to be evicted: its node is cordoned
+    # (:func:`node_draining`). "" otherwise.
+    draining: str = ""
     # An added container of the user's image that failed (ADDED_CONTAINERS):
     # what it is, how it ended, and what the image must provide. "" otherwise.
     added_failure: str = ""
@@ -277,6 +280,22 @@ def node_trouble(name: str, node: Obj | None) -> str:
         message = str(cond.get("message") or "")
         return f"node {name} is not ready ({why}{': ' + message if message else ''})"
     return ""
+
+
+def node_draining(name: str, node: Obj | None) -> str:
+    """Why the pods on node ``name`` are about to be evicted: "" unless the
+    node is cordoned (``spec.unschedulable``). Cordoning is how a drain
+    starts: ``kubectl drain`` marks the node unschedulable, then evicts its
+    pods through the Eviction API (k8s.io/kubectl/pkg/drain: cordon.go's
+    ``CordonHelper`` sets ``spec.unschedulable``, drain.go's
+    ``DeleteOrEvictPods`` posts a policy/v1 Eviction per pod, and
+    default.go's ``RunNodeDrain`` expects the node cordoned first).
+    Kubernetes has no standard taint for a coming maintenance (the
+    ``node.kubernetes.io/unschedulable`` taint the node controller adds
+    mirrors the cordon), so a cordon is the one sign read."""
+    if node is None or not (node.get("spec") or {}).get("unschedulable"):
+        return ""
+    return f"node {name} is cordoned"
 
 
 def _added_failure(pod: Obj) -> str:

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from t9k_operator.kube import ApiError, KubeClient
+from t9k_operator.resources import NODES
+from t9k_operator.resources import PODS as POD_RESOURCE
 from tests.integration.cluster import wait_for
 from tests.integration.conftest import OPERATOR_NAMESPACE
 from tests.integration.jobs import Jobs, finish, pytorch_job, settled
@@ -346,6 +348,80 @@ def test_a_script_that_ignores_the_request_is_stopped_when_the_grace_has_passed(
     warnings = [m for t, r, m in jobs.events("ck") if r == "CheckpointGracePassed"]
     assert len(warnings) == 1 and "ck-master-0, ck-worker-0" in warnings[0], warnings
     assert checkpointed_steps(replicas) == {}
+
+
+def test_a_cordoned_node_asks_for_a_checkpoint_and_the_evicted_replica_resumes_from_it(
+    operator: OperatorProcess, admin: KubeClient, namespace: str, replicas: Replicas
+) -> None:
+    """A drain as ``kubectl drain`` makes it, its two steps apart: the worker's
+    node cordoned (``spec.unschedulable``, as ``kubectl cordon`` patches it),
+    then the pod evicted through the Eviction API (policy/v1, as ``kubectl
+    drain`` posts it). The operator asks at the cordon and deletes nothing."""
+    jobs = Jobs(admin, namespace)
+    jobs.create(job_body(grace=120))
+    replicas.start()
+    jobs.wait_phase("ck", "Running")
+    reporting(jobs, 10)
+    pods = jobs.pods("ck")
+    uids = {n: p["metadata"]["uid"] for n, p in pods.items()}
+    drained = pods["ck-worker-0"]["spec"]["nodeName"]
+    try:
+        admin.patch(NODES, drained, {"spec": {"unschedulable": True}})
+        try:
+            asked = settled(
+                jobs,
+                "ck",
+                "asked before the drain, every replica's checkpoint received",
+                lambda j: (
+                    (j["status"].get("checkpoint") or {}).get("reason") == "NodeCordoned"
+                    and set(checkpointed_steps(replicas)) == set(PODS)
+                    and (j["status"].get("checkpoint") or {}).get("lastStep")
+                    in checkpointed_steps(replicas).values()
+                ),
+                operator=operator,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{diagnosis(jobs, replicas, operator)}") from None
+        saved = asked["status"]["checkpoint"]
+        assert saved["requestedAt"] and "stoppedAt" not in saved, saved
+        now = jobs.all_pods("ck")
+        assert {n: p["metadata"]["uid"] for n, p in now.items()} == uids, "nothing deleted"
+        assert not any(p["metadata"].get("deletionTimestamp") for p in now.values())
+        (message,) = [m for _, r, m in jobs.events("ck") if r == "Checkpointing"]
+        assert f"ck-worker-0 (node {drained} is cordoned)" in message, message
+        step = saved["lastStep"]
+
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "ck-worker-0", "namespace": namespace},
+        }
+        admin.request(
+            "POST", POD_RESOURCE.path(namespace, "ck-worker-0", "eviction"), body=eviction
+        )
+        wait_for(lambda: "ck-worker-0" in replicas.stop_deleted(), 30, "the evicted worker stopped")
+        replicas.names = ["ck-worker-0"]  # the master runs on, untouched
+        new = replicas.start()
+        assert new["ck-worker-0"]["spec"]["nodeName"] != drained
+        resumed(replicas, step)
+        assert jobs.pods("ck")["ck-master-0"]["metadata"]["uid"] == uids["ck-master-0"]
+
+        admin.patch(NODES, drained, {"spec": {"unschedulable": None}})
+        done = settled(
+            jobs,
+            "ck",
+            "uncordoned: the request dropped, the last step kept",
+            lambda j: "requestedAt" not in (j["status"].get("checkpoint") or {}),
+            operator=operator,
+        )
+        status = done["status"]
+        assert status["checkpoint"]["lastStep"] == step, status["checkpoint"]
+        assert (status["restartCount"], status.get("disruptionCount")) == (0, 1), status
+        (record,) = status["restarts"]
+        assert (record["replica"], record["counted"]) == ("ck-worker-0", False), record
+        assert record["reason"] == "EvictionByEvictionAPI", record
+    finally:
+        admin.patch(NODES, drained, {"spec": {"unschedulable": None}})
 
 
 def test_grace_seconds_out_of_bounds_is_refused_at_admission(

@@ -30,7 +30,7 @@ from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE
 from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kinds.contract import JobKind, pod_start_timeout, read
-from t9k_operator.kinds.pods import ReplicaState, node_trouble, replica_state
+from t9k_operator.kinds.pods import ReplicaState, node_draining, node_trouble, replica_state
 from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.apply.applier import Applier
@@ -116,8 +116,9 @@ class JobReconciler:
         )
 
         # The Nodes, when the operator may watch them: a replica on a node that
-        # is not Ready makes its job Unknown. A node's readiness changing
-        # reconciles the jobs with pods on it.
+        # is not Ready makes its job Unknown; one on a cordoned node asks a job
+        # that checkpoints to do so before the drain evicts it. A node's
+        # readiness or cordon changing reconciles the jobs with pods on it.
         self.nodes: SharedInformer | None = None
         if watch_nodes:
             self.nodes = ctx.informers.informer(NODES)
@@ -131,8 +132,10 @@ class JobReconciler:
 
     def _node_changed(self, node: Obj, old: Obj | None = None) -> None:
         name = str(node["metadata"]["name"])
-        if old is not None and node_trouble(name, old) == node_trouble(name, node):
-            return  # a heartbeat, not a change of readiness
+        if old is not None and all(
+            seen(name, old) == seen(name, node) for seen in (node_trouble, node_draining)
+        ):
+            return  # a heartbeat, not a change of readiness or of the cordon
         group, kind = self.resource.group, self.resource.kind
         for pod in self.pods.by_index(NODE_INDEX, name):
             key = controller_owner_key(pod, api_group=group, kind=kind)
@@ -209,10 +212,12 @@ class JobReconciler:
             except (KeyError, ValueError):
                 continue
             state = replica_state(pod, self.kind.training_containers)
-            if self.nodes is not None and state.node and not state.lost:
-                trouble = node_trouble(state.node, self.nodes.get(None, state.node))
-                if trouble:
-                    state = replace(state, lost=trouble)
+            if self.nodes is not None and state.node:
+                node = self.nodes.get(None, state.node)
+                trouble = "" if state.lost else node_trouble(state.node, node)
+                draining = node_draining(state.node, node)
+                if trouble or draining:
+                    state = replace(state, lost=state.lost or trouble, draining=draining)
             out[key] = state
         return out
 

@@ -19,6 +19,13 @@ cache is behind the deletes deletes the pods again, and asks nothing anew. A
 stop called off while it waits (the job resumed, admitted again, finished)
 drops the request; a stop made keeps ``reason``, ``stoppedAt`` and ``waited``.
 
+A drain the operator can see coming (a running replica's node cordoned:
+``ReplicaState.draining``) writes the same request, reason ``NodeCordoned``
+(:func:`before_drain`), and deletes nothing: the drain's eviction stops the
+pods, and they are recreated as disrupted. The request stands while such a
+replica runs (its eviction's termination included) and is dropped once none
+does; a stop of the operator's own during it asks anew, with its reason.
+
 ``lastStep`` is the step of the newest checkpoint the job's pods reported;
 new pods get it as ``T9K_RESUME_STEP``. A job that does not ask stops at
 once, and its status has no ``checkpoint``."""
@@ -44,6 +51,9 @@ def may_stop(p: Pass, reason: str) -> bool:
     saved: Obj = p.status.setdefault("checkpoint", {})
     if saved.get("stoppedAt") and saved.get("requestedAt") and saved.get("reason") == reason:
         return True  # made: its pods go (again, to a pass whose cache is behind the deletes)
+    if pending(saved) and saved.get("reason") == Reason.NODE_CORDONED != reason:
+        for key in ("requestedAt", "reason"):  # a drain's request: this stop asks anew
+            saved.pop(key)
     running = [
         s
         for key, s in sorted(p.pods.items())
@@ -88,6 +98,47 @@ def may_stop(p: Pass, reason: str) -> bool:
             f"({saved.get('reason')})",
         )
     return True
+
+
+def before_drain(p: Pass) -> None:
+    """The request before a drain (``reason`` ``NodeCordoned``), for a job
+    that asks: written once a wanted replica runs on a cordoned node, kept
+    while one does (an evicted pod too, while it runs its termination grace),
+    deleting nothing. Last in a pass, it leaves alone a stop the pass made or
+    waits on (``p.stopping``) and another stop's pending request."""
+    if p.job.ask(CheckpointOnStop) is None or p.job.debug or p.stopping:
+        return
+    saved: Obj = p.status.get("checkpoint") or {}
+    if pending(saved) and saved.get("reason") != Reason.NODE_CORDONED:
+        return
+    deleting = {s.uid for s in p.out.delete}
+    draining = [
+        s
+        for key, s in sorted(p.pods.items())
+        if key in p.desired
+        and s.draining
+        and s.phase == "Running"
+        and s.uid not in deleting
+        and (s.disruption or not s.terminating)
+    ]
+    if not draining:
+        return  # none (any more): called_off drops the request
+    p.stopping = True
+    if pending(saved):
+        return
+    for key in ("stoppedAt", "waited"):
+        saved.pop(key, None)
+    p.status["checkpoint"] = {
+        **saved,
+        "requestedAt": fmt_time(p.now),
+        "reason": str(Reason.NODE_CORDONED),
+    }
+    where = ", ".join(f"{s.name} ({s.draining})" for s in draining)
+    p.event(
+        "Normal",
+        Reason.CHECKPOINTING,
+        f"Asking the replicas to checkpoint before the drain evicts them: {where}",
+    )
 
 
 def pending(saved: Obj) -> bool:

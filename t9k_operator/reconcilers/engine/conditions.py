@@ -16,7 +16,8 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Reason(StrEnum):
     """The engine's reasons, for conditions and Events. Control flow never reads
-    them back: what a pass decided is in the :class:`Plan`'s fields."""
+    them back: what a pass decided is in the :class:`Plan`'s fields (but for
+    ``status.checkpoint.reason``, which says whose checkpoint request stands)."""
 
     NONE = "-"
     PAUSED = "Paused"
@@ -40,6 +41,7 @@ class Reason(StrEnum):
     CHECKPOINTING = "Checkpointing"
     CHECKPOINTED = "Checkpointed"
     CHECKPOINT_GRACE_PASSED = "CheckpointGracePassed"
+    NODE_CORDONED = "NodeCordoned"  # a checkpoint asked before a drain's eviction
 
 
 # -- time helpers -------------------------------------------------------------------

@@ -18,9 +18,10 @@ Rules, in order of precedence:
 3. **Pause**: every pod is deleted (none created); phase Paused. A job that
    asks to checkpoint before a stop is asked first, and its pods deleted once
    its running replicas have checkpointed or its grace has passed
-   (``checkpoint``: so are a gate's stop and a whole-job restart). Unpausing
-   shows phase Resuming until every replica runs again; pods created after a
-   pause use the ``resumeSpecs`` of their type.
+   (``checkpoint``: so are a gate's stop and a whole-job restart, and, with
+   nothing deleted, a running replica's node being cordoned for a drain).
+   Unpausing shows phase Resuming until every replica runs again; pods
+   created after a pause use the ``resumeSpecs`` of their type.
 4. **Debug**: pods run the debug command (per-kind default), optionally
    without init containers; their exits neither restart them nor end the job.
 5. **Restarts**: an ended replica is recreated per its type's restart policy
@@ -71,7 +72,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from t9k_operator.kinds.view import JobView
-from t9k_operator.reconcilers.engine.checkpoint import called_off, note_checkpoints
+from t9k_operator.reconcilers.engine.checkpoint import before_drain, called_off, note_checkpoints
 from t9k_operator.reconcilers.engine.conditions import TERMINAL
 from t9k_operator.reconcilers.engine.creation import create_missing, scale_down
 from t9k_operator.reconcilers.engine.deadlines import cannot_start, never_placed, out_of_time
@@ -100,5 +101,6 @@ def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     decide(p)
     if p.status["phase"] not in TERMINAL:
         progress(p)
+        before_drain(p)
     called_off(p)
     return p.done()

@@ -556,6 +556,35 @@ def test_a_node_whose_readiness_changes_reconciles_the_jobs_on_it() -> None:
     assert queue.len() == 0
 
 
+def test_a_cordoned_node_reconciles_the_jobs_on_it_and_asks_for_their_checkpoints() -> None:
+    base = copy.deepcopy(JOBS["PyTorchTrainingJob"][1])
+    base["spec"]["runPolicy"] = {"checkpoint": {"graceSeconds": 60}}
+    h = Harness("PyTorchTrainingJob", job=base, watch_nodes=True)
+    h.fake.put(NODES, _node("n1", "True"))
+    h.run()
+    _run_pods_on(h, "n1")
+    h.run()
+    assert "requestedAt" not in (h.job()["status"].get("checkpoint") or {})
+    queue = h.reconciler.controller.queue
+    while queue.len():
+        key, _ = queue.get()
+        queue.done(key)
+    cordoned = _node("n1", "True")
+    cordoned["spec"] = {"unschedulable": True}
+    h.informers.informer(NODES).on_update(cordoned)  # as ready as before
+    assert queue.len() == 1
+    h.fake.put(NODES, cordoned)
+    h.sync()
+    h.run()
+    saved = h.job()["status"]["checkpoint"]
+    assert saved["reason"] == "NodeCordoned" and saved["requestedAt"]
+    assert not [p for p in h.fake.writes if p[0] == "delete"]
+    h.fake.put(NODES, _node("n1", "True"))  # uncordoned
+    h.sync()
+    h.run()
+    assert "requestedAt" not in (h.job()["status"].get("checkpoint") or {})
+
+
 def test_an_msjob_is_deleted_its_ttl_after_it_finished() -> None:
     base = copy.deepcopy(JOBS["MSJob"][1])
     base["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 0}

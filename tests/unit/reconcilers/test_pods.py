@@ -8,6 +8,7 @@ import pytest
 
 from t9k_operator.kinds.pods import (
     ReplicaState,
+    node_draining,
     node_trouble,
     replica_state,
     should_restart,
@@ -249,6 +250,21 @@ def test_node_trouble_reads_the_nodes_ready_condition() -> None:
     assert node_trouble("n", node("False")) == "node n is not ready (False)"
     assert node_trouble("n", None) == "node n is gone"
     assert node_trouble("n", {"status": {}}) == "", "a node that has not reported yet"
+
+
+def test_node_draining_reads_the_nodes_cordon() -> None:
+    cordoned = {
+        "metadata": {"name": "n"},
+        "spec": {
+            "unschedulable": True,
+            "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert node_draining("n", cordoned) == "node n is cordoned"
+    assert node_draining("n", {"spec": {"unschedulable": False}}) == ""
+    assert node_draining("n", {"metadata": {"name": "n"}, "status": {}}) == ""
+    assert node_draining("n", None) == "", "a node that is gone is node_trouble's"
 
 
 def test_a_pod_whose_phase_is_unknown_is_lost() -> None:
