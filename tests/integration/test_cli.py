@@ -164,13 +164,13 @@ def test_submit_applies_strictly_and_says_what_the_api_server_refused(
 def test_create_every_kind_then_list_describe_wait_and_logs(
     t9k: Run, namespace: str, admin: KubeClient
 ) -> None:
+    # Each replica runs 60 s: every job is still Running while the test lists,
+    # describes and reads logs, however long a busy machine takes to start all four.
     for kind in ("pytorch", "deepspeed", "colossalai", "mindspore"):
         out = t9k.ok(
             "create", kind, f"{kind}-job", "--image", "train:1", "--workers", "2",
             "--gpus", "1", *runs_for(60), "--", "python", "train.py", "--epochs", "3",
         )  # fmt: skip
-    # Each replica runs 60 s: every job is still Running while the test lists,
-    # describes and reads logs, however long a busy machine takes to start all four.
         assert out.endswith(f"/{kind}-job created\n")
     t9k.ok("wait", "pytorch-job", "--for", "Running", "--timeout", "60s")
     for kind in ("deepspeed", "colossalai", "mindspore"):
