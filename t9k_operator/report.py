@@ -126,6 +126,8 @@ class Reporter:
         self._warned = False
         self._context: ssl.SSLContext | None = None
         self.asked = threading.Event()  # the operator asks for a checkpoint (its last answer)
+        self.requests = 0  # the checkpoint requests seen
+        self._request: object = None  # the last one's time, as the answer said it
         self.on_checkpoint: Callable[[], object] | None = None
 
     def report(self, body: dict[str, Any]) -> None:
@@ -202,16 +204,19 @@ class Reporter:
         pace, ok = _number(answer.get("next"), float), 200 <= status < 300
         self._backoff(pace if pace is not None or ok else retry, ok)
         if ok:
-            self._checkpoint(answer.get("checkpoint") is True)
+            self._checkpoint(answer.get("checkpoint") is True, answer.get("checkpointRequestedAt"))
             return True
         self._warn(f"the operator refused a report: HTTP {status} {answer.get('message', '')}")
         return False
 
-    def _checkpoint(self, asked: bool) -> None:
-        """The operator asks for a checkpoint, or no longer: the callback once per request."""
+    def _checkpoint(self, asked: bool, request: object) -> None:
+        """The operator asks for a checkpoint (``request``: when it asked, so a stop
+        that asks anew while one asks is told too), or no longer: the callback
+        once per request."""
         if not asked:
             self.asked.clear()
-        elif not self.asked.is_set():
+        elif not self.asked.is_set() or request != self._request:
+            self.requests, self._request = self.requests + 1, request
             self.asked.set()
             try:
                 if self.on_checkpoint is not None:
@@ -290,15 +295,9 @@ def from_env(env: Mapping[str, str] | None = None) -> Reporter | _Off:
         return _Off()
     timeout = _number(env.get(TIMEOUT_ENV), float) or DEFAULT_TIMEOUT
     timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
-    rank = local_rank(env)
-    return Reporter(
-        url,
-        token_file=env.get(TOKEN_FILE_ENV) or None,
-        ca_file=env.get(CA_FILE_ENV) or None,
-        timeout=min(timeout, 60.0),
-        rank=rank,
-        full=rank == (_number(env.get(LOCAL_RANK_ENV), int) or 0),
-    )
+    rank, token, ca = local_rank(env), env.get(TOKEN_FILE_ENV), env.get(CA_FILE_ENV)
+    full = rank == (_number(env.get(LOCAL_RANK_ENV), int) or 0)
+    return Reporter(url, token or None, ca or None, min(timeout, 60.0), rank=rank, full=full)
 
 
 def local_rank(env: Mapping[str, str]) -> int:

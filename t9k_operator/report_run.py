@@ -40,13 +40,13 @@ def run(command: Sequence[str], reporter: Reporter | None) -> int:
 
     for signum in FORWARDED:
         signal.signal(signum, forward)
-    signalled = False
+    signalled = 0  # the reporter's requests relayed
     while child.poll() is None:
         if reporter is not None:
             reporter.send({})  # alive; the answer says whether to checkpoint
-            if reporter.asked.is_set() and not signalled and child.poll() is None:
+            if reporter.asked.is_set() and reporter.requests != signalled and child.poll() is None:
                 child.send_signal(signal.SIGUSR1)
-            signalled = reporter.asked.is_set()
+            signalled = reporter.requests
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(reporter.interval if reporter is not None else None)
     code = child.returncode

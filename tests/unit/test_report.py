@@ -353,6 +353,7 @@ class PacingEndpoint:
         self.close_next = False  # close the connection after the next answer
         self.status = 202
         self.checkpoint = False  # the answers ask for a checkpoint
+        self.requested_at: str | None = None  # and say when it was asked
         self.received: list[tuple[Any, dict[str, str], dict[str, Any]]] = []
         endpoint = self
 
@@ -368,6 +369,8 @@ class PacingEndpoint:
                     answer["next"] = endpoint.pace  # type: ignore[assignment]
                 if endpoint.checkpoint:
                     answer["checkpoint"] = True  # type: ignore[assignment]
+                    if endpoint.requested_at:
+                        answer["checkpointRequestedAt"] = endpoint.requested_at
                 data = json.dumps(answer).encode()
                 self.send_response(endpoint.status)
                 self.send_header("Content-Length", str(len(data)))

@@ -75,6 +75,22 @@ def test_the_request_in_the_answers_calls_the_callback_once_per_request(
     assert r.send({"step": 5}) and calls == [True, True]
 
 
+def test_a_stop_that_asks_anew_while_a_request_stands_calls_the_callback_again(
+    paced: PacingEndpoint, token: Path
+) -> None:
+    """A drain's request stands (the training answered it); a pause then asks
+    anew, and its answers say a later request time: the training is told."""
+    r = reporter(paced, token)
+    calls: list[int] = []
+    r.on_checkpoint = lambda: calls.append(1)
+    paced.checkpoint, paced.requested_at = True, "2026-03-01T12:00:00Z"
+    assert r.send({"step": 1}) and r.send({"step": 2})
+    assert calls == [1] and r.requests == 1
+    paced.requested_at = "2026-03-01T12:05:00Z"
+    assert r.send({"step": 3}) and r.send({"step": 4})
+    assert calls == [1, 1] and r.requests == 2 and r.asked.is_set()
+
+
 def test_a_refused_report_leaves_the_request_as_it_was(paced: PacingEndpoint, token: Path) -> None:
     r = reporter(paced, token)
     paced.checkpoint = True

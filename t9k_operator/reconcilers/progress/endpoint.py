@@ -25,9 +25,10 @@ API server asked only for a job that exists and within its job's rate):
 6. the body is a report within bounds (400, with the reason), or ``{}``: a
    liveness report (the process is alive; it carries no progress).
 
-Every answer from 6 on carries ``checkpoint: true`` while the job's status
-holds a checkpoint request for a stop not yet made (:func:`checkpoint_asked`):
-the operator is about to stop the replicas and waits for their checkpoints.
+Every answer from 6 on carries ``checkpoint: true`` and the request's time
+(``checkpointRequestedAt``) while the job's status holds a checkpoint request
+for a stop not yet made (:func:`checkpoint_asked`): the operator is about to
+stop the replicas and waits for their checkpoints.
 
 An accepted report (202) is kept in the :class:`ProgressStore` and the job
 queued after :class:`Coalescer`'s delay (the reconcile already due, when
@@ -113,15 +114,16 @@ class Answer:
     retry_after: float | None = None
     next: float | None = None
     """Seconds the reporter waits before its next report (the endpoint's pace)."""
-    checkpoint: bool = False
-    """The operator asks the job's replicas to checkpoint: it is about to stop them."""
+    checkpoint: str = ""
+    """When the operator asked the job's replicas to checkpoint, as it is about to
+    stop them ("": it does not ask)."""
 
     def body(self) -> bytes:
         out: dict[str, Any] = {"result": self.result, "message": self.message}
         if self.next is not None:
             out["next"] = round(self.next, 2)
         if self.checkpoint:
-            out["checkpoint"] = True
+            out.update(checkpoint=True, checkpointRequestedAt=self.checkpoint)
         return (json.dumps(out) + "\n").encode()
 
 
@@ -358,13 +360,15 @@ def _hang_timeout(job: Obj) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def checkpoint_asked(job: Obj) -> bool:
-    """Whether the job, as cached, asks its replicas to checkpoint: the operator
-    has written a request (``status.checkpoint.requestedAt``) for a stop it has
-    not made yet (no ``stoppedAt``)."""
+def checkpoint_asked(job: Obj) -> str:
+    """When the job, as cached, asked its replicas to checkpoint: the time of the
+    request the operator wrote (``status.checkpoint.requestedAt``) for a stop it
+    has not made yet (no ``stoppedAt``); "" when it does not ask."""
     status = job.get("status") or {}
     saved = status.get("checkpoint") if isinstance(status, dict) else None
-    return isinstance(saved, dict) and bool(saved.get("requestedAt")) and not saved.get("stoppedAt")
+    if not isinstance(saved, dict) or saved.get("stoppedAt"):
+        return ""
+    return str(saved.get("requestedAt") or "")
 
 
 def _reviewed(status: Obj, audience: str) -> Reviewed:

@@ -374,8 +374,10 @@ def test_the_answers_carry_a_checkpoint_request_while_the_job_has_one_pending() 
     saved = {"requestedAt": "2026-03-01T12:00:00Z", "reason": "Paused"}
     w.jobs.objs[("ns", "a")]["status"] = {"checkpoint": saved}
     for body in ({"step": 4}, {}, {"step": -1}):  # a report, a liveness one, a refused one
-        answer = w.post(body=body)
-        assert json.loads(answer.body())["checkpoint"] is True, answer
+        answer = json.loads(w.post(body=body).body())
+        assert answer["checkpoint"] is True, answer
+        # Which request: a stop that asks anew while one stands is told apart.
+        assert answer["checkpointRequestedAt"] == "2026-03-01T12:00:00Z", answer
     # Another job's replicas are not asked; nor, once the stop was made, this one's.
     assert "checkpoint" not in json.loads(w.post("b", "tb").body())
     saved["stoppedAt"] = "2026-03-01T12:00:30Z"
