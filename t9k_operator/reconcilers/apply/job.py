@@ -91,7 +91,7 @@ class JobReconciler:
         )
         self._written = WrittenStatuses()
         self._created = CreatedPods()
-        self._refused = Refusals()
+        self._refused = Refusals(clock=ctx.clock.monotonic)
         writer = Writer(self.client, self.caches, pool, self._created.remember)
         self.lifecycle = Lifecycle(self.resource.kind)
         self.applier = Applier(
@@ -176,8 +176,9 @@ class JobReconciler:
         if steps.waiting:
             rlog.info("waiting", why=steps.waiting)
             return Result(requeue_after=CHILD_WAIT)
-        if steps.held:
-            return Result(requeue=True)  # retried with backoff
+        if steps.held:  # retried once the refusal's backoff is due
+            due = self._refused.due_in(key)
+            return Result(requeue_after=due) if due else Result(requeue=True)
         if (steps.retry or applied.again) and steps.plan.requeue_after is None:
             return Result(requeue=True)
         return Result(requeue_after=steps.plan.requeue_after)

@@ -34,6 +34,8 @@ from t9k_operator.reconcilers.integrations.plan import Recorded
 REFUSED_TTL = 300.0
 """How long a refusal waits for the next pass of its job (which comes at once,
 or after the workqueue's backoff): past that, the next pass simply tries again."""
+HOLD_BACKOFF = 1.0
+"""The first wait of a job held by a refused child, before it tries again."""
 CREATED_TTL = 10.0
 """How long a reconcile waits for the cache to show the pods it created before
 it plans again; a pod deleted before the cache showed it ends the wait early."""
@@ -141,20 +143,61 @@ class CreatedPods:
 
 class Refusals:
     """What the API server refused each job's last pass, by job key, until the
-    next pass takes it to plan from."""
+    next pass takes it to plan from.
 
-    def __init__(self, ttl: float = REFUSED_TTL, maxsize: int = 65536) -> None:
+    A child refused for now (the job held: a quota, a namespace being deleted)
+    holds the job until its backoff is due, whatever wakes the job meanwhile
+    (the held status's own write among them): 1 s after the first refusal,
+    doubling with each one after it to REFUSED_TTL, as a workqueue's per-item
+    backoff grows. Until then :meth:`take` gives the same record, so every pass
+    plans the same held status and writes nothing; once due, the next pass
+    tries again. Soft refusals and failures are taken at once."""
+
+    def __init__(
+        self,
+        ttl: float = REFUSED_TTL,
+        maxsize: int = 65536,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._lock = threading.Lock()
-        self._refused: TTLCache[str, Recorded] = TTLCache(maxsize=maxsize, ttl=ttl)
+        self._clock = clock
+        self._refused: TTLCache[str, tuple[Recorded, float, int]] = TTLCache(
+            maxsize=maxsize, ttl=ttl, timer=clock
+        )
 
     def record(self, key: str, refused: Recorded) -> None:
+        """Keep ``refused`` for the job's next passes; a hold's backoff doubles
+        with each refusal in a row (one since the last try)."""
         with self._lock:
-            self._refused[key] = refused
+            _, _, before = self._refused.get(key, (None, 0.0, 0))
+            in_a_row = before + 1 if refused.problem and not refused.problem.fail else 0
+            delay = min(HOLD_BACKOFF * 2 ** max(in_a_row - 1, 0), REFUSED_TTL)
+            self._refused[key] = (refused, self._clock() + delay if in_a_row else 0.0, in_a_row)
 
     def take(self, key: str) -> Recorded:
-        """What the job's last pass recorded (nothing: an empty record), forgotten."""
+        """What the job's last pass recorded (nothing: an empty record): a hold
+        stays until its backoff is due, and is then given once more as nothing,
+        so the pass tries again; anything else is forgotten."""
         with self._lock:
-            return self._refused.pop(key, None) or Recorded()
+            found = self._refused.get(key)
+            if found is None:
+                return Recorded()
+            refused, due, in_a_row = found
+            if not in_a_row:
+                del self._refused[key]
+                return refused
+            if self._clock() < due:
+                return refused  # still held
+            self._refused[key] = (Recorded(), 0.0, in_a_row)  # retried; the count stays
+            return Recorded()
+
+    def due_in(self, key: str) -> float | None:
+        """Seconds until a held job's backoff is due (None: it is not held)."""
+        with self._lock:
+            found = self._refused.get(key)
+            if found is None or not found[2] or not found[0].problem:
+                return None
+            return max(found[1] - self._clock(), 0.0)
 
     def forget(self, key: str) -> None:
         with self._lock:

@@ -30,6 +30,7 @@ from t9k_operator.reconcilers.integrations.contract import (
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.resources import PODS
 from t9k_operator.runtime.controller import Result
+from tests.fakes import FakeClock
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, NS, Harness
 from tests.unit.reconcilers.test_job_tensorboard import with_tensorboard
 
@@ -126,7 +127,8 @@ def test_a_refused_tensorboard_costs_no_second_status_write(kind: str) -> None:
 
 
 def test_a_refused_child_is_recorded_and_the_next_pass_plans_from_it() -> None:
-    h = Harness("PyTorchTrainingJob")
+    clock = FakeClock()
+    h = Harness("PyTorchTrainingJob", clock=clock)
     h.fake.fail_next("create", "Pod", ServerError("exceeded quota"))
     assert h.reconcile() == Result(requeue=True)
     refused = h.reconciler._refused
@@ -135,12 +137,12 @@ def test_a_refused_child_is_recorded_and_the_next_pass_plans_from_it() -> None:
     assert not any(c["reason"] == "FailedCreate" for c in init), "not planned in this pass"
     assert "FailedCreate" not in h.recorder.reasons()
     h.sync()
-    assert h.reconcile() == Result(requeue=True)  # held, retried with backoff
-    assert len(refused) == 0, "the next pass took it"
+    assert h.reconcile() == Result(requeue_after=1.0)  # held, retried after its backoff
     init = [c for c in h.job()["status"]["conditions"] if c["type"] == "Initialized"]
     assert init[0]["reason"] == "FailedCreate" and "exceeded quota" in init[0]["message"]
     assert h.recorder.reasons().count("FailedCreate") == 1
     h.sync()
+    clock.step(1.0)
     h.run()
     assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
 
@@ -205,3 +207,23 @@ def test_the_plan_is_one_ordered_list_status_first_pods_last() -> None:
     assert [p["metadata"]["name"] for p in pods] == JOBS["DeepSpeedJob"][2]
     assert keys == [f"t9k/{NS}/j"], "a key pair only for the Secret that is missing"
     assert h.fake.writes == [], "planning writes nothing"
+
+
+def test_a_job_held_by_a_refusal_is_not_retried_by_its_own_status_writes() -> None:
+    """In a namespace being deleted every create is refused (403) for as long
+    as the job lingers there. Each pass the job's own status write wakes must
+    leave it held until its backoff is due: no new create, no status flipping
+    between held and creating, which would wake the job again at once."""
+    h = Harness("PyTorchTrainingJob")
+    terminating = Forbidden(
+        'pods "j-worker-0" is forbidden: unable to create new content in namespace '
+        f"{NS} because it is being terminated"
+    )
+    for _ in range(50):
+        h.fake.fail_next("create", "Pod", terminating)
+    writes = passes(h, 10)  # each pass as the watch event of the last write brings it
+    left = len(h.fake.fail[("create", "Pod")])
+    assert 50 - left <= 2, f"{50 - left} creates tried"
+    assert sum(writes) <= 2, writes
+    init = [c for c in h.job()["status"]["conditions"] if c["type"] == "Initialized"]
+    assert init[0]["reason"] == "FailedCreate" and "being terminated" in init[0]["message"]

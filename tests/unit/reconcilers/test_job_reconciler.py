@@ -37,7 +37,7 @@ from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
-from tests.fakes import FakeRecorder
+from tests.fakes import FakeClock, FakeRecorder
 from tests.unit.reconcilers.fake_kube import FakeKube
 
 NS = "ns"
@@ -169,6 +169,7 @@ class Harness:
         integrations: tuple[Integration[Any], ...] | None = None,
         watch_nodes: bool = False,
         sources: dict[str, object] | None = None,
+        clock: FakeClock | None = None,
     ) -> None:
         self.kind, base, self.pods = JOBS[kind_name]
         self.fake = FakeKube()
@@ -179,6 +180,7 @@ class Harness:
             informers=self.informers,
             recorder=self.recorder,  # type: ignore[arg-type]
             workers=1,
+            **({"clock": clock} if clock is not None else {}),
         )
         # As the registry orders them: Kueue (when on), gang scheduling, the TensorBoard.
         on: list[Integration[Any]] = [] if kueue is None else [kueue]
@@ -346,17 +348,20 @@ def test_a_pod_the_api_server_refuses_as_invalid_fails_the_job(kind: str) -> Non
 
 
 def test_a_refusal_retrying_may_cure_keeps_the_job_pending() -> None:
-    h = Harness("PyTorchTrainingJob")
+    clock = FakeClock()
+    h = Harness("PyTorchTrainingJob", clock=clock)
     h.fake.fail_next("create", "Pod", ServerError("etcdserver: request timed out"))
     assert h.reconcile() == Result(requeue=True)
     h.sync()
-    assert h.reconcile() == Result(requeue=True)  # the next pass plans from the refusal
+    # The next pass plans from the refusal, and waits for its backoff.
+    assert h.reconcile() == Result(requeue_after=1.0)
     status = h.job()["status"]
     assert status["phase"] == "Pending"
     init = next(c for c in status["conditions"] if c["type"] == "Initialized")
     assert init["reason"] == "FailedCreate" and "request timed out" in init["message"]
     assert "FailedCreate" in h.recorder.reasons()
     h.sync()
+    clock.step(1.0)  # the backoff is due: the next pass tries again
     h.run()
     assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
 
@@ -417,7 +422,7 @@ def test_a_refused_pod_stops_the_batches_early(mocker: MockerFixture) -> None:
     assert h.pod_names() == ["j-worker-0", "j-worker-1"]
     assert calls == 1 + 1 + 2  # the Service, then three pods
     h.sync()
-    assert h.reconcile() == Result(requeue=True)  # the next pass plans from the refusal
+    assert h.reconcile().requeue_after == pytest.approx(1.0, abs=0.5)  # held: its backoff
     assert calls == 1 + 1 + 2, "held: no pod is created while the refusal is told"
     assert "FailedCreate" in h.recorder.reasons()
     assert h.job()["status"]["phase"] == "Pending"

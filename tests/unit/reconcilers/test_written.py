@@ -77,13 +77,31 @@ def test_workers_sharing_it_while_writes_expire_never_see_an_error() -> None:
     assert errors == []
 
 
-def test_a_refusal_is_taken_once_by_the_next_pass_of_its_job() -> None:
-    refusals = Refusals()
+def test_a_hold_stays_until_its_backoff_is_due_and_the_backoff_doubles() -> None:
+    now = [100.0]
+    refusals = Refusals(clock=lambda: now[0])
     held = Recorded(Problem("FailedCreate", "exceeded quota", fail=False))
     refusals.record("ns/a", held)
     assert refusals.take("ns/b") == Recorded(), "another job's pass finds nothing"
+    assert refusals.due_in("ns/b") is None
+    # Every pass within the first second plans from the hold again.
+    assert refusals.take("ns/a") == held and refusals.take("ns/a") == held
+    assert refusals.due_in("ns/a") == 1.0
+    now[0] = 101.0
+    assert refusals.take("ns/a") == Recorded(), "due: this pass tries again"
+    assert refusals.due_in("ns/a") is None
+    refusals.record("ns/a", held)  # refused again: twice the wait
+    assert refusals.due_in("ns/a") == 2.0
+    now[0] = 102.5
     assert refusals.take("ns/a") == held
-    assert refusals.take("ns/a") == Recorded() and len(refusals) == 0
-    refusals.record("ns/a", held)
     refusals.forget("ns/a")  # the job was deleted
-    assert len(refusals) == 0
+    assert len(refusals) == 0 and refusals.take("ns/a") == Recorded()
+
+
+def test_a_failure_is_taken_once_by_the_next_pass_of_its_job() -> None:
+    refusals = Refusals(clock=lambda: 0.0)
+    failed = Recorded(Problem("InvalidSpec", "spec.x: bad", fail=True))
+    refusals.record("ns/a", failed)
+    assert refusals.due_in("ns/a") is None
+    assert refusals.take("ns/a") == failed
+    assert refusals.take("ns/a") == Recorded() and len(refusals) == 0
