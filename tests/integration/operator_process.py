@@ -37,17 +37,28 @@ def parse_metric(text: str, name: str, labels: dict[str, str] | None = None) -> 
     return None
 
 
+ADDRESS_IN_USE = "[Errno 98] Address already in use"
+
+
 class OperatorProcess:
     def __init__(self, kubeconfig: Path, log_path: Path, *extra_args: str) -> None:
+        self.log_path = log_path
+        self._kubeconfig, self._extra = kubeconfig, extra_args
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._spawn()
+
+    def _spawn(self) -> None:
+        """Start the process on two ports free a moment ago (another process may
+        take one first: :meth:`wait_ready` then starts it again on others)."""
         self.metrics_port = free_port()
         self.health_port = free_port()
-        self.log_path = log_path
+        extra_args = self._extra
         self.args = [
             sys.executable,
             "-m",
             "t9k_operator",
             "--kubeconfig",
-            str(kubeconfig),
+            str(self._kubeconfig),
             "--metrics-bind-address",
             f"127.0.0.1:{self.metrics_port}",
             "--health-probe-bind-address",
@@ -63,7 +74,6 @@ class OperatorProcess:
             ),
             *extra_args,
         ]
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self.proc = subprocess.Popen(
             self.args, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env
@@ -81,7 +91,14 @@ class OperatorProcess:
         return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
 
     def wait_ready(self, timeout: float = 30) -> None:
+        respawns = 3  # a port of ours taken between free_port() and the bind
+
         def ready() -> bool:
+            nonlocal respawns
+            if self.proc.poll() is not None and respawns and ADDRESS_IN_USE in self.logs():
+                respawns -= 1
+                self._log.write(b"--- a port was taken: started again on others ---\n")
+                self._spawn()
             assert self.proc.poll() is None, f"operator exited early:\n{self.logs()}"
             try:
                 return self.get("/readyz")[0] == 200
