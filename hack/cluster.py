@@ -1361,8 +1361,7 @@ def _visibility_address() -> str | None:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("0.0.0.0", VISIBILITY_PORT))
     except OSError:
-        log(f"Kueue's visibility API is off: port {VISIBILITY_PORT} is taken")
-        return None
+        return _off(f"port {VISIBILITY_PORT} is taken")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
             s.connect(("192.0.2.1", 9))  # a route's source address; nothing is sent
@@ -1370,14 +1369,24 @@ def _visibility_address() -> str | None:
         except OSError:
             address = ""
     if not address or address.startswith("127."):
-        log("Kueue's visibility API is off: this machine has no address but loopback")
-        return None
+        return _off("this machine has no address but loopback")
     # The manager gets its in-cluster files in a mount namespace (_in_cluster).
     probe = ["unshare", "--mount", "--propagation=private", "true"]
     if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode:
-        log("Kueue's visibility API is off: no mount namespace can be made here (unshare)")
-        return None
+        return _off("no mount namespace can be made here (unshare)")
     return address
+
+
+VISIBILITY_OFF = ""
+"""Why this process last left Kueue's visibility API off ("" when it did not)."""
+
+
+def _off(why: str) -> str | None:
+    """None, the address of a visibility API left off, saying ``why``."""
+    global VISIBILITY_OFF
+    VISIBILITY_OFF = why
+    log(f"Kueue's visibility API is off: {why}")
+    return None
 
 
 SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"  # client-go's in-cluster files
@@ -1674,6 +1683,8 @@ def _launches(g: Addon, workdir: Path, state: dict[str, Any]) -> list[_Launch]:
         ports["kueue-health"], ports["kueue-webhook"] = free_port(), free_port()
         address = _visibility_address()
         state["kueue"]["visibility"] = address or ""
+        if not address:
+            state["kueue"]["visibilityOff"] = VISIBILITY_OFF
         conf = _kueue_config(workdir, ports, pki, bool(address))
         env: dict[str, str] = {}
         wrap: tuple[str, ...] = ()
@@ -1897,7 +1908,7 @@ def start_addons(name: str, addons: Iterable[Addon]) -> None:
                     if not all(_alive(p) for p in manager.values()):
                         raise
                     log(f"Kueue's visibility API is not served: {exc}")
-                    info["visibility"] = ""
+                    info["visibility"], info["visibilityOff"] = "", f"not served: {exc}"
                     save()
             log(
                 f"{g.title} {g.version} ready in {time.monotonic() - started:.1f}s "

@@ -173,6 +173,9 @@ def test_under_kueue_a_waiting_job_has_its_place_and_the_running_jobs_eta(
     kubelet: Kubelet,
     cluster: Cluster,
 ) -> None:
+    # The cluster's own record of Kueue: whether it serves the visibility API, or why not.
+    record = json.loads((cluster.kubeconfig.parent / "cluster.json").read_text())["kueue"]
+    assert record.get("visibility"), f"no visibility API: {record.get('visibilityOff')}"
     port, flags = reporting("--kueue")
     operator = start_operator(*flags)
     operator.wait_ready()
