@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import http.server
+import signal
 import subprocess
 import threading
 import time
@@ -309,7 +310,8 @@ def test_a_service_whose_endpoint_is_this_machine_is_reached_by_its_names(
 # 128+15. (A container's first process is pid 1 of its PID namespace: the
 # kernel gives it no signal it has no handler for, so a bare ``sleep`` never
 # sees SIGTERM and is SIGKILLed at the end of the grace period.)
-LEAVES_ON_TERM = "trap 'exit 143' TERM; sleep 600 & wait"
+TRAPS_TERM = "trap 'exit 143' TERM"
+LEAVES_ON_TERM = f"{TRAPS_TERM}; sleep 600 & wait"
 
 
 def until(check: Any, timeout: float = 30, every: float = 0.1) -> Any:
@@ -373,7 +375,11 @@ def test_native_sidecars_start_in_order_run_beside_and_stop_after_the_others(nod
         "name": "side",
         "image": "x",
         "restartPolicy": "Always",
-        "command": ["sh", "-c", f"echo side >> /work/order; touch /work/up; {LEAVES_ON_TERM}"],
+        "command": [
+            "sh",
+            "-c",
+            f"echo side >> /work/order; {TRAPS_TERM}; touch /work/up; sleep 600 & wait",
+        ],
         # The next init container waits for this, as kubelet waits for a
         # sidecar's startupProbe.
         "startupProbe": {"exec": {"command": ["test", "-e", "/work/up"]}, "periodSeconds": 1},
@@ -434,6 +440,9 @@ def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(node: Node) 
         {"name": "stays", "image": "x", "command": SLEEP},
     ]
     run = node.run_pod(pod("graceful", containers, terminationGracePeriodSeconds=3))
+    # A shell's SIGTERM that comes before its trap is set is dropped (it is
+    # the PID namespace's init), as under kubelet; the deletion waits for it.
+    until(lambda: run.handles("leaves", signal.SIGTERM), timeout=10)
     start = time.monotonic()
     run.delete()
     assert run.deletion_timestamp is not None

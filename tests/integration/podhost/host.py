@@ -955,6 +955,17 @@ class PodRun:
             time.sleep(0.05)
         raise AssertionError(f"{self.name}/{container}: no container process")
 
+    def handles(self, container: str, sig: int) -> bool:
+        """Whether the container's pid 1 has set a handler for ``sig`` (its
+        SigCgt mask in /proc). Until it has, the kernel drops any signal but
+        SIGKILL sent to it from outside its PID namespace, from kubelet as from
+        here: a SIGTERM sent before a shell has run its ``trap`` is lost."""
+        pid = self._container_pid(container)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+        return False
+
     def exec(
         self,
         container: str,
