@@ -32,8 +32,8 @@ from t9k_operator.objects import Obj, digest
 from t9k_operator.reconcilers.integrations.plan import Recorded
 
 REFUSED_TTL = 300.0
-"""How long a refusal waits for the next pass of its job (which comes at once,
-or after the workqueue's backoff): past that, the next pass simply tries again."""
+"""How long a refusal is kept, and the longest a held job waits before it
+tries again: a record older than this is forgotten and the next pass tries."""
 HOLD_BACKOFF = 1.0
 """The first wait of a job held by a refused child, before it tries again."""
 CREATED_TTL = 10.0
