@@ -93,9 +93,10 @@ deploy: ## install into the current kubeconfig's cluster with image IMG (kustomi
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
 	$(PYTHON) hack/deploy.py delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
-bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), then the progress endpoint (PROGRESS_ARGS) (docs/benchmarks.md)
+bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS) (docs/benchmarks.md)
 	$(PY) hack/bench_job_start.py $(BENCH_ARGS)
 	$(PY) hack/bench_progress.py $(PROGRESS_ARGS)
+	$(PY) hack/bench_progress_beside.py $(BESIDE_ARGS)
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) hack/bench_store_memory.py

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import heapq
 import json
 import os
@@ -320,6 +321,7 @@ async def _rank(
     ctx: ssl.SSLContext,
     rank: dict[str, Any],
     out: list[tuple[str, int, float, float]],
+    ended: asyncio.Event,
 ) -> None:
     loop = asyncio.get_running_loop()
     await asyncio.sleep(rank["delay"])
@@ -331,7 +333,7 @@ async def _rank(
         f"\r\nContent-Length: {len(data)}\r\n\r\n"
     ).encode()
     writer: asyncio.StreamWriter | None = None
-    while time.time() < stop:
+    while time.time() < stop and not ended.is_set():
         try:
             if writer is None:
                 reader, writer = await asyncio.wait_for(
@@ -348,14 +350,27 @@ async def _rank(
             out.append((rank["group"], 0, 0.0, time.time()))
             ERRORS[type(exc).__name__] = ERRORS.get(type(exc).__name__, 0) + 1
             writer, wait = None, 1.0
-        await asyncio.sleep(max(0.0, min(60.0, wait, stop - time.time())))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), max(0.0, min(60.0, wait, stop - time.time())))
+    if writer is not None:
+        writer.close()
 
 
 async def _reporters(spec: dict[str, Any]) -> list[tuple[str, int, float, float]]:
     ctx = ssl.create_default_context(cafile=spec["ca"])
     out: list[tuple[str, int, float, float]] = []
-    await asyncio.gather(*(_rank(spec, ctx, r, out) for r in spec["ranks"]))
+    ended = asyncio.Event()  # set when the file ``spec["done"]`` appears: the run ends early
+    watcher = asyncio.create_task(_watch_done(spec.get("done"), ended))
+    await asyncio.gather(*(_rank(spec, ctx, r, out, ended) for r in spec["ranks"]))
+    watcher.cancel()
     return out
+
+
+async def _watch_done(path: str | None, ended: asyncio.Event) -> None:
+    while path is not None and not Path(path).exists():
+        await asyncio.sleep(0.5)
+    if path is not None:
+        ended.set()
 
 
 def reporters_main(spec_file: str) -> int:
