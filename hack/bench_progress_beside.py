@@ -24,9 +24,10 @@ kubelet (every pod marked Running at once):
    ``hack/bench_job_start.py`` creates them, until each is Running.
 
 Measured over the job-start run, from the difference of the operator's
-/metrics before and after it: the job controller's reconcile time and its
-workqueue wait (p50 and p99, interpolated within the histograms' buckets as
-Prometheus's ``histogram_quantile`` does), each new job's time from its
+/metrics before and after it: the job controller's reconcile time (p50 and
+p99, interpolated within the histogram's buckets as Prometheus's
+``histogram_quantile`` does) and its mean workqueue wait (the queue's
+buckets are powers of ten, too coarse for a quantile), each new job's time from its
 create to Running (the stand-in's watch), the operator's CPU (cores), and
 the reports the endpoint took and refused (``t9k_progress_reports_total``).
 The ratios are reporting / quiet; ``--repeat`` interleaves the scenarios
@@ -108,6 +109,15 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
     return lower
 
 
+def total(text: str, name: str) -> float:
+    """The job controller's samples of ``name``, summed."""
+    return sum(
+        v
+        for labels, v in starts.samples(text, name)
+        if "pytorchtrainingjob" in (labels.get("controller", "") + labels.get("name", ""))
+    )
+
+
 def reports(text: str) -> dict[str, float]:
     """``t9k_progress_reports_total`` by result."""
     out: dict[str, float] = {}
@@ -127,13 +137,13 @@ class Run:
     rep: int
     reconcile_p50: float | None = None
     reconcile_p99: float | None = None
-    queue_p50: float | None = None
-    queue_p99: float | None = None
+    queue_mean: float | None = None
     start_p50: float | None = None
     start_p99: float | None = None
     running_s: float | None = None
     cores_start: float | None = None
     cores_settled: float | None = None
+    reporters_cores: float | None = None  # the reporters' process, settled
     reports_s: float = 0.0  # taken a second over the settled period
     refused: dict[str, float] = field(default_factory=dict)  # over the whole run, by result
     reconciles: float = 0.0
@@ -268,9 +278,13 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
         time.sleep(args.ramp)
         text0 = scrape(operator.metrics)
         cpu0, wall0 = starts.proc_cpu(operator.proc.pid), time.monotonic()
+        theirs0 = starts.proc_cpu(reporters.pid) if reporters else 0.0
         time.sleep(args.settle)
         text1 = scrape(operator.metrics)
-        run.cores_settled = (starts.proc_cpu(operator.proc.pid) - cpu0) / (time.monotonic() - wall0)
+        wall = time.monotonic() - wall0
+        run.cores_settled = (starts.proc_cpu(operator.proc.pid) - cpu0) / wall
+        if reporters is not None:
+            run.reporters_cores = (starts.proc_cpu(reporters.pid) - theirs0) / wall
         taken = reports(text1).get("accepted", 0.0) - reports(text0).get("accepted", 0.0)
         run.reports_s = taken / args.settle
 
@@ -290,16 +304,14 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
         run.running_s = time.monotonic() - t0
         run.cores_start = (starts.proc_cpu(operator.proc.pid) - cpu1) / run.running_s
         text2 = scrape(operator.metrics)
-        for name, attr in ((RECONCILE, "reconcile"), (QUEUE_WAIT, "queue")):
-            b1, b2 = buckets(text1, name), buckets(text2, name)
-            setattr(run, f"{attr}_p50", quantile(0.5, b1, b2))
-            setattr(run, f"{attr}_p99", quantile(0.99, b1, b2))
+        b1, b2 = buckets(text1, RECONCILE), buckets(text2, RECONCILE)
+        run.reconcile_p50, run.reconcile_p99 = quantile(0.5, b1, b2), quantile(0.99, b1, b2)
+        # The queue's buckets are powers of ten (controller-runtime's): its mean, exactly.
+        waited = total(text2, f"{QUEUE_WAIT}_sum") - total(text1, f"{QUEUE_WAIT}_sum")
+        gets = total(text2, f"{QUEUE_WAIT}_count") - total(text1, f"{QUEUE_WAIT}_count")
+        run.queue_mean = waited / gets if gets else None
         count = f"{RECONCILE}_count"
-        run.reconciles = sum(
-            v for labels, v in starts.samples(text2, count) if "pytorchtrainingjob" in str(labels)
-        ) - sum(
-            v for labels, v in starts.samples(text1, count) if "pytorchtrainingjob" in str(labels)
-        )
+        run.reconciles = total(text2, count) - total(text1, count)
         latencies = [
             standin.job_running[n] - created[n] for n in created if n in standin.job_running
         ]
@@ -326,7 +338,6 @@ def fmt(v: float | None, spec: str = ".3f") -> str:
 
 COLUMNS = (
     ("reconcile p50 / p99 (s)", "reconcile_p50", "reconcile_p99"),
-    ("queue wait p50 / p99 (s)", "queue_p50", "queue_p99"),
     ("create to Running p50 / p99 (s)", "start_p50", "start_p99"),
 )
 
@@ -335,9 +346,11 @@ def table(runs: list[Run]) -> str:
     head = [
         "scenario",
         *(c[0] for c in COLUMNS),
+        "queue wait, mean (s)",
         "all Running (s)",
         "reconciles",
         "operator CPU, settled / starting (cores)",
+        "reporters' CPU, settled (cores)",
         "reports taken a second (settled)",
         "refused",
     ]
@@ -346,9 +359,11 @@ def table(runs: list[Run]) -> str:
         cells = [f"{r.scenario}" + (f" #{r.rep}" if r.rep else "")]
         cells += [f"{fmt(getattr(r, a))} / {fmt(getattr(r, b))}" for _, a, b in COLUMNS]
         cells += [
+            fmt(r.queue_mean),
             fmt(r.running_s, ".1f"),
             f"{r.reconciles:.0f}",
             f"{fmt(r.cores_settled, '.2f')} / {fmt(r.cores_start, '.2f')}",
+            fmt(r.reporters_cores, ".2f"),
             f"{r.reports_s:.0f}",
             ", ".join(f"{k} {v:.0f}" for k, v in r.refused.items()) or "0",
         ]
@@ -363,7 +378,7 @@ def ratios(runs: list[Run]) -> list[str]:
         return statistics.median(xs) if xs else None
 
     out = []
-    for attr in ("reconcile_p99", "queue_p99", "start_p99", "running_s", "cores_start"):
+    for attr in ("reconcile_p99", "queue_mean", "start_p99", "running_s", "cores_start"):
         q, rep = median("quiet", attr), median("reporting", attr)
         if q and rep is not None:
             out.append(f"{attr}: reporting {rep:.3f} / quiet {q:.3f} = {rep / q:.2f}x")
