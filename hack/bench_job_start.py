@@ -63,6 +63,12 @@ scenarios have no operator, or an older one, and refuse them):
 A run whose pods lack the expected ``schedulerName`` (or, with ``--kueue``,
 the flavor's node labels) says how many in its row.
 
+``--apiserver-flag FLAG`` (repeatable) starts every run's kube-apiserver with
+FLAG, e.g. low ``--max-requests-inflight`` and
+``--max-mutating-requests-inflight``: each run then says how many of the
+operator's requests the server refused with 429 and the operator sent again
+(``t9k_client_retries_total``) and how many error lines its log has.
+
 Measured from the moment the bench starts submitting: the time until every
 pod exists (the bench's watch saw it) and until every job's status says
 Running; the operator's reads of the API server until every job is Running
@@ -189,6 +195,7 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 # The operator's wait for its own client-side limiter, on the reconcile budget's
 # client (the Events and leader-election clients have their own user agents).
 LIMITER_WAIT = "t9k_client_rate_limiter_wait_seconds_sum"
+RETRIES = "t9k_client_retries_total"
 RECONCILE_AGENT = "t9k-operator"
 # Resources only the operator writes in a run (the bench writes the jobs
 # themselves and, as the stand-in kubelet, pods/status).
@@ -1050,6 +1057,7 @@ class Operator:
     def __init__(self, source: Path, kubeconfig: Path, log_path: Path, *flags: str) -> None:
         self.health = free_port()
         self.metrics = free_port()
+        self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env["PYTHONPATH"] = str(source)
@@ -1095,6 +1103,7 @@ class Operator:
             "workqueue_queue_duration_seconds_sum": "queue_wait_s",
             "workqueue_queue_duration_seconds_count": "queue_gets",
         }
+        retried = 0.0  # requests the API server refused with 429, sent again
         out = dict.fromkeys(wanted.values(), 0.0)
         url = f"http://127.0.0.1:{self.metrics}/metrics"
         with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as resp:
@@ -1105,7 +1114,15 @@ class Operator:
                 elif name == LIMITER_WAIT and f'client="{RECONCILE_AGENT}"' in line:
                     value = float(line.rpartition(" ")[2])
                     out["limiter_wait_s"] = out.get("limiter_wait_s", 0.0) + value
-        return out
+                elif name == RETRIES and 'reason="TooManyRequests"' in line:
+                    retried += float(line.rpartition(" ")[2])
+        return {**out, "retries_429": retried}
+
+    def error_lines(self) -> int:
+        """Lines its log wrote at level error."""
+        self._log.flush()
+        text = self.log_path.read_text(errors="replace")
+        return sum('"level": "error"' in line for line in text.splitlines())
 
     def reads(self) -> tuple[int, int] | None:
         """Its GETs of the API server so far (:func:`count_requests` of its
@@ -1189,6 +1206,7 @@ def run_one(
     rep: int = 0,
     using: Integrations | None = None,
     py_spy: str | None = None,
+    server_flags: tuple[str, ...] = (),
 ) -> Run:
     using = using or Integrations()
     jobs, replicas = (int(x) for x in size.split("x"))
@@ -1197,7 +1215,7 @@ def run_one(
     run = Run(size, scenario, jobs=jobs, pods=jobs * replicas, rep=rep, integrations=str(using))
     tag = f"{size}-{scenario}" + (f"-{rep}" if rep else "")
     try:
-        cluster.up(*using.cluster_flags())
+        cluster.up(*using.cluster_flags(), *(f"--apiserver-flag={f}" for f in server_flags))
     except BaseException:
         with contextlib.suppress(Exception):  # an add-on that did not start
             cluster.down()
@@ -1305,6 +1323,13 @@ def run_one(
             run.pod_create_ms = 1000 * (lat1.get(pod_key, 0.0) - lat0.get(pod_key, 0.0)) / creates
         if operator is not None:
             run.operator = operator.sums()
+            refused = run.operator.get("retries_429", 0.0)
+            if refused or server_flags:
+                errors = operator.error_lines()
+                run.note = f"{run.note}; " * bool(run.note) + (
+                    f"{refused:.0f} requests refused with 429 and sent again, "
+                    f"{errors} error lines in the operator's log"
+                )
         diff = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
         run.writes = {" ".join(x for x in k if x): v for k, v in sorted(diff.items())}
         run.budget_writes = sum(v for k, v in diff.items() if k in BUDGET)
@@ -1762,6 +1787,15 @@ def main() -> int:
         help=f"seconds per wait (default {DEFAULT_TIMEOUT:.0f}, or {WAIT_PER_POD} s per pod of "
         "the run if longer)",
     )
+    parser.add_argument(
+        "--apiserver-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="a kube-apiserver flag for every run's cluster (repeatable), e.g. "
+        "--apiserver-flag=--max-requests-inflight=5: each run then says how many of the "
+        "operator's requests were refused with 429 and sent again",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
     if args.pprof:
@@ -1809,6 +1843,7 @@ def main() -> int:
                     rep + 1 if args.repeat > 1 else 0,
                     using,
                     args.py_spy,
+                    tuple(args.apiserver_flag),
                 )
                 runs.append(run)
                 log(
