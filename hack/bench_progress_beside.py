@@ -144,6 +144,8 @@ class Run:
     cores_start: float | None = None
     cores_settled: float | None = None
     reporters_cores: float | None = None  # the reporters' process, settled
+    # Cores spent over the job-start run: the machine's, and by process.
+    start_cores: dict[str, float] = field(default_factory=dict)
     reports_s: float = 0.0  # taken a second over the settled period
     refused: dict[str, float] = field(default_factory=dict)  # over the whole run, by result
     reconciles: float = 0.0
@@ -296,12 +298,20 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
             client.create(starts.JOBS, body, starts.NAMESPACE)
             created[body["metadata"]["name"]] = time.monotonic()
 
+        pids = {**cluster.pids, "operator": operator.proc.pid, "bench": os.getpid()}
+        meter = starts.CpuMeter(pids | ({"reporters": reporters.pid} if reporters else {}))
+        meter.mark("start")
         cpu1, t0 = starts.proc_cpu(operator.proc.pid), time.monotonic()
         with ThreadPoolExecutor(args.concurrency) as pool:
             list(pool.map(create, bodies))
         if not standin.jobs_done.wait(args.timeout):
             run.note = f"timed out: {len(standin.job_running)} jobs Running"
         run.running_s = time.monotonic() - t0
+        meter.mark("end")
+        spent = meter.spent("start", "end")
+        wall = spent.pop("wall")
+        spent.pop("machine_all")
+        run.start_cores = {k: v / wall for k, v in spent.items()}
         run.cores_start = (starts.proc_cpu(operator.proc.pid) - cpu1) / run.running_s
         text2 = scrape(operator.metrics)
         b1, b2 = buckets(text1, RECONCILE), buckets(text2, RECONCILE)
@@ -412,6 +422,10 @@ def main() -> int:
         f"job-start run {args.start}; load average at the end {os.getloadavg()[0]:.1f}\n"
     )
     print(table(runs))
+    print("\nCores spent over the job-start run, by process (the machine: busy of all):\n")
+    for r in runs:
+        by = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r.start_cores.items()))
+        print(f"- {r.scenario}" + (f" #{r.rep}" if r.rep else "") + f": {by}")
     print()
     for line in ratios(runs):
         print(f"- {line}")
