@@ -113,7 +113,14 @@ class SecretSource:
                         **body["metadata"]["labels"],
                     }
                     self.client.replace(SECRETS, body)
-            except (AlreadyExists, Conflict, NotFound):
+            except NotFound:
+                if secret is None:  # a create: the namespace is missing, not the Secret
+                    raise RuntimeError(
+                        f"cannot keep the certificate in Secret {self.namespace}/{self.name}: "
+                        f"namespace {self.namespace} does not exist"
+                    ) from None
+                continue  # deleted meanwhile: read again
+            except (AlreadyExists, Conflict):
                 continue  # another replica wrote it meanwhile: read theirs
             log.info(
                 "serving certificate written",

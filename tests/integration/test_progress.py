@@ -24,6 +24,7 @@ import pytest
 
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import SECRETS
+from t9k_operator.runtime.tls import SecretSource
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.conftest import OPERATOR_NAMESPACE
 from tests.integration.jobs import Jobs, pytorch_job, settled
@@ -366,3 +367,11 @@ def test_a_silent_replica_restarts_the_job_within_its_window_across_an_operator_
         True,
     )
     assert [r for t, r, _ in jobs.events("hang") if t == "Warning"].count("Hung") == 1
+
+
+def test_a_certificate_secret_in_a_missing_namespace_is_said_so(admin: KubeClient) -> None:
+    # The API server refuses the Secret's create with 404 (its namespace does
+    # not exist): not a Secret that keeps changing, nothing to retry.
+    source = SecretSource(admin, "t9k-no-such-namespace", "cert", ["t9k-operator-progress"])
+    with pytest.raises(RuntimeError, match="namespace t9k-no-such-namespace does not exist"):
+        source.load()
