@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hack"))
 
 import bench_job_start as starts  # noqa: E402
+import bench_progress as progress_bench  # noqa: E402
 
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
@@ -124,11 +125,6 @@ def reports(text: str) -> dict[str, float]:
     for labels, value in starts.samples(text, REPORTS):
         out[labels.get("result", "")] = out.get(labels.get("result", ""), 0.0) + value
     return out
-
-
-def pct(xs: list[float], q: float) -> float | None:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else None
 
 
 @dataclass
@@ -325,7 +321,9 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
         latencies = [
             standin.job_running[n] - created[n] for n in created if n in standin.job_running
         ]
-        run.start_p50, run.start_p99 = pct(latencies, 0.5), pct(latencies, 0.99)
+        if latencies:
+            run.start_p50 = progress_bench.quantile(latencies, 0.5)
+            run.start_p99 = progress_bench.quantile(latencies, 0.99)
         run.refused = {k: v for k, v in reports(text2).items() if k != "accepted" and v}
     finally:
         if reporters is not None:
