@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.resources import NAMESPACES, SERVICEACCOUNTS
+from t9k_operator.resources import CONFIGMAPS, NAMESPACES, SERVICEACCOUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "hack" / "cluster.py"
@@ -227,13 +227,17 @@ class Cluster:
 def create_namespace(client: KubeClient, prefix: str) -> str:
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": f"{prefix}-"}}
     name = str(client.create(NAMESPACES, body)["metadata"]["name"])
-    wait_for(lambda: _has_default_sa(client, name), 30, f"default ServiceAccount in {name}")
+    # What kube-controller-manager adds to every namespace, and every pod in
+    # it needs before kubelet starts it: the default ServiceAccount and the
+    # API server's CA (the ServiceAccount volume's projected ConfigMap).
+    for resource, obj in ((SERVICEACCOUNTS, "default"), (CONFIGMAPS, "kube-root-ca.crt")):
+        wait_for(lambda: _has(client, resource, obj, name), 30, f"{obj} in {name}")  # noqa: B023
     return name
 
 
-def _has_default_sa(client: KubeClient, namespace: str) -> bool:
+def _has(client: KubeClient, resource: Any, name: str, namespace: str) -> bool:
     try:
-        client.get(SERVICEACCOUNTS, "default", namespace)
+        client.get(resource, name, namespace)
         return True
     except NotFound:
         return False

@@ -40,7 +40,7 @@ import pytest
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import CONFIGMAPS, PODS
 from tests.integration.podhost import Node
-from tests.integration.podhost.host import PodFailed
+from tests.integration.podhost.host import ENTRY, PodFailed, container_process
 
 SLEEP = ["sleep", "600"]
 AUDIENCE = "t9k-test-audience"
@@ -459,6 +459,23 @@ def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(node: Node) 
         "stays": (137, "Error"),
     }
     assert run.deletion_timestamp is not None
+
+
+def test_exec_waits_for_the_container_root_even_across_an_execve(tmp_path: Path) -> None:
+    # A pid 1 that never gets past the runtime's set-up: it execs itself
+    # over and over, entry.py in its arguments. Inside each execve the
+    # kernel shows its command line empty; a check of the command line alone
+    # then takes it for the container's process, and an exec into it would
+    # see this machine's root and /etc/hosts.
+    loop = tmp_path / "loop.sh"
+    loop.write_text(f'exec /bin/sh {loop} "$1"\n')
+    argv = ["unshare", "--pid", "--fork", "--kill-child", "--", "/bin/sh", str(loop), str(ENTRY)]
+    proc = subprocess.Popen(argv)
+    try:
+        assert container_process(proc.pid, timeout=3) is None
+    finally:
+        proc.kill()  # and with it (--kill-child) the loop
+        proc.wait()
 
 
 def test_each_container_logs_its_own_stdout_and_stderr(node: Node) -> None:

@@ -943,17 +943,10 @@ class PodRun:
 
     def _container_pid(self, container: str) -> int:
         """The host pid of the container's first process (pid 1 inside)."""
-        outer = self.containers[container].proc.pid
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            # nsenter -> unshare -> (fork) the container's pid 1
-            for pid in _descendants(outer):
-                with contextlib.suppress(OSError):
-                    started = str(ENTRY) not in Path(f"/proc/{pid}/cmdline").read_text()
-                    if _ns_pid(pid) == 1 and started:  # past the runtime's set-up
-                        return pid
-            time.sleep(0.05)
-        raise AssertionError(f"{self.name}/{container}: no container process")
+        pid = container_process(self.containers[container].proc.pid, timeout=10)
+        if pid is None:
+            raise AssertionError(f"{self.name}/{container}: no container process")
+        return pid
 
     def handles(self, container: str, sig: int) -> bool:
         """Whether the container's pid 1 has set a handler for ``sig`` (its
@@ -1052,6 +1045,27 @@ def _descendants(pid: int) -> list[int]:
                     found.append(int(child))
                     todo.append(int(child))
     return found
+
+
+def container_process(outer: int, timeout: float) -> int | None:
+    """The host pid of the container process started by ``outer`` (nsenter ->
+    unshare -> (fork) the container's pid 1), once it is past the runtime's
+    set-up: in its own root (entry.py chroots after every mount) and no
+    longer entry.py. None if it is not within ``timeout`` seconds.
+
+    Its command line alone does not tell: while a process is inside execve
+    the kernel shows it empty, so the fork on its way to entry.py would look
+    set up, and an exec into it would see this machine's /etc/hosts."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in _descendants(outer):
+            with contextlib.suppress(OSError):
+                if _ns_pid(pid) != 1 or os.readlink(f"/proc/{pid}/root") == "/":
+                    continue
+                if str(ENTRY) not in Path(f"/proc/{pid}/cmdline").read_text():
+                    return pid
+        time.sleep(0.05)
+    return None
 
 
 def _ns_pid(pid: int) -> int:
