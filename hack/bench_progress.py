@@ -25,13 +25,14 @@ Four parts, each printed with its figures (``--parts`` picks some):
 ``scale``
     The served endpoint holding 10,000 ranks (1,250 pods of 8, in 10 jobs),
     each on its own kept connection at the told pace: reports a second, the
-    endpoint's CPU (its process's CPU time over the wall time, in cores) in
-    the steady state, p50/p99 and 429s.
+    endpoint's CPU (its process's and its front's CPU time over the wall
+    time, in cores) in the steady state, p50/p99 and 429s.
 
 The reporting processes of ``fairness`` and ``scale`` run in a process of
 their own (asyncio, one connection each, as ``report.Reporter`` does: keep
 the connection, wait ``next``); the endpoint's process does nothing else, so
-its CPU time is the endpoint's. The TokenReview is answered in process (once
+its CPU time and its front's (the process holding the connections) are the
+endpoint's. The TokenReview is answered in process (once
 per token, remembered as in the operator).
 
 Run: ``.venv/bin/python hack/bench_progress.py [--parts connections,hang,fairness,scale]``.
@@ -53,6 +54,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -62,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
 from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint  # noqa: E402
-from t9k_operator.reconcilers.progress.server import EventLoopServer  # noqa: E402
+from t9k_operator.reconcilers.progress.server import ProgressServer  # noqa: E402
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore  # noqa: E402
 from t9k_operator.reconcilers.serving import Route  # noqa: E402
 from t9k_operator.report import Reporter  # noqa: E402
@@ -160,18 +162,18 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 @contextmanager
-def served(endpoint: ProgressEndpoint, workdir: Path) -> Iterator[tuple[int, Path]]:
-    """``endpoint`` on TLS at 127.0.0.1: its port and its CA file."""
+def served(endpoint: ProgressEndpoint, workdir: Path) -> Iterator[tuple[int, Path, ProgressServer]]:
+    """``endpoint`` on TLS at 127.0.0.1: its port, its CA file and its server."""
     where = workdir / "certs"
     where.mkdir(exist_ok=True)
     ca, ca_key = certs.new_ca("bench CA")
     cert, key = certs.new_serving(ca, ca_key, ["127.0.0.1"])
     for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
         (where / name).write_bytes(data)
-    server = EventLoopServer(("127.0.0.1", 0), endpoint, tls.DirSource(where))
+    server = ProgressServer(("127.0.0.1", 0), endpoint, tls.DirSource(where))
     server.start()
     try:
-        yield server.port, where / "ca.crt"
+        yield server.port, where / "ca.crt", server
     finally:
         server.stop()
 
@@ -181,7 +183,7 @@ def served(endpoint: ProgressEndpoint, workdir: Path) -> Iterator[tuple[int, Pat
 
 def connections(reporters: int, seconds: float, workdir: Path, keep: bool) -> tuple[float, ...]:
     endpoint, _, _ = world({"bench": reporters}, qps=1e9, burst=10**9)
-    with served(endpoint, workdir) as (port, ca):
+    with served(endpoint, workdir) as (port, ca, _):
         url = f"https://127.0.0.1:{port}{job_path('ns', KIND.plural, 'bench')}"
         latencies: list[list[float]] = [[] for _ in range(reporters)]
         stop = time.monotonic() + seconds
@@ -390,20 +392,45 @@ def drive(
     measure_from: float,
 ) -> tuple[list[Any], float]:
     """Run ``ranks`` in a process of their own against ``endpoint`` served here:
-    their results and the endpoint's CPU (cores) from ``measure_from`` on."""
-    with served(endpoint, workdir) as (port, ca):
+    their results and the endpoint's CPU (cores) from ``measure_from`` on:
+    this process's (the answers) and its front's (the connections)."""
+    with served(endpoint, workdir) as (port, ca, server):
         began = time.time()
         spec = {"port": port, "ca": str(ca), "stop": began + seconds, "ranks": ranks}
         spec_file = workdir / "spec.json"
         spec_file.write_text(json.dumps(spec))
         child = subprocess.Popen([sys.executable, __file__, "_reporters", str(spec_file)])
         time.sleep(measure_from)
-        cpu0, wall0 = time.process_time(), time.monotonic()
+        assert server.front is not None and server.fronts_started == 1
+        cpu0, front0, wall0 = time.process_time(), proc_cpu(server.front.pid), time.monotonic()
         time.sleep(max(0.0, began + seconds - time.time()))
-        cores = (time.process_time() - cpu0) / (time.monotonic() - wall0)
+        wall = time.monotonic() - wall0
+        front = proc_cpu(server.front.pid) - front0
+        cores = Cores((time.process_time() - cpu0) / wall, front / wall)
         child.wait()
     out = json.loads((workdir / "spec.json.out").read_text())
     return [x for x in out if x[3] >= began + measure_from], cores
+
+
+@dataclass(frozen=True)
+class Cores:
+    """The endpoint's CPU in cores: the operator's interpreter's, its front's."""
+
+    answers: float
+    front: float
+
+    @property
+    def total(self) -> float:
+        return self.answers + self.front
+
+    def __str__(self) -> str:
+        return f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f})"
+
+
+def proc_cpu(pid: int) -> float:
+    """A process's CPU seconds (user and system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rank_specs(
@@ -449,7 +476,7 @@ def part_fairness(workdir: Path, seconds: float) -> None:
             ranks += rank_specs(f"small{j}", 1, 8, True, "small", 2.0)
         results, cores = drive(endpoint, workdir, ranks, seconds + 10, 10)
         how = "at the told pace" if paced else "ignoring the pace"
-        print(f"noisy job {how}: endpoint CPU {cores:.2f} cores")
+        print(f"noisy job {how}: endpoint CPU {cores}")
         print(f"  noisy  {summary(results, 'noisy', seconds)}")
         print(f"  small  {summary(results, 'small', seconds)}")
 
@@ -469,7 +496,7 @@ def part_scale(workdir: Path, seconds: float, ramp: float, pods: int) -> None:
         f"token reviews {reviews.asked}"
     )
     print(f"  all    {summary(results, 'all', seconds)}")
-    print(f"endpoint CPU {cores:.2f} cores = {cores / 0.5:.2f} of the half core allowed")
+    print(f"endpoint CPU {cores} = {cores.total / 0.5:.2f} of the half core allowed")
 
 
 def main(argv: list[str] | None = None) -> int:

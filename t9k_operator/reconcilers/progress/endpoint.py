@@ -193,6 +193,16 @@ class ProgressEndpoint:
 
     # -- a request ----------------------------------------------------------------
 
+    def answers_at_once(self, headers: Mapping[str, str]) -> bool:
+        """Whether :meth:`handle` answers these headers' request without asking
+        the API server (no token, or its review is remembered): the server
+        answers it on the thread that read it, not through its pool."""
+        token = _bearer(headers)
+        if token is None:
+            return True
+        with self._lock:
+            return _digest(token) in self._reviews
+
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
         answer = self._answer(method, path, headers, body)
         reason = answer.reason if isinstance(answer, Refusal) else ""
@@ -277,7 +287,7 @@ class ProgressEndpoint:
     def _review(self, token: str) -> Reviewed | Answer | None:
         """The token's review (cached); None when over the reviews' rate; an
         Answer when the API server could not tell."""
-        digest = hashlib.sha256(token.encode()).hexdigest()
+        digest = _digest(token)
         with self._lock:
             cached = self._reviews.get(digest)
         if cached is not None:
@@ -340,6 +350,10 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
     if scheme.lower() != "bearer" or not token or len(token) > 16384:
         return None
     return token
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _rank(headers: Mapping[str, str]) -> int:

@@ -18,7 +18,7 @@ import structlog
 from t9k_operator.reconcilers.integrations.progress import EndpointOptions, JobProgress
 from t9k_operator.reconcilers.integrations.progress_pods import Settings
 from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint
-from t9k_operator.reconcilers.progress.server import EventLoopServer
+from t9k_operator.reconcilers.progress.server import ProgressServer
 from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
 from t9k_operator.reconcilers.serving import Host
 from t9k_operator.runtime.controller import Server
@@ -55,7 +55,7 @@ class ServedProgress(JobProgress):
         return [server]
 
 
-def serve(host: Host, opts: EndpointOptions) -> tuple[EventLoopServer, Reporting]:
+def serve(host: Host, opts: EndpointOptions) -> tuple[ProgressServer, Reporting]:
     """The endpoint ``opts`` describe, built (the manager starts it), and what
     it provides the integration."""
     ctx = host.ctx
@@ -81,7 +81,7 @@ def serve(host: Host, opts: EndpointOptions) -> tuple[EventLoopServer, Reporting
         burst=opts.burst,
         clock=ctx.clock,
     )
-    server = EventLoopServer(address, endpoint, source, name="progress")
+    server = ProgressServer(address, endpoint, source, name="progress")
     reporting = Reporting(
         Settings(opts.base_url(namespace), opts.audience), store, server.bundle.ca.decode()
     )

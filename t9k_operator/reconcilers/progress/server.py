@@ -1,59 +1,60 @@
-"""The progress endpoint's HTTPS server: one event loop for every connection.
+"""The progress endpoint's HTTPS server: its front in a process of its own,
+the answers in the operator's.
 
-Each reporting process keeps its connection open between reports (a pace
-apart, up to a minute), so the endpoint holds as many connections as there
-are processes reporting, ten thousand or more. A thread for each, as
-``runtime/tls.TLSServer`` has, would cost a thread's memory each and wake
-them all in turn; here one thread runs an asyncio loop that reads the
-requests (HTTP/1.1, kept alive) and writes the answers, and a few threads
-answer them (:meth:`ProgressEndpoint.handle` may wait on the API server for
-a TokenReview, which must not stop the loop).
+Each reporting process keeps its connection open between reports, so the
+endpoint holds as many connections as there are processes reporting, ten
+thousand or more, and their TLS and HTTP cost most of the endpoint's CPU.
+:class:`ProgressServer` binds the address here (so a port in use is the
+operator's error at start), then runs ``front.py`` in a process of its own
+with that socket: its event loop holds the connections and hands each
+request over a local channel. Here one thread reads the channel and answers
+(:meth:`ProgressEndpoint.handle`) at once when the token's review is
+remembered, or through a few threads when the API server must review it.
+So the reconcile workers share their interpreter with a few microseconds a
+report, not with the connections.
 
 The certificate is the same as any of the operator's servers
-(``runtime/tls.Certified``: renewed ones are served to new connections).
+(``runtime/tls.Certified``); the front gets it at its start and each renewed
+one (served to new connections). A front that exits is started again (the
+socket stays bound here, so reporters wait in its backlog); it exits when
+the operator closes the channel, or dies.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
-import ssl
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import structlog
+
+from t9k_operator.reconcilers.progress import front
 from t9k_operator.reconcilers.progress.endpoint import (
     IDLE_TIMEOUT,
     MAX_BODY,
-    Answer,
+    RANK_HEADER,
     ProgressEndpoint,
 )
-from t9k_operator.runtime.tls import CHECK_EVERY, HANDSHAKE_TIMEOUT, Certified, Source
+from t9k_operator.runtime.tls import CHECK_EVERY, HANDSHAKE_TIMEOUT, Bundle, Certified, Source
+
+log = structlog.get_logger(__name__)
 
 BACKLOG = 1024
 """Connections waiting to be accepted (many replicas start at once)."""
 HANDLERS = 4
-"""Threads answering requests."""
-MAX_HEADERS = 64
-REASONS = {
-    202: "Accepted",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Content Too Large",
-    429: "Too Many Requests",
-    503: "Service Unavailable",
-}
+"""Threads answering requests whose token the API server must review."""
+HEADERS = ("authorization", RANK_HEADER.lower())
+"""The request headers the endpoint reads (the front passes only these)."""
+RESTART_AFTER = (1.0, 30.0)
+"""Seconds before a front that exited is started again: the first, the longest."""
 
 
-class _BadRequest(Exception):
-    pass
-
-
-class EventLoopServer(Certified):
-    """``endpoint`` served over HTTPS on ``address`` by one event loop."""
+class ProgressServer(Certified):
+    """``endpoint`` served over HTTPS on ``address`` by a front process."""
 
     def __init__(
         self,
@@ -71,9 +72,11 @@ class EventLoopServer(Certified):
         self._sock = socket.create_server(address, family=family, backlog=BACKLOG)
         self.port: int = self._sock.getsockname()[1]
         self._pool = ThreadPoolExecutor(handlers, thread_name_prefix=f"{name}-handle")
-        self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
-        self._server: asyncio.Server | None = None
+        self._send = threading.Lock()
+        self._channel: socket.socket | None = None
+        self.front: subprocess.Popen[bytes] | None = None
+        self.fronts_started = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"{self.name}-serve", daemon=True)
@@ -82,123 +85,107 @@ class EventLoopServer(Certified):
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None and self._thread.is_alive():
-            done = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
-            with contextlib.suppress(Exception):
-                done.result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        channel = self._channel
+        if channel is not None:
+            with contextlib.suppress(OSError):
+                channel.shutdown(socket.SHUT_RDWR)  # the front sees the end and exits
+        if self._thread is not None:
             self._thread.join(10)
-        else:
-            self._loop.close()
         with contextlib.suppress(OSError):
             self._sock.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def reload(self) -> bool:
+        renewed = super().reload()
+        if renewed:
+            self._certificate(self.bundle)
+        return renewed
+
+    # -- the front ----------------------------------------------------------------
+
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(
-                self._connection,
-                sock=self._sock,
-                ssl=self.context,
-                ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
-            )
+        delay = RESTART_AFTER[0]
+        while not self._stop.is_set():
+            try:
+                self._serve_one_front()
+            except Exception as exc:  # cannot start it: said, and tried again
+                log.error("the progress endpoint's front cannot start", error=str(exc))
+            if self._stop.wait(delay):
+                break
+            delay = min(delay * 2, RESTART_AFTER[1])
+
+    def _serve_one_front(self) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            proc = self._spawn(theirs)
+        finally:
+            theirs.close()
+        self.front, self._channel = proc, ours
+        self.fronts_started += 1
+        try:
+            self._certificate(self.bundle)
+            with ours.makefile("rb") as stream:
+                while (request := front.read_frame(stream)) is not None:
+                    self._dispatch(request)
+        except OSError:
+            pass
+        finally:
+            self._channel = None
+            with contextlib.suppress(OSError):
+                ours.close()
+            code = _reap(proc)
+            if not self._stop.is_set():
+                log.error("the progress endpoint's front exited; starting another", code=code)
+
+    def _spawn(self, channel: socket.socket) -> subprocess.Popen[bytes]:
+        argv = [
+            sys.executable,
+            "-I",  # the standard library only: nothing of the operator's on its path
+            front.__file__,
+            *("--listen-fd", str(self._sock.fileno())),
+            *("--channel-fd", str(channel.fileno())),
+            *("--max-body", str(MAX_BODY)),
+            *("--idle-timeout", str(IDLE_TIMEOUT)),
+            *("--handshake-timeout", str(HANDSHAKE_TIMEOUT)),
+            *("--backlog", str(BACKLOG)),
+        ]
+        for header in HEADERS:
+            argv += ["--header", header]
+        return subprocess.Popen(
+            argv, pass_fds=(self._sock.fileno(), channel.fileno()), stdin=subprocess.DEVNULL
         )
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
 
-    async def _shutdown(self) -> None:
-        """Stop accepting and end every connection (in the loop)."""
-        if self._server is not None:
-            self._server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def _certificate(self, bundle: Bundle) -> None:
+        self._write(("certificate", bundle.cert, bundle.key))
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Requests of one connection, one after the other, until it closes or
-        is idle past :data:`IDLE_TIMEOUT`."""
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                try:
-                    request = await asyncio.wait_for(_read(reader), IDLE_TIMEOUT)
-                except _BadRequest:
-                    writer.write(_render(Answer(400, "invalid", "not an HTTP request"), False))
-                    break
-                if request is None:
-                    break
-                method, path, headers, body, keep = request
-                if body is None:  # over MAX_BODY: answered without reading it
-                    answer = await loop.run_in_executor(
-                        self._pool, self.endpoint.handle, method, path, {}, b"x" * (MAX_BODY + 1)
-                    )
-                    keep = False
-                else:
-                    answer = await loop.run_in_executor(
-                        self._pool, self.endpoint.handle, method, path, headers, body
-                    )
-                keep = keep and answer.status != 503  # a standby: reconnect, maybe to the leader
-                writer.write(_render(answer, keep))
-                await writer.drain()
-                if not keep:
-                    break
-        except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError, ValueError):
-            pass
-        except asyncio.CancelledError:  # the server stops: the connection ends quietly
-            pass
-        finally:
-            writer.close()
+    def _write(self, message: tuple[Any, ...]) -> None:
+        channel = self._channel
+        if channel is None:
+            return
+        with self._send, contextlib.suppress(OSError):  # a front gone: the next gets its own
+            channel.sendall(front.frame(message))
+
+    # -- the requests -------------------------------------------------------------
+
+    def _dispatch(self, request: tuple[Any, ...]) -> None:
+        rid, method, path, headers, body = request
+        if self.endpoint.answers_at_once(headers):
+            self._answer(rid, method, path, headers, body)
+        else:
+            self._pool.submit(self._answer, rid, method, path, headers, body)
+
+    def _answer(self, rid: int, method: str, path: str, headers: Any, body: bytes | None) -> None:
+        if body is None:  # over MAX_BODY: answered without reading it
+            answer = self.endpoint.handle(method, path, {}, b"x" * (MAX_BODY + 1))
+        else:
+            answer = self.endpoint.handle(method, path, headers, body)
+        self._write(("answer", rid, answer.status, answer.retry_after, answer.body()))
 
 
-async def _read(
-    reader: asyncio.StreamReader,
-) -> tuple[str, str, dict[str, str], bytes | None, bool] | None:
-    """One request: method, path, headers (by lower-case name), body (None: too
-    large) and whether the connection is kept after it; None when the client
-    closed."""
-    line = await reader.readline()
-    if not line:
-        return None
-    parts = line.decode("latin-1").split()
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise _BadRequest(line[:100])
-    method, path, version = parts
-    headers: dict[str, str] = {}
-    for _ in range(MAX_HEADERS + 1):
-        raw = await reader.readline()
-        if raw in (b"\r\n", b"\n", b""):
-            break
-        name, sep, value = raw.decode("latin-1").partition(":")
-        if not sep:
-            raise _BadRequest(raw[:100])
-        headers[name.strip().lower()] = value.strip()
-    else:
-        raise _BadRequest("too many headers")
-    connection = headers.get("connection", "").lower()
-    keep = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+def _reap(proc: subprocess.Popen[bytes]) -> int | None:
+    """The front's exit code, once it has exited (killed if it does not)."""
     try:
-        length = int(headers.get("content-length") or 0)
-    except ValueError:
-        length = -1
-    if length < 0 or length > MAX_BODY:
-        return method, path, headers, None, False
-    body = await reader.readexactly(length) if length else b""
-    return method, path, headers, body, keep
-
-
-def _render(answer: Answer, keep: bool) -> bytes:
-    data = answer.body()
-    lines = [
-        f"HTTP/1.1 {answer.status} {REASONS.get(answer.status, 'Error')}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(data)}",
-    ]
-    if answer.retry_after is not None:
-        lines.append(f"Retry-After: {max(1, round(answer.retry_after))}")
-    if not keep:
-        lines.append("Connection: close")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
+        return proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()

@@ -4,23 +4,33 @@ the pace in the answer, a standby's refusal closing the connection."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
+import socket
 import ssl
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path
+from t9k_operator.reconcilers.progress import front as front_module
 from t9k_operator.reconcilers.progress.endpoint import MAX_BODY, Answer
+from t9k_operator.reconcilers.progress.front import render
 from t9k_operator.reconcilers.progress.pacing import Pacer
-from t9k_operator.reconcilers.progress.server import EventLoopServer, _render
+from t9k_operator.reconcilers.progress.server import ProgressServer
 from t9k_operator.report import Reporter
 from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.tls import DirSource
 from tests.unit.reconcilers.test_endpoint import PTJ, World
+from tests.unit.test_tls import served_serial
 
 
 @pytest.fixture
@@ -37,10 +47,10 @@ def certs(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def serve(certs: Path) -> Iterator[Any]:
-    servers: list[EventLoopServer] = []
+    servers: list[ProgressServer] = []
 
-    def start(w: World) -> tuple[Reporter, EventLoopServer]:
-        server = EventLoopServer(("127.0.0.1", 0), w.endpoint, DirSource(certs))
+    def start(w: World) -> tuple[Reporter, ProgressServer]:
+        server = ProgressServer(("127.0.0.1", 0), w.endpoint, DirSource(certs))
         server.start()
         servers.append(server)
         url = f"https://127.0.0.1:{server.port}{job_path('ns', PTJ.plural, 'a')}"
@@ -96,7 +106,125 @@ def test_a_body_too_large_is_refused_without_reading_it(serve: Any, certs: Path)
 def test_the_answer_is_one_write() -> None:
     # Headers and body in two writes would wait, with Nagle on, for the client's
     # delayed ACK: 40 ms a report (hack/bench_progress.py).
-    data = _render(Answer(202, "accepted", "accepted", next=2.0), True)
+    answer = Answer(202, "accepted", "accepted", next=2.0)
+    data = render(answer.status, answer.retry_after, answer.body(), True)
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 202 Accepted") and b"Connection" not in head
     assert json.loads(body)["next"] == 2.0
+
+
+# -- the front: a process of its own -------------------------------------------
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _accepted_inodes(port: int) -> set[str]:
+    """The inodes of this machine's established TCP connections whose local
+    port is ``port``: the server's side of its connections."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if int(local.split(":")[1], 16) == port and state == "01":
+            inodes.add(inode)
+    return inodes
+
+
+def test_the_connections_are_held_by_a_front_process_not_the_operators(serve: Any) -> None:
+    w = World()
+    r, server = serve(w)
+    assert r.send({"step": 1})
+    front = server.front
+    assert front is not None and front.poll() is None and front.pid != os.getpid()
+    accepted = _accepted_inodes(server.port)
+    assert len(accepted) == 1
+    assert accepted <= _socket_inodes(front.pid)
+    assert not accepted & _socket_inodes(os.getpid())
+
+
+def test_the_front_needs_the_standard_library_only() -> None:
+    # As it is run (python -I front.py): nothing of the operator's on its path.
+    where = Path(front_module.__file__).parent
+    probe = (
+        f"import sys; sys.path.insert(0, {str(where)!r}); import front; "
+        "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in sys.argv[1:]))"
+    )
+    third_party = ["t9k_operator", "structlog", "cachetools", "prometheus_client", "pydantic"]
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", probe, *third_party],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_front_that_dies_is_started_again_and_its_reporters_reconnect(serve: Any) -> None:
+    w = World()
+    r, server = serve(w)
+    assert r.send({"step": 1})
+    first = server.front
+    first.kill()
+    deadline = time.monotonic() + 10
+    while not (server.front is not first and server.front.poll() is None):
+        assert time.monotonic() < deadline, "no front started again"
+        time.sleep(0.05)
+    assert r.send({"step": 2})  # its kept connection was the first front's: a new one
+    assert r.connections == 2 and server.fronts_started == 2
+    (kept,) = w.store.latest("ja")
+    assert kept.report.step == 2
+
+
+def test_the_front_exits_with_the_server_and_the_port_closes(serve: Any) -> None:
+    r, server = serve(World())
+    assert r.send({"step": 1})
+    front = server.front
+    server.stop()
+    assert front.poll() is not None
+    assert not Path(f"/proc/{front.pid}").exists() or "Z" in _state(front.pid)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_renewed_certificate_reaches_the_front(tmp_path: Path) -> None:
+    where = tmp_path / "renewing"
+    where.mkdir()
+
+    def write() -> bytes:
+        ca, ca_key = new_ca("test CA")
+        cert, key = new_serving(ca, ca_key, ["localhost"])
+        for name, data in (("ca.crt", ca), ("tls.crt", cert), ("tls.key", key)):
+            (where / name).write_bytes(data)
+        return cert
+
+    first = write()
+    server = ProgressServer(("127.0.0.1", 0), World().endpoint, DirSource(where))
+    server.start()
+    try:
+        assert served_serial(server.port, where / "ca.crt") == serial(first)
+        time.sleep(0.01)
+        second = write()
+        os.utime(where / "tls.crt", (time.time() + 5, time.time() + 5))
+        assert server.reload()
+        deadline = time.monotonic() + 5  # the front loads it as it reads its channel
+        while served_serial(server.port, where / "ca.crt") != serial(second):
+            assert time.monotonic() < deadline, "the front still serves the first certificate"
+            time.sleep(0.05)
+    finally:
+        server.stop()
+
+
+def serial(pem: bytes) -> int:
+    return x509.load_pem_x509_certificate(pem).serial_number
