@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import socket
 import ssl
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +38,7 @@ import structlog
 from t9k_operator.kube import AlreadyExists, Conflict, KubeClient, NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.resources import SECRETS
+from t9k_operator.runtime import front
 from t9k_operator.runtime.certs import ca_usable, covers, new_ca, new_serving
 
 log = structlog.get_logger(__name__)
@@ -171,20 +170,11 @@ class Source(Protocol):
 
 def context_for(bundle: Bundle) -> ssl.SSLContext:
     """A server-side TLS context (TLS 1.2 or later) serving ``bundle``."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    load_chain(ctx, bundle)
-    return ctx
+    return front.context_for(bundle.cert, bundle.key)
 
 
 def load_chain(ctx: ssl.SSLContext, bundle: Bundle) -> None:
-    # ssl loads a chain from files only: a private temporary directory, removed at once.
-    with tempfile.TemporaryDirectory(prefix="t9k-tls-") as tmp:
-        os.chmod(tmp, 0o700)
-        crt, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-        crt.write_bytes(bundle.cert)
-        key.write_bytes(bundle.key)
-        ctx.load_cert_chain(str(crt), str(key))
+    front.load_chain(ctx, bundle.cert, bundle.key)
 
 
 def parse_bind_address(value: str) -> tuple[str, int] | None:

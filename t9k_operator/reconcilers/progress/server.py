@@ -5,7 +5,7 @@ Each reporting process keeps its connection open between reports, so the
 endpoint holds as many connections as there are processes reporting, ten
 thousand or more, and their TLS and HTTP cost most of the endpoint's CPU.
 :class:`ProgressServer` binds the address here (so a port in use is the
-operator's error at start), then runs ``front.py`` in a process of its own
+operator's error at start), then runs ``runtime/front.py`` in a process of its own
 with that socket: its event loop holds the connections and hands each
 request over a local channel. Here one thread reads the channel and answers
 (:meth:`ProgressEndpoint.handle`) at once when the token's review is
@@ -32,13 +32,13 @@ from typing import Any
 
 import structlog
 
-from t9k_operator.reconcilers.progress import front
 from t9k_operator.reconcilers.progress.endpoint import (
     IDLE_TIMEOUT,
     MAX_BODY,
     RANK_HEADER,
     ProgressEndpoint,
 )
+from t9k_operator.runtime import front
 from t9k_operator.runtime.tls import CHECK_EVERY, HANDSHAKE_TIMEOUT, Bundle, Certified, Source
 
 log = structlog.get_logger(__name__)

@@ -21,13 +21,13 @@ import pytest
 from cryptography import x509
 
 from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress import front as front_module
 from t9k_operator.reconcilers.progress.endpoint import MAX_BODY, Answer
-from t9k_operator.reconcilers.progress.front import render
 from t9k_operator.reconcilers.progress.pacing import Pacer
 from t9k_operator.reconcilers.progress.server import ProgressServer
 from t9k_operator.report import Reporter
+from t9k_operator.runtime import front as front_module
 from t9k_operator.runtime.certs import new_ca, new_serving
+from t9k_operator.runtime.front import render
 from t9k_operator.runtime.tls import DirSource
 from tests.unit.reconcilers.test_endpoint import PTJ, World
 from tests.unit.test_tls import served_serial
@@ -151,10 +151,11 @@ def test_the_connections_are_held_by_a_front_process_not_the_operators(serve: An
 
 
 def test_the_front_needs_the_standard_library_only() -> None:
-    # As it is run (python -I front.py): nothing of the operator's on its path.
-    where = Path(front_module.__file__).parent
+    # Its module as it is run (python -I front.py): nothing of the operator's
+    # on the path, not even its own folder (whose logging.py is not the
+    # standard library's).
     probe = (
-        f"import sys; sys.path.insert(0, {str(where)!r}); import front; "
+        f"import runpy, sys; runpy.run_path({front_module.__file__!r}, run_name='front'); "
         "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in sys.argv[1:]))"
     )
     third_party = ["t9k_operator", "structlog", "cachetools", "prometheus_client", "pydantic"]

@@ -1,26 +1,28 @@
-"""The progress endpoint's front: a process of its own that holds the
-reporters' connections (TLS, HTTP/1.1 kept alive) and hands each request to
-the operator over one local channel, writing back the answer it gets.
+"""An HTTPS front: a process of its own that holds a server's connections
+(TLS, HTTP/1.1 kept alive) and hands each request to the process that
+started it over one local channel, writing back the answer it gets.
 
-Ten thousand reporting processes keep a connection each, and the TLS records
-and the HTTP framing of their reports cost far more CPU than answering them
-(``ProgressEndpoint.handle``). Done in the operator's interpreter, that work
-would hold its GIL against the reconcile workers; here it runs in another
-interpreter, one asyncio loop for every connection, and the operator reads
-small messages from the channel.
+The progress endpoint (``reconcilers/progress/server.py``) serves through
+one: ten thousand reporting processes keep a connection each, and the TLS
+records and HTTP framing of their reports cost far more CPU than answering
+them. Done in the operator's interpreter, that work would hold its GIL
+against the reconcile workers; here it runs in another interpreter, one
+asyncio loop for every connection, and the operator reads small messages
+from the channel.
 
 Standard library only, and run by path (``python -I front.py``), so it
-imports nothing of the operator's: ``server.ProgressServer`` starts it with
-the listening socket and its end of the channel (inherited descriptors), and
-sends it its certificate, then any renewed one. When the channel closes (the
-operator stopped or died) it exits.
+imports nothing of the operator's: its starter passes the listening socket
+and its end of the channel (inherited descriptors), then sends its
+certificate, and any renewed one. When the channel closes (the starter
+stopped or died) it exits.
 
 The channel carries frames (:func:`frame`, :func:`read_frame`): a 4-byte
 length, then a pickled tuple; both ends are this module's.
 
-- front -> operator: ``(id, method, path, headers, body)``; ``body`` None:
-  longer than the limit, not read (the operator answers 413);
-- operator -> front: ``("answer", id, status, retry_after, body)`` and
+- front -> starter: ``(id, method, path, headers, body)``, the headers only
+  those named by ``--header``; ``body`` None: longer than ``--max-body``,
+  not read (the starter answers that, and the connection is closed);
+- starter -> front: ``("answer", id, status, retry_after, body)`` and
   ``("certificate", cert_pem, key_pem)``.
 """
 
@@ -42,7 +44,7 @@ from typing import Any, BinaryIO
 
 MAX_HEADERS = 64
 ANSWER_TIMEOUT = 60.0
-"""Seconds a request waits for the operator's answer (a TokenReview at most)."""
+"""Seconds a request waits for its answer (503 after)."""
 REASONS = {
     202: "Accepted",
     400: "Bad Request",
@@ -68,7 +70,7 @@ def read_frame(stream: BinaryIO) -> tuple[Any, ...] | None:
     if len(head) < _LENGTH.size:
         return None
     data = stream.read(_LENGTH.unpack(head)[0])
-    message: tuple[Any, ...] = pickle.loads(data)  # the operator's own channel
+    message: tuple[Any, ...] = pickle.loads(data)  # the starter's own channel
     return message
 
 
@@ -78,7 +80,7 @@ async def _read_frame(reader: asyncio.StreamReader) -> tuple[Any, ...] | None:
         data = await reader.readexactly(_LENGTH.unpack(head)[0])
     except asyncio.IncompleteReadError:
         return None
-    message: tuple[Any, ...] = pickle.loads(data)  # the operator's own channel
+    message: tuple[Any, ...] = pickle.loads(data)  # the starter's own channel
     return message
 
 
@@ -141,20 +143,23 @@ async def read_request(
     return method, path, headers, body, keep
 
 
-def context_for(cert: bytes, key: bytes, ctx: ssl.SSLContext | None = None) -> ssl.SSLContext:
-    """A server-side TLS context (TLS 1.2 or later) serving ``cert`` (PEM), or
-    ``ctx`` given it (new connections get it; open ones keep theirs)."""
-    if ctx is None:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+def context_for(cert: bytes, key: bytes) -> ssl.SSLContext:
+    """A server-side TLS context (TLS 1.2 or later) serving ``cert`` (PEM)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_chain(ctx, cert, key)
+    return ctx
+
+
+def load_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """``ctx`` serves ``cert`` to new connections (open ones keep theirs)."""
     # ssl loads a chain from files only: a private temporary directory, removed at once.
-    with tempfile.TemporaryDirectory(prefix="t9k-front-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="t9k-tls-") as tmp:
         os.chmod(tmp, 0o700)
         crt, pem = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
         crt.write_bytes(cert)
         pem.write_bytes(key)
         ctx.load_cert_chain(str(crt), str(pem))
-    return ctx
 
 
 class Front:
@@ -185,8 +190,8 @@ class Front:
                     if waiting is not None and not waiting.done():
                         waiting.set_result(message[2:])
                 elif message[0] == "certificate":
-                    context_for(message[1], message[2], self.context)
-        finally:  # the operator is gone: so is its endpoint
+                    load_chain(self.context, message[1], message[2])
+        finally:  # the starter is gone: so is its front
             server.close()
 
     async def answer(self, request: tuple[Any, ...]) -> tuple[int, float | None, bytes]:
@@ -198,7 +203,7 @@ class Front:
         try:
             return await asyncio.wait_for(waiting, ANSWER_TIMEOUT)
         except TimeoutError:
-            return 503, 5.0, _refusal("unavailable", "no answer from the operator")
+            return 503, 5.0, _refusal("unavailable", "no answer from the server")
         finally:
             self.pending.pop(rid, None)
 
@@ -244,7 +249,7 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=1024)
     parser.add_argument("--header", dest="headers", action="append", default=[])
     opts = parser.parse_args()
-    # The operator stops it by closing the channel; a terminal's Ctrl-C is the operator's.
+    # The starter stops it by closing the channel; a terminal's Ctrl-C is the starter's.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     listener = socket.socket(fileno=opts.listen_fd)
     channel = socket.socket(fileno=opts.channel_fd)
