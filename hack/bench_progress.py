@@ -342,6 +342,7 @@ async def _rank(
                     asyncio.open_connection("127.0.0.1", spec["port"], ssl=ctx), 20
                 )
             t0 = loop.time()
+            assert reader is not None and writer is not None
             writer.write(head + data)
             status, answer = await asyncio.wait_for(_answer(reader), 10)
             out.append((rank["group"], status, loop.time() - t0, time.time()))
@@ -390,7 +391,7 @@ def drive(
     ranks: list[dict[str, Any]],
     seconds: float,
     measure_from: float,
-) -> tuple[list[Any], float]:
+) -> tuple[list[Any], Cores]:
     """Run ``ranks`` in a process of their own against ``endpoint`` served here:
     their results and the endpoint's CPU (cores) from ``measure_from`` on:
     this process's (the answers) and its front's (the connections)."""

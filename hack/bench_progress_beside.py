@@ -141,6 +141,7 @@ class Run:
     cores_start: float | None = None
     cores_settled: float | None = None
     reporters_cores: float | None = None  # the reporters' process, settled
+    rss_mib: tuple[float, float] | None = None  # the operator's process and its front, settled
     # Cores spent over the job-start run: the machine's, and by process.
     start_cores: dict[str, float] = field(default_factory=dict)
     reports_s: float = 0.0  # taken a second over the settled period
@@ -283,6 +284,8 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
         text1 = scrape(operator.metrics)
         wall = time.monotonic() - wall0
         run.cores_settled = (operator_cpu(operator.proc.pid, front) - cpu0) / wall
+        rss = [starts.proc_kib(pid, "VmRSS") / 1024 for pid in (operator.proc.pid, front)]
+        run.rss_mib = (rss[0], rss[1])
         if reporters is not None:
             run.reporters_cores = (starts.proc_cpu(reporters.pid) - theirs0) / wall
         taken = reports(text1).get("accepted", 0.0) - reports(text0).get("accepted", 0.0)
@@ -362,6 +365,7 @@ def table(runs: list[Run]) -> str:
         "reconciles",
         "operator CPU, settled / starting (cores)",
         "reporters' CPU, settled (cores)",
+        "operator RSS, settled: process + front (MiB)",
         "reports taken a second (settled)",
         "refused",
     ]
@@ -375,6 +379,7 @@ def table(runs: list[Run]) -> str:
             f"{r.reconciles:.0f}",
             f"{fmt(r.cores_settled, '.2f')} / {fmt(r.cores_start, '.2f')}",
             fmt(r.reporters_cores, ".2f"),
+            f"{r.rss_mib[0]:.0f} + {r.rss_mib[1]:.0f}" if r.rss_mib else "-",
             f"{r.reports_s:.0f}",
             ", ".join(f"{k} {v:.0f}" for k, v in r.refused.items()) or "0",
         ]
