@@ -407,7 +407,8 @@ def drive(
         time.sleep(max(0.0, began + seconds - time.time()))
         wall = time.monotonic() - wall0
         front = proc_cpu(server.front.pid) - front0
-        cores = Cores((time.process_time() - cpu0) / wall, front / wall)
+        rss = proc_kib(server.front.pid, "VmRSS") / 1024
+        cores = Cores((time.process_time() - cpu0) / wall, front / wall, rss)
         child.wait()
     out = json.loads((workdir / "spec.json.out").read_text())
     return [x for x in out if x[3] >= began + measure_from], cores
@@ -419,13 +420,24 @@ class Cores:
 
     answers: float
     front: float
+    front_rss_mib: float = 0.0  # the front's memory at the end
 
     @property
     def total(self) -> float:
         return self.answers + self.front
 
     def __str__(self) -> str:
-        return f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f})"
+        return (
+            f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f}); "
+            f"the front's RSS {self.front_rss_mib:.0f} MiB"
+        )
+
+
+def proc_kib(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
 
 
 def proc_cpu(pid: int) -> float:
