@@ -427,10 +427,7 @@ class Cores:
         return self.answers + self.front
 
     def __str__(self) -> str:
-        return (
-            f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f}); "
-            f"the front's RSS {self.front_rss_mib:.0f} MiB"
-        )
+        return f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f})"
 
 
 def proc_kib(pid: int, key: str) -> int:
@@ -510,6 +507,7 @@ def part_scale(workdir: Path, seconds: float, ramp: float, pods: int) -> None:
     )
     print(f"  all    {summary(results, 'all', seconds)}")
     print(f"endpoint CPU {cores} = {cores.total / 0.5:.2f} of the half core allowed")
+    print(f"the front's RSS {cores.front_rss_mib:.0f} MiB")
 
 
 def main(argv: list[str] | None = None) -> int:
