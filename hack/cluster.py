@@ -881,6 +881,12 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str) -> None:
 # --------------------------------------------------------------------------- processes
 
 
+PORT_TRIES = 3
+"""Starts of a cluster whose process found a port taken: :func:`free_port`
+closes the port it found, and any connection of this machine's may take it
+before the process binds it."""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -1044,6 +1050,24 @@ def up(
     bin_dir = ensure_binaries()
     for g in addons:  # missing or failing binaries before the cluster starts
         ensure_addon_binaries(g)
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            return _start_cluster(name, workdir, bin_dir, addons, extra)
+        except SystemExit as exc:  # torn down already
+            if "address already in use" not in str(exc) or attempt == PORT_TRIES:
+                raise
+            log(
+                f"cluster {name!r}: a port chosen for it was taken before its process "
+                f"bound it ({attempt}/{PORT_TRIES}); starting it again on others"
+            )
+    raise AssertionError("unreachable")
+
+
+def _start_cluster(
+    name: str, workdir: Path, bin_dir: Path, addons: list[Addon], extra: list[str]
+) -> Path:
+    """Start the cluster's processes on free ports, its nodes and ``addons``;
+    all torn down again if any does not start."""
     started = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
     pki = workdir / "pki"
