@@ -131,6 +131,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from procstat import machine_cpu, proc_cpu, proc_kib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -937,20 +938,6 @@ class StandIn:
                 self.jobs_done.set()
 
 
-def proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_cpu() -> tuple[float, float]:
-    """The whole machine's (busy, all) CPU seconds since boot, over every core
-    (``/proc/stat``; idle and iowait are not busy)."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = ticks[3] + ticks[4]
-    return (sum(ticks[:8]) - idle) / hz, sum(ticks[:8]) / hz
-
-
 class CpuMeter:
     """CPU seconds by process over a run, and the machine's: who spends the
     machine's cores while jobs start (the cluster's processes from its
@@ -977,13 +964,6 @@ class CpuMeter:
         if a is None or b is None:
             return {}
         return {k: b[k] - a[k] for k in b if k in a}
-
-
-def proc_kib(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 PROFILE_TOP = 15  # entries of --py-spy's tables, by self and by cumulative share

@@ -59,6 +59,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from procstat import proc_cpu, proc_kib
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -391,10 +393,9 @@ def drive(
     ranks: list[dict[str, Any]],
     seconds: float,
     measure_from: float,
-) -> tuple[list[Any], Cores]:
+) -> tuple[list[Any], Cost]:
     """Run ``ranks`` in a process of their own against ``endpoint`` served here:
-    their results and the endpoint's CPU (cores) from ``measure_from`` on:
-    this process's (the answers) and its front's (the connections)."""
+    their results and what the endpoint spent from ``measure_from`` on."""
     with served(endpoint, workdir) as (port, ca, server):
         began = time.time()
         spec = {"port": port, "ca": str(ca), "stop": began + seconds, "ranks": ranks}
@@ -408,39 +409,27 @@ def drive(
         wall = time.monotonic() - wall0
         front = proc_cpu(server.front.pid) - front0
         rss = proc_kib(server.front.pid, "VmRSS") / 1024
-        cores = Cores((time.process_time() - cpu0) / wall, front / wall, rss)
+        cost = Cost((time.process_time() - cpu0) / wall, front / wall, rss)
         child.wait()
     out = json.loads((workdir / "spec.json.out").read_text())
-    return [x for x in out if x[3] >= began + measure_from], cores
+    return [x for x in out if x[3] >= began + measure_from], cost
 
 
 @dataclass(frozen=True)
-class Cores:
-    """The endpoint's CPU in cores: the operator's interpreter's, its front's."""
+class Cost:
+    """What the endpoint spent: its CPU in cores, in the operator's interpreter
+    (the answers) and in its front (the connections), and its front's memory."""
 
     answers: float
     front: float
-    front_rss_mib: float = 0.0  # the front's memory at the end
+    front_rss_mib: float
 
     @property
-    def total(self) -> float:
+    def cores(self) -> float:
         return self.answers + self.front
 
     def __str__(self) -> str:
-        return f"{self.total:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f})"
-
-
-def proc_kib(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def proc_cpu(pid: int) -> float:
-    """A process's CPU seconds (user and system)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return f"{self.cores:.2f} cores (answers {self.answers:.2f}, front {self.front:.2f})"
 
 
 def rank_specs(
@@ -484,9 +473,9 @@ def part_fairness(workdir: Path, seconds: float) -> None:
         ranks = rank_specs("noisy", 64, 8, paced, "noisy", 2.0)
         for j in range(50):
             ranks += rank_specs(f"small{j}", 1, 8, True, "small", 2.0)
-        results, cores = drive(endpoint, workdir, ranks, seconds + 10, 10)
+        results, cost = drive(endpoint, workdir, ranks, seconds + 10, 10)
         how = "at the told pace" if paced else "ignoring the pace"
-        print(f"noisy job {how}: endpoint CPU {cores}")
+        print(f"noisy job {how}: endpoint CPU {cost}")
         print(f"  noisy  {summary(results, 'noisy', seconds)}")
         print(f"  small  {summary(results, 'small', seconds)}")
 
@@ -500,14 +489,14 @@ def part_scale(workdir: Path, seconds: float, ramp: float, pods: int) -> None:
     ranks: list[dict[str, Any]] = []
     for j in range(10):
         ranks += rank_specs(f"job{j}", pods // 10, 8, True, "all", ramp)
-    results, cores = drive(endpoint, workdir, ranks, ramp + seconds, ramp)
+    results, cost = drive(endpoint, workdir, ranks, ramp + seconds, ramp)
     print(
         f"ranks counted {endpoint.pacer.ranks}, pace {endpoint.pacer.pace():.1f} s, "
         f"token reviews {reviews.asked}"
     )
     print(f"  all    {summary(results, 'all', seconds)}")
-    print(f"endpoint CPU {cores} = {cores.total / 0.5:.2f} of the half core allowed")
-    print(f"the front's RSS {cores.front_rss_mib:.0f} MiB")
+    print(f"endpoint CPU {cost} = {cost.cores / 0.5:.2f} of the half core allowed")
+    print(f"the front's RSS {cost.front_rss_mib:.0f} MiB")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,6 +61,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 
 import bench_job_start as starts  # noqa: E402
 import bench_progress as progress_bench  # noqa: E402
+from procstat import proc_cpu, proc_kib  # noqa: E402
 
 from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
 from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
@@ -279,15 +280,17 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
         text0 = scrape(operator.metrics)
         front = front_pid(operator.proc.pid)
         cpu0, wall0 = operator_cpu(operator.proc.pid, front), time.monotonic()
-        theirs0 = starts.proc_cpu(reporters.pid) if reporters else 0.0
+        theirs0 = proc_cpu(reporters.pid) if reporters else 0.0
         time.sleep(args.settle)
         text1 = scrape(operator.metrics)
         wall = time.monotonic() - wall0
         run.cores_settled = (operator_cpu(operator.proc.pid, front) - cpu0) / wall
-        rss = [starts.proc_kib(pid, "VmRSS") / 1024 for pid in (operator.proc.pid, front)]
-        run.rss_mib = (rss[0], rss[1])
+        run.rss_mib = (
+            proc_kib(operator.proc.pid, "VmRSS") / 1024,
+            proc_kib(front, "VmRSS") / 1024,
+        )
         if reporters is not None:
-            run.reporters_cores = (starts.proc_cpu(reporters.pid) - theirs0) / wall
+            run.reporters_cores = (proc_cpu(reporters.pid) - theirs0) / wall
         taken = reports(text1).get("accepted", 0.0) - reports(text0).get("accepted", 0.0)
         run.reports_s = taken / args.settle
 
@@ -413,7 +416,7 @@ def front_pid(operator: int) -> int:
 
 def operator_cpu(operator: int, front: int) -> float:
     """The operator's CPU seconds: its own process's and its front's."""
-    return starts.proc_cpu(operator) + starts.proc_cpu(front)
+    return proc_cpu(operator) + proc_cpu(front)
 
 
 def main() -> int:
