@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.reconcilers.progress.endpoint import (
     IDLE_TIMEOUT,
     MAX_BODY,
@@ -65,9 +66,10 @@ class ProgressServer(Certified):
         name: str = "progress",
         check_every: float = CHECK_EVERY,
         handlers: int = HANDLERS,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         super().__init__(source, name=name, check_every=check_every)
-        self.endpoint = endpoint
+        self.endpoint, self.clock = endpoint, clock
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self._sock = socket.create_server(address, family=family, backlog=BACKLOG)
         self.port: int = self._sock.getsockname()[1]
@@ -106,11 +108,14 @@ class ProgressServer(Certified):
     def _run(self) -> None:
         delay = RESTART_AFTER[0]
         while not self._stop.is_set():
+            started = self.clock.monotonic()
             try:
                 self._serve_one_front()
             except Exception as exc:  # cannot start it: said, and tried again
                 log.error("the progress endpoint's front cannot start", error=str(exc))
-            if self._stop.wait(delay):
+            if self.clock.monotonic() - started > RESTART_AFTER[1]:  # it served: a new failure
+                delay = RESTART_AFTER[0]
+            if self.clock.wait(self._stop, delay):
                 break
             delay = min(delay * 2, RESTART_AFTER[1])
 
@@ -123,6 +128,8 @@ class ProgressServer(Certified):
         self.front, self._channel = proc, ours
         self.fronts_started += 1
         try:
+            if self._stop.is_set():  # stopped while it started: stop() did not see the channel
+                ours.shutdown(socket.SHUT_RDWR)
             self._certificate(self.bundle)
             with ours.makefile("rb") as stream:
                 while (request := front.read_frame(stream)) is not None:

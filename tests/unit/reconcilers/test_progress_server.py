@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from t9k_operator.runtime import front as front_module
 from t9k_operator.runtime.certs import new_ca, new_serving
 from t9k_operator.runtime.front import render
 from t9k_operator.runtime.tls import DirSource
+from tests.fakes import FakeClock
 from tests.unit.reconcilers.test_endpoint import PTJ, World
 from tests.unit.test_tls import served_serial
 
@@ -260,3 +262,24 @@ def test_a_renewed_certificate_reaches_the_front(tmp_path: Path) -> None:
 
 def serial(pem: bytes) -> int:
     return x509.load_pem_x509_certificate(pem).serial_number
+
+
+def test_a_front_that_served_a_while_is_restarted_after_the_first_delay(certs: Path) -> None:
+    # The delays double while fronts keep failing at once; one that served
+    # longer than the longest delay is a new failure, not the same one.
+    waited: list[float] = []
+
+    class Clock(FakeClock):
+        def wait(self, event: threading.Event, seconds: float) -> bool:
+            waited.append(seconds)
+            return len(waited) == 5
+
+    clock = Clock()
+    server = ProgressServer(("127.0.0.1", 0), World().endpoint, DirSource(certs), clock=clock)
+    served = iter([100.0, 0.0, 0.0, 100.0, 0.0])  # how long each front serves
+    server._serve_one_front = lambda: clock.step(next(served))  # type: ignore[method-assign]
+    try:
+        server._run()
+    finally:
+        server.stop()
+    assert waited == [1.0, 2.0, 4.0, 1.0, 2.0]
