@@ -50,9 +50,11 @@ OUTCOMES = ("success", "error", "requeue", "requeue_after")
 
 
 class Server(Protocol):
-    """A server the manager starts and stops."""
+    """A server the manager starts and stops. :meth:`start` returns once it
+    serves (or has said why it does not), so what follows at the
+    manager's start may rely on it; what it returns is not read."""
 
-    def start(self) -> None: ...
+    def start(self) -> object: ...
 
     def stop(self) -> None: ...
 

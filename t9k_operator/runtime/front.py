@@ -19,9 +19,11 @@ stopped or died) it exits.
 The channel carries frames (:func:`frame`, :func:`read_frame`): a 4-byte
 length, then a pickled tuple; both ends are this module's.
 
-- front -> starter: ``(id, method, path, headers, body)``, the headers only
-  those named by ``--header``; ``body`` None: longer than ``--max-body``,
-  not read (the starter answers that, and the connection is closed);
+- front -> starter: ``("serving",)`` once, when it accepts connections
+  with its first certificate; then ``(id, method, path, headers, body)``
+  for each request, the headers only those named by ``--header``; ``body``
+  None: longer than ``--max-body``, not read (the starter answers that,
+  and the connection is closed);
 - starter -> front: ``("answer", id, status, retry_after, body)`` and
   ``("certificate", cert_pem, key_pem)``.
 """
@@ -64,6 +66,8 @@ REASONS = {
     429: "Too Many Requests",
     503: "Service Unavailable",
 }
+SERVING = ("serving",)
+"""The front's first frame: it accepts connections now."""
 _LENGTH = struct.Struct("!I")
 
 
@@ -191,6 +195,7 @@ class Front:
             ssl_handshake_timeout=self.opts.handshake_timeout,
             backlog=self.opts.backlog,
         )
+        self.out.write(frame(SERVING))
         try:
             while (message := await _read_frame(reader)) is not None:
                 if message[0] == "answer":

@@ -7,7 +7,8 @@ thousand or more, and their TLS and HTTP cost most of the endpoint's CPU.
 :class:`ProgressServer` binds the address here (so a port in use is the
 operator's error at start), then runs ``runtime/front.py`` in a process of its own
 with that socket: its event loop holds the connections and hands each
-request over a local channel. Here one thread reads the channel and answers
+request over a local channel. :meth:`ProgressServer.start` returns once
+the front says it serves. Here one thread reads the channel and answers
 (:meth:`ProgressEndpoint.handle`) at once when the token's review is
 remembered, or through a few threads when the API server must review it.
 So the reconcile workers share their interpreter with a few microseconds a
@@ -52,6 +53,8 @@ HEADERS = ("authorization", RANK_HEADER.lower())
 """The request headers the endpoint reads (the front passes only these)."""
 RESTART_AFTER = (1.0, 30.0)
 """Seconds before a front that exited is started again: the first, the longest."""
+START_TIMEOUT = 10.0
+"""Seconds :meth:`ProgressServer.start` waits for the first front to serve."""
 
 
 class ProgressServer(Certified):
@@ -78,12 +81,24 @@ class ProgressServer(Certified):
         self._send = threading.Lock()
         self._channel: socket.socket | None = None
         self.front: subprocess.Popen[bytes] | None = None
+        """The front process; set before :attr:`serving` is."""
         self.fronts_started = 0
+        self.serving = threading.Event()
+        """Set while a front accepts connections: from its ``serving`` frame
+        until it exits."""
 
-    def start(self) -> None:
+    def start(self, timeout: float = START_TIMEOUT) -> bool:
+        """Start the front, and return once it serves (:attr:`front` is then
+        its process), or after ``timeout`` seconds: whether it serves. One
+        that is not serving by then is said, and the server keeps trying to
+        start one."""
         self._thread = threading.Thread(target=self._run, name=f"{self.name}-serve", daemon=True)
         self._thread.start()
         self.watch()
+        if self.serving.wait(timeout):
+            return True
+        log.error("the progress endpoint's front is not serving yet", waited=timeout)
+        return False
 
     def stop(self) -> None:
         self._stop.set()
@@ -132,11 +147,15 @@ class ProgressServer(Certified):
                 ours.shutdown(socket.SHUT_RDWR)
             self._certificate(self.bundle)
             with ours.makefile("rb") as stream:
-                while (request := front.read_frame(stream)) is not None:
-                    self._dispatch(request)
+                while (message := front.read_frame(stream)) is not None:
+                    if message == front.SERVING:
+                        self.serving.set()
+                    else:
+                        self._dispatch(message)
         except OSError:
             pass
         finally:
+            self.serving.clear()
             self._channel = None
             with contextlib.suppress(OSError):
                 ours.close()

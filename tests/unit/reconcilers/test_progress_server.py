@@ -170,6 +170,49 @@ def test_the_front_needs_the_standard_library_only() -> None:
     assert out.stdout.strip() == "[]"
 
 
+class SlowToSpawn(ProgressServer):
+    """Its front started half a second late, as on a fresh machine whose
+    serving thread loses the race to whoever reads the front first."""
+
+    def _spawn(self, channel: socket.socket) -> subprocess.Popen[bytes]:
+        time.sleep(0.5)
+        return super()._spawn(channel)
+
+
+class NeverServes(ProgressServer):
+    """A front that reads its channel and never says it serves."""
+
+    def _spawn(self, channel: socket.socket) -> subprocess.Popen[bytes]:
+        drain = "import os, sys\nwhile os.read(int(sys.argv[1]), 65536): pass"
+        argv = [sys.executable, "-I", "-c", drain, str(channel.fileno())]
+        return subprocess.Popen(argv, pass_fds=(channel.fileno(),), stdin=subprocess.DEVNULL)
+
+
+def test_start_returns_once_the_front_serves(certs: Path) -> None:
+    server = SlowToSpawn(("127.0.0.1", 0), World().endpoint, DirSource(certs))
+    try:
+        began = time.monotonic()
+        served = server.start()
+        front = server.front
+        assert front is not None, "start() returned before the front was started"
+        assert served is True and server.serving.is_set() and front.poll() is None
+        assert time.monotonic() - began >= 0.5
+    finally:
+        server.stop()
+    assert not server.serving.is_set()
+
+
+def test_a_front_that_does_not_serve_ends_the_wait_at_the_timeout(certs: Path) -> None:
+    server = NeverServes(("127.0.0.1", 0), World().endpoint, DirSource(certs))
+    try:
+        began = time.monotonic()
+        assert server.start(timeout=0.5) is False
+        assert 0.5 <= time.monotonic() - began < 5
+        assert not server.serving.is_set()
+    finally:
+        server.stop()
+
+
 def test_a_kept_connection_costs_the_front_tens_of_kib_not_hundreds(
     serve: Any, certs: Path
 ) -> None:
