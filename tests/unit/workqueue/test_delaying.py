@@ -94,13 +94,45 @@ def test_ready_item_already_dirty_is_deduplicated(dq: DelayingQueue[str], clock:
     assert dq.len() == 1
 
 
+class CountingWakes(DelayingQueue[str]):
+    """Counts the background thread's looks at the heap; ``asleep`` is set by
+    the first look that found an item waiting, after which the thread sleeps
+    until that item is due (or the heartbeat), unless an earlier one wakes it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.looks = 0
+        self.asleep = threading.Event()
+        super().__init__(**kwargs)  # starts the thread
+
+    def _move_ready_locked(self) -> tuple[int, float | None]:
+        self.looks += 1
+        moved, wait = super()._move_ready_locked()
+        if wait is not None:
+            self.asleep.set()
+        return moved, wait
+
+
+class SlowToLook(CountingWakes):
+    """The thread of a busy machine: slow over its first look at a waiting item."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.slowed = False
+        super().__init__(**kwargs)
+
+    def _move_ready_locked(self) -> tuple[int, float | None]:
+        if self._waiting and not self.slowed:
+            self.slowed = True
+            time.sleep(0.3)
+        return super()._move_ready_locked()
+
+
 def test_background_thread_moves_items_and_is_woken_by_earlier_item(
     shutdown_later: Callable[[Queue[Any]], Queue[Any]],
 ) -> None:
-    q: DelayingQueue[str] = DelayingQueue(clock=RealClock())
+    q = CountingWakes(clock=RealClock())
     shutdown_later(q)
     q.add_after("late", 60.0)
-    time.sleep(0.005)  # let the thread go to sleep on the 60 s deadline
+    assert q.asleep.wait(JOIN)  # the thread sleeps until "late" is due (or the heartbeat)
     q.add_after("soon", 0.01)
     t0 = time.monotonic()
     assert q.get(timeout=JOIN) == ("soon", False)
@@ -108,23 +140,14 @@ def test_background_thread_moves_items_and_is_woken_by_earlier_item(
     assert q.num_waiting() == 1
 
 
-class CountingWakes(DelayingQueue[str]):
-    """Counts the background thread's looks at the heap."""
-
-    looks = 0
-
-    def _move_ready_locked(self) -> tuple[int, float | None]:
-        self.looks += 1
-        return super()._move_ready_locked()
-
-
+@pytest.mark.parametrize("kind", [CountingWakes, SlowToLook])
 def test_an_item_due_after_the_earliest_does_not_wake_the_background_thread(
-    shutdown_later: Callable[[Queue[Any]], Queue[Any]],
+    shutdown_later: Callable[[Queue[Any]], Queue[Any]], kind: type[CountingWakes]
 ) -> None:
-    q = CountingWakes(clock=RealClock())
+    q = kind(clock=RealClock())
     shutdown_later(q)
     q.add_after("first", 60.0)
-    time.sleep(0.05)  # the thread sleeps until the first is due
+    assert q.asleep.wait(JOIN)  # the thread has seen it, and sleeps until it is due
     looks = q.looks
     for i in range(50):  # a pod's changes, each after the batch period
         q.add_after(f"later-{i}", 61.0 + i)
