@@ -22,9 +22,9 @@ from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers import plugins as integrations
-from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
-from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL
+from t9k_operator.reconcilers.pipeline.contract import Integration
 from t9k_operator.resources import NODES
 from t9k_operator.runtime import logging as oplogging
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions

@@ -15,7 +15,7 @@ Entry points: :func:`add_arguments` and :func:`main` for the ``t9k`` CLI,
 
 May import ``api``, ``builders``, ``objects`` and the pure
 ``kinds`` (the kinds' views, success rules and local hooks); never the client,
-the informers, the runtime, the foundation or the apply step.
+the informers, the runtime, the foundation or the reconcile pipeline.
 """
 
 from t9k_operator.local.cli import add_arguments, main, run

@@ -1,7 +1,8 @@
 """Reconcilers: the pure engine (``engine``), over the job kinds (``t9k_operator.kinds``), the
-integrations (``integrations``, listed in ``plugins``, their servers started through
-``serving``), the apply step (``apply``) and the plugins' own controllers and servers
-(``tensorboard``, ``progress``, ``starts``).
+reconcile pipeline (``pipeline``: the integration contract, the plan and the apply
+step), the integrations (``integrations``, listed in ``plugins``, their servers
+started through ``serving``) and the plugins' own controllers and servers
+(``tensorboard``, ``progress``, ``starts``, ``gpus``).
 
 :func:`build_controllers` is what the manager calls to get one
 :class:`~t9k_operator.runtime.controller.Controller` per kind in
@@ -17,9 +18,9 @@ from typing import Any
 
 from t9k_operator.kinds.registry import KINDS, OTHER_CRDS
 from t9k_operator.reconcilers import serving
-from t9k_operator.reconcilers.apply.job import JobReconciler
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
-from t9k_operator.reconcilers.integrations.contract import Integration
+from t9k_operator.reconcilers.pipeline.contract import Integration
+from t9k_operator.reconcilers.pipeline.job import JobReconciler
 from t9k_operator.reconcilers.tensorboard.controller import TensorBoardReconciler
 from t9k_operator.runtime.controller import Controller, ControllerContext
 

@@ -2,7 +2,7 @@
 asks them (an integration may leave the job's view changed for those after
 it: Kueue takes the job's queue before gang scheduling reads it).
 
-Each entry is an integration's :class:`~.integrations.contract.Setup`: the
+Each entry is an integration's :class:`~.pipeline.contract.Setup`: the
 pure integration's class, or (for one with servers of its own) its subclass
 with the server hook (``reconcilers/serving.py``), which is why this registry
 lives beside the pure package rather than in it. The operator's flags, the
@@ -20,11 +20,11 @@ from typing import Any
 
 from t9k_operator import entry_points
 from t9k_operator.reconcilers.gpus.plugin import ServedGPUUsage
-from t9k_operator.reconcilers.integrations.contract import Integration, Rule, Setup
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.integrations.workdir import Workdir
+from t9k_operator.reconcilers.pipeline.contract import Integration, Rule, Setup
 from t9k_operator.reconcilers.progress.plugin import ServedProgress
 from t9k_operator.reconcilers.starts.plugin import ServedStartEstimate
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import yaml
@@ -35,7 +35,7 @@ from t9k_operator.resources import EVENTS, NODES, PODS
 from t9k_operator.sdk import gpu_usage, views
 from t9k_operator.sdk.errors import BadJob, NotFound, call, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
-from t9k_operator.sdk.logs import LogLine, Logs
+from t9k_operator.sdk.logs import LogLine, LogReads
 from t9k_operator.sdk.manifests import named_kind
 from t9k_operator.sdk.waiting import WAIT_STATES, wait_for
 from t9k_operator.sdk.writing import Obj, Writing
@@ -86,8 +86,9 @@ def _each(kinds: Iterable[Served], read: Callable[[Served], T]) -> list[tuple[Se
     return out
 
 
-class Client(Writing):
-    """Jobs and TensorBoards of one cluster (and a default namespace)."""
+class Client(Writing, LogReads):
+    """Jobs and TensorBoards of one cluster (and a default namespace): the reads
+    here, the writes of :class:`Writing`, the logs of :class:`LogReads`."""
 
     def __init__(
         self,
@@ -254,36 +255,6 @@ class Client(Writing):
             return job
 
         return wait_for(fetch, name, until, timeout=timeout, interval=interval, progress=progress)
-
-    # -- logs ------------------------------------------------------------------------
-
-    def logs(
-        self,
-        name: str,
-        *,
-        replica: str | None = None,
-        all_replicas: bool = False,
-        follow: bool = False,
-        since_seconds: int | None = None,
-        kind: str | None = None,
-        namespace: str | None = None,
-        poll: float = 1.0,
-    ) -> Iterator[LogLine]:
-        """A job's log lines: of one replica (``worker-1``; by default the one
-        whose outcome decides the job: the master, the launcher, worker-0) or
-        of all of them interleaved. ``follow`` keeps reading, picks up a
-        restarted replica's new pod, and ends when the job has finished and
-        every log has been read."""
-        return Logs(self).lines(
-            name,
-            replica=replica,
-            all_replicas=all_replicas,
-            follow=follow,
-            since_seconds=since_seconds,
-            kind=kind,
-            namespace=namespace,
-            poll=poll,
-        )
 
 
 def _event_time(event: Mapping[str, Any]) -> float:

@@ -1,6 +1,10 @@
-"""Reading a job's logs for the SDK's :class:`~t9k_operator.sdk.client.Client`:
-one replica's or all of them interleaved, read once or followed across
-restarts until the job ends.
+"""Reading a job's logs, the SDK client's :meth:`~LogReads.logs`: one replica's
+or all of them interleaved, read once or followed across restarts until the job ends.
+
+:class:`LogReads` is the client's part that reads logs, on the reads of jobs and
+pods the client gives it (as :class:`~t9k_operator.sdk.writing.Writing` is its
+writes): this module stands below :mod:`t9k_operator.sdk.client` and imports
+nothing of it.
 
 A replica's log is its training container's (the container its kind's
 builders launch the training in, by the kind's ``training_containers``); by
@@ -15,9 +19,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from t9k_operator import kube
 from t9k_operator.builders.common import (
@@ -30,9 +35,6 @@ from t9k_operator.kinds.registry import by_kind, job_kind_of
 from t9k_operator.resources import PODS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import ConnectionFailed, NotFound, T9kError, from_api
-
-if TYPE_CHECKING:
-    from t9k_operator.sdk.client import Client
 
 Obj = dict[str, Any]
 
@@ -48,10 +50,57 @@ class LogLine:
     info: bool = False
 
 
+class LogReads(ABC):
+    """The log reads of a client of ``kube`` (:meth:`logs`); the client's reads
+    give :meth:`get` and :meth:`pods`."""
+
+    kube: kube.KubeClient
+
+    @abstractmethod
+    def get(self, name: str, kind: str | None = None, namespace: str | None = None) -> Obj: ...
+
+    @abstractmethod
+    def pods(
+        self,
+        job: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+    ) -> list[Obj]: ...
+
+    def logs(
+        self,
+        name: str,
+        *,
+        replica: str | None = None,
+        all_replicas: bool = False,
+        follow: bool = False,
+        since_seconds: int | None = None,
+        kind: str | None = None,
+        namespace: str | None = None,
+        poll: float = 1.0,
+    ) -> Iterator[LogLine]:
+        """A job's log lines: of one replica (``worker-1``; by default the one
+        whose outcome decides the job: the master, the launcher, worker-0) or
+        of all of them interleaved. ``follow`` keeps reading, picks up a
+        restarted replica's new pod, and ends when the job has finished and
+        every log has been read."""
+        return Logs(self).lines(
+            name,
+            replica=replica,
+            all_replicas=all_replicas,
+            follow=follow,
+            since_seconds=since_seconds,
+            kind=kind,
+            namespace=namespace,
+            poll=poll,
+        )
+
+
 class Logs:
     """A client's reader of job logs."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: LogReads) -> None:
         self.client = client
 
     def lines(
@@ -66,7 +115,7 @@ class Logs:
         namespace: str | None = None,
         poll: float = 1.0,
     ) -> Iterator[LogLine]:
-        """The lines :meth:`Client.logs <t9k_operator.sdk.client.Client.logs>` yields."""
+        """The lines :meth:`LogReads.logs` yields."""
         job = self.client.get(name, kind, namespace)
         pods = self.client.pods(job)
         replicas = sorted(views.replica_of(name, p["metadata"]["name"]) for p in pods)

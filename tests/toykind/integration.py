@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.integrations.contract import Base, Caches, Event, JobInput, Rule
+from t9k_operator.reconcilers.pipeline.contract import Base, Caches, Event, JobInput, Rule
 from tests.toykind.api import CRD
 
 SEEN: Obj = {"seen": True}

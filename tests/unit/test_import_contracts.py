@@ -1,8 +1,11 @@
 """The import contracts in pyproject.toml catch what they are meant to: an
-import of the kube client into the engine, a kind or an integration breaks
-the pure packages' contract, an import of the apply step into the engine breaks
-the reconcilers' layers, one into the foundation breaks the plumbing's, the
-kube client in the CLI or the SDK in the operator breaks theirs."""
+import of the kube client into the engine, a kind, an integration or the
+pipeline's contract or plan breaks the pure packages' contract, and so does an
+integration importing the pipeline's apply step; an import of an integration
+into the engine breaks the reconcilers' layers, one into the pipeline breaks
+its own contract; the kube client in the foundation breaks the plumbing's, in
+the CLI or the SDK in the operator theirs; the SDK's client imported by one of its
+parts (its logs) breaks the SDK's layers."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -32,7 +36,15 @@ def copy_of_the_package(tmp_path: Path) -> Path:
     return tree
 
 
-PURE = "Pure packages: builders, api, kinds, engine, integrations"
+PURE = "Pure: builders, api, kinds, engine, integrations, pipeline contract/plan"
+PIPELINE = "t9k_operator.reconcilers.pipeline"
+
+
+def named_in(name: str) -> set[str]:
+    """The modules the contract ``name`` of pyproject.toml names (sources and forbidden)."""
+    linter = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (found,) = [c for c in linter["contracts"] if c["name"] == name]
+    return {*found["source_modules"], *found["forbidden_modules"]}
 
 
 @pytest.mark.parametrize(
@@ -41,7 +53,8 @@ PURE = "Pure packages: builders, api, kinds, engine, integrations"
         "reconcilers/engine/planner.py",
         "kinds/contract.py",
         "reconcilers/integrations/gang.py",
-        "reconcilers/integrations/contract.py",
+        "reconcilers/pipeline/contract.py",
+        "reconcilers/pipeline/plan.py",
     ],
 )
 def test_a_kube_import_in_a_pure_package_breaks_the_purity_contract(
@@ -58,17 +71,60 @@ def test_a_kube_import_in_a_pure_package_breaks_the_purity_contract(
     assert f"{dotted} -> t9k_operator.kube" in proc.stdout
 
 
+def test_an_integration_importing_the_apply_step_breaks_the_purity_contract(
+    tmp_path: Path,
+) -> None:
+    tree = copy_of_the_package(tmp_path)
+    gang = tree / "t9k_operator" / "reconcilers" / "integrations" / "gang.py"
+    assert f"from {PIPELINE}.contract import" in gang.read_text()  # the contract is its to use
+    assert f"{PURE} KEPT" in lint_imports(tree).stdout
+    gang.write_text(gang.read_text() + f"\nfrom {PIPELINE}.children import Writer  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{PURE} BROKEN" in proc.stdout
+    said = " ".join(proc.stdout.split())  # unwrapped
+    assert f"is not allowed to import {PIPELINE}.children:" in said  # itself, not only its client
+
+
+def test_every_module_of_the_pipeline_is_pure_or_the_apply_step() -> None:
+    """A new module of the pipeline is named in the purity contract: a pure
+    source, or a part of the apply step the pure packages may not import."""
+    named = named_in(PURE)
+    package = ROOT / "t9k_operator" / "reconcilers" / "pipeline"
+    modules = {f"{PIPELINE}.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    assert modules == {m for m in named if m.startswith(f"{PIPELINE}.")}
+
+
 def test_the_engine_importing_an_integration_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
     tree = copy_of_the_package(tmp_path)
-    contract = "Reconcilers by role: plugins -> servers -> apply -> integrations -> engine"
+    contract = "Reconcilers: plugins -> servers -> integrations -> pipeline -> engine"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     rules = tree / "t9k_operator" / "reconcilers" / "engine" / "planner.py"
     rules.write_text(
-        rules.read_text() + "\nfrom t9k_operator.reconcilers.integrations import plan  # noqa\n"
+        rules.read_text() + "\nfrom t9k_operator.reconcilers.integrations import gang  # noqa\n"
     )
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
+
+
+@pytest.mark.parametrize("module", ["plan.py", "job.py"])
+def test_the_pipeline_importing_an_integration_breaks_its_contract(
+    tmp_path: Path, module: str
+) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "The pipeline names no integration"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    path = tree / "t9k_operator" / "reconcilers" / "pipeline" / module
+    path.write_text(
+        path.read_text() + "\nfrom t9k_operator.reconcilers.integrations import kueue  # noqa\n"
+    )
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+    dotted = f"{PIPELINE}.{module.removesuffix('.py')}"
+    said = " ".join(proc.stdout.split())  # unwrapped
+    assert f"{dotted} -> t9k_operator.reconcilers.integrations.kueue" in said
 
 
 def test_a_kube_import_in_the_foundation_breaks_the_plumbing_layers(tmp_path: Path) -> None:
@@ -104,12 +160,30 @@ def test_the_sdk_reads_the_kinds_but_importing_the_reconcilers_breaks_its_contra
     assert "from t9k_operator.kinds" in sdk_build.read_text()  # the one kind descriptor
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     sdk_build.write_text(
-        sdk_build.read_text() + "\nfrom t9k_operator.reconcilers.apply import job  # noqa\n"
+        sdk_build.read_text() + "\nfrom t9k_operator.reconcilers.pipeline import job  # noqa\n"
     )
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
     assert "t9k_operator.sdk.build -> t9k_operator.reconcilers" in proc.stdout
+
+
+def test_the_sdk_logs_importing_the_client_breaks_the_sdk_layers(tmp_path: Path) -> None:
+    """The cycle client -> logs -> client, even as an import for the type checker only."""
+    tree = copy_of_the_package(tmp_path)
+    contract = "The SDK's client stands on its parts, which never import it"
+    logs = tree / "t9k_operator" / "sdk" / "logs.py"
+    assert "from t9k_operator.sdk.client import" not in logs.read_text()
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    logs.write_text(
+        logs.read_text()
+        + "\nfrom typing import TYPE_CHECKING  # noqa\n"
+        + "\nif TYPE_CHECKING:\n    from t9k_operator.sdk.client import Client  # noqa\n"
+    )
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
+    assert "t9k_operator.sdk.logs -> t9k_operator.sdk.client" in proc.stdout
 
 
 def test_the_operator_importing_the_sdk_breaks_its_contract(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ from t9k_operator.__main__ import (
 from t9k_operator.kube import Forbidden, NotFound, ServerError
 from t9k_operator.manager import parse_bind_address
 from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
+from t9k_operator.reconcilers.pipeline.contract import Integration
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 
 

@@ -166,7 +166,7 @@ def test_reconcile_series_exist_at_zero_once_a_controller_starts() -> None:
 def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[str, Any]]) -> None:
     from t9k_operator.kinds.view import Outcome
     from t9k_operator.reconcilers import engine
-    from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
+    from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
 
     plan = engine.Plan()
     plan.finished = Outcome("Failed", "BackoffLimitExceeded", "replica worker-0 failed twice")
@@ -183,7 +183,7 @@ def test_a_failed_job_is_logged_with_its_reason(captured: list[MutableMapping[st
 def test_a_kinds_lifecycle_series_exist_at_zero_once_a_job_of_a_namespace_is_seen() -> None:
     """A job's success, restart and duration are increases rate() can see:
     their series exist at 0 from the first reconcile of a job in the namespace."""
-    from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
+    from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
 
     Lifecycle("ZeroJob").series_at_zero("zero-ns")
     series = labels(kind="ZeroJob", namespace="zero-ns")

@@ -2,7 +2,8 @@
 resume, debug, cleanup, conditions) that every job kind goes through.
 
 May import the kinds' vocabulary (``t9k_operator.kinds``), ``builders``, ``api``
-and ``objects``; never an integration, the apply step or any runtime plumbing.
+and ``objects``; never the reconcile pipeline (its contract, plan or apply
+step), an integration or any runtime plumbing.
 """
 
 from t9k_operator.kinds.contract import DEFAULT_START_TIMEOUT

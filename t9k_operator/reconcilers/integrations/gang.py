@@ -27,7 +27,7 @@ from t9k_operator.builders.gang import Backend
 from t9k_operator.kinds.asks import NOTHING_ASKED, SchedulingRequest
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,

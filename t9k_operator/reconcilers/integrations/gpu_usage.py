@@ -34,7 +34,7 @@ from t9k_operator.kinds.gpu_usage import BUSY, IDLE, Verdict, human_window, perc
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import get_condition, set_condition
-from t9k_operator.reconcilers.integrations.contract import Base, Caches, Event, JobInput, Rule
+from t9k_operator.reconcilers.pipeline.contract import Base, Caches, Event, JobInput, Rule
 
 CONDITION = "GPUsIdle"
 IDLE_REASON, IN_USE, NOT_RUNNING = "GPUsIdle", "GPUsInUse", "NotRunning"

@@ -40,7 +40,7 @@ from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,

@@ -42,15 +42,6 @@ from t9k_operator.kinds.asks import CheckpointOnStop, HangPolicy
 from t9k_operator.kinds.view import Checkpointed, Heartbeat, JobView
 from t9k_operator.objects import Obj, controller_ref, owner_reference
 from t9k_operator.reconcilers.engine import TERMINAL
-from t9k_operator.reconcilers.integrations.contract import (
-    Action,
-    Base,
-    Caches,
-    Event,
-    JobInput,
-    Rule,
-    Watch,
-)
 from t9k_operator.reconcilers.integrations.progress_pods import (
     Settings,
     add_reporting,
@@ -59,6 +50,15 @@ from t9k_operator.reconcilers.integrations.progress_pods import (
     job_path,
 )
 from t9k_operator.reconcilers.integrations.progress_status import Received, render
+from t9k_operator.reconcilers.pipeline.contract import (
+    Action,
+    Base,
+    Caches,
+    Event,
+    JobInput,
+    Rule,
+    Watch,
+)
 from t9k_operator.resources import CONFIGMAPS, TOKENREVIEWS
 
 WHAT = "the job's progress CA ConfigMap"

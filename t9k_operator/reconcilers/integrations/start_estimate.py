@@ -32,7 +32,6 @@ from t9k_operator.builders.start_estimate import KUEUE, START_ESTIMATE_PART
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.integrations.contract import Base, Caches, Event, JobInput, Rule
 from t9k_operator.reconcilers.integrations.start_inputs import (
     cluster_queue_quota,
     quota_holders,
@@ -50,6 +49,7 @@ from t9k_operator.reconcilers.integrations.start_math import (
     room_estimate,
     show,
 )
+from t9k_operator.reconcilers.pipeline.contract import Base, Caches, Event, JobInput, Rule
 from t9k_operator.resources import NODES, PODS
 
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"

@@ -30,7 +30,11 @@ from t9k_operator.builders import tensorboard as build
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj, controller_ref
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.integrations.tensorboard_status import (
+    TensorBoardState,
+    dependent_state,
+)
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,
@@ -40,10 +44,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Rule,
     Watch,
     clash,
-)
-from t9k_operator.reconcilers.integrations.tensorboard_status import (
-    TensorBoardState,
-    dependent_state,
 )
 
 TENSORBOARDS = resource_of(api.CRD)

@@ -11,10 +11,11 @@ labelled as its children are. Per job, this integration (always on)
   of the job (``t9k`` creates the ConfigMap a moment after the job) it waits
   quietly: a gate (``Initialized`` False, reason ``WaitingForWorkdir``) and a
   look again shortly (``children`` raises ``ChildNotReady``); after that,
-  ``children`` raises :class:`~.contract.Unavailable`, so the job waits with
-  a ``FailedCreate`` condition and Warning naming the ConfigMap and the
-  annotation, retried with backoff. The ConfigMap's creation reconciles the
-  job at once;
+  ``children`` raises
+  :class:`~t9k_operator.reconcilers.pipeline.contract.Unavailable`, so the
+  job waits with a ``FailedCreate`` condition and Warning naming the
+  ConfigMap and the annotation, retried with backoff. The ConfigMap's
+  creation reconciles the job at once;
 - fails the job (reason ``WorkdirMissing``) when it is still missing once the
   job's pod start timeout has run out since the job was created and the job
   has never left ``Pending`` (a running job keeps its pods), or when the
@@ -35,7 +36,7 @@ from t9k_operator.builders import workdir as build
 from t9k_operator.kinds.contract import DEFAULT_START_TIMEOUT, ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj, parse_time
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,

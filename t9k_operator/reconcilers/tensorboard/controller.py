@@ -47,7 +47,6 @@ from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.kinds.contract import parse
 from t9k_operator.kube import AlreadyExists, ApiError, NotFound, Resource
 from t9k_operator.objects import Obj, controller_ref
-from t9k_operator.reconcilers.apply.children import refusal_is_permanent
 from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.reconcilers.integrations.tensorboard_status import (
     Readiness,
@@ -56,6 +55,7 @@ from t9k_operator.reconcilers.integrations.tensorboard_status import (
     replace_in,
     transition_event,
 )
+from t9k_operator.reconcilers.pipeline.children import refusal_is_permanent
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import Controller, ControllerContext, Result
 from t9k_operator.runtime.wiring import watch

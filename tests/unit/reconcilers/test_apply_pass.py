@@ -19,15 +19,15 @@ from pytest_mock import MockerFixture
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import JobView
 from t9k_operator.kube import Forbidden, Invalid, ServerError
-from t9k_operator.reconcilers.integrations import plan as planning
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.pipeline import plan as planning
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,
     JobInput,
     Templates,
 )
-from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.resources import PODS
 from t9k_operator.runtime.controller import Result
 from tests.fakes import FakeClock

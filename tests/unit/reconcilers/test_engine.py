@@ -15,7 +15,6 @@ from t9k_operator.kinds.contract import PodMode
 from t9k_operator.kinds.pods import ReplicaState, Waiting
 from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role, asks_of
 from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
-from t9k_operator.reconcilers.integrations import plan as planning
 from t9k_operator.reconcilers.integrations.gang import (
     WAITING_FOR_GANG,
     GangScheduling,
@@ -28,6 +27,7 @@ from t9k_operator.reconcilers.integrations.tensorboard import (
     JobTensorBoardState,
 )
 from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
+from t9k_operator.reconcilers.pipeline import plan as planning
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 Pods = dict[tuple[str, int], ReplicaState]

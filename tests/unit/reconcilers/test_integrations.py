@@ -31,7 +31,8 @@ from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
     Caches,
@@ -41,7 +42,6 @@ from t9k_operator.reconcilers.integrations.contract import (
     Templates,
     Watch,
 )
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.serving import Host
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.controller import ControllerContext, Server

@@ -19,8 +19,6 @@ from t9k_operator.kinds.registry import KINDS
 from t9k_operator.kinds.view import Checkpointed, Heartbeat, asks_of
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import Reason, get_condition
-from t9k_operator.reconcilers.integrations import plan as planning
-from t9k_operator.reconcilers.integrations.contract import JobInput
 from t9k_operator.reconcilers.integrations.progress import (
     EndpointOptions,
     JobProgress,
@@ -34,6 +32,8 @@ from t9k_operator.reconcilers.integrations.progress_status import (
     render,
     throughput,
 )
+from t9k_operator.reconcilers.pipeline import plan as planning
+from t9k_operator.reconcilers.pipeline.contract import JobInput
 from t9k_operator.reconcilers.progress.store import MAX_PODS, Coalescer, ProgressStore
 from tests.unit.reconcilers.test_engine import KIND, T0, job, running
 

@@ -15,10 +15,10 @@ from t9k_operator.__main__ import parse_args
 from t9k_operator.builders.common import job_labels
 from t9k_operator.objects import format_time
 from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.apply.job import CHILD_WAIT
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.integrations.workdir import Workdir
+from t9k_operator.reconcilers.pipeline.job import CHILD_WAIT
 from t9k_operator.resources import CONFIGMAPS
 from tests.kinds import KIND_NAMES
 from tests.unit.reconcilers.test_job_reconciler import JOBS, NS, Harness

@@ -8,8 +8,8 @@ import itertools
 import sys
 import threading
 
-from t9k_operator.reconcilers.apply.writes import Refusals, Written, WrittenStatuses
-from t9k_operator.reconcilers.integrations.plan import Problem, Recorded
+from t9k_operator.reconcilers.pipeline.plan import Problem, Recorded
+from t9k_operator.reconcilers.pipeline.writes import Refusals, Written, WrittenStatuses
 
 
 def job(rv: str, phase: str, generation: int = 1) -> dict[str, object]:

@@ -41,7 +41,7 @@ from t9k_operator.kinds.contract import ChildNotReady, JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
 from t9k_operator.objects import Obj, controller_ref, copy_tree
 from t9k_operator.reconcilers import engine
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Caches,
     Event,

@@ -3,16 +3,16 @@
 One instance per job kind. A reconcile reads the job, its children and what
 its integrations watch from the informers' caches (never from memory of
 past events, never from the API server), plans (pure:
-:func:`t9k_operator.reconcilers.integrations.plan.assemble`, the engine
+:func:`t9k_operator.reconcilers.pipeline.plan.assemble`, the engine
 behind the integrations' gates, giving one ordered list of actions) and hands
-the actions to the one :class:`~t9k_operator.reconcilers.apply.applier.Applier`.
+the actions to the one :class:`~t9k_operator.reconcilers.pipeline.applier.Applier`.
 
 What a pass could not do (a child refused, an integration's soft action
 refused) is recorded for the job's next pass, which plans from it: the job
 failed, or held with a condition saying why and retried with backoff, or the
 integration told. A pass writes the job's status at most once. Until the
 caches show this process's own last status write and pods it created
-(:mod:`~t9k_operator.reconcilers.apply.writes`), a reconcile waits a moment
+(:mod:`~t9k_operator.reconcilers.pipeline.writes`), a reconcile waits a moment
 rather than plan from the past.
 """
 
@@ -33,12 +33,12 @@ from t9k_operator.kinds.contract import JobKind, pod_start_timeout, read
 from t9k_operator.kinds.pods import ReplicaState, node_draining, node_trouble, replica_state
 from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.reconcilers import engine
-from t9k_operator.reconcilers.apply.applier import Applier
-from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL, InformerCaches, Writer
-from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
-from t9k_operator.reconcilers.apply.writes import CreatedPods, Refusals, WrittenStatuses
-from t9k_operator.reconcilers.integrations import plan as planning
-from t9k_operator.reconcilers.integrations.contract import Integration, JobInput
+from t9k_operator.reconcilers.pipeline import plan as planning
+from t9k_operator.reconcilers.pipeline.applier import Applier
+from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL, InformerCaches, Writer
+from t9k_operator.reconcilers.pipeline.contract import Integration, JobInput
+from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
+from t9k_operator.reconcilers.pipeline.writes import CreatedPods, Refusals, WrittenStatuses
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import (
     Controller,

@@ -1,8 +1,8 @@
 """Writing a job's children: one planned
-:class:`~t9k_operator.reconcilers.integrations.contract.Action` at a time,
+:class:`~t9k_operator.reconcilers.pipeline.contract.Action` at a time,
 done idempotently, and what cannot be done said as a
-:class:`~t9k_operator.reconcilers.integrations.plan.Problem` (the job holds or
-fails) or a :class:`~t9k_operator.reconcilers.integrations.contract.Refusal`
+:class:`~t9k_operator.reconcilers.pipeline.plan.Problem` (the job holds or
+fails) or a :class:`~t9k_operator.reconcilers.pipeline.contract.Refusal`
 (back to the integration whose soft action it was).
 
 The plan's missing pods are created in slow-start batches of 1, 2, 4, ... in
@@ -36,13 +36,13 @@ from t9k_operator.kube import (
     NotFound,
 )
 from t9k_operator.objects import Obj, controller_ref
-from t9k_operator.reconcilers.integrations.contract import (
+from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Refusal,
     Watch,
     clash,
 )
-from t9k_operator.reconcilers.integrations.plan import KIND_CHILDREN, Problem
+from t9k_operator.reconcilers.pipeline.plan import KIND_CHILDREN, Problem
 from t9k_operator.resources import PODS, Resource
 from t9k_operator.runtime.batch import slow_start
 

@@ -14,7 +14,7 @@ from t9k_operator.objects import Obj
 from t9k_operator.reconcilers import engine
 from t9k_operator.runtime.events import EventRecorder
 
-log = structlog.get_logger("t9k_operator.reconcilers.apply.job")
+log = structlog.get_logger("t9k_operator.reconcilers.pipeline.job")
 
 
 class Lifecycle:

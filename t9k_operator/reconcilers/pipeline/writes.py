@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from cachetools import TTLCache
 
 from t9k_operator.objects import Obj, digest
-from t9k_operator.reconcilers.integrations.plan import Recorded
+from t9k_operator.reconcilers.pipeline.plan import Recorded
 
 REFUSED_TTL = 300.0
 """How long a refusal is kept, and the longest a held job waits before it

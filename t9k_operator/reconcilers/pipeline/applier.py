@@ -1,6 +1,6 @@
 """The one applier: a pass's planned actions carried out in order.
 
-:func:`~t9k_operator.reconcilers.integrations.plan.assemble` puts the actions
+:func:`~t9k_operator.reconcilers.pipeline.plan.assemble` puts the actions
 in their crash-safe order; here they are written, and nothing is planned:
 
 * the job's status first (status subresource, optimistic concurrency: a 409
@@ -9,7 +9,7 @@ in their crash-safe order; here they are written, and nothing is planned:
   status is stored: a write that conflicts is retried from a job still without
   status, and would tell it again);
 * every other action through the
-  :class:`~t9k_operator.reconcilers.apply.children.Writer` (deletes with uid
+  :class:`~t9k_operator.reconcilers.pipeline.children.Writer` (deletes with uid
   preconditions, AlreadyExists of the job's own child being success, name
   clashes told, the pods in slow-start batches).
 
@@ -25,11 +25,11 @@ from typing import Any
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.apply.children import Writer
-from t9k_operator.reconcilers.apply.lifecycle import Lifecycle
-from t9k_operator.reconcilers.apply.writes import WrittenStatuses
-from t9k_operator.reconcilers.integrations.contract import Action, Event, Refusal
-from t9k_operator.reconcilers.integrations.plan import Problem, Recorded, Steps
+from t9k_operator.reconcilers.pipeline.children import Writer
+from t9k_operator.reconcilers.pipeline.contract import Action, Event, Refusal
+from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
+from t9k_operator.reconcilers.pipeline.plan import Problem, Recorded, Steps
+from t9k_operator.reconcilers.pipeline.writes import WrittenStatuses
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.events import EventRecorder
 

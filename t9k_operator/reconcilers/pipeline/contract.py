@@ -1,11 +1,12 @@
 """The integration contract: what a job gets beyond its own children.
 
 An integration (gang scheduling, Kueue, the job's TensorBoard, ...) is one
-module of this package holding one class that satisfies :class:`Integration`,
-listed once in :data:`~t9k_operator.reconcilers.plugins.INTEGRATIONS`. Its
-class is its :class:`Setup`: its flags and the RBAC rules it needs. An
-integration that serves something (the progress endpoint) has a server hook
-too, kept out of this pure package (``reconcilers/serving.py``).
+module of ``reconcilers/integrations`` holding one class that satisfies
+:class:`Integration`, listed once in
+:data:`~t9k_operator.reconcilers.plugins.INTEGRATIONS`. Its class is its
+:class:`Setup`: its flags and the RBAC rules it needs. An integration that
+serves something (the progress endpoint) has a server hook too, kept out of
+the pure integrations (``reconcilers/serving.py``).
 For each job, in a reconcile, the apply step asks every integration that is
 on, in registry order:
 
@@ -27,10 +28,12 @@ on, in registry order:
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
 
-Everything here is pure: an integration returns :class:`Action` s, the plan
-(:mod:`~t9k_operator.reconcilers.integrations.plan`) puts them in the pass's
-one ordered list, and the apply step carries them out. The engine never
-names an integration: gates, heartbeats and status parts are all it sees of
+Everything here is pure, and the pipeline's own: an integration returns
+:class:`Action` s, the plan (:mod:`~t9k_operator.reconcilers.pipeline.plan`)
+puts them in the pass's one ordered list, and the apply step
+(:mod:`~t9k_operator.reconcilers.pipeline.job`) carries them out. Neither the
+pipeline nor the engine names an integration: the integrations import this
+contract, and gates, heartbeats and status parts are all the engine sees of
 them.
 """
 
