@@ -8,7 +8,9 @@ for the same levels (applied only where Kueue is installed).
 
 The rules on the jobs derive from the one registry of kinds
 (``t9k_operator.kinds.registry.KINDS``): for every kind's API group, list
-and watch on its plurals, update on their status and finalizers. The rules on
+and watch on its plurals, update on their status and finalizers, and delete
+on the jobs of the kinds whose finished jobs the operator deletes (their CRD's
+``deletes_finished``: ttlSecondsAfterFinished). The rules on
 the children are the same for every kind and written here, with why. Each
 integration states the rules it needs (``rbac()`` of its Setup, listed in
 ``t9k_operator.reconcilers.plugins.INTEGRATIONS``); this script only lays
@@ -27,13 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from t9k_operator.api import msjob
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.builders.gang import priority_classes
 from t9k_operator.builders.kueue import workload_priority_classes
 from t9k_operator.kinds.registry import crds
 from t9k_operator.reconcilers import plugins
-from t9k_operator.reconcilers.integrations.contract import Rule
+from t9k_operator.reconcilers.pipeline.contract import Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "manifests" / "rbac" / "20-cluster-role.yaml"
@@ -104,13 +105,18 @@ def _list(items: Sequence[str]) -> str:
     return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
 
-def job_rules(kinds: Sequence[CrdInfo]) -> str:
-    """The rules on the jobs, one block per API group, in registry order."""
+def _plurals_by_group(kinds: Sequence[CrdInfo]) -> dict[str, list[str]]:
+    """The kinds' plurals by API group, groups and plurals in the kinds' order."""
     groups: dict[str, list[str]] = {}
     for info in kinds:
         groups.setdefault(info.group, []).append(info.plural)
+    return groups
+
+
+def job_rules(kinds: Sequence[CrdInfo]) -> str:
+    """The rules on the jobs, one block per API group, in registry order."""
     out = []
-    for group, plurals in groups.items():
+    for group, plurals in _plurals_by_group(kinds).items():
         for suffix, verbs in RULES:
             out.append(
                 f"- apiGroups: {_list([group])}\n"
@@ -120,15 +126,23 @@ def job_rules(kinds: Sequence[CrdInfo]) -> str:
     return "".join(out)
 
 
-def ttl_rules() -> str:
-    """delete on the kinds whose run policy has ttlSecondsAfterFinished."""
-    return (
-        "# A finished MSJob is deleted ttlSecondsAfterFinished after it finished, as\n"
+def ttl_rules(kinds: Sequence[CrdInfo]) -> str:
+    """delete on the jobs of the kinds whose finished jobs the operator deletes
+    (``deletes_finished``: their ttlSecondsAfterFinished), one rule per API group;
+    nothing when no kind's are."""
+    deleted = [info for info in kinds if info.deletes_finished]
+    if not deleted:
+        return ""
+    names = " or ".join(info.kind for info in deleted)
+    out = [
+        f"# A finished {names} is deleted ttlSecondsAfterFinished after it finished, as\n"
         "# Kubeflow's controllers do (its children go by garbage collection).\n"
-        f"- apiGroups: {_list([msjob.CRD.group])}\n"
-        f"  resources: {_list([msjob.CRD.plural])}\n"
-        '  verbs: ["delete"]\n'
-    )
+    ]
+    for group, plurals in _plurals_by_group(deleted).items():
+        out.append(
+            f'- apiGroups: {_list([group])}\n  resources: {_list(plurals)}\n  verbs: ["delete"]\n'
+        )
+    return "".join(out)
 
 
 def comment(text: str) -> str:
@@ -187,10 +201,11 @@ def render(
 ) -> str:
     """The ClusterRole: the jobs' rules (of ``kinds``, default every kind), the
     children's, and the integrations' (``rules``, default the registry's)."""
+    kinds = crds() if kinds is None else kinds
     return (
         HEAD
-        + job_rules(crds() if kinds is None else kinds)
-        + ttl_rules()
+        + job_rules(kinds)
+        + ttl_rules(kinds)
         + CHILDREN
         + integration_rules(plugins.rbac() if rules is None else rules)
     )

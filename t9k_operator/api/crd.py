@@ -153,7 +153,8 @@ STANDARD_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
 
 @dataclass(frozen=True)
 class CrdInfo:
-    """Everything the CRD generator needs to know about one kind."""
+    """Everything the CRD generator needs to know about one kind (and the RBAC
+    generator: its group, plural and :attr:`deletes_finished`)."""
 
     group: str
     version: str
@@ -171,6 +172,10 @@ class CrdInfo:
     root_rules: tuple[Rule[Any], ...] = field(default=())
     """Rules on the whole object (they may read metadata.name): the ``rules`` of
     the kind's object model."""
+    deletes_finished: bool = False
+    """Whether the operator deletes a finished job of this kind (its
+    ``ttlSecondsAfterFinished``): the operator's ClusterRole then grants delete
+    on the kind's jobs (``hack/gen_rbac.py``)."""
 
     @property
     def name(self) -> str:

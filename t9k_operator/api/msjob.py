@@ -290,4 +290,6 @@ CRD = CrdInfo(
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     root_rules=MSJobObject.rules,
+    # runPolicy.ttlSecondsAfterFinished: a finished job is deleted once it has run out.
+    deletes_finished=True,
 )

@@ -2,7 +2,8 @@
 
 Each kind's data (its examples, its invalid specs and the fragments its
 refusal must name, its paused example, the job its samples create) stays in
-its own module (tests/integration/test_crd_<kind>.py); the tests themselves
+its own module (tests/integration/test_crd_<kind>.py), gathered into its case
+by tests/kinds/<kind>.py (``crd_case``); the tests themselves
 are written once here, for every kind of the registry: every example of the
 product document and of users' files applies as written and is stored
 unpruned, parsing with the operator's model; a bad spec is refused naming the field,
@@ -13,25 +14,14 @@ subresource takes the kind's status without touching the spec.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import yaml
 
-from t9k_operator.api.crd import CrdInfo
 from t9k_operator.api.specs import RESUME_SPECS_IMMUTABLE, RESUME_SPECS_PERMANENT
-from tests.integration import test_crd_colossalai as colossalai
-from tests.integration import test_crd_deepspeed as deepspeed
-from tests.integration import test_crd_genericjob as genericjob
-from tests.integration import test_crd_mpijob as mpijob
-from tests.integration import test_crd_msjob as msjob
-from tests.integration import test_crd_pytorch as pytorch
-from tests.integration import test_crd_tensorflow as tensorflow
-from tests.integration import test_crd_xgboost as xgboost
 from tests.integration.cluster import Cluster
 from tests.integration.crd_helpers import (
     DOC_FRAGMENTS,
@@ -42,143 +32,12 @@ from tests.integration.crd_helpers import (
     refused,
     stored_object,
 )
-from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind, spec_fields
-from tests.unit.api import test_colossalai_models as colossalai_models
-from tests.unit.api import test_deepspeed_models as deepspeed_models
-from tests.unit.api import test_genericjob_models as genericjob_models
-from tests.unit.api import test_mpijob_models as mpijob_models
-from tests.unit.api import test_msjob_models as msjob_models
-from tests.unit.api import test_pytorch_models as pytorch_models
-from tests.unit.api import test_tensorflow_models as tensorflow_models
+from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_table, per_kind, spec_fields
+from tests.kinds.common import CrdCase as Case
 from tests.unit.api.helpers import is_subset, load
 
-
-@dataclass(frozen=True)
-class Case:
-    crd: CrdInfo
-    job: str  # the name of the example job
-    example: str  # a valid job's YAML
-    examples: dict[str, str]  # every example of the docs and users' files, each a job named `job`
-    invalid: dict[str, tuple[str, list[str]]]  # case -> (YAML, fragments the refusal names)
-    columns: list[str]  # `kubectl get` header
-    status: dict[str, Any]  # a status the subresource must take whole
-    row: list[str]  # the first columns of `kubectl get` once that status is stored
-    paused: str | None = None  # a paused job with resumeSpecs (T9k kinds)
-
-
-def _msjob_invalid() -> dict[str, tuple[str, list[str]]]:
-    out = {}
-    for case, (changes, name, fragments) in msjob_models.INVALID_SPECS.items():
-        text = yaml.safe_dump(msjob.job_with(copy.deepcopy(changes), name))
-        out[case] = (text, msjob.SERVER_FRAGMENTS.get(case, fragments))
-    return out
-
-
-def _status(examples: dict[str, str], **more: Any) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-    for text in examples.values():
-        status.update(load(text))
-    return {**status, **more}
-
-
-T9K_COLUMNS = ["NAME", "PHASE", "REASON", "READY", "REPLICAS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
-CASES: dict[str, Callable[[], Case]] = {
-    "PyTorchTrainingJob": lambda: Case(
-        crd=pytorch.CRD,
-        job=pytorch.JOB,
-        example=pytorch_models.SPEC_EXAMPLES["basic"],
-        examples=pytorch_models.SPEC_EXAMPLES,
-        invalid=pytorch.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(pytorch_models.STATUS_EXAMPLES, restartCount=2, readyReplicas=3, replicas=4),
-        row=[pytorch.JOB, "Succeeded", "Succeeded", "3", "4", "2"],
-        paused=pytorch_models.SPEC_EXAMPLES["pause-1"],
-    ),
-    "DeepSpeedJob": lambda: Case(
-        crd=deepspeed.CRD,
-        job=deepspeed.JOB,
-        example=deepspeed_models.SPEC_EXAMPLES["basic"],
-        examples=deepspeed_models.ALL_EXAMPLES,
-        invalid=deepspeed.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(
-            deepspeed_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=4
-        ),
-        row=[deepspeed.JOB, "Failed", "-", "2", "4", "1"],
-        paused=deepspeed_models.SPEC_EXAMPLES["pause-1"],
-    ),
-    "ColossalAIJob": lambda: Case(
-        crd=colossalai.CRD,
-        job=colossalai.JOB,
-        example=colossalai_models.SPEC_EXAMPLES["basic"],
-        examples=colossalai_models.ALL_EXAMPLES,
-        invalid=colossalai.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(
-            colossalai_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3
-        ),
-        row=[colossalai.JOB, "Failed", "-", "3", "3", "0"],
-        paused=colossalai_models.SPEC_EXAMPLES["pause-1"],
-    ),
-    "MPIJob": lambda: Case(
-        crd=mpijob.CRD,
-        job=mpijob.JOB,
-        example=mpijob_models.SPEC_EXAMPLES["manual-0"],
-        examples=mpijob_models.SPEC_EXAMPLES,  # the manual's, as written
-        invalid=mpijob.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(mpijob_models.STATUS_EXAMPLES, restartCount=0, readyReplicas=3, replicas=3),
-        row=[mpijob.JOB, "Failed", "-", "3", "3", "0"],
-        paused=mpijob.PAUSED,
-    ),
-    "MSJob": lambda: Case(
-        crd=msjob.CRD,
-        job=msjob.JOB,
-        example=msjob_models.SPEC_EXAMPLES["data-parallel"],
-        examples=msjob_models.SPEC_EXAMPLES,
-        invalid=_msjob_invalid(),
-        columns=["NAME", "STATE", "REASON", "PROGRESS", "ETA", "AGE"],
-        status=_status(msjob_models.STATUS_EXAMPLES),
-        row=[msjob.JOB, "Running"],  # no t9kConditions here: REASON is empty
-    ),
-    "GenericJob": lambda: Case(
-        crd=genericjob.CRD,
-        job=genericjob.JOB,
-        example=genericjob_models.OWN_EXAMPLES["rules-and-service"],
-        examples=genericjob_models.SPEC_EXAMPLES,
-        invalid=genericjob.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(
-            genericjob_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=2, replicas=3
-        ),
-        row=[genericjob.JOB, "Failed", "ReplicaFailed", "2", "3", "1"],
-        paused=genericjob_models.OWN_EXAMPLES["pause"],
-    ),
-    "TensorFlowTrainingJob": lambda: Case(
-        crd=tensorflow.CRD,
-        job=tensorflow.JOB,
-        example=tensorflow_models.SPEC_EXAMPLES["basic"],
-        examples=tensorflow_models.SPEC_EXAMPLES,
-        invalid=tensorflow.INVALID,
-        columns=T9K_COLUMNS,
-        status=_status(
-            tensorflow_models.STATUS_EXAMPLES, restartCount=1, readyReplicas=3, replicas=4
-        ),
-        row=[tensorflow.JOB, "Succeeded", "Succeeded", "3", "4", "1"],
-        paused=tensorflow.PAUSED,
-    ),
-    "XGBoostTrainingJob": lambda: Case(
-        crd=xgboost.CRD,
-        job=xgboost.JOB,
-        example=xgboost.SAMPLE,
-        examples=xgboost.EXAMPLES,
-        invalid=xgboost.INVALID,
-        columns=T9K_COLUMNS,
-        status=xgboost.STATUS,
-        row=xgboost.ROW,
-        paused=xgboost.PAUSED,
-    ),
-}
+CASES: dict[str, Callable[[], Case]] = kind_table("crd_case")
+"""kind -> its case, built when its tests run (its ``crd_case`` in tests/kinds/<kind>.py)."""
 
 
 def test_every_registered_kind_has_a_case() -> None:

@@ -57,7 +57,15 @@ from t9k_operator.kube import ApiError, KubeClient, Resource
 from t9k_operator.resources import PODS
 from tests.integration.cluster import wait_for
 from tests.integration.jobs import Jobs
-from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_resource, kubeflow_status, per_kind
+from tests.kinds import (
+    KIND_NAMES,
+    by_kind,
+    kind_entry,
+    kind_resource,
+    kind_table,
+    kubeflow_status,
+    per_kind,
+)
 
 SPECS = int(os.environ.get("T9K_FUZZ_SPECS", "1000"))
 SEED = 12345  # fixed: CI judges the same specs
@@ -110,158 +118,9 @@ EXTREMES: list[Any] = [
 ]
 
 
-def _container(name: str, image: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": image,
-        "command": ["python", "train.py"],
-        "env": [{"name": "A", "value": "1"}],
-        "ports": [{"containerPort": 2222}],
-        "resources": {"limits": {"cpu": "1"}},
-    }
-
-
-def _template(name: str, image: str) -> dict[str, Any]:
-    meta = {"labels": {"team": "a"}, "annotations": {"kwok.t9k.dev/run-duration": "2s"}}
-    return {"metadata": meta, "spec": {"containers": [_container(name, image)]}}
-
-
-BASE_SPECS: dict[str, dict[str, Any]] = {
-    "GenericJob": {
-        "successRules": [{"server": [0]}],
-        "failureRules": [{"client": [0, 1]}],
-        "service": {"ports": [{"name": "msg", "port": 5000}]},
-        "cleanUpPolicy": "Unfinished",
-        "replicaSpecs": [
-            {
-                "type": "server",
-                "restartPolicy": {"policy": "OnFailure", "limit": 2},
-                "template": _template("main", "debian:12"),
-            },
-            {
-                "type": "client",
-                "replicas": 2,
-                "restartPolicy": {"policy": "Never"},
-                "template": _template("main", "debian:12"),
-            },
-        ],
-    },
-    # kind -> the spec of a valid job, which the fuzzer enriches and mutates
-    "PyTorchTrainingJob": {
-        "replicaSpecs": [
-            {
-                "type": "master",
-                "replicas": 1,
-                "restartPolicy": "OnFailure",
-                "template": _template("pytorch", "pytorch:2"),
-            },
-            {
-                "type": "worker",
-                "replicas": 2,
-                "restartPolicy": "ExitCode",
-                "template": _template("pytorch", "pytorch:2"),
-            },
-        ],
-        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
-        "torchrunConfig": {"enabled": False, "maxRestarts": 1, "procPerNode": "1"},
-    },
-    "DeepSpeedJob": {
-        "config": {
-            "slotsPerWorker": 1,
-            "run": {"python": ["train.py"]},
-            "otherArgs": ["--master_port", "29501"],
-        },
-        "worker": {
-            "replicas": 2,
-            "restartPolicy": "OnFailure",
-            "template": _template("worker", "deepspeed:0.14"),
-        },
-        "runPolicy": {"backoffLimit": 1},
-    },
-    "ColossalAIJob": {
-        "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
-        "launcher": {
-            "image": "colossalai:0.3",
-            "workingDir": "/workspace",
-            "env": [{"name": "A", "value": "1"}],
-            "resources": {"limits": {"cpu": "1"}},
-        },
-        "worker": {
-            "replicas": 2,
-            "procPerWorker": 1,
-            "command": ["train.py"],
-            "template": _template("worker", "colossalai:0.3"),
-        },
-        "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
-    },
-    "XGBoostTrainingJob": {
-        "replicaSpecs": [
-            {
-                "type": "master",
-                "replicas": 1,
-                "restartPolicy": "OnFailure",
-                "template": _template("xgboost", "xgboost:2"),
-            },
-            {
-                "type": "worker",
-                "replicas": 2,
-                "restartPolicy": "ExitCode",
-                "template": _template("xgboost", "xgboost:2"),
-            },
-        ],
-        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
-    },
-    "MPIJob": {
-        "ssh": {"sshAuthMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
-        "mca": {"btl": "^openib"},
-        "mpiHome": "/usr/local",
-        "worker": {
-            "replicas": 2,
-            "extraMPIArgs": ["-N", "1"],
-            "cmd": ["python", "train.py"],
-            "template": _template("mpi-worker", "mpi:4.1"),
-        },
-        "runPolicy": {"cleanUpWorkers": False},  # pods stay to be compared
-    },
-    "MSJob": {
-        "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 2},
-        "msReplicaSpecs": {
-            "Scheduler": {
-                "replicas": 1,
-                "restartPolicy": "Never",
-                "template": _template("mindspore", "mindspore:2.3"),
-            },
-            "Worker": {
-                "replicas": 2,
-                "restartPolicy": "OnFailure",
-                "template": _template("mindspore", "mindspore:2.3"),
-            },
-        },
-    },
-    "TensorFlowTrainingJob": {
-        "replicaSpecs": [
-            {
-                "type": "chief",
-                "replicas": 1,
-                "restartPolicy": "OnFailure",
-                "template": _template("tensorflow", "tensorflow:2.18"),
-            },
-            {
-                "type": "worker",
-                "replicas": 2,
-                "restartPolicy": "ExitCode",
-                "template": _template("tensorflow", "tensorflow:2.18"),
-            },
-            {
-                "type": "ps",
-                "replicas": 1,
-                "restartPolicy": "Always",
-                "template": _template("tensorflow", "tensorflow:2.18"),
-            },
-        ],
-        "runPolicy": {"backoffLimit": 2, "cleanUpPolicy": "None"},
-    },
-}
+BASE_SPECS: dict[str, dict[str, Any]] = kind_table("FUZZ_BASE_SPEC")
+"""kind -> the spec of a valid job, which the fuzzer enriches and mutates (its
+``FUZZ_BASE_SPEC`` in tests/kinds/<kind>.py)."""
 
 
 def base(kind: str) -> tuple[Resource, dict[str, Any]]:
@@ -432,36 +291,11 @@ def _waiting(conditions: dict[Any, Any]) -> str | None:
     return None
 
 
-def _replica_specs(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
-    specs = spec.get("replicaSpecs")
-    if not isinstance(specs, list):
-        return []
-    return [(r.get("type"), r.get("template")) for r in specs if isinstance(r, dict)]
-
-
-def _worker(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
-    worker = spec.get("worker")
-    return [("worker", worker.get("template"))] if isinstance(worker, dict) else []
-
-
-def _ms_replica_specs(spec: dict[str, Any]) -> list[tuple[Any, Any]]:
-    roles = spec.get("msReplicaSpecs")
-    if not isinstance(roles, dict):
-        return []
-    return [(k, r.get("template")) for k, r in roles.items() if isinstance(r, dict)]
-
-
-TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = {
-    # kind -> the (replica type, pod template) pairs of a (mutated) spec, as found
-    "PyTorchTrainingJob": _replica_specs,
-    "DeepSpeedJob": _worker,
-    "ColossalAIJob": _worker,  # its launcher has no pod template
-    "MPIJob": _worker,  # its launcher is built from the workers' template, not a copy of it
-    "MSJob": _ms_replica_specs,
-    "GenericJob": _replica_specs,
-    "TensorFlowTrainingJob": _replica_specs,
-    "XGBoostTrainingJob": _replica_specs,
-}
+TEMPLATES: dict[str, Callable[[dict[str, Any]], list[tuple[Any, Any]]]] = kind_table(
+    "fuzz_templates"
+)
+"""kind -> the (replica type, pod template) pairs of a (mutated) spec, as found (its
+``fuzz_templates``)."""
 
 
 def templates(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -570,34 +404,12 @@ QUANTITY_SPOTS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
 ]
-TEMPLATE_PATHS: dict[str, tuple[str, str]] = {
-    # kind -> (the path of a pod template in the spec, as the API server names it;
-    # the same as a dotted path into the spec)
-    "PyTorchTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
-    "DeepSpeedJob": ("spec.worker.template", "worker.template"),
-    "ColossalAIJob": ("spec.worker.template", "worker.template"),
-    "MPIJob": ("spec.worker.template", "worker.template"),
-    "MSJob": ("spec.msReplicaSpecs.Worker.template", "msReplicaSpecs.Worker.template"),
-    "GenericJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
-    "TensorFlowTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
-    "XGBoostTrainingJob": ("spec.replicaSpecs[0].template", "replicaSpecs.0.template"),
-}
-OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = {
-    # kind -> the kind's own quantities: (as the API server names it, dotted path in the spec)
-    "PyTorchTrainingJob": [],
-    "XGBoostTrainingJob": [],
-    "DeepSpeedJob": [],
-    "GenericJob": [],
-    "ColossalAIJob": [("spec.launcher.resources.limits.cpu", "launcher.resources.limits.cpu")],
-    "MPIJob": [],
-    "MSJob": [
-        (
-            "spec.runPolicy.schedulingPolicy.minResources.cpu",
-            "runPolicy.schedulingPolicy.minResources.cpu",
-        )
-    ],
-    "TensorFlowTrainingJob": [],
-}
+TEMPLATE_PATHS: dict[str, tuple[str, str]] = kind_table("FUZZ_TEMPLATE_PATH")
+"""kind -> (the path of a pod template in the spec, as the API server names it;
+the same as a dotted path into the spec) (its ``FUZZ_TEMPLATE_PATH``)."""
+OWN_QUANTITY_SPOTS: dict[str, list[tuple[str, str]]] = kind_table("FUZZ_OWN_QUANTITY_SPOTS")
+"""kind -> the kind's own quantities: (as the API server names it, dotted path in
+the spec) (its ``FUZZ_OWN_QUANTITY_SPOTS``)."""
 
 
 def _quantity_cases(kind: str) -> list[tuple[str, dict[str, Any]]]:
@@ -671,86 +483,12 @@ def dropped_other_args(args: Any, pod: dict[str, Any]) -> list[str]:
 
 # -- resumeSpecs reach the pods -----------------------------------------------------
 
-RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = {
-    # kind -> jobs: (a name, spec changes, resumeSpecs), every item of which must be
-    # on the pods of its type after a pause ends (MSJob's API has no pause mode)
-    "PyTorchTrainingJob": [
-        (
-            "plain",
-            {},
-            [
-                {"type": "master", "args": ["train.py", "--resume", "ckpt"]},
-                {"type": "worker", "command": ["python", "resume.py"], "args": ["--from", "c"]},
-            ],
-        ),
-        (
-            "torchrun",
-            {"torchrunConfig": {"enabled": True, "procPerNode": "1"}},
-            [
-                {"type": "master", "args": ["train.py", "--resume", "ckpt"]},
-                {"type": "worker", "args": ["train.py", "--resume", "ckpt"]},
-            ],
-        ),
-    ],
-    "XGBoostTrainingJob": [
-        (
-            "xgb",
-            {},
-            [
-                {"type": "master", "args": ["--resume", "ckpt"]},
-                {"type": "worker", "command": ["python3", "resume.py"], "args": ["--from", "c"]},
-            ],
-        )
-    ],
-    "DeepSpeedJob": [
-        (
-            "ds",
-            {},
-            [{"type": "worker", "command": ["bash", "-c", "resume.sh"], "args": ["--from", "c"]}],
-        )
-    ],
-    "ColossalAIJob": [
-        (
-            "caij",
-            {},
-            [
-                {"type": "launcher", "command": ["colossalai", "run", "r.py"], "args": ["--x"]},
-                {"type": "worker", "command": ["/usr/sbin/sshd", "-D"], "args": ["-e"]},
-            ],
-        )
-    ],
-    "MPIJob": [
-        (
-            "mpij",
-            {},
-            [
-                {"type": "launcher", "command": ["bash", "-c", "resume"], "args": ["--x"]},
-                {"type": "worker", "command": ["/usr/sbin/sshd", "-D"], "args": ["-e"]},
-            ],
-        )
-    ],
-    "MSJob": [],
-    "GenericJob": [
-        (
-            "gj",
-            {},
-            [
-                {"type": "server", "command": ["python3", "serve.py"], "args": ["--resume"]},
-                {"type": "client", "args": ["--from", "c"]},
-            ],
-        )
-    ],
-    "TensorFlowTrainingJob": [
-        (
-            "tf",
-            {},
-            [
-                {"type": "chief", "args": ["train.py", "--resume", "ckpt"]},
-                {"type": "worker", "command": ["python", "resume.py"], "args": ["--from", "c"]},
-            ],
-        )
-    ],
-}
+RESUMES: dict[str, list[tuple[str, dict[str, Any], list[dict[str, Any]]]]] = kind_table(
+    "FUZZ_RESUMES"
+)
+"""kind -> jobs: (a name, spec changes, resumeSpecs), every item of which must be
+on the pods of its type after a pause ends (MSJob's API has no pause mode) (its
+``FUZZ_RESUMES``)."""
 TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "tensorflow")
 TRAINING_CONTAINERS = ("pytorch", "worker", "launcher", "mindspore", "mpi-worker")
 

@@ -1,6 +1,6 @@
 """Gang scheduling of real jobs by the real schedulers (Volcano's and
 scheduler-plugins' Coscheduling, built from their Go modules and run beside
-the default kube-scheduler by hack/cluster.py), for every kind.
+the default kube-scheduler by hack/cluster), for every kind.
 
 The cluster has 4 KWOK nodes of 8 GPUs. Two jobs of 3 pods of 8 GPUs each
 deadlock under the default scheduler (tests/integration/test_gang_schedulers.py
@@ -13,7 +13,7 @@ restarted inside a running gang rejoins its group.
 What a backend does with a group does not depend on the kind (the kinds'
 PodGroups and pods are unit-tested): the deadlock scenario runs every kind
 once (each on one backend, in turn), the others once per backend, each with
-the next kind in turn (tests/kinds.py ``each_kind``, ``in_turn``), so every
+the next kind in turn (tests/kinds/ ``each_kind``, ``in_turn``), so every
 backend and every kind is met without running each kind on each backend.
 """
 
@@ -43,129 +43,25 @@ from tests.kinds import (
     in_turn,
     kind_entry,
     kind_resource,
+    kind_table,
     per_kind,
     spec_fields,
 )
+from tests.kinds.common import Notes
 
 # Run on one pytest-xdist worker, so that only its cluster starts the gang
 # schedulers and Kueue (session fixtures), once.
 pytestmark = pytest.mark.xdist_group("add-ons")
 
-GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 BACKENDS = list(gang.BACKENDS)
 
 
-Notes = dict[str, str]
-
-
-def _template(container: str, notes: Notes) -> dict[str, Any]:
-    return {
-        "metadata": {"annotations": dict(notes)},
-        "spec": {"containers": [{"name": container, "image": "img", "resources": GPUS}]},
-    }
-
-
-def _t9k_scheduler(spec: dict[str, Any], queue: str | None, priority: int | None) -> None:
-    """The queue and priority a T9k kind asks for, in ``spec.scheduler``."""
-    ask = {"t9kScheduler": {"queue": queue or "default"}} if queue or priority is not None else {}
-    if priority is not None:
-        ask["t9kScheduler"]["priority"] = priority
-    if ask:
-        spec["scheduler"] = ask
-
-
-def _pytorch(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "replicaSpecs": [
-            {"type": "worker", "replicas": pods, "template": _template("pytorch", notes)}
-        ]
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-def _deepspeed(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "config": {"run": {"python": ["train.py"]}},
-        "worker": {"replicas": pods, "template": _template("worker", notes)},
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-def _colossalai(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "launcher": {"image": "img", "resources": GPUS},
-        "worker": {
-            "replicas": pods - 1,  # and the launcher
-            "command": ["train.py"],
-            "template": _template("worker", notes),
-        },
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-def _tensorflow(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "replicaSpecs": [
-            {"type": "chief", "replicas": 1, "template": _template("tensorflow", notes)},
-            {"type": "worker", "replicas": pods - 1, "template": _template("tensorflow", notes)},
-        ]
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-def _mpijob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "worker": {
-            "replicas": pods - 1,  # and the launcher, of the same template (8 GPUs too)
-            "cmd": ["./prog"],
-            "template": _template("mpi-worker", notes),
-        },
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-def _msjob(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    role = {"replicas": 1, "template": _template("mindspore", notes)}
-    workers = {**role, "replicas": pods - 1}  # and the scheduler
-    spec: dict[str, Any] = {"msReplicaSpecs": {"Scheduler": role, "Worker": workers}}
-    policy: dict[str, Any] = {}  # Kubeflow's: in runPolicy.schedulingPolicy
-    if queue:
-        policy["queue"] = queue
-    if priority is not None:
-        policy["priorityClass"] = gang.priority_class(priority)
-    if policy:
-        spec["runPolicy"] = {"schedulingPolicy": policy}
-    return spec
-
-
-def _xgboost(pods: int, notes: Notes, queue: str | None, priority: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "replicaSpecs": [
-            {"type": "master", "template": _template("xgboost", notes)},
-            {"type": "worker", "replicas": pods - 1, "template": _template("xgboost", notes)},
-        ]
-    }
-    _t9k_scheduler(spec, queue, priority)
-    return spec
-
-
-GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, Any]]] = {
-    # kind -> the spec of a job of `pods` pods of 8 GPUs (their templates annotated
-    # `notes`), asking for `queue` and `priority` (None: none) the kind's way
-    "PyTorchTrainingJob": _pytorch,
-    "DeepSpeedJob": _deepspeed,
-    "ColossalAIJob": _colossalai,
-    "MPIJob": _mpijob,
-    "MSJob": _msjob,
-    "GenericJob": _pytorch,  # the same shape: replicaSpecs of a worker type
-    "TensorFlowTrainingJob": _tensorflow,
-    "XGBoostTrainingJob": _xgboost,
-}
+GPU_SPECS: dict[str, Callable[[int, Notes, str | None, int | None], dict[str, Any]]] = kind_table(
+    "gang_gpu_spec"
+)
+"""kind -> the spec of a job of `pods` pods of 8 GPUs (their templates annotated
+`notes`), asking for `queue` and `priority` (None: none) the kind's way (its
+``gang_gpu_spec`` in tests/kinds/<kind>.py)."""
 
 
 def gpu_job(
@@ -411,11 +307,8 @@ def test_of_two_waiting_jobs_the_higher_priority_goes_first(
 
 ELASTIC = {"enabled": True, "minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}
 ELASTIC_KINDS = [kind for kind in KIND_NAMES if "elastic" in spec_fields(kind)]
-ELASTIC_NEEDS: dict[str, dict[str, Any]] = {
-    # elastic kind -> what else its spec needs to be elastic
-    "PyTorchTrainingJob": {"torchrunConfig": {"enabled": True}},
-    "DeepSpeedJob": {},
-}
+ELASTIC_NEEDS: dict[str, dict[str, Any]] = kind_table("GANG_ELASTIC_NEEDS")
+"""elastic kind -> what else its spec needs to be elastic (its ``GANG_ELASTIC_NEEDS``)."""
 
 
 @pytest.mark.parametrize(
@@ -440,18 +333,9 @@ def test_an_elastic_jobs_group_follows_its_minimum(
     )
 
 
-RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = {
-    # kind -> where its restart policy goes, the replica that fails, the policy that
-    # restarts it (None: the kind never restarts a pod)
-    "GenericJob": (("replicaSpecs", 0), "restarts-worker-1", {"policy": "OnFailure", "limit": 3}),
-    "PyTorchTrainingJob": (("replicaSpecs", 0), "restarts-worker-1", "OnFailure"),
-    "DeepSpeedJob": (("worker",), "restarts-worker-1", "OnFailure"),
-    "ColossalAIJob": None,  # it never restarts a pod (docs/kinds.md)
-    "MSJob": (("msReplicaSpecs", "Worker"), "restarts-worker-1", "OnFailure"),
-    "TensorFlowTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
-    "XGBoostTrainingJob": (("replicaSpecs", 1), "restarts-worker-1", "OnFailure"),
-    "MPIJob": None,  # neither does it
-}
+RESTARTING: dict[str, tuple[tuple[str | int, ...], str, Any] | None] = kind_table("GANG_RESTARTING")
+"""kind -> where its restart policy goes, the replica that fails, the policy that
+restarts it (None: the kind never restarts a pod) (its ``GANG_RESTARTING``)."""
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Queueing and quota with the real Kueue manager (built from the Go module
-proxy and run beside the control plane by hack/cluster.py), for every kind.
+proxy and run beside the control plane by hack/cluster), for every kind.
 
 Each test gets its own ClusterQueue of 24 GPUs (the cluster has 32), a
 LocalQueue ``team`` in its namespace, and an operator running with
@@ -47,7 +47,7 @@ KUEUE = "kueue.x-k8s.io"
 
 
 def one_kind(offset: int) -> list[str]:
-    """The kind a Kueue scenario runs with: the next in turn (tests/kinds.py)."""
+    """The kind a Kueue scenario runs with: the next in turn (tests/kinds/ ``in_turn``)."""
     return [kind for kind, _ in in_turn(["kueue"], offset)]
 
 

@@ -22,36 +22,18 @@ from t9k_operator.kube import KubeClient
 from t9k_operator.resources import PODS
 from tests.integration.cluster import ROOT, Cluster
 from tests.integration.jobs import Jobs, pytorch_job
-from tests.kinds import KIND_NAMES, by_kind, kind_entry, per_kind
+from tests.kinds import KIND_NAMES, by_kind, kind_entry, kind_table, per_kind
 
 SAMPLES = {  # kind -> its sample, a file of manifests/samples/
     yaml.safe_load(p.read_text())["kind"]: yaml.safe_load(p.read_text())
     for p in sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
 }
-TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    # kind -> how to reach one pod template of its sample
-    "PyTorchTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
-    "DeepSpeedJob": lambda spec: spec["worker"]["template"],
-    "ColossalAIJob": lambda spec: spec["worker"]["template"],
-    "MPIJob": lambda spec: spec["worker"]["template"],
-    "MSJob": lambda spec: next(iter(spec["msReplicaSpecs"].values()))["template"],
-    "GenericJob": lambda spec: spec["replicaSpecs"][0]["template"],
-    "TensorFlowTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
-    "XGBoostTrainingJob": lambda spec: spec["replicaSpecs"][0]["template"],
-}
-EXPLAIN: dict[str, str | None] = {
-    # kind -> the path kubectl explain takes to a container's command (None: none).
-    # kubectl explain cannot step into a map's values, so MSJob's templates (under
-    # the map msReplicaSpecs, as in the MindSpore operator's CRD) have none.
-    "PyTorchTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
-    "DeepSpeedJob": "spec.worker.template.spec.containers.command",
-    "ColossalAIJob": "spec.worker.template.spec.containers.command",
-    "MPIJob": "spec.worker.template.spec.containers.command",
-    "MSJob": None,
-    "GenericJob": "spec.replicaSpecs.template.spec.containers.command",
-    "TensorFlowTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
-    "XGBoostTrainingJob": "spec.replicaSpecs.template.spec.containers.command",
-}
+TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = kind_table("schema_template")
+"""kind -> how to reach one pod template of its sample (its ``schema_template`` in
+tests/kinds/<kind>.py)."""
+EXPLAIN: dict[str, str | None] = kind_table("SCHEMA_EXPLAIN")
+"""kind -> the path kubectl explain takes to a container's command (None: none; its
+``SCHEMA_EXPLAIN``)."""
 
 
 @pytest.mark.parametrize("table", ["SAMPLES", "TEMPLATES", "EXPLAIN"])
@@ -143,11 +125,13 @@ def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Clust
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "hack" / "kube_openapi.py"),
+            "-m",
+            "hack.kube_openapi",
             "check",
             "--kubeconfig",
             str(cluster.kubeconfig),
         ],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,

@@ -35,7 +35,7 @@ from tests.integration.podhost import Image, Node
 from tests.integration.podhost.host import NO_HOST_KEYS, STOCK
 from tests.integration.test_colossalai_job import COLOSSALAI
 from tests.integration.test_deepspeed_job import DEEPSPEED
-from tests.kinds import KINDS, per_kind
+from tests.kinds import KINDS, kind_table, per_kind
 
 LAUNCHERS = Path(__file__).with_name("launchers")
 DEEPSPEED_IMAGE = STOCK.derive(
@@ -451,12 +451,9 @@ def test_pods_the_operator_created_train_on_a_stock_image(
         node.close()
 
 
-LAUNCHED = {
-    # each kind whose replicas talk over ssh -> the test here that trains through its launch path
-    "DeepSpeedJob": "test_deepspeed_trains_on_a_stock_image",
-    "ColossalAIJob": "test_colossalai_trains_on_a_stock_image",
-    "MPIJob": "test_mpirun_all_reduces_across_two_workers_over_ssh",
-}
+LAUNCHED: dict[str, str] = kind_table("SSH_LAUNCH_TEST")
+"""each kind whose replicas talk over ssh -> the test here that trains through its
+launch path (its ``SSH_LAUNCH_TEST`` in tests/kinds/<kind>.py)."""
 
 
 def test_every_ssh_kind_has_its_launch_path_run_here() -> None:

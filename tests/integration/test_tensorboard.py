@@ -27,9 +27,8 @@ from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs, provide_claims, pytorch_job
-from tests.integration.test_colossalai_job import cj
 from tests.integration.test_deepspeed_job import DEEPSPEED, ds_job
-from tests.kinds import KIND_NAMES, kind_entry, kind_resource, per_kind, spec_fields
+from tests.kinds import KIND_NAMES, kind_entry, kind_resource, kind_table, per_kind, spec_fields
 
 IMAGE = "tensorflow/tensorflow:2.14.0"
 
@@ -136,36 +135,11 @@ def test_a_missing_claim_leaves_it_unschedulable_with_a_warning(
 SPEC = {"image": IMAGE, "trainingLogFilesets": ["t9k://pvc/training/yolov5_pytorch/run/train/"]}
 
 
-def tf_job(name: str, **spec: Any) -> dict[str, Any]:
-    """A TensorFlowTrainingJob of one worker that runs to its end."""
-    job = pytorch_job(name, [("worker", 1, "Never")], manual=False, **spec)
-    job["kind"] = "TensorFlowTrainingJob"
-    job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"] = "tensorflow"
-    return job
-
-
 TENSORBOARD_KINDS = [kind for kind in KIND_NAMES if "tensorboardSpec" in spec_fields(kind)]
-JOBS: dict[str, Callable[..., dict[str, Any]]] = {
-    # kind with a tensorboardSpec -> a job of it named `name`, with one worker that
-    # runs to its end, and the given spec fields
-    "PyTorchTrainingJob": lambda name, **spec: pytorch_job(
-        name, [("worker", 1, "Never")], manual=False, **spec
-    ),
-    "DeepSpeedJob": lambda name, **spec: ds_job(name, 1, manual=False, **spec),
-    "ColossalAIJob": lambda name, **spec: cj(name, 1, manual=False, **spec),
-    "GenericJob": lambda name, **spec: generic_job(name, **spec),
-    "TensorFlowTrainingJob": lambda name, **spec: tf_job(name, **spec),
-}
-
-
-def generic_job(name: str, **spec: Any) -> dict[str, Any]:
-    """A GenericJob of one worker that runs to its end (the PyTorchTrainingJob's
-    replica spec, with GenericJob's restart policy)."""
-    body = pytorch_job(name, [("worker", 1, "Never")], manual=False, **spec)
-    body["kind"] = "GenericJob"
-    for rs in body["spec"]["replicaSpecs"]:
-        rs["restartPolicy"] = {"policy": rs["restartPolicy"]}
-    return body
+JOBS: dict[str, Callable[..., dict[str, Any]]] = kind_table("tensorboard_job")
+"""kind with a tensorboardSpec -> a job of it named `name`, with one worker that
+runs to its end, and the given spec fields (its ``tensorboard_job`` in
+tests/kinds/<kind>.py)."""
 
 
 def test_every_kind_with_a_tensorboard_spec_has_a_job() -> None:

@@ -21,19 +21,12 @@ from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, read
 from t9k_operator.reconcilers import plugins as integrations
 from tests import toy_plugin
+from tests.kinds import ALL
 from tests.toykind.api import ToyJobObject
 from tests.toykind.kind import ToyKind
 
-BUILT_IN = [
-    "PyTorchTrainingJob",
-    "DeepSpeedJob",
-    "ColossalAIJob",
-    "MSJob",
-    "GenericJob",
-    "TensorFlowTrainingJob",
-    "XGBoostTrainingJob",
-    "MPIJob",
-]
+BUILT_IN = [data.KIND for data in ALL]
+"""The built-in kinds, in the registry's order: as tests/kinds/__init__.py lists them."""
 
 
 def python(code: str, plugin_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -31,27 +31,18 @@ from t9k_operator.local import LocalRunError, add_arguments, main, plan, run
 from t9k_operator.local.cli import prepare
 from t9k_operator.local.rewrite import Rewriter
 from t9k_operator.local.runner import Runner
+from tests.kinds import ALL
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
 RENDEZVOUS = str(ROOT / "hack" / "local" / "rendezvous.py")
 STAND_IN = [sys.executable, RENDEZVOUS]
 
-# The processes each sample runs locally: one per replica (PyTorch, MSJob), one
-# per rank a launcher would start (DeepSpeed's 4 workers x 1 slot, ColossalAI's
-# 2 workers x 1 process; the workers' sshd and the launcher are not processes).
-EXPECTED = {
-    "pytorch-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
-    "deepspeed-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
-    "colossalai-basic.yaml": ["worker-0", "worker-1"],
-    "msjob-basic.yaml": ["scheduler-0", "worker-0", "worker-1"],
-    "genericjob-basic.yaml": ["worker-0", "worker-1", "worker-2"],
-    "tensorflow-basic.yaml": ["worker-0", "worker-1", "worker-2", "worker-3"],
-    "xgboost-basic.yaml": ["master-0", "worker-0", "worker-1"],
-    # MPIJob: the launcher's mpirun runs here, one rank per worker (5), every line
-    # under the launcher's label.
-    "mpijob-basic.yaml": ["launcher"] * 5,
-}
+EXPECTED = {data.SAMPLE: data.LOCAL_PROCESSES for data in ALL}
+"""The processes each sample runs locally (its kind's ``LOCAL_PROCESSES``): one per
+replica (PyTorch, MSJob), one per rank a launcher would start (DeepSpeed's 4 workers
+x 1 slot, ColossalAI's 2 workers x 1 process; the workers' sshd and the launcher are
+not processes)."""
 
 
 def sample(name: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import t9k_operator.api
 from t9k_operator.api import tensorboard
 from t9k_operator.api.crd import CrdInfo
 from tests import hack_scripts
-from tests.kinds import KIND_NAMES, KINDS, registry
+from tests.kinds import ALL, KIND_NAMES, KINDS, kind_table, per_kind, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "manifests" / "crds"
@@ -196,6 +196,89 @@ def test_a_new_kind_gets_its_rules() -> None:
     role = yaml.safe_load(gen.render([*registry.crds(), extra]))
     resources = {r for rule in role["rules"] for r in rule["resources"]}
     assert {"newjobs", "newjobs/status", "newjobs/finalizers"} <= resources
+
+
+def test_a_kind_whose_finished_jobs_are_deleted_gets_delete_on_its_jobs() -> None:
+    """The delete rule of ttlSecondsAfterFinished follows the CRD's ``deletes_finished``:
+    a toy kind with it gets delete on its jobs, one without does not."""
+    gen = hack_scripts.load("gen_rbac")
+    kept = replace(KINDS[0].crd, group="toy.example", plural="keptjobs", kind="KeptJob")
+    deleted = replace(kept, plural="ttljobs", kind="TtlJob", deletes_finished=True)
+    assert not kept.deletes_finished
+    assert gen.ttl_rules([kept]) == ""
+    assert gen.ttl_rules([kept, deleted]) == (
+        "# A finished TtlJob is deleted ttlSecondsAfterFinished after it finished, as\n"
+        "# Kubeflow's controllers do (its children go by garbage collection).\n"
+        '- apiGroups: ["toy.example"]\n'
+        '  resources: ["ttljobs"]\n'
+        '  verbs: ["delete"]\n'
+    )
+    role = yaml.safe_load(gen.render([kept, deleted], rules={}))
+    toy_deletes = [
+        rule
+        for rule in role["rules"]
+        if rule["apiGroups"] == ["toy.example"] and "delete" in rule["verbs"]
+    ]
+    assert toy_deletes == [
+        {"apiGroups": ["toy.example"], "resources": ["ttljobs"], "verbs": ["delete"]}
+    ]
+    without = yaml.safe_load(gen.render([kept], rules={}))
+    assert not any(
+        rule["apiGroups"] == ["toy.example"] and "delete" in rule["verbs"]
+        for rule in without["rules"]
+    )
+
+
+def _declares(schema: Any, field: str) -> bool:
+    """Whether a JSON schema (its $defs too) has a property named ``field``."""
+    if isinstance(schema, dict):
+        if field in (schema.get("properties") or {}):
+            return True
+        return any(_declares(value, field) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_declares(item, field) for item in schema)
+    return False
+
+
+@pytest.mark.parametrize("kind", registry.KINDS, ids=lambda kind: kind.crd.kind)
+def test_a_kind_says_it_deletes_finished_jobs_when_its_spec_has_a_ttl(kind: Any) -> None:
+    """``deletes_finished`` (behind the ClusterRole's delete on a kind's jobs) is
+    declared by exactly the kinds whose spec has ttlSecondsAfterFinished."""
+    schema = kind.crd.spec_model.model_json_schema(by_alias=True)
+    assert kind.crd.deletes_finished == _declares(schema, "ttlSecondsAfterFinished")
+
+
+EVERY_KINDS_TEST_DATA = (
+    "SAMPLE",
+    "LOCAL_PROCESSES",
+    "API_MODELS",
+    "RECONCILED",
+    "HOOKS",
+    "NEVER_RESTARTS",
+    "KUEUE_POD_SETS",
+    "GANG_MIN_MEMBER",
+    "crd_case",
+    "FUZZ_BASE_SPEC",
+    "fuzz_templates",
+    "FUZZ_TEMPLATE_PATH",
+    "FUZZ_OWN_QUANTITY_SPOTS",
+    "FUZZ_RESUMES",
+    "gang_gpu_spec",
+    "GANG_RESTARTING",
+    "schema_template",
+    "SCHEMA_EXPLAIN",
+)
+"""The entries of tests/kinds/<kind>.py that every kind gives (the others are for
+the kinds with some field or property; their tests check those)."""
+
+
+def test_every_registered_kind_has_its_test_data_module() -> None:
+    """One module of tests/kinds/ per registered kind, in the registry's order, each
+    with its entry in every table that covers every kind: a new kind's test data is
+    its module and its line in ``ALL``, checked here without a cluster."""
+    assert [data.KIND for data in ALL] == list(KIND_NAMES)
+    for name in EVERY_KINDS_TEST_DATA:
+        per_kind(kind_table(name), f"tests.kinds: {name} of each kind's module")
 
 
 def test_there_is_a_sample_of_every_kind() -> None:

@@ -1,41 +1,23 @@
 """What every kind's API model does, by one parametrised suite.
 
-Each kind's examples stay in its own module (tests/unit/api/test_<kind>_models.py);
-the behaviour every kind's ``JobObject`` shares is tested once here, for every
-kind of the registry: the examples parse and round-trip with their pod
-templates kept whole, status examples round-trip, unknown fields are ignored
+Each kind's examples stay in its own module (tests/unit/api/test_<kind>_models.py),
+its entry here (its model, those examples) in tests/kinds/<kind>.py; the
+behaviour every kind's ``JobObject`` shares is tested once here, for every kind
+of the registry: the examples parse and round-trip with their pod templates
+kept whole, status examples round-trip, unknown fields are ignored
 (an operator meeting a newer object must not crash), the accessors read the
 metadata, and the generated CRD is structural and described.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from t9k_operator.api import (
-    colossalai,
-    deepspeed,
-    genericjob,
-    mpijob,
-    msjob,
-    pytorch,
-    tensorflow,
-    xgboost,
-)
-from t9k_operator.api.crd import CrdInfo, JobObject
 from t9k_operator.kinds.registry import crds
-from tests.unit.api import test_colossalai_models as colossalai_tests
-from tests.unit.api import test_deepspeed_models as deepspeed_tests
-from tests.unit.api import test_genericjob_models as genericjob_tests
-from tests.unit.api import test_mpijob_models as mpijob_tests
-from tests.unit.api import test_msjob_models as msjob_tests
-from tests.unit.api import test_pytorch_models as pytorch_tests
-from tests.unit.api import test_tensorflow_models as tensorflow_tests
-from tests.unit.api import test_xgboost_models as xgboost_tests
+from tests.kinds import kind_table
+from tests.kinds.common import ModelCase
 from tests.unit.api.helpers import (
     assert_described,
     assert_structural,
@@ -45,92 +27,8 @@ from tests.unit.api.helpers import (
     schema_of,
 )
 
-
-@dataclass(frozen=True)
-class Kind:
-    crd: CrdInfo
-    model: type[JobObject[Any, Any]]
-    status: type[Any]
-    examples: dict[str, str]
-    statuses: dict[str, str]
-    job: str
-    templates: Callable[[dict[str, Any]], list[Any]]  # a raw spec's pod templates
-
-
-KINDS: dict[str, Kind] = {
-    "PyTorchTrainingJob": Kind(
-        pytorch.CRD,
-        pytorch.PyTorchTrainingJobObject,
-        pytorch.PyTorchTrainingJobStatus,
-        pytorch_tests.SPEC_EXAMPLES,
-        pytorch_tests.STATUS_EXAMPLES,
-        "pytorch-example",
-        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
-    ),
-    "DeepSpeedJob": Kind(
-        deepspeed.CRD,
-        deepspeed.DeepSpeedJobObject,
-        deepspeed.DeepSpeedJobStatus,
-        deepspeed_tests.ALL_EXAMPLES,
-        deepspeed_tests.STATUS_EXAMPLES,
-        "deepspeed-example",
-        lambda spec: [spec["worker"]["template"]],
-    ),
-    "ColossalAIJob": Kind(
-        colossalai.CRD,
-        colossalai.ColossalAIJobObject,
-        colossalai.ColossalAIJobStatus,
-        colossalai_tests.ALL_EXAMPLES,
-        colossalai_tests.STATUS_EXAMPLES,
-        colossalai_tests.JOB,
-        lambda spec: [spec["worker"]["template"]],
-    ),
-    "MPIJob": Kind(
-        mpijob.CRD,
-        mpijob.MPIJobObject,
-        mpijob.MPIJobStatus,
-        mpijob_tests.SPEC_EXAMPLES,
-        mpijob_tests.STATUS_EXAMPLES,
-        mpijob_tests.JOB,
-        lambda spec: [spec["worker"]["template"]],
-    ),
-    "MSJob": Kind(
-        msjob.CRD,
-        msjob.MSJobObject,
-        msjob.MSJobStatus,
-        msjob_tests.SPEC_EXAMPLES,
-        msjob_tests.STATUS_EXAMPLES,
-        msjob_tests.JOB,
-        lambda spec: [rs["template"] for rs in spec["msReplicaSpecs"].values()],
-    ),
-    "GenericJob": Kind(
-        genericjob.CRD,
-        genericjob.GenericJobObject,
-        genericjob.GenericJobStatus,
-        genericjob_tests.SPEC_EXAMPLES,
-        genericjob_tests.STATUS_EXAMPLES,
-        genericjob_tests.JOB,
-        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
-    ),
-    "TensorFlowTrainingJob": Kind(
-        tensorflow.CRD,
-        tensorflow.TensorFlowTrainingJobObject,
-        tensorflow.TensorFlowTrainingJobStatus,
-        tensorflow_tests.SPEC_EXAMPLES,
-        tensorflow_tests.STATUS_EXAMPLES,
-        tensorflow_tests.JOB,
-        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
-    ),
-    "XGBoostTrainingJob": Kind(
-        xgboost.CRD,
-        xgboost.XGBoostTrainingJobObject,
-        xgboost.XGBoostTrainingJobStatus,
-        xgboost_tests.SPEC_EXAMPLES,
-        xgboost_tests.STATUS_EXAMPLES,
-        xgboost_tests.JOB,
-        lambda spec: [rs["template"] for rs in spec["replicaSpecs"]],
-    ),
-}
+KINDS: dict[str, ModelCase] = kind_table("API_MODELS")
+"""Each kind's API model and examples (its ``API_MODELS`` in tests/kinds/<kind>.py)."""
 NAMES = [info.kind for info in crds()]
 
 

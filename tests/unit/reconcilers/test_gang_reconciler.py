@@ -12,18 +12,11 @@ import pytest
 
 from t9k_operator.builders import gang
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from tests.kinds import kind_table
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
-MIN_MEMBER = {
-    "PyTorchTrainingJob": 2,
-    "DeepSpeedJob": 2,
-    "ColossalAIJob": 3,
-    "MSJob": 3,
-    "GenericJob": 2,
-    "TensorFlowTrainingJob": 3,
-    "XGBoostTrainingJob": 3,
-    "MPIJob": 3,  # the launcher and 2 workers
-}
+MIN_MEMBER: dict[str, int] = kind_table("GANG_MIN_MEMBER")
+"""kind -> its PodGroup's minMember (its ``GANG_MIN_MEMBER``)."""
 VOLCANO = GangScheduling(gang.backend("volcano"))
 COSCHEDULING = GangScheduling(gang.backend("coscheduling", "my-coscheduler"))
 GROUP = "j-uid-1"

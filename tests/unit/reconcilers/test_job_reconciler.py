@@ -20,142 +20,25 @@ from pytest_mock import MockerFixture
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
-from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
-from t9k_operator.kinds.deepspeed import DeepSpeedKind
-from t9k_operator.kinds.genericjob import GenericJobKind
-from t9k_operator.kinds.mpijob import MPIJobKind
-from t9k_operator.kinds.msjob import MSJobKind
-from t9k_operator.kinds.pytorch import PyTorchKind
-from t9k_operator.kinds.tensorflow import TensorFlowKind
-from t9k_operator.kinds.xgboost import XGBoostKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
-from t9k_operator.reconcilers.apply.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
-from t9k_operator.reconcilers.integrations.contract import Integration
 from t9k_operator.reconcilers.integrations.gang import GangScheduling
 from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
+from t9k_operator.reconcilers.pipeline.contract import Integration
+from t9k_operator.reconcilers.pipeline.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeClock, FakeRecorder
+from tests.kinds import kind_table
 from tests.unit.reconcilers.fake_kube import FakeKube
 
 NS = "ns"
 
 
-def _template(container: str) -> dict[str, Any]:
-    return {"spec": {"containers": [{"name": container, "image": "img"}]}}
-
-
-JOBS: dict[str, tuple[JobKind, dict[str, Any], list[str]]] = {
-    # kind -> (its hooks, a valid job, the pods a fresh job gets)
-    "GenericJob": (
-        GenericJobKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "GenericJob",
-            "spec": {
-                "replicaSpecs": [{"type": "worker", "replicas": 2, "template": _template("main")}]
-            },
-        },
-        ["j-worker-0", "j-worker-1"],
-    ),
-    "PyTorchTrainingJob": (
-        PyTorchKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "PyTorchTrainingJob",
-            "spec": {
-                "replicaSpecs": [
-                    {
-                        "type": "worker",
-                        "replicas": 2,
-                        "restartPolicy": "OnFailure",
-                        "template": _template("pytorch"),
-                    }
-                ]
-            },
-        },
-        ["j-worker-0", "j-worker-1"],
-    ),
-    "DeepSpeedJob": (
-        DeepSpeedKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "DeepSpeedJob",
-            "spec": {
-                "config": {"slotsPerWorker": 1, "run": {"python": ["train.py"]}},
-                "worker": {"replicas": 2, "template": _template("worker")},
-            },
-        },
-        ["j-worker-0", "j-worker-1"],
-    ),
-    "ColossalAIJob": (
-        ColossalAIKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "ColossalAIJob",
-            "spec": {
-                "launcher": {"image": "img"},
-                "worker": {"replicas": 2, "command": ["train.py"], "template": _template("worker")},
-            },
-        },
-        ["j-launcher", "j-worker-0", "j-worker-1"],
-    ),
-    "MPIJob": (
-        MPIJobKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "MPIJob",
-            "spec": {
-                "worker": {"replicas": 2, "cmd": ["./prog"], "template": _template("mpi-worker")},
-            },
-        },
-        ["j-launcher", "j-worker-0", "j-worker-1"],
-    ),
-    "MSJob": (
-        MSJobKind(),
-        {
-            "apiVersion": "mindspore.gitee.com/v1",
-            "kind": "MSJob",
-            "spec": {
-                "msReplicaSpecs": {
-                    "Scheduler": {"replicas": 1, "template": _template("mindspore")},
-                    "Worker": {"replicas": 2, "template": _template("mindspore")},
-                }
-            },
-        },
-        ["j-scheduler-0", "j-worker-0", "j-worker-1"],
-    ),
-    "TensorFlowTrainingJob": (
-        TensorFlowKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "TensorFlowTrainingJob",
-            "spec": {
-                "replicaSpecs": [
-                    {"type": "chief", "template": _template("tensorflow")},
-                    {"type": "worker", "replicas": 2, "template": _template("tensorflow")},
-                ]
-            },
-        },
-        ["j-chief-0", "j-worker-0", "j-worker-1"],
-    ),
-    "XGBoostTrainingJob": (
-        XGBoostKind(),
-        {
-            "apiVersion": "batch.tensorstack.dev/v1beta1",
-            "kind": "XGBoostTrainingJob",
-            "spec": {
-                "replicaSpecs": [
-                    {"type": "master", "template": _template("xgboost")},
-                    {"type": "worker", "replicas": 2, "template": _template("xgboost")},
-                ]
-            },
-        },
-        ["j-master-0", "j-worker-0", "j-worker-1"],
-    ),
-}
+JOBS: dict[str, tuple[JobKind[Any], dict[str, Any], list[str]]] = kind_table("RECONCILED")
+"""kind -> (its hooks, a valid job, the pods a fresh job gets): its ``RECONCILED``
+in tests/kinds/<kind>.py."""
 KINDS = sorted(JOBS)
 
 
@@ -373,7 +256,7 @@ def _wide_job(replicas: int) -> dict[str, Any]:
 
 
 def test_a_wide_job_creates_its_pods_in_parallel_slow_start_batches(mocker: MockerFixture) -> None:
-    from t9k_operator.reconcilers.apply.job import CREATE_PARALLEL
+    from t9k_operator.reconcilers.pipeline.job import CREATE_PARALLEL
 
     h = Harness("PyTorchTrainingJob", _wide_job(40))
     lock = threading.Lock()
@@ -458,7 +341,7 @@ def test_a_created_pod_deleted_before_the_cache_saw_it_ends_the_wait() -> None:
 def test_pod_events_reach_the_job_after_a_batch_period_job_events_at_once() -> None:
     """A job's pods change together: one reconcile (and one status write) for
     the batch, as the Kubernetes Job controller's sync batch period gives."""
-    from t9k_operator.reconcilers.apply.job import POD_BATCH_PERIOD
+    from t9k_operator.reconcilers.pipeline.job import POD_BATCH_PERIOD
 
     h = Harness("PyTorchTrainingJob")
     h.reconcile()

@@ -1,191 +1,34 @@
 """Every registered kind's hooks, by one parametrised suite.
 
-Each kind is described once in :data:`CASES` (a valid job, the roles it
-reads, which replica decides success, a bad field and its path); the tests
-then hold for all of them: defaults come from the API model (what the CRD
-tells users), the run mode is read, the deciding replica's success is the
-job's, a bad spec names the user's field, and every field the API stores but
-the operator does not act on is reported.
+Each kind is described once in :data:`CASES` (its ``HOOKS`` in
+tests/kinds/<kind>.py: a valid job, the roles it reads, which replica decides
+success, a bad field and its path); the tests then hold for all of them:
+defaults come from the API model (what the CRD tells users), the run mode is
+read, the deciding replica's success is the job's, a bad spec names the user's
+field, and every field the API stores but the operator does not act on is
+reported.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from t9k_operator.api import deepspeed, msjob, pytorch, tensorflow, xgboost
 from t9k_operator.kinds.asks import HangPolicy, SchedulingRequest
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
-from t9k_operator.kinds.view import Override, Role
+from t9k_operator.kinds.view import Override
 from t9k_operator.reconcilers.integrations.tensorboard import wanted
+from tests.kinds import kind_table
+from tests.kinds.common import HooksCase
 
-
-def _template(container: str) -> dict[str, Any]:
-    return {"spec": {"containers": [{"name": container, "image": "img"}]}}
-
-
-@dataclass
-class Case:
-    spec: dict[str, Any]
-    roles: tuple[Role, ...]
-    decides: tuple[str, int]  # the replica whose success is the job's
-    bad: tuple[tuple[str | int, ...], Any, str]  # where in spec, what, the path named
-    defaults: dict[str, Any]  # JobView fields of the plain job, as the model's defaults
-    # where in spec a field stored but not acted on is, and a value for it
-    not_acted_on: tuple[tuple[str | int, ...], Any] | None = None
-    run_mode: bool = True  # the kind has spec.runMode
-    tensorboard: bool = True  # the kind has spec.tensorboardSpec
-    # where in spec its last pod template is, and the path a Warning names it by
-    last_template: tuple[tuple[str | int, ...], str] = ((), "")
-
-
-CASES: dict[str, Case] = {
-    "PyTorchTrainingJob": Case(
-        spec={
-            "replicaSpecs": [
-                {"type": "master", "replicas": 1, "template": _template("pytorch")},
-                {"type": "worker", "replicas": 2, "template": _template("pytorch")},
-            ]
-        },
-        roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
-        decides=("master", 0),
-        bad=(
-            ("replicaSpecs", 0, "restartPolicy"),
-            "Sometimes",
-            "spec.replicaSpecs[0].restartPolicy",
-        ),
-        defaults={
-            "backoff_limit": pytorch.RunPolicy().backoff_limit,
-            "cleanup_policy": pytorch.RunPolicy().clean_up_policy,
-        },
-        not_acted_on=(("replicaSpecs", 1, "scalingWeight"), 2),
-        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
-    ),
-    "DeepSpeedJob": Case(
-        spec={
-            "config": {"slotsPerWorker": 1, "run": {"python": ["train.py"]}},
-            "worker": {"replicas": 3, "template": _template("worker")},
-        },
-        roles=(Role("worker", 3, "OnFailure"),),
-        decides=("worker", 0),
-        bad=(("worker", "replicas"), -1, "spec.worker.replicas"),
-        defaults={"backoff_limit": deepspeed.RunPolicy().backoff_limit},
-        last_template=(("worker", "template"), "spec.worker.template"),
-    ),
-    "ColossalAIJob": Case(
-        spec={
-            "launcher": {"image": "img"},
-            "worker": {"replicas": 2, "command": ["train.py"], "template": _template("worker")},
-        },
-        roles=(Role("launcher", 1, "Never"), Role("worker", 2, "Never")),
-        decides=("launcher", 0),
-        bad=(("worker", "procPerWorker"), 0, "spec.worker.procPerWorker"),
-        defaults={"cleanup_policy": "None"},
-        not_acted_on=(("runPolicy", "backoffLimit"), 2),
-        last_template=(("worker", "template"), "spec.worker.template"),
-    ),
-    "MPIJob": Case(
-        spec={"worker": {"replicas": 2, "cmd": ["./prog"], "template": _template("mpi-worker")}},
-        roles=(Role("launcher", 1, "Never"), Role("worker", 2, "Never")),
-        decides=("launcher", 0),
-        bad=(("mpiHome",), "usr/local", "spec.mpiHome"),
-        defaults={"backoff_limit": 0, "cleanup_policy": "None"},
-        tensorboard=False,
-        last_template=(("worker", "template"), "spec.worker.template"),
-    ),
-    "MSJob": Case(
-        spec={
-            "msReplicaSpecs": {
-                "Scheduler": {"replicas": 1, "template": _template("mindspore")},
-                "Worker": {"replicas": 2, "template": _template("mindspore")},
-            }
-        },
-        roles=(Role("Scheduler", 1, "Never"), Role("Worker", 2, "Never")),
-        decides=("Worker", 0),
-        bad=(
-            ("msReplicaSpecs", "Worker", "restartPolicy"),
-            "Sometimes",
-            "spec.msReplicaSpecs.Worker.restartPolicy",
-        ),
-        defaults={
-            "backoff_limit": msjob.MSRunPolicy().backoff_limit,
-            "cleanup_policy": "Unfinished",  # cleanPodPolicy Running, as in ms-operator
-        },
-        run_mode=False,
-        tensorboard=False,
-        last_template=(
-            ("msReplicaSpecs", "Worker", "template"),
-            "spec.msReplicaSpecs[Worker].template",
-        ),
-    ),
-    "GenericJob": Case(
-        spec={
-            "successRules": [{"server": [0]}],
-            "service": {"ports": [{"name": "http", "port": 2222}]},
-            "replicaSpecs": [
-                {"type": "client", "replicas": 2, "template": _template("client")},
-                {
-                    "type": "server",
-                    "restartPolicy": {"policy": "Never"},
-                    "template": _template("server"),
-                },
-            ],
-        },
-        roles=(Role("client", 2, "OnFailure", 0), Role("server", 1, "Never", 0)),
-        decides=("server", 0),
-        bad=(
-            ("replicaSpecs", 0, "restartPolicy"),
-            {"policy": "Sometimes"},
-            "spec.replicaSpecs[0].restartPolicy",
-        ),
-        defaults={"backoff_limit": 0, "cleanup_policy": "None", "failure_rules": None},
-        not_acted_on=(("service", "ports", 0, "nodePort"), 30001),
-        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
-    ),
-    "TensorFlowTrainingJob": Case(
-        spec={
-            "replicaSpecs": [
-                {"type": "ps", "replicas": 1, "template": _template("tensorflow")},
-                {"type": "worker", "replicas": 2, "template": _template("tensorflow")},
-                {"type": "chief", "template": _template("tensorflow")},
-            ]
-        },
-        roles=(
-            Role("ps", 1, "OnFailure"),
-            Role("worker", 2, "OnFailure"),
-            Role("chief", 1, "OnFailure"),
-        ),
-        decides=("chief", 0),
-        bad=(("replicaSpecs", 0, "type"), "master", "spec.replicaSpecs[0].type"),
-        defaults={
-            "backoff_limit": tensorflow.RunPolicy().backoff_limit,
-            "cleanup_policy": tensorflow.RunPolicy().clean_up_policy,
-        },
-        last_template=(("replicaSpecs", 2, "template"), "spec.replicaSpecs[2].template"),
-    ),
-    "XGBoostTrainingJob": Case(
-        spec={
-            "replicaSpecs": [
-                {"type": "master", "template": _template("xgboost")},
-                {"type": "worker", "replicas": 2, "template": _template("xgboost")},
-            ]
-        },
-        roles=(Role("master", 1, "OnFailure"), Role("worker", 2, "OnFailure")),
-        decides=("master", 0),
-        bad=(("replicaSpecs", 1, "type"), "ps", "spec.replicaSpecs[1].type"),
-        defaults={
-            "backoff_limit": xgboost.RunPolicy().backoff_limit,
-            "cleanup_policy": xgboost.RunPolicy().clean_up_policy,
-        },
-        tensorboard=False,
-        last_template=(("replicaSpecs", 1, "template"), "spec.replicaSpecs[1].template"),
-    ),
-}
+CASES: dict[str, HooksCase] = kind_table("HOOKS")
+"""Each kind's valid job and what its hooks read of it: its ``HOOKS`` in
+tests/kinds/<kind>.py."""
 NAMES = [kind.crd.kind for kind in KINDS]
 
 
@@ -342,7 +185,7 @@ def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKi
     assert (secret is not None) == kind.uses_ssh
 
 
-NEVER_RESTART = ("ColossalAIJob", "MPIJob")
+NEVER_RESTART = tuple(kind for kind, never in kind_table("NEVER_RESTARTS").items() if never)
 """The kinds that restart no pod (a rank cannot rejoin their launcher's run)."""
 
 

@@ -20,22 +20,14 @@ from t9k_operator.reconcilers.integrations.kueue import (
     WORKLOAD_PRIORITY_CLASSES,
     Kueue,
 )
+from tests.kinds import kind_table
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
 KUEUE = Kueue()
 WORKLOAD = "j-uid-1"
 """The Workload of job ``j`` (uid ``uid-1``): named like its PodGroup."""
-POD_SETS = {
-    # kind -> the Workload's pod sets: name -> count
-    "PyTorchTrainingJob": {"worker": 2},
-    "DeepSpeedJob": {"worker": 2},
-    "ColossalAIJob": {"launcher": 1, "worker": 2},
-    "MSJob": {"scheduler": 1, "worker": 2},
-    "GenericJob": {"worker": 2},
-    "TensorFlowTrainingJob": {"chief": 1, "worker": 2},
-    "XGBoostTrainingJob": {"master": 1, "worker": 2},
-    "MPIJob": {"launcher": 1, "worker": 2},
-}
+POD_SETS: dict[str, dict[str, int]] = kind_table("KUEUE_POD_SETS")
+"""kind -> the Workload's pod sets: name -> count (its ``KUEUE_POD_SETS``)."""
 GPUS = {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}
 
 

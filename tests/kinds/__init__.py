@@ -4,19 +4,61 @@ The kinds come from the operator's one registry, imported here and nowhere
 else in tests/ (tests/unit/reconcilers/ and tests/unit/api/ aside, which test
 the kinds themselves), so a move of it is one edit. A test parametrized over
 the kinds uses :data:`KIND_NAMES`, or a subset derived from a property of the
-kinds (:func:`spec_fields`, :func:`kubeflow_status`, ``uses_ssh``); a table of
-per-kind data stays in its test, and fails when a kind it should cover has no
-entry in it (:func:`per_kind`, :func:`kind_entry`): a new kind is never
-silently left out.
+kinds (:func:`spec_fields`, :func:`kubeflow_status`, ``uses_ssh``).
+
+Each kind's test data is one module of this package (``tests/kinds/<kind>.py``,
+listed in :data:`ALL`): its entry in every per-kind table of the tests, each
+written out there, never computed by the code under test. A test reads its
+table with :func:`kind_table` (``{kind: entry}``), and fails when a kind it should
+cover has no entry in it (:func:`per_kind`, :func:`kind_entry`): a new kind is
+never silently left out. A new kind's test data is one new module here and its
+line in :data:`ALL`.
+
+The tables, by the name a kind's module gives its entry (and the test's table):
+
+- ``SAMPLE``, ``LOCAL_PROCESSES``: tests/unit/test_local_run.py (``EXPECTED``)
+- ``API_MODELS``: tests/unit/api/test_job_objects.py (``KINDS``)
+- ``RECONCILED``: tests/unit/reconcilers/test_job_reconciler.py (``JOBS``)
+- ``HOOKS``, ``NEVER_RESTARTS``: tests/unit/reconcilers/test_kinds.py (``CASES``,
+  ``NEVER_RESTART``)
+- ``KUEUE_POD_SETS``: tests/unit/reconcilers/test_kueue_reconciler.py (``POD_SETS``)
+- ``GANG_MIN_MEMBER``: tests/unit/reconcilers/test_gang_reconciler.py (``MIN_MEMBER``)
+- ``crd_case``: tests/integration/test_crd_kinds.py (``CASES``)
+- ``FUZZ_BASE_SPEC``, ``fuzz_templates``, ``FUZZ_TEMPLATE_PATH``,
+  ``FUZZ_OWN_QUANTITY_SPOTS``, ``FUZZ_RESUMES``: tests/integration/test_fuzz_specs.py
+  (``BASE_SPECS``, ``TEMPLATES``, ``TEMPLATE_PATHS``, ``OWN_QUANTITY_SPOTS``, ``RESUMES``)
+- ``gang_gpu_spec``, ``GANG_RESTARTING``, ``GANG_ELASTIC_NEEDS`` (a kind with
+  ``spec.elastic`` only): tests/integration/test_gang_jobs.py (``GPU_SPECS``,
+  ``RESTARTING``, ``ELASTIC_NEEDS``)
+- ``schema_template``, ``SCHEMA_EXPLAIN``: tests/integration/test_pod_template_schema.py
+  (``TEMPLATES``, ``EXPLAIN``)
+- ``SSH_LAUNCH_TEST`` (a kind whose replicas talk over ssh only):
+  tests/integration/test_ssh_launch.py (``LAUNCHED``)
+- ``tensorboard_job`` (a kind with ``spec.tensorboardSpec`` only):
+  tests/integration/test_tensorboard.py (``JOBS``)
+
+The order of :data:`ALL` is the registry's (tests/unit/test_entry_points.py
+``BUILT_IN`` reads it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from types import ModuleType
+from typing import Any, TypeVar
 
 from t9k_operator.kinds import registry
 from t9k_operator.kube import Resource
+from tests.kinds import (
+    colossalai,
+    deepspeed,
+    genericjob,
+    mpijob,
+    msjob,
+    pytorch,
+    tensorflow,
+    xgboost,
+)
 
 T = TypeVar("T")
 
@@ -51,6 +93,26 @@ def kubeflow_status(name: str) -> bool:
     """Whether the kind stores a Kubeflow-style status (MSJob: its own conditions, the
     engine's apart in ``t9kConditions``) rather than the engine's (``phase``)."""
     return "t9kConditions" in status_fields(name)
+
+
+ALL: list[ModuleType] = [
+    pytorch,
+    deepspeed,
+    colossalai,
+    msjob,
+    genericjob,
+    tensorflow,
+    xgboost,
+    mpijob,
+]
+"""The test data of every built-in kind, a module each, in the registry's order."""
+
+
+def kind_table(name: str) -> dict[str, Any]:
+    """The per-kind table ``name``: ``{kind: its module's name}``, for each module of
+    :data:`ALL` that gives one (in that order). Whether the table has the kinds
+    it should is for the test to say (:func:`per_kind`, :func:`kind_entry`)."""
+    return {data.KIND: getattr(data, name) for data in ALL if hasattr(data, name)}
 
 
 def per_kind(
