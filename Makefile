@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CLUSTER ?= t9k
 IMG ?= t9k-operator:dev
-KUBECONFIG_PATH = $(shell $(PYTHON) hack/cluster.py kubeconfig --name $(CLUSTER))
+KUBECONFIG_PATH = $(shell $(PYTHON) -m hack.cluster kubeconfig --name $(CLUSTER))
 
 .PHONY: help venv lock lint format test test-deps binaries binaries-core unit integration cluster cluster-down run demo manifests deploy undeploy install uninstall image docker-build docker-push rootfs bench bench-memory clean
 
@@ -53,10 +53,10 @@ test-deps: ## system packages the tests need (openssh-server, pdsh for launch-pa
 	/usr/bin/python3 hack/ensure-frameworks.py
 
 binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
-	$(PYTHON) hack/cluster.py binaries
+	$(PYTHON) -m hack.cluster binaries
 
 binaries-core: ## the control plane's binaries alone (etcd, Kubernetes, KWOK): what the demo and a plain cluster use; the rest is built when first used
-	$(PYTHON) hack/cluster.py binaries --gang none --no-kueue --no-tools
+	$(PYTHON) -m hack.cluster binaries --gang none --no-kueue --no-tools
 
 unit: $(STAMP) ## unit tests only (no cluster)
 	$(VENV)/bin/pytest tests/unit
@@ -65,10 +65,10 @@ integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_
 	$(PYTEST_INTEGRATION)
 
 cluster: binaries-core ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
-	$(PYTHON) hack/cluster.py up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)
+	$(PYTHON) -m hack.cluster up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)
 
 cluster-down: ## stop the local cluster and remove its state
-	$(PYTHON) hack/cluster.py down --name $(CLUSTER)
+	$(PYTHON) -m hack.cluster down --name $(CLUSTER)
 
 run: $(STAMP) ## run the operator against the current kubeconfig context
 	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
@@ -76,10 +76,10 @@ run: $(STAMP) ## run the operator against the current kubeconfig context
 # The virtualenv (network) and the control plane's build (CPU) side by side.
 demo: ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(MAKE) --no-print-directory -j2 $(STAMP) binaries-core
-	$(PY) hack/demo.py --name $(CLUSTER)
+	$(PY) -m hack.demo --name $(CLUSTER)
 
 manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs, the ClusterRole, kustomize's overlays, the Helm chart and deploy/install.yaml
-	$(PY) hack/kube_openapi.py refresh
+	$(PY) -m hack.kube_openapi refresh
 	$(PY) hack/gen_crds.py
 	$(PY) hack/gen_rbac.py
 	$(PY) hack/gen_install.py
@@ -88,18 +88,18 @@ IMG ?= ghcr.io/t9k-operator/t9k-operator:0.1.0
 OVERLAY ?= deploy/cluster-wide
 
 deploy: ## install into the current kubeconfig's cluster with image IMG (kustomize OVERLAY, server-side apply)
-	$(PYTHON) hack/deploy.py apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.deploy apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
-	$(PYTHON) hack/deploy.py delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.deploy delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS) (docs/benchmarks.md)
-	$(PY) hack/bench_job_start.py $(BENCH_ARGS)
-	$(PY) hack/bench_progress.py $(PROGRESS_ARGS)
-	$(PY) hack/bench_progress_beside.py $(BESIDE_ARGS)
+	$(PY) -m hack.bench_job_start $(BENCH_ARGS)
+	$(PY) -m hack.bench_progress $(PROGRESS_ARGS)
+	$(PY) -m hack.bench_progress_beside $(BESIDE_ARGS)
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
-	$(PY) hack/bench_store_memory.py
+	$(PY) -m hack.bench_store_memory
 
 image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
 	bash hack/image.sh $(IMG)
@@ -111,10 +111,10 @@ docker-push: ## push IMG with the builder `make image` used (PUSH_DEST=oci:DIR o
 	bash hack/image.sh --push $(IMG) $(PUSH_DEST)
 
 install: ## install the CRDs alone into the current kubeconfig's cluster (server-side apply)
-	$(PYTHON) hack/deploy.py install$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.deploy install$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 uninstall: ## delete the CRDs from the current kubeconfig's cluster: every job, TensorBoard and their pods go with them
-	$(PYTHON) hack/deploy.py uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.deploy uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
 	$(PYTHON) hack/rootfs.py build

@@ -4,7 +4,7 @@
 For each size (``JOBSxREPLICAS``: 200x4, 1x512 (one job of 512 replicas),
 1000x4 and 10000x4 by default, each with the scenarios of
 :data:`DEFAULT_PLAN`) and each scenario, on a fresh local control plane
-(``hack/cluster.py up --name t9k-bench``, or ``--cluster``; taken down after
+(``python3 -m hack.cluster up --name t9k-bench``, or ``--cluster``; taken down after
 the run):
 
 * ``ceiling``: no operator; the bench creates the same pods itself (built by
@@ -32,7 +32,7 @@ figures) nor KWOK's stages touch them.
 The operator's integrations, for ``defaults`` and ``tuned`` only (the other
 scenarios have no operator, or an older one, and refuse them):
 
-* ``--kueue``: the cluster runs Kueue (``hack/cluster.py up --kueue``) and
+* ``--kueue``: the cluster runs Kueue (``python3 -m hack.cluster up --kueue``) and
   the operator ``--kueue``. Before the operator starts, the bench makes the
   WorkloadPriorityClass ``t9k-priority-50`` (from
   manifests/kueue/workload-priority-classes.yaml), a ResourceFlavor whose
@@ -97,7 +97,7 @@ Prints one table per size, then where the time and the CPU went, the
 memory, every comparison of two scenarios of a size as ratios
 (:func:`comparisons`), ``--py-spy``'s profile of the operator, and the
 targets. Run:
-``make bench`` (or ``.venv/bin/python hack/bench_job_start.py``); choose with
+``make bench`` (or ``.venv/bin/python -m hack.bench_job_start``); choose with
 ``--sizes 200x4,1x512`` and ``--scenarios ceiling,tuned``; ``--repeat 3``
 runs each three times, interleaved, and takes the targets from the medians;
 ``--kueue`` and ``--gang volcano`` (above) run the operator's scenarios only
@@ -131,29 +131,26 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from procstat import machine_cpu, proc_cpu, proc_kib
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from t9k_operator.builders import kueue as kueue_objects  # noqa: E402
-from t9k_operator.builders.common import CHILD_SELECTOR  # noqa: E402
-from t9k_operator.builders.gang import (  # noqa: E402
+from hack.procstat import machine_cpu, proc_cpu, proc_kib
+from t9k_operator.builders import kueue as kueue_objects
+from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.builders.gang import (
     BACKENDS,
     DEFAULT_SCHEDULER_NAMES,
     priority_class,
 )
-from t9k_operator.informers import Indexer, transform_for  # noqa: E402
-from t9k_operator.kinds.contract import PodMode, read  # noqa: E402
-from t9k_operator.kinds.pytorch import PyTorchKind  # noqa: E402
-from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
-from t9k_operator.reconcilers.integrations.kueue import (  # noqa: E402
+from t9k_operator.informers import Indexer, transform_for
+from t9k_operator.kinds.contract import PodMode, read
+from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient
+from t9k_operator.reconcilers.integrations.kueue import (
     POD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
 )
-from t9k_operator.resources import (  # noqa: E402
+from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL
+from t9k_operator.resources import (
     CONFIGMAPS,
     EVENTS,
     NAMESPACES,
@@ -164,6 +161,7 @@ from t9k_operator.resources import (  # noqa: E402
     Resource,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"
 JOBS = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 # What the operator's informers store of a run: its jobs, then the children its label selects.
@@ -257,7 +255,7 @@ class Integrations:
         return self.kueue or self.gang is not None
 
     def cluster_flags(self) -> tuple[str, ...]:
-        """``hack/cluster.py up``'s flags that start what the operator needs."""
+        """``hack.cluster up``'s flags that start what the operator needs."""
         gang = ("--gang", self.gang) if self.gang else ()
         return (*gang, *(("--kueue",) if self.kueue else ()))
 
@@ -565,12 +563,14 @@ class Writer:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                __file__,
+                "-m",
+                "hack.bench_job_start",
                 "--writer",
                 str(kubeconfig),
                 str(replicas),
                 str(concurrency),
             ],
+            cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -604,14 +604,15 @@ class Cluster:
 
     def cluster(self, *args: str) -> str:
         return subprocess.run(
-            [sys.executable, str(ROOT / "hack" / "cluster.py"), *args, "--name", self.name],
+            [sys.executable, "-m", "hack.cluster", *args, "--name", self.name],
+            cwd=ROOT,
             check=True,
             stdout=subprocess.PIPE,
             text=True,
         ).stdout
 
     def up(self, *flags: str) -> None:
-        """A fresh cluster, with ``hack/cluster.py up``'s ``flags`` (gang
+        """A fresh cluster, with ``hack.cluster up``'s ``flags`` (gang
         schedulers, Kueue)."""
         self.cluster("down")
         self.kubeconfig = Path(self.cluster("up", *flags).strip().splitlines()[-1])
@@ -1391,7 +1392,8 @@ def cache_bytes(client: KubeClient) -> tuple[int, int]:
         json.dump(raw, f)
         f.flush()
         child = subprocess.run(
-            [sys.executable, __file__, "--store-rss", f.name],
+            [sys.executable, "-m", "hack.bench_job_start", "--store-rss", f.name],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             check=True,
@@ -1779,7 +1781,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     args = parser.parse_args()
     if args.pprof:
-        os.environ["T9K_APISERVER_PROFILING"] = "1"  # hack/cluster.py up serves /debug/pprof
+        os.environ["T9K_APISERVER_PROFILING"] = "1"  # hack.cluster up serves /debug/pprof
 
     # SIGTERM unwinds like Ctrl-C: the operator, the cluster and the worktree go.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

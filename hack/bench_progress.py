@@ -35,7 +35,7 @@ its CPU time and its front's (the process holding the connections) are the
 endpoint's. The TokenReview is answered in process (once
 per token, remembered as in the operator).
 
-Run: ``.venv/bin/python hack/bench_progress.py [--parts connections,hang,fairness,scale]``.
+Run: ``.venv/bin/python -m hack.bench_progress [--parts connections,hang,fairness,scale]``.
 """
 
 from __future__ import annotations
@@ -59,19 +59,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from procstat import proc_cpu, proc_kib
+from hack.procstat import proc_cpu, proc_kib
+from t9k_operator.reconcilers.integrations.progress_pods import job_path
+from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint
+from t9k_operator.reconcilers.progress.server import ProgressServer
+from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
+from t9k_operator.reconcilers.serving import Route
+from t9k_operator.report import Reporter
+from t9k_operator.resources import Resource
+from t9k_operator.runtime import certs, tls
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from t9k_operator.reconcilers.integrations.progress_pods import job_path  # noqa: E402
-from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint  # noqa: E402
-from t9k_operator.reconcilers.progress.server import ProgressServer  # noqa: E402
-from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore  # noqa: E402
-from t9k_operator.reconcilers.serving import Route  # noqa: E402
-from t9k_operator.report import Reporter  # noqa: E402
-from t9k_operator.resources import Resource  # noqa: E402
-from t9k_operator.runtime import certs, tls  # noqa: E402
 
 KIND = Resource("batch.tensorstack.dev", "v1beta1", "pytorchtrainingjobs", "PyTorchTrainingJob")
 AUDIENCE = "t9k-operator-progress"
@@ -401,7 +399,9 @@ def drive(
         spec = {"port": port, "ca": str(ca), "stop": began + seconds, "ranks": ranks}
         spec_file = workdir / "spec.json"
         spec_file.write_text(json.dumps(spec))
-        child = subprocess.Popen([sys.executable, __file__, "_reporters", str(spec_file)])
+        child = subprocess.Popen(
+            [sys.executable, "-m", "hack.bench_progress", "_reporters", str(spec_file)], cwd=ROOT
+        )
         time.sleep(measure_from)
         assert server.front is not None and server.fronts_started == 1
         cpu0, front0, wall0 = time.process_time(), proc_cpu(server.front.pid), time.monotonic()

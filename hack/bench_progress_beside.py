@@ -2,7 +2,7 @@
 """Benchmark: the operator's reconciles while its own progress endpoint holds
 10,000 reporting ranks, against the same run with no reports.
 
-Each scenario runs on a fresh local control plane (``hack/cluster.py up
+Each scenario runs on a fresh local control plane (``python3 -m hack.cluster up
 --name t9k-beside``, or ``--cluster``; taken down after it), with this
 tree's operator at its default flags and its progress endpoint at
 ``127.0.0.1`` (``--progress-url``; a certificate of the bench's own CA in
@@ -34,7 +34,7 @@ the reports the endpoint took and refused (``t9k_progress_reports_total``).
 The ratios are reporting / quiet; ``--repeat`` interleaves the scenarios
 and the table gives every run and the ratios of the medians.
 
-Run: ``.venv/bin/python hack/bench_progress_beside.py [--repeat 2]``.
+Run: ``.venv/bin/python -m hack.bench_progress_beside [--repeat 2]``.
 """
 
 from __future__ import annotations
@@ -55,18 +55,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from hack import bench_job_start as starts
+from hack import bench_progress as progress_bench
+from hack.procstat import proc_cpu, proc_kib
+from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient
+from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL
+from t9k_operator.resources import NAMESPACES, PODS, SERVICEACCOUNTS
+from t9k_operator.runtime import certs
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "hack"))
-
-import bench_job_start as starts  # noqa: E402
-import bench_progress as progress_bench  # noqa: E402
-from procstat import proc_cpu, proc_kib  # noqa: E402
-
-from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.reconcilers.apply.children import CREATE_PARALLEL  # noqa: E402
-from t9k_operator.resources import NAMESPACES, PODS, SERVICEACCOUNTS  # noqa: E402
-from t9k_operator.runtime import certs  # noqa: E402
 
 AUDIENCE = "t9k-operator-progress"  # the operator's default --progress-audience
 RANKS = 8  # processes a pod
@@ -271,10 +268,12 @@ def run_one(args: argparse.Namespace, scenario: str, rep: int, logs: Path) -> Ru
             reporters = subprocess.Popen(
                 [
                     sys.executable,
-                    str(ROOT / "hack" / "bench_progress.py"),
+                    "-m",
+                    "hack.bench_progress",
                     "_reporters",
                     str(work / "spec.json"),
-                ]
+                ],
+                cwd=ROOT,
             )
         time.sleep(args.ramp)
         text0 = scrape(operator.metrics)

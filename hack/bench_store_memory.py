@@ -15,7 +15,7 @@ and measures with tracemalloc what each retains:
   comparison with a cache built the usual Python way
 
 Prints bytes per pod and the ratios. Run: ``make bench-memory`` (or
-``.venv/bin/python hack/bench_store_memory.py --pods 5000``). Uses its own
+``.venv/bin/python -m hack.bench_store_memory --pods 5000``). Uses its own
 cluster (name ``bench``) and tears it down at the end unless ``--keep``.
 """
 
@@ -33,12 +33,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from t9k_operator.informers import Indexer, strip_managed_fields, transform_for
+from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient
+from t9k_operator.resources import NAMESPACES, NODES, PODS
 
-from t9k_operator.informers import Indexer, strip_managed_fields, transform_for  # noqa: E402
-from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient  # noqa: E402
-from t9k_operator.resources import NAMESPACES, NODES, PODS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NAMESPACE = "bench"
 LABEL = "app.kubernetes.io/managed-by"
@@ -122,7 +121,8 @@ def main() -> int:
     args = parser.parse_args()
 
     out = subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--name", args.cluster],
+        [sys.executable, "-m", "hack.cluster", "up", "--name", args.cluster],
+        cwd=ROOT,
         check=True,
         stdout=subprocess.PIPE,
         text=True,
@@ -218,7 +218,8 @@ def main() -> int:
     finally:
         if not args.keep:
             subprocess.run(
-                [sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--name", args.cluster],
+                [sys.executable, "-m", "hack.cluster", "down", "--name", args.cluster],
+                cwd=ROOT,
                 check=False,
             )
     return 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make demo`: the operator doing its job on a local cluster.
 
-1. Starts the local cluster (hack/cluster.py; builds the binaries the first
+1. Starts the local cluster (hack/cluster; builds the binaries the first
    time, about 6 minutes on 2 cores, then seconds).
 2. Installs the CRDs and the operator's RBAC.
 3. Runs the operator as its own ServiceAccount, with leader election on.
@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER = [sys.executable, str(ROOT / "hack" / "cluster.py")]
+CLUSTER = [sys.executable, "-m", "hack.cluster"]  # run from ROOT
 
 
 def say(msg: str) -> None:
@@ -56,7 +56,11 @@ class Demo:
     def up(self) -> None:
         say(f"starting the local cluster {self.name!r}")
         out = subprocess.run(
-            [*CLUSTER, "up", "--name", self.name], check=True, stdout=subprocess.PIPE, text=True
+            [*CLUSTER, "up", "--name", self.name],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
         ).stdout
         self.kubeconfig = Path(out.strip().splitlines()[-1])
         state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
@@ -190,7 +194,7 @@ class Demo:
             except subprocess.TimeoutExpired:
                 self.operator.kill()
         say(f"tearing down the cluster {self.name!r}")
-        subprocess.run([*CLUSTER, "down", "--name", self.name], check=False)
+        subprocess.run([*CLUSTER, "down", "--name", self.name], cwd=ROOT, check=False)
         # The operator's kubeconfig there holds a ServiceAccount token.
         shutil.rmtree(self.tmp, ignore_errors=True)
 

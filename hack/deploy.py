@@ -14,7 +14,7 @@ the jobs' pods. Only objects labelled ``app.kubernetes.io/name=t9k-operator``
 go (the namespace, ServiceAccount, RBAC, Deployment, Service and, with the
 monitoring component, ServiceMonitor and PrometheusRule).
 
-kustomize is the one hack/cluster.py builds (``make binaries``); kubectl is
+kustomize is the one hack/cluster builds (``make binaries``); kubectl is
 ``--kubectl``, else the one on PATH, else the local cluster's.
 
 ``install`` and ``uninstall`` (``make install``/``make uninstall``, as
@@ -24,9 +24,11 @@ Deleting a CRD deletes every object of its kind, so every job and its pods.
 
 Usage::
 
-    python3 hack/deploy.py apply --image ghcr.io/me/t9k-operator:dev [--overlay DIR]
-    python3 hack/deploy.py delete [--overlay DIR]
-    python3 hack/deploy.py install | uninstall
+    python3 -m hack.deploy apply --image ghcr.io/me/t9k-operator:dev [--overlay DIR]
+    python3 -m hack.deploy delete [--overlay DIR]
+    python3 -m hack.deploy install | uninstall
+
+(from the repository root).
 """
 
 from __future__ import annotations
@@ -40,12 +42,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-HACK = Path(__file__).resolve().parent
-sys.path.insert(0, str(HACK))
+from hack import cluster  # the tools' cache
 
-import cluster  # noqa: E402  (hack/cluster.py: the tools' cache)
-
-ROOT = HACK.parent
+ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "ghcr.io/t9k-operator/t9k-operator"  # the name in manifests/manager/deployment.yaml
 OPERATOR_LABEL = "app.kubernetes.io/name=t9k-operator"
 FIELD_MANAGER = "t9k-operator-deploy"

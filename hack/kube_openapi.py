@@ -25,10 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HACK = Path(__file__).resolve().parent
-sys.path.insert(0, str(HACK))
+from hack import cluster  # the pinned binaries and local clusters
 
-import cluster  # noqa: E402  (hack/cluster.py: the pinned binaries and local clusters)
+HACK = Path(__file__).resolve().parent
 
 OUT = HACK / "openapi" / "core-v1.json"
 """The kept subset of the pinned API server's ``/openapi/v3/api/v1``."""

@@ -8,7 +8,7 @@ kubelet endpoint serves, for a pod, the file its ``Logs`` object
 (``kwok.x-k8s.io/v1alpha1``, namespaced, named after the pod) names for the
 container asked (KWOK's pkg/kwok/server/debugging_logs.go, getPodLogs).
 
-This process, started beside KWOK by hack/cluster.py, watches every pod and,
+This process, started beside KWOK by hack/cluster, watches every pod and,
 for each one it has not seen, as soon as it is created (kube-scheduler's pods:
 KWOK starts a pod as soon as it is bound, so the logs are there first) or else
 once it is bound to a node (other schedulers' pods, some of which no scheduler
@@ -27,7 +27,7 @@ a pod deleted has its ``Logs`` object deleted (its files stay until the
 cluster is removed). So a client that printed
 another replica's or another container's log prints the wrong names.
 
-Only the standard library: hack/cluster.py runs before the project's
+Only the standard library: hack/cluster runs before the project's
 virtualenv exists. Its own log is ``pod-logs.log`` in the cluster's folder.
 """
 

@@ -1,4 +1,4 @@
-"""Test-side handle on the local cluster started by hack/cluster.py."""
+"""Test-side handle on the local cluster started by hack/cluster."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hack.cluster import EXIT_MISSING_BINARIES  # binaries not built, T9K_NO_BUILD=1
 from t9k_operator.kube import KubeClient, NotFound, Resource
 from t9k_operator.resources import CONFIGMAPS, NAMESPACES, SERVICEACCOUNTS
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER_SCRIPT = ROOT / "hack" / "cluster.py"
-EXIT_MISSING_BINARIES = 3  # hack/cluster.py's exit code: binaries not built, T9K_NO_BUILD=1
+CLUSTER_SCRIPT = [sys.executable, "-m", "hack.cluster"]  # run from ROOT
 
 
 class MissingBinaries(RuntimeError):
@@ -28,12 +28,13 @@ class MissingBinaries(RuntimeError):
 
 
 def cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
-    """``hack/cluster.py ARGS``, never building (``T9K_NO_BUILD=1``: binaries
+    """``python3 -m hack.cluster ARGS``, never building (``T9K_NO_BUILD=1``: binaries
     are a make prerequisite, never built under a test's timeout). Raises
     ``MissingBinaries`` when they were never built, ``RuntimeError`` when it
     fails otherwise."""
     proc = subprocess.run(
-        [sys.executable, str(CLUSTER_SCRIPT), *args],
+        [*CLUSTER_SCRIPT, *args],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         env={**os.environ, "T9K_NO_BUILD": "1"},
@@ -42,14 +43,14 @@ def cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
         raise MissingBinaries(proc.stderr.strip())
     if proc.returncode != 0:
         raise RuntimeError(
-            f"hack/cluster.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+            f"hack.cluster {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
         )
     return proc
 
 
 @dataclass(frozen=True)
 class GangScheduler:
-    """A gang scheduler running in the test cluster (hack/cluster.py gang):
+    """A gang scheduler running in the test cluster (hack.cluster gang):
     it schedules the pods whose ``spec.schedulerName`` is ``scheduler_name``."""
 
     name: str  # volcano | coscheduling
@@ -60,7 +61,7 @@ class GangScheduler:
 
 @dataclass(frozen=True)
 class Kueue:
-    """The Kueue manager running in the test cluster (hack/cluster.py kueue):
+    """The Kueue manager running in the test cluster (hack.cluster kueue):
     its controllers and scheduler admit Workloads (kueue.x-k8s.io/v1beta1)
     within their ClusterQueues' quota. Its webhooks are not registered, so
     nothing defaults or validates a Workload beyond its CRD's schema."""
@@ -87,14 +88,15 @@ class Cluster:
         # under a test's timeout.
         flags = [f"--apiserver-flag={flag}" for flag in apiserver_flags]
         proc = subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), "up", "--name", name, *flags],
+            [*CLUSTER_SCRIPT, "up", "--name", name, *flags],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             env={**os.environ, "T9K_NO_BUILD": "1"},
         )
         if proc.returncode != 0:
             raise RuntimeError(
-                f"hack/cluster.py up failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+                f"hack.cluster up failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
             )
         kubeconfig = Path(proc.stdout.strip().splitlines()[-1])
         state = json.loads((kubeconfig.parent / "cluster.json").read_text())
@@ -108,7 +110,7 @@ class Cluster:
         )
 
     def _add(self, command: str, *names: str) -> dict[str, Any]:
-        """``hack/cluster.py <command>`` on this cluster (never building:
+        """``python3 -m hack.cluster <command>`` on this cluster (never building:
         ``MissingBinaries`` when the binaries were never built); the state
         it leaves in ``cluster.json``."""
         cluster_script(command, "--name", self.name, *names)
@@ -141,9 +143,7 @@ class Cluster:
         )
 
     def stop(self) -> None:
-        subprocess.run(
-            [sys.executable, str(CLUSTER_SCRIPT), "down", "--name", self.name], check=False
-        )
+        subprocess.run([*CLUSTER_SCRIPT, "down", "--name", self.name], cwd=ROOT, check=False)
 
     def kubectl(
         self, *args: str, input_: str | None = None, check: bool = True

@@ -1,4 +1,4 @@
-"""Fixtures for tests against the real local cluster (hack/cluster.py).
+"""Fixtures for tests against the real local cluster (hack/cluster).
 
 One cluster per test session (name ``$T9K_TEST_CLUSTER``, default
 ``t9k-test``), started here and stopped at the end unless

@@ -1,5 +1,5 @@
 """Helpers for the install tests: the real Helm and kustomize (built by
-`make binaries` into the binary cache, hack/cluster.py ``tool``), rendering,
+`make binaries` into the binary cache, ``python3 -m hack.cluster tool``), rendering,
 and the API server's own word on what a ServiceAccount may do."""
 
 from __future__ import annotations

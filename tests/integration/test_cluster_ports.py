@@ -1,4 +1,4 @@
-"""The local cluster's start (hack/cluster.py) when a port it chose is taken
+"""The local cluster's start (hack/cluster) when a port it chose is taken
 before its process binds it: it picks a port by binding port 0 and closing
 it, so any connection of this machine's may take the port meanwhile (a busy
 machine's outgoing connections use the same ephemeral range)."""
@@ -12,30 +12,30 @@ import socket
 
 import pytest
 
-from tests import hack_scripts
+from hack.cluster import control_plane, down, state_dir, up
+from hack.cluster.processes import _alive
 
 
 def test_a_port_taken_before_its_process_binds_it_starts_the_cluster_again_on_others(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = hack_scripts.load("cluster")
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     held.listen()
     taken = held.getsockname()[1]
-    real, calls = cluster.free_port, itertools.count()
+    real, calls = control_plane.free_port, itertools.count()
     # The first start's ports are etcd's two, the API server's, then KWOK's:
     # KWOK's is the one taken, as it was on a benchmark machine.
-    monkeypatch.setattr(cluster, "free_port", lambda: taken if next(calls) == 3 else real())
+    monkeypatch.setattr(control_plane, "free_port", lambda: taken if next(calls) == 3 else real())
     name = f"t9k-ports-{os.getpid()}"
     try:
-        cluster.up(name)
-        state = json.loads((cluster.state_dir(name) / "cluster.json").read_text())
+        up(name)
+        state = json.loads((state_dir(name) / "cluster.json").read_text())
         assert taken not in state["ports"].values()
-        assert all(cluster._alive(pid) for pid in state["pids"].values())
+        assert all(_alive(pid) for pid in state["pids"].values())
         err = capfd.readouterr().err
         assert "kwok exited" not in err  # said as a retry, not as the failure
         assert "was taken before its process bound it (1/3); starting it again" in err
     finally:
-        cluster.down(name, quiet=True)
+        down(name, quiet=True)
         held.close()

@@ -1,4 +1,4 @@
-"""The Kueue manager the local cluster runs (hack/cluster.py kueue) admits
+"""The Kueue manager the local cluster runs (``python3 -m hack.cluster kueue``) admits
 Workloads for real, shown with Workload objects alone and no operator: the
 way the operator is to use it, creating each job's Workload itself.
 

@@ -59,7 +59,7 @@ def test_demo_removes_its_temporary_folder_and_cluster(tmp_path: Path, cluster: 
     name = f"demo-{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "TMPDIR": str(tmp_path), "T9K_NO_BUILD": "1"}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "demo.py"), "--name", name, "--once"],
+        [sys.executable, "-m", "hack.demo", "--name", name, "--once"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -73,7 +73,8 @@ def test_demo_removes_its_temporary_folder_and_cluster(tmp_path: Path, cluster: 
         assert f"{kind}." in proc.stdout, f"no {kind} in the demo:\n{proc.stdout[-3000:]}"
     assert list(tmp_path.glob("t9k-demo-*")) == []  # its kubeconfig held a token
     status = subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "cluster.py"), "status", "--name", name],
+        [sys.executable, "-m", "hack.cluster", "status", "--name", name],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )

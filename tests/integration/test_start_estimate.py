@@ -1,7 +1,7 @@
 """When will my job start, on the local cluster: ``status.startEstimate``.
 
 Under Kueue (the real manager, its visibility API served through the API
-server's aggregation layer as hack/cluster.py sets it up): a running job holds
+server's aggregation layer as hack/cluster sets it up): a running job holds
 the ClusterQueue's quota and reports its progress to the operator's real
 endpoint (a pod-bound ServiceAccount token, as the reporter sends it); the
 next job waits at position 1 with an estimated start at the running job's

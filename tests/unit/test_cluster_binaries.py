@@ -1,4 +1,4 @@
-"""How hack/cluster.py obtains the local cluster's binaries: into a temporary
+"""How hack/cluster obtains the local cluster's binaries: into a temporary
 folder renamed into place only when complete, under a lock, with a build
 failure that names the binary. A stand-in ``go`` on PATH plays the toolchain
 (it writes small executables where ``go build -o``/``go install`` would, and
@@ -7,6 +7,7 @@ so these run in seconds with no network."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -15,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import hack_scripts
+from hack.cluster import ADDONS, GANGS, KWOK_BUILD, versions
+from hack.cluster import TOOLS as INSTALL_TOOLS  # Helm, kustomize, prometheus-operator's CRDs
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "hack" / "cluster.py"
+CLUSTER = [sys.executable, "-m", "hack.cluster"]  # run from ROOT
 TOOLS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok")
 
 FAKE_GO = """#!/bin/bash
@@ -51,11 +53,8 @@ chmod +x "$out"
 """
 
 
-_CLUSTER = hack_scripts.load("cluster")
-GANGS = _CLUSTER.GANGS
-ADDONS = _CLUSTER.ADDONS  # the gang schedulers and Kueue
-INSTALL_TOOLS = _CLUSTER.TOOLS  # Helm, kustomize, prometheus-operator's CRDs
-KWOK = f"sigs.k8s.io/kwok@{_CLUSTER.versions()['KWOK_VERSION']}"
+# ADDONS: the gang schedulers (GANGS) and Kueue.
+KWOK = f"sigs.k8s.io/kwok@{versions()['KWOK_VERSION']}"
 # The line of kwok's source that KWOK_PATCHES rewrites, as the module has it.
 KWOK_DELETE = (
     "\terr := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)\n"
@@ -98,12 +97,11 @@ def binaries(
     tools: bool = False,
     **extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """``hack/cluster.py binaries``; the control plane's alone unless ``gang``,
-    ``kueue`` or ``tools``."""
+    """``python3 -m hack.cluster binaries``; the control plane's alone unless
+    ``gang``, ``kueue`` or ``tools``."""
     return subprocess.run(
         [
-            sys.executable,
-            str(CLUSTER),
+            *CLUSTER,
             "binaries",
             "--gang",
             gang,
@@ -111,6 +109,7 @@ def binaries(
             "--tools" if tools else "--no-tools",
             *args,
         ],
+        cwd=ROOT,
         env={**env, **extra},
         capture_output=True,
         text=True,
@@ -145,7 +144,7 @@ def test_kwok_is_built_deleting_pods_under_a_uid_precondition(env: dict[str, str
     assert KWOK_DELETE not in built
     assert "opt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))" in built
     assert "Delete(ctx, pod.Name, opt)" in built
-    assert Path(result.stdout.strip()).name.endswith(f"-{_CLUSTER.KWOK_BUILD}")
+    assert Path(result.stdout.strip()).name.endswith(f"-{KWOK_BUILD}")
 
 
 def test_a_kwok_source_without_the_patched_line_fails_the_build_by_name(
@@ -185,7 +184,8 @@ def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
 
 def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-kueue"],
+        [*CLUSTER, "binaries", "--gang", "none", "--no-kueue"],
+        cwd=ROOT,
         env={**env, "FAKE_GO_SLEEP": "30"},
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -205,15 +205,8 @@ def test_an_interrupted_build_leaves_nothing_that_is_used(env: dict[str, str]) -
 def test_concurrent_runs_build_once(env: dict[str, str]) -> None:
     procs = [
         subprocess.Popen(
-            [
-                sys.executable,
-                str(CLUSTER),
-                "binaries",
-                "--gang",
-                "none",
-                "--no-kueue",
-                "--no-tools",
-            ],
+            [*CLUSTER, "binaries", "--gang", "none", "--no-kueue", "--no-tools"],
+            cwd=ROOT,
             env={**env, "FAKE_GO_SLEEP": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -293,7 +286,8 @@ def test_a_gang_build_failure_names_the_binary_and_leaves_no_folder(
 
 def test_unknown_gang_scheduler_is_named() -> None:
     result = subprocess.run(
-        [sys.executable, str(CLUSTER), "gang", "--name", "no-such", "slurm"],
+        [*CLUSTER, "gang", "--name", "no-such", "slurm"],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
@@ -306,7 +300,8 @@ def test_kueue_builds_into_its_own_folder_with_all_its_crds_by_default(
     env: dict[str, str],
 ) -> None:
     result = subprocess.run(  # no --kueue: what `make binaries` runs
-        [sys.executable, str(CLUSTER), "binaries", "--gang", "none", "--no-tools"],
+        [*CLUSTER, "binaries", "--gang", "none", "--no-tools"],
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -359,7 +354,8 @@ def test_install_tools_build_into_their_folders_and_tool_prints_them(
     result = binaries(env, tools=True)
     assert result.returncode == 0, result.stderr
     proc = subprocess.run(
-        [sys.executable, str(CLUSTER), "tool", "helm", "kustomize", "monitoring-crds"],
+        [*CLUSTER, "tool", "helm", "kustomize", "monitoring-crds"],
+        cwd=ROOT,
         env={**env, "T9K_NO_BUILD": "1"},
         capture_output=True,
         text=True,
@@ -377,7 +373,8 @@ def test_install_tools_build_into_their_folders_and_tool_prints_them(
 
 def test_missing_install_tools_with_no_build_exit_3_with_the_remedy(env: dict[str, str]) -> None:
     result = subprocess.run(
-        [sys.executable, str(CLUSTER), "tool", "helm"],
+        [*CLUSTER, "tool", "helm"],
+        cwd=ROOT,
         env={**env, "T9K_NO_BUILD": "1"},
         capture_output=True,
         text=True,
@@ -402,7 +399,7 @@ def test_make_obtains_binaries_before_pytest_starts() -> None:
         text=True,
         env={**os.environ, "MAKEFLAGS": ""},
     ).stdout.splitlines()
-    build = next(i for i, line in enumerate(out) if "hack/cluster.py binaries" in line)
+    build = next(i for i, line in enumerate(out) if "-m hack.cluster binaries" in line)
     pytest_line = next(i for i, line in enumerate(out) if "bin/pytest" in line)
     assert build < pytest_line
 
@@ -415,7 +412,7 @@ def _make_n(target: str) -> list[str]:
         text=True,
         env={**os.environ, "MAKEFLAGS": ""},
     ).stdout.splitlines()
-    return [line for line in out if "hack/cluster.py binaries" in line]
+    return [line for line in out if "-m hack.cluster binaries" in line]
 
 
 @pytest.mark.parametrize("target", ["demo", "cluster"])
@@ -423,12 +420,12 @@ def test_the_demo_and_a_plain_cluster_build_the_control_plane_alone(target: str)
     """The gang schedulers, Kueue, Helm and kustomize wait for whatever uses
     them (``up --gang``, ``up --kueue``, ``tool``, ``make deploy``)."""
     (line,) = _make_n(target)
-    assert line.endswith("hack/cluster.py binaries --gang none --no-kueue --no-tools"), line
+    assert line.endswith("-m hack.cluster binaries --gang none --no-kueue --no-tools"), line
 
 
 def test_make_test_still_builds_everything_first() -> None:
     (line,) = _make_n("test")
-    assert line.endswith("hack/cluster.py binaries"), line
+    assert line.endswith("-m hack.cluster binaries"), line
 
 
 def test_the_go_caches_of_the_builds_are_removed_once_all_are_built(
@@ -462,3 +459,30 @@ def test_go_caches_the_environment_names_are_left_alone(
     assert (tmp_path / "my-gocache" / "0a" / "0a1b-d").is_file()
     assert (tmp_path / "my-gomod" / "example.com" / "m@v1.0.0" / "pkg" / "pkg.go").is_file()
     assert "removed the Go" not in result.stderr
+
+
+def test_the_cluster_package_imports_only_the_standard_library() -> None:
+    """`make binaries` and `make cluster` run it with the system's python3,
+    before the project's virtualenv exists (``-S -s -E``: no site-packages)."""
+    for path in sorted((ROOT / "hack" / "cluster").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or name.startswith("hack.cluster"), (
+                    f"{path.name} imports {name}"
+                )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-s", "-E", "-m", "hack.cluster", "kubeconfig", "--name", "x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("/clusters/x/kubeconfig")

@@ -1,0 +1,27 @@
+"""What every part of the local cluster shares: where hack/ and the cache
+are, the pinned versions (hack/versions.env), and the log."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HACK = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("T9K_CACHE_DIR", Path.home() / ".cache" / "t9k-operator"))
+K8S_TOOLS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+ALL_TOOLS = (*K8S_TOOLS, "etcd", "kwok")
+
+
+def log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for line in (HACK / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out

@@ -1,0 +1,121 @@
+"""Sizes a maintainer can read in one sitting: no module over
+:data:`MODULE` lines, no class over :data:`CLASS`, no function over
+:data:`FUNCTION`, in the operator, ``hack/`` and the tests' helpers (every
+module of ``tests/`` but the tests themselves).
+
+:data:`OVER` lists what is over today, each at the size it has: one may
+shrink (and leaves the list once it fits), none may grow, and nothing new
+may join it. The limits are the project's, not the list's: it is a list of
+work to do, and a test below says it only gets shorter.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE, CLASS, FUNCTION = 400, 250, 60
+
+OVER: dict[str, int] = {
+    # module paths, "path:Class" and "path:function" (the innermost name), lines
+    "hack/bench_job_start.py": 1878,
+    "hack/bench_job_start.py:main": 175,
+    "hack/bench_job_start.py:run_one": 170,
+    "hack/bench_job_start.py:targets": 76,
+    "hack/bench_job_start.py:writer_main": 85,
+    "hack/bench_progress.py": 531,
+    "hack/bench_progress.py:part_hang": 73,
+    "hack/bench_progress_beside.py": 459,
+    "hack/bench_progress_beside.py:run_one": 151,
+    "hack/bench_store_memory.py:main": 110,
+    "hack/gen_crds.py": 563,
+    "hack/gen_crds.py:_convert": 63,
+    "hack/gen_install.py": 879,
+    "hack/gen_install.py:chart_files": 86,
+    "hack/gen_install.py:kustomize_files": 95,
+    "hack/lock.py:main": 67,
+    "hack/rootfs.py": 539,
+    "hack/rootfs.py:build": 88,
+    "t9k_operator/__main__.py:main": 75,
+    "t9k_operator/__main__.py:parse_args": 133,
+    "t9k_operator/cli/render.py:describe": 161,
+    "t9k_operator/kinds/msjob.py:kubeflow_conditions": 74,
+    "t9k_operator/kinds/pods.py:replica_state": 69,
+    "t9k_operator/local/plan.py:plan": 67,
+    "t9k_operator/reconcilers/engine/replicas.py:render_replicas": 70,
+    "t9k_operator/reconcilers/engine/restarts.py:restart_or_fail": 69,
+    "t9k_operator/reconcilers/pipeline/job.py:__init__": 68,
+    "t9k_operator/reconcilers/pipeline/plan.py:_steps": 62,
+    "t9k_operator/reconcilers/progress/endpoint.py:_answer": 62,
+    "t9k_operator/sdk/logs.py:_follow": 111,
+    "tests/integration/incluster.py": 422,
+    "tests/integration/incluster.py:OperatorPod": 251,
+    "tests/integration/incluster.py:__init__": 68,
+    "tests/integration/kubelet.py": 522,
+    "tests/integration/kubelet.py:Kubelet": 417,
+    "tests/integration/kubelet.py:_write": 63,
+    "tests/integration/podhost/host.py": 1119,
+    "tests/integration/podhost/host.py:PodRun": 657,
+}
+
+
+def _measured(root: Path) -> Iterator[tuple[str, int, int]]:
+    """(place, lines, the limit) of every module, class and function measured."""
+    for path in _modules(root):
+        rel = path.relative_to(root).as_posix()
+        source = path.read_text()
+        yield rel, len(source.splitlines()), MODULE
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                limit = CLASS if isinstance(node, ast.ClassDef) else FUNCTION
+                yield f"{rel}:{node.name}", node.end_lineno - node.lineno + 1, limit
+
+
+def _modules(root: Path) -> Iterator[Path]:
+    for top in ("t9k_operator", "hack"):
+        yield from sorted((root / top).rglob("*.py"))
+    for path in sorted((root / "tests").rglob("*.py")):
+        if not path.name.startswith("test_"):
+            yield path
+
+
+def _over(root: Path = ROOT) -> dict[str, int]:
+    over: dict[str, int] = {}
+    for place, lines, limit in _measured(root):
+        if lines > limit:
+            over[place] = max(lines, over.get(place, 0))
+    return over
+
+
+def test_nothing_grows_past_the_limits() -> None:
+    grown = {place: lines for place, lines in _over().items() if lines > OVER.get(place, 0)}
+    assert not grown, (
+        f"over the limits (module {MODULE}, class {CLASS}, function {FUNCTION} lines), "
+        f"split by concern: {grown}"
+    )
+
+
+def test_the_list_of_what_is_over_only_shortens() -> None:
+    over = _over()
+    fits = {place: size for place, size in OVER.items() if over.get(place, 0) < size}
+    assert not fits, f"smaller now: lower its size in OVER, or remove it if it fits: {fits}"
+
+
+def test_the_measure_finds_each_kind_of_excess_and_spares_the_tests(tmp_path: Path) -> None:
+    (tmp_path / "hack").mkdir()
+    (tmp_path / "t9k_operator").mkdir()
+    (tmp_path / "tests").mkdir()
+    long_body = "".join(f"        x{i} = {i}\n" for i in range(60))  # 61 lines with its def
+    (tmp_path / "t9k_operator" / "a.py").write_text(f"class A:\n    def long(self):\n{long_body}")
+    (tmp_path / "hack" / "b.py").write_text("pass\n" * 401)
+    (tmp_path / "tests" / "helper.py").write_text("class Big:\n" + "    x = 1\n" * 250)
+    (tmp_path / "tests" / "test_big.py").write_text("pass\n" * 1000)
+    (tmp_path / "tests" / "fits.py").write_text("def f():\n" + "    pass\n" * 59)
+    assert _over(tmp_path) == {
+        "t9k_operator/a.py:long": 61,
+        "hack/b.py": 401,
+        "tests/helper.py:Big": 251,
+    }
