@@ -133,22 +133,19 @@ from typing import Any
 import yaml
 
 from hack.procstat import machine_cpu, proc_cpu, proc_kib
-from t9k_operator.builders import kueue as kueue_objects
 from t9k_operator.builders.common import CHILD_SELECTOR
-from t9k_operator.builders.gang import (
-    BACKENDS,
-    DEFAULT_SCHEDULER_NAMES,
-    priority_class,
-)
+from t9k_operator.builders.scheduling import priority_class
 from t9k_operator.informers import Indexer, transform_for
-from t9k_operator.kinds.contract import PodMode, read
-from t9k_operator.kinds.pytorch import PyTorchKind
-from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient
-from t9k_operator.reconcilers.integrations.kueue import (
+from t9k_operator.integrations.gang.build import BACKENDS, DEFAULT_SCHEDULER_NAMES
+from t9k_operator.integrations.kueue import build as kueue_objects
+from t9k_operator.integrations.kueue.integration import (
     POD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
 )
+from t9k_operator.kinds.contract import PodMode, read
+from t9k_operator.kinds.pytorch import PyTorchKind
+from t9k_operator.kube import AlreadyExists, ClientOptions, KubeClient
 from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL
 from t9k_operator.resources import (
     CONFIGMAPS,

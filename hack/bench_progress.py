@@ -4,8 +4,8 @@
 Four parts, each printed with its figures (``--parts`` picks some):
 
 ``connections``
-    The endpoint as the operator serves it (``reconcilers/progress/server``'s
-    event loop serving ``reconcilers/progress/endpoint.ProgressEndpoint``) and N reporters
+    The endpoint as the operator serves it (``integrations/progress/server``'s
+    event loop serving ``integrations/progress/endpoint.ProgressEndpoint``) and N reporters
     (``report.Reporter.send``) sending unpaced for a few seconds, once with a
     new TLS connection per report and once with the connection kept: reports
     a second, p50/p99, and the ratio.
@@ -60,10 +60,10 @@ from pathlib import Path
 from typing import Any
 
 from hack.procstat import proc_cpu, proc_kib
-from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress.endpoint import ProgressEndpoint
-from t9k_operator.reconcilers.progress.server import ProgressServer
-from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore
+from t9k_operator.integrations.progress.endpoint import ProgressEndpoint
+from t9k_operator.integrations.progress.pods import job_path
+from t9k_operator.integrations.progress.server import ProgressServer
+from t9k_operator.integrations.progress.store import Coalescer, ProgressStore
 from t9k_operator.reconcilers.serving import Route
 from t9k_operator.report import Reporter
 from t9k_operator.resources import Resource

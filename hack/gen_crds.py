@@ -53,8 +53,8 @@ from pydantic import BaseModel, Field, create_model
 from t9k_operator.api.crd import CrdInfo
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, NOT_REQUIRED, QUANTITY, quantity_schema
-from t9k_operator.kinds.parts import PARTS
 from t9k_operator.kinds.registry import crds, served_crds
+from t9k_operator.registry import PARTS
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAPI = ROOT / "hack" / "openapi" / "core-v1.json"

@@ -13,7 +13,7 @@ on the jobs of the kinds whose finished jobs the operator deletes (their CRD's
 ``deletes_finished``: ttlSecondsAfterFinished). The rules on
 the children are the same for every kind and written here, with why. Each
 integration states the rules it needs (``rbac()`` of its Setup, listed in
-``t9k_operator.reconcilers.plugins.INTEGRATIONS``); this script only lays
+``t9k_operator.registry.INTEGRATIONS``); this script only lays
 them out.
 
 Usage: ``python hack/gen_rbac.py [--check]`` (``make manifests``; the unit tests
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import yaml
 
+from t9k_operator import registry as plugins
 from t9k_operator.api.crd import CrdInfo
-from t9k_operator.builders.gang import priority_classes
-from t9k_operator.builders.kueue import workload_priority_classes
+from t9k_operator.builders.scheduling import priority_classes
+from t9k_operator.integrations.kueue.build import workload_priority_classes
 from t9k_operator.kinds.registry import crds
-from t9k_operator.reconcilers import plugins
 from t9k_operator.reconcilers.pipeline.contract import Rule
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ no arguments); it adds an integration by one in :data:`INTEGRATIONS`
 (``t9k_operator.integrations``) that names its ``Setup`` class. The operator,
 ``t9k``, the SDK and the local runner then know them as they know the
 built-ins: :data:`t9k_operator.kinds.registry.KINDS` and
-:data:`t9k_operator.reconcilers.plugins.INTEGRATIONS` list the
+:data:`t9k_operator.registry.INTEGRATIONS` list the
 built-ins first, then the plugins in the order of their entry points' names.
 
 A plugin that cannot be loaded, or that takes a name already taken, is a
@@ -28,7 +28,7 @@ INTEGRATIONS = "t9k_operator.integrations"
 """The entry-point group of integrations: ``<name> = <module>:<Setup class>``."""
 STATUS_PARTS = "t9k_operator.status_parts"
 """The entry-point group of integrations' status parts: ``<name> = <module>:<StatusPart>``
-(:mod:`t9k_operator.kinds.parts`)."""
+(:mod:`t9k_operator.registry`)."""
 
 T = TypeVar("T")
 

@@ -62,3 +62,6 @@ CRDS = Resource(
     "CustomResourceDefinition",
     namespaced=False,
 )
+# Kueue's Workload, read by more than one integration (Kueue's; the start
+# estimate, which reads a waiting job's place in its queue).
+WORKLOADS = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")

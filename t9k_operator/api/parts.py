@@ -6,7 +6,7 @@ An integration that adds to every job's status (the gang scheduler's
 :class:`StatusPart`, beside its pure builders: the CRD generator merges the
 part's schema into the status of every job kind, the integration writes its
 field, and ``t9k describe`` shows it under its section with the part's own
-lines. The parts are listed in :data:`t9k_operator.kinds.parts.PARTS`.
+lines. The parts are listed in :data:`t9k_operator.registry.PARTS`.
 """
 
 from __future__ import annotations
@@ -35,3 +35,9 @@ class StatusPart:
     absent: str = ""
     """What its section says when no part of the section is in the status ("" for
     nothing: then the section is left out)."""
+
+
+SCHEDULING = "Scheduling"
+"""The ``t9k describe`` section of the scheduling integrations' parts."""
+DEFAULT_SCHEDULER = "default scheduler (no PodGroup, no Workload)"
+"""What that section says when the job has neither part."""

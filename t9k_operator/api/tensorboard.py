@@ -10,7 +10,7 @@ T9k product docs: action, dependent, note, ready, reason, type), which
 :class:`T9kJobStatus` adds to the job status every T9k kind writes.
 
 It is not a job kind: it has no replicas, restarts or phases, and is served by
-a controller of its own (``reconcilers/tensorboard.py``); the registry lists its
+a controller of its own (``integrations/tensorboard/controller.py``); the registry lists its
 CRD beside the job kinds' (``registry.served_crds``).
 
 Training log filesets are URLs. The one form served is

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.checkpoint import checkpoint_lines
-from t9k_operator.kinds.gpu_usage import Usage, memory_text, util_text
-from t9k_operator.kinds.parts import PARTS
+from t9k_operator.integrations.gpu_usage.usage import Usage, memory_text, util_text
 from t9k_operator.kinds.registry import of_object
 from t9k_operator.objects import parse_time
+from t9k_operator.registry import PARTS
 from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
@@ -172,7 +172,7 @@ def _age(value: Any, now: datetime) -> str:
 
 
 def part_sections(status: Obj) -> list[str]:
-    """The integrations' parts of the status (:data:`t9k_operator.kinds.parts.PARTS`),
+    """The integrations' parts of the status (:data:`t9k_operator.registry.PARTS`),
     each section with its parts' lines, or what it says without any."""
     out: list[str] = []
     sections = dict.fromkeys(part.section for part in PARTS)

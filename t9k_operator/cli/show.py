@@ -18,7 +18,7 @@ from t9k_operator.cli.common import (
     split_name,
     use_colour,
 )
-from t9k_operator.kinds.gpu_usage import Usage, describe_usage
+from t9k_operator.integrations.gpu_usage.usage import Usage, describe_usage
 from t9k_operator.sdk import T9kError, gpu_usage, views
 
 

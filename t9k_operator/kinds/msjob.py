@@ -20,8 +20,8 @@ from typing import Any
 
 from t9k_operator.api.msjob import CRD, ROLES, SCHEDULER, WORKER, SchedulingPolicy
 from t9k_operator.builders import msjob as build
-from t9k_operator.builders.gang import priority_class
 from t9k_operator.builders.msjob import Job
+from t9k_operator.builders.scheduling import priority_class
 from t9k_operator.kinds import flags
 from t9k_operator.kinds.asks import SchedulingRequest, hang_policy
 from t9k_operator.kinds.contract import (

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol
 
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders import ssh
-from t9k_operator.builders.gang import priority_class
+from t9k_operator.builders.scheduling import priority_class
 from t9k_operator.kinds.asks import SchedulingRequest, checkpoint_on_stop, hang_policy
 from t9k_operator.kinds.contract import PodMode, Services, job_view
 from t9k_operator.kinds.pods import ReplicaState

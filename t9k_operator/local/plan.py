@@ -30,7 +30,7 @@ from t9k_operator.builders.common import (
     REPLICA_INDEX,
     REPLICA_TYPE,
 )
-from t9k_operator.builders.workdir import MOUNT_PATH as WORKDIR
+from t9k_operator.integrations.workdir.build import MOUNT_PATH as WORKDIR
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, parse
 from t9k_operator.kinds.local import LOOPBACK, Launch, Process, Program, Replica
@@ -157,7 +157,7 @@ def plan(
     ``python`` runs what a launcher would run with Python (DeepSpeed's
     ``run.python``, ColossalAI's ``worker.command``); ``workdir``: the directory
     the replicas run in, which stands for the cluster's workdir path
-    (``builders/workdir.MOUNT_PATH``) wherever the job names it."""
+    (``integrations/workdir/build.MOUNT_PATH``) wherever the job names it."""
     raw: Obj = copy.deepcopy(dict(manifest))
     kind = _kind(raw)
     placed = Program(raw)

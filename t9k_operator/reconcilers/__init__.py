@@ -21,11 +21,12 @@ from t9k_operator.reconcilers import serving
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.pipeline.contract import Integration
 from t9k_operator.reconcilers.pipeline.job import JobReconciler
-from t9k_operator.reconcilers.tensorboard.controller import TensorBoardReconciler
 from t9k_operator.runtime.controller import Controller, ControllerContext
 
 CONTROLLERS = len(KINDS) + len(OTHER_CRDS)
-"""How many controllers :func:`build_controllers` makes (each with its own workers)."""
+"""How many controllers :func:`build_controllers` makes at most (each with its
+own workers): one per job kind, and one per other kind an integration
+reconciles (the TensorBoard)."""
 
 
 def build_controllers(
@@ -61,4 +62,4 @@ def build_controllers(
     }
     host = serving.Host(ctx, routes, reconcilers[0].pods, namespace, sources)
     serving.start(host, integrations)
-    return [*(r.controller for r in reconcilers), TensorBoardReconciler(ctx).controller]
+    return [*(r.controller for r in reconcilers), *serving.controllers(ctx, integrations)]

@@ -1,4 +1,5 @@
-"""An integration's servers: what they get from the operator, and how they start.
+"""An integration's servers and controllers: what they get from the operator,
+and how they start.
 
 An integration that serves something of its own (the progress endpoint the
 replicas report to) implements :class:`Serving`. When the operator builds its
@@ -12,6 +13,10 @@ hands it over with :meth:`Host.provide` under its integration's name; the
 integration's pure ``observe`` reads it back as it reads the informers'
 caches, through ``Caches.source(name)`` (read-only, the state at that moment):
 the integration itself holds no live store and is never changed once built.
+
+An integration with objects of its own to reconcile (the TensorBoard's
+controller) implements :class:`Controlling`: its controllers run beside the
+job kinds' ones, on the leader only, with the same workers and workqueue.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import structlog
 
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.resources import Resource
-from t9k_operator.runtime.controller import ControllerContext, Server
+from t9k_operator.runtime.controller import Controller, ControllerContext, Server
 
 log = structlog.get_logger(__name__)
 
@@ -69,6 +74,22 @@ class Serving(Protocol):
         A server that cannot be built is left out and said so in the log: the
         jobs run without it."""
         ...
+
+
+@runtime_checkable
+class Controlling(Protocol):
+    """An integration with controllers of its own."""
+
+    name: str
+
+    def controllers(self, ctx: ControllerContext) -> list[Controller]:
+        """Its controllers, built on ``ctx`` (the manager runs them)."""
+        ...
+
+
+def controllers(ctx: ControllerContext, integrations: Sequence[object]) -> list[Controller]:
+    """The controllers of every integration that has some, in registry order."""
+    return [c for i in integrations if isinstance(i, Controlling) for c in i.controllers(ctx)]
 
 
 def start(host: Host, integrations: Sequence[object]) -> None:

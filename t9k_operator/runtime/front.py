@@ -2,7 +2,7 @@
 (TLS, HTTP/1.1 kept alive) and hands each request to the process that
 started it over one local channel, writing back the answer it gets.
 
-The progress endpoint (``reconcilers/progress/server.py``) serves through
+The progress endpoint (``integrations/progress/server.py``) serves through
 one: ten thousand reporting processes keep a connection each, and the TLS
 records and HTTP framing of their reports cost far more CPU than answering
 them. Done in the operator's interpreter, that work would hold its GIL

@@ -27,8 +27,8 @@ import yaml
 from t9k_operator import kube
 from t9k_operator.api.crd import JobObject
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.integrations.gpu_usage.usage import Usage
 from t9k_operator.kinds.command import Served
-from t9k_operator.kinds.gpu_usage import Usage
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS

@@ -1,9 +1,9 @@
 """What jobs' GPUs are doing now, from the Prometheus that scrapes NVIDIA's
 DCGM exporter: one query for every GPU of the namespace (or the cluster),
-summed up per job over its pods (:class:`~t9k_operator.kinds.gpu_usage.Usage`:
+summed up per job over its pods (:class:`~t9k_operator.integrations.gpu_usage.usage.Usage`:
 GPUs seen, mean and highest utilization, framebuffer memory in use and in
 all). The queries and their reading are the operator's own
-(:mod:`t9k_operator.kinds.gpu_usage`).
+(:mod:`t9k_operator.integrations.gpu_usage.usage`).
 
 ::
 
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from t9k_operator.foundation import prometheus
-from t9k_operator.kinds.gpu_usage import Usage, current_query, samples, usage
+from t9k_operator.integrations.gpu_usage.usage import Usage, current_query, samples, usage
 from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import T9kError
 

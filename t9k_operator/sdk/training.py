@@ -25,11 +25,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from t9k_operator.integrations.workdir.pack import (
+    LIMIT,
+    Packed,
+    WorkdirError,
+    check_size,
+    pack,
+    unpack,
+)
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.local.cli import run as local_run
 from t9k_operator.sdk.build import build_job
 from t9k_operator.sdk.errors import BadJob
-from t9k_operator.workdir import LIMIT, Packed, WorkdirError, check_size, pack, unpack
 
 ENTRY = "t9k_train.py"
 

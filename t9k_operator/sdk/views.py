@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
-from t9k_operator.builders.start_estimate import StartEstimateStatus
+from t9k_operator.integrations.start_estimate.build import StartEstimateStatus
 from t9k_operator.kinds.gpus import GPU, pod_gpus
 from t9k_operator.kinds.registry import KINDS, job_kind_of
 from t9k_operator.objects import parse_time

@@ -1,9 +1,9 @@
 """A job with its workdir, created as one: what ``t9k create/submit --workdir``
 and :meth:`Client.create` / :meth:`Client.submit` (``workdir=``) do.
 
-The directory is packed and its size checked first (``t9k_operator/workdir.py``),
+The directory is packed and its size checked first (``t9k_operator/integrations/workdir/pack.py``),
 before anything is created; the job gets the annotation naming its ConfigMap
-(``builders/workdir.py``); then the job is written (:func:`write`), then the
+(``integrations/workdir/build.py``); then the job is written (:func:`write`), then the
 ConfigMap, owned by it. When the ConfigMap cannot be created, a job this call created is
 deleted again, so no job is left without its workdir; the API server's word
 is raised.
@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from t9k_operator import kube
-from t9k_operator.builders import workdir as build
+from t9k_operator.integrations.workdir import build
+from t9k_operator.integrations.workdir.pack import Packed, WorkdirError, check_size, pack
 from t9k_operator.resources import CONFIGMAPS, Resource
 from t9k_operator.sdk.errors import BadJob, from_api
-from t9k_operator.workdir import Packed, WorkdirError, check_size, pack
 
 Obj = dict[str, Any]
 

@@ -27,8 +27,9 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.builders import gang
+from t9k_operator.builders import scheduling
 from t9k_operator.cli import main as t9k_main
+from t9k_operator.integrations.gang import build as gang
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import Cluster, create_namespace, delete_quietly, wait_for
@@ -241,7 +242,7 @@ def test_a_waiting_job_says_it_waits_for_the_gang_scheduler(
         assert "queue default" in running["message"]
     status = jobs.status("waits")
     assert status["phase"] == "Pending" and bound(jobs, "waits") == 0
-    assert status["podGroup"]["name"] == gang.group_name(
+    assert status["podGroup"]["name"] == scheduling.group_name(
         "waits", jobs.get("waits")["metadata"]["uid"]
     )
     reasons = [reason for _, reason, _ in jobs.events("waits")]

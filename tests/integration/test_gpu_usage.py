@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.kinds.gpu_usage import Usage
+from t9k_operator.integrations.gpu_usage.usage import Usage
 from t9k_operator.kube import KubeClient
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS

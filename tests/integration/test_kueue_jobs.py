@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.builders import gang
+from t9k_operator.builders import scheduling
 from t9k_operator.cli import main as t9k_main
+from t9k_operator.integrations.gang import build as gang
 from t9k_operator.kube import KubeClient, NotFound, Resource
-from t9k_operator.reconcilers.integrations.kueue import WORKLOADS
+from t9k_operator.resources import WORKLOADS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, wait_for
 from tests.integration.jobs import Jobs, finish, settled
 from tests.integration.kubelet import Kubelet
@@ -220,7 +221,7 @@ def test_the_higher_priority_is_admitted_first(
         "high's Workload",
     )
     assert by_name["high"]["spec"]["priority"] == 90
-    assert by_name["high"]["spec"]["priorityClassName"] == gang.priority_class(90)
+    assert by_name["high"]["spec"]["priorityClassName"] == scheduling.priority_class(90)
     finish(kubelet, jobs, "blocker")
     first = wait_for(
         lambda: next((n for n in ("high", "low") if pods_of(jobs, n)), None),

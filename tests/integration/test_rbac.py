@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
 from t9k_operator.kube import AlreadyExists, Forbidden, KubeClient
-from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.resources import (
     CONFIGMAPS,
     EVENTS,

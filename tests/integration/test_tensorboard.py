@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from t9k_operator.api import tensorboard as api
+from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
 from t9k_operator.kube import Invalid, KubeClient, NotFound, Resource
-from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.resources import PODS, SERVICES
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs, provide_claims, pytorch_job

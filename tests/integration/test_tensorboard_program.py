@@ -27,7 +27,7 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from t9k_operator.api.tensorboard import TensorBoardObject
-from t9k_operator.builders import tensorboard as build
+from t9k_operator.integrations.tensorboard import build
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK, PodRun
 

@@ -20,11 +20,11 @@ import pytest
 import yaml
 
 from t9k_operator.api import deepspeed
+from t9k_operator.integrations.workdir.pack import LIMIT
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import Invalid, KubeClient, NotFound
 from t9k_operator.resources import CONFIGMAPS
 from t9k_operator.sdk import Client
-from t9k_operator.workdir import LIMIT
 from tests.integration.cluster import Cluster
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job, settled
 from tests.integration.operator_process import OperatorProcess

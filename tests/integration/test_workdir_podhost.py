@@ -18,12 +18,12 @@ import pytest
 
 from t9k_operator.builders import deepspeed as db
 from t9k_operator.builders.common import NORMAL
-from t9k_operator.builders.workdir import config_map
+from t9k_operator.integrations.workdir.build import config_map
+from t9k_operator.integrations.workdir.integration import Workdir, WorkdirState
+from t9k_operator.integrations.workdir.pack import pack
 from t9k_operator.kinds.contract import read
 from t9k_operator.kinds.registry import by_kind
-from t9k_operator.reconcilers.integrations.workdir import Workdir, WorkdirState
 from t9k_operator.sdk.training import Training, prepare
-from t9k_operator.workdir import pack
 from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK
 from tests.integration.test_ssh_launch import LAUNCHERS, ds_node, ds_raw

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api import msjob
-from t9k_operator.builders import gang
+from t9k_operator.builders import scheduling
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.view import Role
@@ -188,7 +188,7 @@ def gang_gpu_spec(
     if queue:
         policy["queue"] = queue
     if priority is not None:
-        policy["priorityClass"] = gang.priority_class(priority)
+        policy["priorityClass"] = scheduling.priority_class(priority)
     if policy:
         spec["runPolicy"] = {"schedulingPolicy": policy}
     return spec

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from t9k_operator import entry_points
+from t9k_operator import registry as integrations
 from t9k_operator.builders.common import NORMAL
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, read
-from t9k_operator.reconcilers import plugins as integrations
 from tests import toy_plugin
 from tests.kinds import ALL
 from tests.toykind.api import ToyJobObject
@@ -58,7 +58,7 @@ def test_the_toy_kind_and_integration_load_through_their_entry_points(tmp_path: 
     toy_plugin.write_dist(tmp_path)
     proc = python(
         "from t9k_operator.kinds import registry\n"
-        "from t9k_operator.reconcilers import plugins as integrations\n"
+        "from t9k_operator import registry as integrations\n"
         "print([k.crd.kind for k in registry.KINDS])\n"
         "print([s.name for s in integrations.INTEGRATIONS])\n",
         tmp_path,
@@ -155,7 +155,7 @@ def test_plugins_come_in_the_order_of_their_entry_points_names(
         monkeypatch,
         entry_points.INTEGRATIONS,
         ("b", "tests.toykind.integration:ToySeen"),
-        ("a", "t9k_operator.reconcilers.integrations.kueue:Kueue"),
+        ("a", "t9k_operator.integrations.kueue.integration:Kueue"),
     )
     found = entry_points.plugins(
         entry_points.INTEGRATIONS, (), make=lambda setup: setup, names=lambda s: (s.__name__,)
@@ -215,7 +215,7 @@ def test_a_plugin_integration_whose_name_is_taken_is_refused(
     _listed(
         monkeypatch,
         entry_points.INTEGRATIONS,
-        ("progress", "t9k_operator.reconcilers.integrations.progress:JobProgress"),
+        ("progress", "t9k_operator.integrations.progress.integration:JobProgress"),
     )
     with pytest.raises(entry_points.PluginError, match=r": progress is already a built-in's$"):
         entry_points.plugins(

@@ -1,11 +1,12 @@
 """The import contracts in pyproject.toml catch what they are meant to: an
-import of the kube client into the engine, a kind, an integration or the
-pipeline's contract or plan breaks the pure packages' contract, and so does an
-integration importing the pipeline's apply step; an import of an integration
-into the engine breaks the reconcilers' layers, one into the pipeline breaks
-its own contract; the kube client in the foundation breaks the plumbing's, in
-the CLI or the SDK in the operator theirs; the SDK's client imported by one of its
-parts (its logs) breaks the SDK's layers."""
+import of the kube client into the engine, a kind, an integration's build or
+plan step or the pipeline's contract or plan breaks the pure packages'
+contract, and so does an integration importing the pipeline's apply step; an
+import of the servers into the engine breaks the reconcilers' layers; an
+integration imported by the pipeline breaks the core's contract, and by
+another integration their independence; the kube client in the foundation
+breaks the plumbing's, in the CLI or the SDK in the operator theirs; the SDK's
+client imported by one of its parts (its logs) breaks the SDK's layers."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def copy_of_the_package(tmp_path: Path) -> Path:
     return tree
 
 
-PURE = "Pure: builders, api, kinds, engine, integrations, pipeline contract/plan"
+PURE = "Pure: builders, api, kinds, engine, integration steps, pipeline plan"
 PIPELINE = "t9k_operator.reconcilers.pipeline"
 
 
@@ -52,7 +53,7 @@ def named_in(name: str) -> set[str]:
     [
         "reconcilers/engine/planner.py",
         "kinds/contract.py",
-        "reconcilers/integrations/gang.py",
+        "integrations/gang/integration.py",
         "reconcilers/pipeline/contract.py",
         "reconcilers/pipeline/plan.py",
     ],
@@ -75,7 +76,7 @@ def test_an_integration_importing_the_apply_step_breaks_the_purity_contract(
     tmp_path: Path,
 ) -> None:
     tree = copy_of_the_package(tmp_path)
-    gang = tree / "t9k_operator" / "reconcilers" / "integrations" / "gang.py"
+    gang = tree / "t9k_operator" / "integrations" / "gang" / "integration.py"
     assert f"from {PIPELINE}.contract import" in gang.read_text()  # the contract is its to use
     assert f"{PURE} KEPT" in lint_imports(tree).stdout
     gang.write_text(gang.read_text() + f"\nfrom {PIPELINE}.children import Writer  # noqa\n")
@@ -95,14 +96,12 @@ def test_every_module_of_the_pipeline_is_pure_or_the_apply_step() -> None:
     assert modules == {m for m in named if m.startswith(f"{PIPELINE}.")}
 
 
-def test_the_engine_importing_an_integration_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
+def test_the_engine_importing_the_servers_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
     tree = copy_of_the_package(tmp_path)
-    contract = "Reconcilers: plugins -> servers -> integrations -> pipeline -> engine"
+    contract = "Reconcilers: serving -> pipeline -> engine"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     rules = tree / "t9k_operator" / "reconcilers" / "engine" / "planner.py"
-    rules.write_text(
-        rules.read_text() + "\nfrom t9k_operator.reconcilers.integrations import gang  # noqa\n"
-    )
+    rules.write_text(rules.read_text() + "\nfrom t9k_operator.reconcilers import serving  # noqa\n")
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
@@ -113,18 +112,31 @@ def test_the_pipeline_importing_an_integration_breaks_its_contract(
     tmp_path: Path, module: str
 ) -> None:
     tree = copy_of_the_package(tmp_path)
-    contract = "The pipeline names no integration"
+    contract = "The core never imports an integration (only the registry names them)"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     path = tree / "t9k_operator" / "reconcilers" / "pipeline" / module
     path.write_text(
-        path.read_text() + "\nfrom t9k_operator.reconcilers.integrations import kueue  # noqa\n"
+        path.read_text() + "\nfrom t9k_operator.integrations.kueue import integration  # noqa\n"
     )
     proc = lint_imports(tree)
     assert proc.returncode != 0, proc.stdout
     assert f"{contract} BROKEN" in proc.stdout
     dotted = f"{PIPELINE}.{module.removesuffix('.py')}"
     said = " ".join(proc.stdout.split())  # unwrapped
-    assert f"{dotted} -> t9k_operator.reconcilers.integrations.kueue" in said
+    assert f"{dotted} -> t9k_operator.integrations.kueue.integration" in said
+
+
+def test_an_integration_importing_another_breaks_their_independence(tmp_path: Path) -> None:
+    tree = copy_of_the_package(tmp_path)
+    contract = "No integration imports another (each is removed by deleting its folder)"
+    assert f"{contract} KEPT" in lint_imports(tree).stdout
+    path = tree / "t9k_operator" / "integrations" / "kueue" / "integration.py"
+    path.write_text(
+        path.read_text() + "\nfrom t9k_operator.integrations.gang import build  # noqa\n"
+    )
+    proc = lint_imports(tree)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{contract} BROKEN" in proc.stdout
 
 
 def test_a_kube_import_in_the_foundation_breaks_the_plumbing_layers(tmp_path: Path) -> None:

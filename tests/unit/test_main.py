@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from t9k_operator import registry
 from t9k_operator.__main__ import (
     leader_election_options,
     may_watch_nodes,
@@ -13,11 +14,10 @@ from t9k_operator.__main__ import (
     reconcile_client_options,
     unserved,
 )
+from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.integrations.kueue.integration import Kueue
 from t9k_operator.kube import Forbidden, NotFound, ServerError
 from t9k_operator.manager import parse_bind_address
-from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
-from t9k_operator.reconcilers.integrations.kueue import Kueue
 from t9k_operator.reconcilers.pipeline.contract import Integration
 from t9k_operator.runtime.leaderelection import LeaderElectionOptions
 

@@ -1,4 +1,4 @@
-"""The workdir packer (t9k_operator/workdir.py): what is packed, what is left
+"""The workdir packer (t9k_operator/integrations/workdir/pack.py): what is packed, what is left
 out by .gitignore and .t9kignore, modes and links, and the size check."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from t9k_operator.workdir import LIMIT, WorkdirError, check_size, pack
+from t9k_operator.integrations.workdir.pack import LIMIT, WorkdirError, check_size, pack
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:

@@ -15,7 +15,7 @@ one applier), ``applier`` (a pass's actions carried out in order),
 refusals, read by the next pass) and ``lifecycle`` (figures and Events).
 These may import the runtime, the informers and the client too.
 
-Nothing here imports an integration (``reconcilers/integrations``): the
+Nothing here imports an integration (``t9k_operator/integrations``): the
 integrations import the contract, and the operator hands the ones it turned
 on to the reconciler. Nothing imports the apply step but ``reconcilers`` and
 the plugins' own controllers and servers.

@@ -1,9 +1,9 @@
 """The integration contract: what a job gets beyond its own children.
 
 An integration (gang scheduling, Kueue, the job's TensorBoard, ...) is one
-module of ``reconcilers/integrations`` holding one class that satisfies
+folder of ``t9k_operator/integrations`` holding one class that satisfies
 :class:`Integration`, listed once in
-:data:`~t9k_operator.reconcilers.plugins.INTEGRATIONS`. Its class is its
+:data:`~t9k_operator.registry.INTEGRATIONS`. Its class is its
 :class:`Setup`: its flags and the RBAC rules it needs. An integration that
 serves something (the progress endpoint) has a server hook too, kept out of
 the pure integrations (``reconcilers/serving.py``).
@@ -302,7 +302,7 @@ class Setup(Protocol):
 
     name: str
     parts: ClassVar[tuple[StatusPart, ...]]
-    """Its parts of a job's status (listed in :data:`t9k_operator.kinds.parts.PARTS`,
+    """Its parts of a job's status (listed in :data:`t9k_operator.registry.PARTS`,
     where the CRD generator and ``t9k describe`` read them)."""
 
     @staticmethod

@@ -10,7 +10,7 @@ import pytest
 
 from t9k_operator.api.pytorch import PyTorchTrainingJobObject
 from t9k_operator.api.tensorboard import TensorBoardObject, TensorBoardSpec
-from t9k_operator.builders import tensorboard as b
+from t9k_operator.integrations.tensorboard import build as b
 
 YOLO = "t9k://pvc/yolov5/yolov5_pytorch/run/train/"
 

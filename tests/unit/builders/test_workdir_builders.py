@@ -1,4 +1,4 @@
-"""What a pod of a job with a workdir gets (builders/workdir.py), and the
+"""What a pod of a job with a workdir gets (integrations/workdir/build.py), and the
 ConfigMap that carries it, against hand-written objects."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import base64
 import copy
 from typing import Any
 
-from t9k_operator.builders.workdir import add_workdir, config_map
+from t9k_operator.integrations.workdir.build import add_workdir, config_map
 
 UNPACK = (
     "umask 0 && tar -xzf /t9k/workdir-archive/workdir.tar.gz -C /t9k/workdir "

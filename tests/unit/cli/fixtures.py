@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from t9k_operator.kinds.gpu_usage import Usage
+from t9k_operator.integrations.gpu_usage.usage import Usage
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NS = "team-a"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from t9k_operator.cli import render
-from t9k_operator.kinds.gpu_usage import describe_usage
+from t9k_operator.integrations.gpu_usage.usage import describe_usage
 from t9k_operator.sdk import views
 from tests.conftest import in_ci
 from tests.unit.cli import fixtures as f

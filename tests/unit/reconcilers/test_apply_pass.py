@@ -16,10 +16,10 @@ import pytest
 import yaml
 from pytest_mock import MockerFixture
 
+from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import JobView
 from t9k_operator.kube import Forbidden, Invalid, ServerError
-from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.pipeline import plan as planning
 from t9k_operator.reconcilers.pipeline.contract import (
     Action,

@@ -14,22 +14,23 @@ import structlog.testing
 from prometheus_client import REGISTRY
 
 from t9k_operator.informers.factory import InformerFactory
-from t9k_operator.kube import ApiError
-from t9k_operator.objects import Obj
-from t9k_operator.reconcilers import CONTROLLERS, build_controllers
-from t9k_operator.reconcilers.integrations.progress import (
-    EndpointOptions,
-    JobProgress,
-    ProgressState,
-)
-from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress.endpoint import (
+from t9k_operator.integrations.progress.endpoint import (
     MAX_BODY,
     ProgressEndpoint,
     _reviewed,
 )
-from t9k_operator.reconcilers.progress.plugin import ServedProgress
-from t9k_operator.reconcilers.progress.store import Coalescer, ProgressStore, Reporting
+from t9k_operator.integrations.progress.integration import (
+    EndpointOptions,
+    JobProgress,
+    ProgressState,
+)
+from t9k_operator.integrations.progress.pods import job_path
+from t9k_operator.integrations.progress.served import ServedProgress
+from t9k_operator.integrations.progress.store import Coalescer, ProgressStore, Reporting
+from t9k_operator.kinds.registry import KINDS
+from t9k_operator.kube import ApiError
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers import build_controllers
 from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.certs import new_ca, new_serving
@@ -325,7 +326,7 @@ def test_the_operator_serves_the_endpoint_and_tells_the_replicas(tmp_path: Path)
     controllers, servers, provided = with_progress(tmp_path, certs)
     (server,) = servers
     try:
-        assert len(controllers) == CONTROLLERS
+        assert len(controllers) == len(KINDS)  # one per kind: no TensorBoard integration
         assert isinstance(provided, Reporting)
         assert provided.settings.url == "https://svc.ops.svc"
         assert provided.ca == ca.decode()
@@ -339,7 +340,7 @@ def test_an_endpoint_that_cannot_start_leaves_the_jobs_running_without_it(
     with structlog.testing.capture_logs() as logs:
         controllers, servers, provided = with_progress(tmp_path, tmp_path / "no-such-dir")
     assert servers == []
-    assert len(controllers) == CONTROLLERS  # every kind is still served
+    assert len(controllers) == len(KINDS)  # every kind is still served
     assert provided is None  # the replicas are told of no endpoint
     assert any(e["event"].startswith("progress reporting is off") for e in logs)
     pod: Obj = {"spec": {"containers": [{"name": "c"}]}}

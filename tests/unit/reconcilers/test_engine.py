@@ -10,23 +10,23 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.kinds.asks import SchedulingRequest
-from t9k_operator.kinds.contract import PodMode
-from t9k_operator.kinds.pods import ReplicaState, Waiting
-from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role, asks_of
-from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
-from t9k_operator.reconcilers.integrations.gang import (
+from t9k_operator.integrations.gang.integration import (
     WAITING_FOR_GANG,
     GangScheduling,
     GangState,
     GroupState,
 )
-from t9k_operator.reconcilers.integrations.kueue import AdmissionState, Kueue, KueueState
-from t9k_operator.reconcilers.integrations.tensorboard import (
+from t9k_operator.integrations.kueue.integration import AdmissionState, Kueue, KueueState
+from t9k_operator.integrations.tensorboard.integration import (
     JobTensorBoard,
     JobTensorBoardState,
 )
-from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
+from t9k_operator.integrations.tensorboard.status import TensorBoardState
+from t9k_operator.kinds.asks import SchedulingRequest
+from t9k_operator.kinds.contract import PodMode
+from t9k_operator.kinds.pods import ReplicaState, Waiting
+from t9k_operator.kinds.view import Gate, Hold, JobView, Outcome, Override, Role, asks_of
+from t9k_operator.reconcilers.engine import Plan, Reason, fmt_time, get_condition, plan
 from t9k_operator.reconcilers.pipeline import plan as planning
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from t9k_operator.reconcilers.progress.endpoint import checkpoint_asked
+from t9k_operator.integrations.progress.endpoint import checkpoint_asked
 from tests.unit.reconcilers.test_engine import deleted, job, running
 from tests.unit.reconcilers.test_engine_checkpoint import (
     ALL,

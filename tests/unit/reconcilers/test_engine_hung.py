@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.integrations.progress.integration import heartbeats
 from t9k_operator.kinds.asks import HangPolicy
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import Heartbeat, JobView, Role
 from t9k_operator.reconcilers.engine import Plan, Reason, get_condition, plan
-from t9k_operator.reconcilers.integrations.progress import heartbeats
 from tests.unit.reconcilers.test_engine import KIND, T0, job, pod, running
 
 TIMEOUT = 600

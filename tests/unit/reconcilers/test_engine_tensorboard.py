@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.reconcilers.integrations.tensorboard import (
+from t9k_operator.integrations.tensorboard.integration import (
     TENSORBOARD_NOT_READY,
     TENSORBOARD_READY,
 )
-from t9k_operator.reconcilers.integrations.tensorboard_status import TensorBoardState
+from t9k_operator.integrations.tensorboard.status import TensorBoardState
 from tests.unit.reconcilers.test_engine import job, pod, running, step
 
 NAME = "torch-mnist-trainingjob-5b373"

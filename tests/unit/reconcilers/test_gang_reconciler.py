@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.builders import gang
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.builders import scheduling
+from t9k_operator.integrations.gang import build as gang
+from t9k_operator.integrations.gang.integration import GangScheduling
 from tests.kinds import kind_table
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
@@ -219,8 +220,8 @@ def test_a_group_is_named_after_its_job_and_uid_within_a_label_value() -> None:
     name: Coscheduling's controller counts a group's pods by label in every
     namespace. The name is a label value, so at most 63 characters."""
     uid_a, uid_b = "0f1e2d3c-aaaa-bbbb-cccc-000000000001", "9a8b7c6d-aaaa-bbbb-cccc-000000000001"
-    assert gang.group_name("train", uid_a) == "train-0f1e2d3c"
-    assert gang.group_name("train", uid_a) != gang.group_name("train", uid_b)
+    assert scheduling.group_name("train", uid_a) == "train-0f1e2d3c"
+    assert scheduling.group_name("train", uid_a) != scheduling.group_name("train", uid_b)
     long = "a" * 63
-    assert len(gang.group_name(long, uid_a)) == 63
-    assert gang.group_name(long, uid_a).endswith("-0f1e2d3c")
+    assert len(scheduling.group_name(long, uid_a)) == 63
+    assert scheduling.group_name(long, uid_a).endswith("-0f1e2d3c")

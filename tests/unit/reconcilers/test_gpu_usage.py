@@ -14,7 +14,13 @@ import pytest
 
 from t9k_operator.foundation.prometheus import PrometheusError
 from t9k_operator.informers import CONTROLLER_UID_INDEX
-from t9k_operator.kinds.gpu_usage import (
+from t9k_operator.integrations.gpu_usage.integration import (
+    GPUState,
+    GPUUsage,
+    WatchOptions,
+    parse_window,
+)
+from t9k_operator.integrations.gpu_usage.usage import (
     BUSY,
     IDLE,
     UNKNOWN,
@@ -30,14 +36,14 @@ from t9k_operator.kinds.gpu_usage import (
     window_query,
     windows,
 )
-from t9k_operator.reconcilers.engine import get_condition
-from t9k_operator.reconcilers.gpus.watch import QUERIES, GPUWatch, Judged, Verdicts, running_since
-from t9k_operator.reconcilers.integrations.gpu_usage import (
-    GPUState,
-    GPUUsage,
-    WatchOptions,
-    parse_window,
+from t9k_operator.integrations.gpu_usage.watch import (
+    QUERIES,
+    GPUWatch,
+    Judged,
+    Verdicts,
+    running_since,
 )
+from t9k_operator.reconcilers.engine import get_condition
 from t9k_operator.reconcilers.serving import Host, Route
 from tests.fakes import FakeClock
 

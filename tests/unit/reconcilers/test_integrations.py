@@ -22,16 +22,17 @@ import pytest
 import structlog.testing
 import yaml
 
+from t9k_operator import registry
 from t9k_operator.__main__ import parse_args
-from t9k_operator.builders import gang
 from t9k_operator.builders.common import child_metadata, job_labels
 from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.integrations.gang import build as gang
+from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.kinds.registry import KINDS
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers import CONTROLLERS, build_controllers
-from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
+from t9k_operator.reconcilers import build_controllers
 from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
@@ -316,7 +317,7 @@ def test_a_registered_integrations_server_starts_through_its_hook(
     assert isinstance(server, ToyServer) and server.started == 0
     manager._start_servers()
     assert server.started == 1
-    assert len(manager.controllers) == CONTROLLERS
+    assert len(manager.controllers) == len(KINDS)  # no TensorBoard integration
     for controller in manager.controllers[: len(KIND_NAMES)]:
         reconciler = controller._reconcile.__self__  # type: ignore[attr-defined]
         assert reconciler.caches.source("toy") is server
@@ -337,7 +338,9 @@ def test_a_server_that_cannot_be_built_leaves_the_jobs_running_without_it() -> N
     )
     with structlog.testing.capture_logs() as logs:
         controllers = build_controllers(ctx, [BrokenToy()])
-    assert len(controllers) == CONTROLLERS and ctx.servers == []
+    assert len(controllers) == len(
+        KINDS
+    )  # one per kind: no TensorBoard integration and ctx.servers == []
     (logged,) = [e for e in logs if e["log_level"] == "error"]
     assert logged["integration"] == "toy" and "address already in use" in logged["error"]
 

@@ -20,11 +20,11 @@ from pytest_mock import MockerFixture
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.integrations.kueue.integration import Kueue
+from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kube import Conflict, Invalid, NotFound, ServerError
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
-from t9k_operator.reconcilers.integrations.kueue import Kueue
-from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
 from t9k_operator.reconcilers.pipeline.contract import Integration
 from t9k_operator.reconcilers.pipeline.job import CACHE_CATCH_UP, CHILD_WAIT, JobReconciler
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
 from t9k_operator.kube import Forbidden, ServerError
-from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
 from t9k_operator.runtime.controller import Result
 from tests.unit.reconcilers.test_job_reconciler import JOBS, NS, Harness
 

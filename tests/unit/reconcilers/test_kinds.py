@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.integrations.tensorboard.integration import wanted
 from t9k_operator.kinds.asks import HangPolicy, SchedulingRequest
 from t9k_operator.kinds.contract import JobKind, PodMode, read
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.registry import KINDS, by_kind
 from t9k_operator.kinds.view import Override
-from t9k_operator.reconcilers.integrations.tensorboard import wanted
 from tests.kinds import kind_table
 from tests.kinds.common import HooksCase
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.builders import gang
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
-from t9k_operator.reconcilers.integrations.kueue import (
+from t9k_operator.integrations.gang import build as gang
+from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.integrations.kueue.integration import (
     POD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,

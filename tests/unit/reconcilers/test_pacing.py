@@ -1,4 +1,4 @@
-"""The endpoint's pace (reconcilers/progress/pacing.py) as the endpoint tells
+"""The endpoint's pace (integrations/progress/pacing.py) as the endpoint tells
 it: ``next`` in every answer, from the job's ranks and the endpoint's load; the
 liveness reports of the ranks that do not report progress; each job's share."""
 
@@ -8,8 +8,8 @@ import heapq
 import json
 from typing import Any
 
-from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress.pacing import Pacer
+from t9k_operator.integrations.progress.pacing import Pacer
+from t9k_operator.integrations.progress.pods import job_path
 from tests.unit.reconcilers.test_endpoint import PTJ, World
 
 

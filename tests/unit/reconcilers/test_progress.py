@@ -14,27 +14,27 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.progress import ProgressReport
-from t9k_operator.kinds.asks import CheckpointOnStop, HangPolicy
-from t9k_operator.kinds.registry import KINDS
-from t9k_operator.kinds.view import Checkpointed, Heartbeat, asks_of
-from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.engine import Reason, get_condition
-from t9k_operator.reconcilers.integrations.progress import (
+from t9k_operator.integrations.progress.integration import (
     EndpointOptions,
     JobProgress,
     ProgressState,
 )
-from t9k_operator.reconcilers.integrations.progress_pods import Settings
-from t9k_operator.reconcilers.integrations.progress_status import (
+from t9k_operator.integrations.progress.pods import Settings
+from t9k_operator.integrations.progress.status import (
     Received,
     Sample,
     eta_seconds,
     render,
     throughput,
 )
+from t9k_operator.integrations.progress.store import MAX_PODS, Coalescer, ProgressStore
+from t9k_operator.kinds.asks import CheckpointOnStop, HangPolicy
+from t9k_operator.kinds.registry import KINDS
+from t9k_operator.kinds.view import Checkpointed, Heartbeat, asks_of
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.engine import Reason, get_condition
 from t9k_operator.reconcilers.pipeline import plan as planning
 from t9k_operator.reconcilers.pipeline.contract import JobInput
-from t9k_operator.reconcilers.progress.store import MAX_PODS, Coalescer, ProgressStore
 from tests.unit.reconcilers.test_engine import KIND, T0, job, running
 
 

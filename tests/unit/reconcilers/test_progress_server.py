@@ -1,4 +1,4 @@
-"""The progress endpoint served by its event loop (reconcilers/progress/server.py)
+"""The progress endpoint served by its event loop (integrations/progress/server.py)
 to the reporter the replicas run (t9k_operator/report.py): kept connections,
 the pace in the answer, a standby's refusal closing the connection."""
 
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from t9k_operator.reconcilers.integrations.progress_pods import job_path
-from t9k_operator.reconcilers.progress.endpoint import MAX_BODY, Answer
-from t9k_operator.reconcilers.progress.pacing import Pacer
-from t9k_operator.reconcilers.progress.server import ProgressServer
+from t9k_operator.integrations.progress.endpoint import MAX_BODY, Answer
+from t9k_operator.integrations.progress.pacing import Pacer
+from t9k_operator.integrations.progress.pods import job_path
+from t9k_operator.integrations.progress.server import ProgressServer
 from t9k_operator.report import Reporter
 from t9k_operator.runtime import front as front_module
 from t9k_operator.runtime.certs import new_ca, new_serving

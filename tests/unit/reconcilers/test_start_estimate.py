@@ -7,15 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from t9k_operator.reconcilers.integrations.start_estimate import (
-    QueuePlace,
-    StartEstimate,
-    Waiting,
-    kueue_estimate,
-    room_part,
-)
-from t9k_operator.reconcilers.integrations.start_inputs import job_end, node_room, pod_requests
-from t9k_operator.reconcilers.integrations.start_math import (
+from t9k_operator.integrations.start_estimate.arithmetic import (
     Holder,
     Lack,
     bucket,
@@ -25,7 +17,15 @@ from t9k_operator.reconcilers.integrations.start_math import (
     quota_estimate,
     room_estimate,
 )
-from t9k_operator.reconcilers.starts.poller import EstimateStore
+from t9k_operator.integrations.start_estimate.inputs import job_end, node_room, pod_requests
+from t9k_operator.integrations.start_estimate.integration import (
+    QueuePlace,
+    StartEstimate,
+    Waiting,
+    kueue_estimate,
+    room_part,
+)
+from t9k_operator.integrations.start_estimate.poller import EstimateStore
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"

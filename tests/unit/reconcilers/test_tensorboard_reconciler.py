@@ -13,12 +13,13 @@ import pytest
 
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.integrations.tensorboard.controller import TensorBoardReconciler
+from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
+from t9k_operator.integrations.tensorboard.served import ServedTensorBoard
+from t9k_operator.integrations.tensorboard.status import REPLACE_FAILED_AFTER
 from t9k_operator.kube import Invalid, ServerError
 from t9k_operator.reconcilers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.integrations.tensorboard import TENSORBOARDS
-from t9k_operator.reconcilers.integrations.tensorboard_status import REPLACE_FAILED_AFTER
-from t9k_operator.reconcilers.tensorboard.controller import TensorBoardReconciler
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeClock, FakeRecorder
@@ -280,5 +281,5 @@ def test_the_operator_runs_a_controller_for_it_beside_the_job_kinds() -> None:
         recorder=FakeRecorder(),  # type: ignore[arg-type]
         workers=1,
     )
-    names = [c.name for c in build_controllers(ctx)]
+    names = [c.name for c in build_controllers(ctx, [ServedTensorBoard()])]
     assert names[-1] == "tensorboard" and len(names) == CONTROLLERS

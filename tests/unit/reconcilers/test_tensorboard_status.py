@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.tensorboard import TensorBoardObject
-from t9k_operator.reconcilers.engine import fmt_time
-from t9k_operator.reconcilers.integrations.tensorboard_status import (
+from t9k_operator.integrations.tensorboard.status import (
     REPLACE_FAILED_AFTER,
     Readiness,
     dependent_state,
@@ -19,6 +18,7 @@ from t9k_operator.reconcilers.integrations.tensorboard_status import (
     replace_in,
     transition_event,
 )
+from t9k_operator.reconcilers.engine import fmt_time
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 UNSCHEDULABLE = {

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from t9k_operator import registry
 from t9k_operator.__main__ import parse_args
 from t9k_operator.builders.common import job_labels
+from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
+from t9k_operator.integrations.workdir.integration import Workdir
 from t9k_operator.objects import format_time
-from t9k_operator.reconcilers import plugins as registry
-from t9k_operator.reconcilers.integrations.gang import GangScheduling
-from t9k_operator.reconcilers.integrations.tensorboard import JobTensorBoard
-from t9k_operator.reconcilers.integrations.workdir import Workdir
 from t9k_operator.reconcilers.pipeline.job import CHILD_WAIT
 from t9k_operator.resources import CONFIGMAPS
 from tests.kinds import KIND_NAMES

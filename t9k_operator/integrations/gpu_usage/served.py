@@ -1,0 +1,36 @@
+"""The gpu-usage integration with its server: what the registry lists.
+
+:class:`ServedGPUUsage` is the pure integration
+(``integrations/gpu_usage/integration.py``) plus its server hook
+(``reconcilers/serving.py``): the watch (``integrations/gpu_usage/watch.py``),
+which provides the integration, under its name, the verdicts it keeps.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from t9k_operator.integrations.gpu_usage.integration import GPUUsage
+from t9k_operator.integrations.gpu_usage.watch import IDLE_GAUGE, GPUWatch, Verdicts
+from t9k_operator.reconcilers.serving import Host
+from t9k_operator.runtime.controller import Server
+
+log = structlog.get_logger(__name__)
+
+
+class ServedGPUUsage(GPUUsage):
+    """The gpu-usage integration, with its watch."""
+
+    def servers(self, host: Host) -> list[Server]:
+        verdicts = Verdicts()
+        IDLE_GAUGE.verdicts = verdicts
+        host.provide(self.name, verdicts)
+        opts = self.options
+        log.info(
+            "GPU usage watch",
+            prometheus=opts.url,
+            threshold=opts.threshold,
+            window_seconds=opts.window,
+            period_seconds=opts.period,
+        )
+        return [GPUWatch(host, opts, verdicts)]

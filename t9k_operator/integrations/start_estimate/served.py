@@ -1,0 +1,39 @@
+"""The start-estimate integration with its server: what the registry lists.
+
+:class:`ServedStartEstimate` is the pure integration
+(``integrations/start_estimate/integration.py``) plus its server hook
+(``reconcilers/serving.py``): the :class:`~.poller.Poller` thread, and the
+:class:`~.poller.EstimateStore` it fills, provided to the integration under
+its name.
+"""
+
+from __future__ import annotations
+
+from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.integrations.start_estimate.integration import StartEstimate
+from t9k_operator.integrations.start_estimate.poller import EstimateStore, Poller
+from t9k_operator.reconcilers.serving import Host
+from t9k_operator.resources import WORKLOADS
+from t9k_operator.runtime.controller import Server
+
+
+class ServedStartEstimate(StartEstimate):
+    """The start-estimate integration, with its poller."""
+
+    def servers(self, host: Host) -> list[Server]:
+        ctx = host.ctx
+        store = EstimateStore()
+        # The jobs' Workloads: the cache the Kueue integration reads (one informer).
+        workloads = ctx.informers.informer(WORKLOADS, CHILD_SELECTOR) if self.kueue else None
+        poller = Poller(
+            ctx.client,
+            host.routes,
+            host.pods,
+            workloads,
+            store,
+            self.period,
+            ctx.is_leader,
+            ctx.clock.now,
+        )
+        host.provide(self.name, store)
+        return [poller]
