@@ -1,0 +1,97 @@
+"""Run by tests/unit/test_removing_an_integration.py in a copy of the package
+from which one integration's folder and registry line are gone: the operator
+configures its integrations from its default flags, `t9k` and the SDK import,
+and a PyTorchTrainingJob runs to Succeeded through the job reconciler with
+every integration the registry still lists (the API is tests' fake)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from t9k_operator import registry
+from t9k_operator.__main__ import parse_args
+from t9k_operator.builders.common import CHILD_SELECTOR
+from t9k_operator.cli import main as t9k
+from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.kinds.registry import KINDS
+from t9k_operator.reconcilers.pipeline.job import JobReconciler
+from t9k_operator.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
+from t9k_operator.runtime.controller import ControllerContext
+from t9k_operator.sdk import Client  # noqa: F401  (the SDK still imports)
+from tests.fakes import FakeRecorder
+from tests.unit.reconcilers.fake_kube import FakeKube
+
+SAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "pytorch-basic.yaml"
+
+
+def pods_are(fake: FakeKube, phase: str) -> None:
+    for pod in fake.of_kind("Pod"):
+        state: dict[str, Any] = (
+            {"running": {}} if phase == "Running" else {"terminated": {"exitCode": 0}}
+        )
+        pod["spec"]["nodeName"] = "node-0"
+        pod["status"] = {
+            "phase": phase,
+            "containerStatuses": [
+                {"name": c["name"], "state": state} for c in pod["spec"]["containers"]
+            ],
+        }
+        fake.put(PODS, pod)
+
+
+def main() -> int:
+    removed = sys.argv[1]
+    assert all(s.name != removed for s in registry.INTEGRATIONS), removed
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            t9k(["--help"])
+        except SystemExit as exit_:
+            assert exit_.code == 0, exit_.code
+    assert "usage" in out.getvalue().lower()
+    integrations = registry.configure(parse_args([]))
+    (kind,) = [k for k in KINDS if k.crd.kind == "PyTorchTrainingJob"]
+    fake = FakeKube()
+    informers = InformerFactory(fake)  # type: ignore[arg-type]
+    ctx = ControllerContext(
+        client=fake,  # type: ignore[arg-type]
+        informers=informers,
+        recorder=FakeRecorder(),  # type: ignore[arg-type]
+        workers=1,
+    )
+    reconciler = JobReconciler(kind, ctx, integrations)
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"] = {"name": "j", "namespace": "ns", "generation": 1, "uid": "u-1"}
+    fake.put(reconciler.resource, job)
+    caches = [(reconciler.resource, None)] + [
+        (r, CHILD_SELECTOR) for r in (PODS, SERVICES, CONFIGMAPS, SECRETS)
+    ]
+    caches += [
+        (w.resource, CHILD_SELECTOR if w.owned else None) for i in integrations for w in i.watches()
+    ]
+
+    def run(passes: int = 4) -> dict[str, Any]:
+        for _ in range(passes):
+            fake.sync(informers, *caches)
+            reconciler.reconcile("ns/j")
+        fake.sync(informers, *caches)
+        return fake.get(reconciler.resource, "j", "ns")
+
+    run()
+    assert fake.of_kind("Pod"), "no pod created"
+    pods_are(fake, "Running")
+    assert run()["status"]["phase"] == "Running", run()["status"]
+    pods_are(fake, "Succeeded")
+    status = run()["status"]
+    assert status["phase"] == "Succeeded", status
+    print("ran", [i.name for i in integrations])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""An integration is its folder and its registry line: in a copy of the
+package without both, the operator, `t9k` and the SDK still start, and a job
+still runs (tests/unit/removal_run.py). Every integration is tried but those
+the core still imports, which the core's import contract lists as ignored
+imports (pyproject.toml): as each moves behind the registry, its line goes
+and this test takes it in."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = ROOT / "t9k_operator" / "integrations"
+CORE = "The core never imports an integration (only the registry names them)"
+
+
+def still_imported_by_the_core() -> set[str]:
+    linter = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (core,) = [c for c in linter["contracts"] if c["name"] == CORE]
+    return {
+        m.group(1)
+        for line in core.get("ignore_imports", ())
+        if (m := re.search(r"-> t9k_operator\.integrations\.(\w+)", line))
+    }
+
+
+ALL = sorted(p.name for p in FOLDERS.iterdir() if (p / "__init__.py").exists())
+REMOVABLE = [name for name in ALL if name not in still_imported_by_the_core()]
+
+
+def without(tmp_path: Path, folder: str) -> tuple[Path, str]:
+    """A copy of the package without the integration ``folder`` and its
+    registry line; the registry name of the integration removed."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "t9k_operator", tree / "t9k_operator")
+    shutil.rmtree(tree / "t9k_operator" / "integrations" / folder)
+    registry = tree / "t9k_operator" / "registry.py"
+    text = registry.read_text()
+    (line,) = [
+        line
+        for line in text.splitlines()
+        if line.startswith(f"from t9k_operator.integrations.{folder}.")
+    ]
+    (cls,) = re.findall(r"import (\w+)$", line)
+    name = re.search(
+        r'name = "([\w-]+)"',
+        "".join(
+            p.read_text() for p in (ROOT / "t9k_operator" / "integrations" / folder).glob("*.py")
+        ),
+    )
+    assert name, f"no name in {folder}"
+    text = text.replace(line + "\n", "").replace(f"    {cls},\n", "")
+    assert not re.search(rf"^\s*{cls}\b", text, re.M), f"{cls} is still listed in the registry"
+    registry.write_text(text)
+    return tree, name.group(1)
+
+
+def test_some_integrations_are_removable_and_the_rest_are_listed() -> None:
+    assert len(ALL) >= 7 and REMOVABLE
+    assert still_imported_by_the_core() <= set(ALL)
+
+
+@pytest.mark.parametrize("folder", REMOVABLE)
+def test_removing_an_integration_is_deleting_its_folder_and_registry_line(
+    tmp_path: Path, folder: str
+) -> None:
+    tree, name = without(tmp_path, folder)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
+    where = subprocess.run(
+        [sys.executable, "-c", "import t9k_operator; print(t9k_operator.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert where.stdout.startswith(str(tree)), where.stdout
+    operator = subprocess.run(
+        [sys.executable, "-m", "t9k_operator", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert operator.returncode == 0, operator.stderr
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "unit" / "removal_run.py"), name],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    (ran,) = [line for line in run.stdout.splitlines() if line.startswith("ran [")]
+    assert f"'{name}'" not in ran
