@@ -21,7 +21,7 @@ from t9k_operator import registry as integrations
 from t9k_operator.kube import ApiError, ClientOptions, Forbidden, KubeClient
 from t9k_operator.kube.discovery import not_served
 from t9k_operator.manager import Manager, ManagerOptions, pod_namespace
-from t9k_operator.reconcilers import CONTROLLERS, build_controllers
+from t9k_operator.reconcilers.controllers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
 from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL
 from t9k_operator.reconcilers.pipeline.contract import Integration

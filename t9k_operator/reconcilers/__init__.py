@@ -1,65 +1,11 @@
-"""Reconcilers: the pure engine (``engine``), over the job kinds (``t9k_operator.kinds``), the
-reconcile pipeline (``pipeline``: the integration contract, the plan and the apply
-step), the integrations (``integrations``, listed in ``plugins``, their servers
-started through ``serving``) and the plugins' own controllers and servers
-(``tensorboard``, ``progress``, ``starts``, ``gpus``).
+"""Reconcilers: the pure engine (``engine``), over the job kinds
+(``t9k_operator.kinds``), the reconcile pipeline (``pipeline``: the
+integration contract, the plan and the apply step), the hooks through which
+integrations add servers and controllers (``serving``), and the controllers
+the manager runs (``controllers``: :func:`~.controllers.build_controllers`).
 
-:func:`build_controllers` is what the manager calls to get one
-:class:`~t9k_operator.runtime.controller.Controller` per kind in
-:data:`~t9k_operator.kinds.registry.KINDS`, all with the
-integrations the operator's flags turned on, plus the TensorBoard's; and the
-integrations' servers, in ``ctx.servers``.
+The integrations themselves are folders of ``t9k_operator/integrations``,
+listed in ``t9k_operator/registry.py``; nothing here imports them. This
+package's face imports nothing, so a reader of the contract (``t9k``
+describing a job's status parts) does not load the controllers.
 """
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
-
-from t9k_operator.kinds.registry import KINDS, OTHER_CRDS
-from t9k_operator.reconcilers import serving
-from t9k_operator.reconcilers.engine import DEFAULT_DISRUPTION_LIMIT, DEFAULT_START_TIMEOUT
-from t9k_operator.reconcilers.pipeline.contract import Integration
-from t9k_operator.reconcilers.pipeline.job import JobReconciler
-from t9k_operator.runtime.controller import Controller, ControllerContext
-
-CONTROLLERS = len(KINDS) + len(OTHER_CRDS)
-"""How many controllers :func:`build_controllers` makes at most (each with its
-own workers): one per job kind, and one per other kind an integration
-reconciles (the TensorBoard)."""
-
-
-def build_controllers(
-    ctx: ControllerContext,
-    integrations: Sequence[Integration[Any]] = (),
-    pod_start_timeout: float = DEFAULT_START_TIMEOUT,
-    disruption_limit: int = DEFAULT_DISRUPTION_LIMIT,
-    watch_nodes: bool = False,
-    namespace: str | None = None,
-) -> list[Controller]:
-    """One controller per job kind, all with ``integrations``, the start
-    timeout of a job that sets none and the disruption limit (and, with
-    ``watch_nodes``, the Nodes, to tell a replica on a lost node), and the
-    TensorBoard's. The integrations' servers (``namespace``: the operator's
-    own, if known) go to ``ctx.servers``, and what they provide to the job
-    reconcilers' caches, before any reconcile runs."""
-    sources: dict[str, object] = {}
-    reconcilers = [
-        JobReconciler(
-            kind,
-            ctx,
-            tuple(integrations),
-            pod_start_timeout,
-            disruption_limit,
-            watch_nodes,
-            sources=sources,
-        )
-        for kind in KINDS
-    ]
-    routes = {
-        r.resource.plural: serving.Route(r.resource, r.jobs, r.controller.enqueue_after)
-        for r in reconcilers
-    }
-    host = serving.Host(ctx, routes, reconcilers[0].pods, namespace, sources)
-    serving.start(host, integrations)
-    return [*(r.controller for r in reconcilers), *serving.controllers(ctx, integrations)]

@@ -98,7 +98,7 @@ def test_every_module_of_the_pipeline_is_pure_or_the_apply_step() -> None:
 
 def test_the_engine_importing_the_servers_breaks_the_reconcilers_layers(tmp_path: Path) -> None:
     tree = copy_of_the_package(tmp_path)
-    contract = "Reconcilers: serving -> pipeline -> engine"
+    contract = "Reconcilers: controllers -> serving -> pipeline -> engine"
     assert f"{contract} KEPT" in lint_imports(tree).stdout
     rules = tree / "t9k_operator" / "reconcilers" / "engine" / "planner.py"
     rules.write_text(rules.read_text() + "\nfrom t9k_operator.reconcilers import serving  # noqa\n")

@@ -13,26 +13,24 @@ were and the next query comes a period later, never sooner.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import structlog
-from prometheus_client import Counter
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from t9k_operator.foundation import prometheus
 from t9k_operator.foundation.clock import Clock
-from t9k_operator.foundation.metrics import collector, custom_collector
 from t9k_operator.informers import CONTROLLER_UID_INDEX
 from t9k_operator.integrations.gpu_usage.integration import WatchOptions
+from t9k_operator.integrations.gpu_usage.metrics import (
+    QUERIES,
+    Judged,
+    Verdicts,
+    judged_state,
+)
 from t9k_operator.integrations.gpu_usage.usage import (
-    BUSY,
-    IDLE,
     GPUPod,
-    Verdict,
     judge,
     samples,
     window_query,
@@ -42,98 +40,10 @@ from t9k_operator.kinds.gpus import pod_gpus
 from t9k_operator.objects import Obj, parse_time
 from t9k_operator.reconcilers.serving import Host
 
-log = structlog.get_logger(__name__)
-
-QUERIES = collector(
-    Counter,
-    "t9k_gpu_usage_queries_total",
-    "Queries of the GPU-usage watch to Prometheus (--prometheus-url), by result: success or error.",
-    ["result"],
-)
 Query = Callable[[str, str], list[dict[str, Any]]]
 """Ask the Prometheus at a URL an instant query (:func:`prometheus.query`)."""
 
-
-@dataclass(frozen=True)
-class Judged:
-    """A job's verdict, and which job it is (for the gauge)."""
-
-    kind: str
-    plural: str  # its route
-    namespace: str
-    name: str
-    verdict: Verdict
-
-
-class Verdicts:
-    """The latest verdict of each Running job holding GPUs, by the job's uid;
-    replaced as a whole by each successful query. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: dict[str, Judged] = {}
-
-    def verdict(self, job_uid: str) -> Verdict | None:
-        with self._lock:
-            judged = self._jobs.get(job_uid)
-        return judged.verdict if judged else None
-
-    def replace(self, jobs: Mapping[str, Judged]) -> dict[str, Judged]:
-        """Keep ``jobs``; the jobs whose verdict's state changed (or that are
-        new, or gone), by uid."""
-        with self._lock:
-            before, self._jobs = self._jobs, dict(jobs)
-        changed = {u: j for u, j in jobs.items() if _state(before.get(u)) != j.verdict.state}
-        changed.update({u: j for u, j in before.items() if u not in jobs})
-        return changed
-
-    def clear(self) -> None:
-        with self._lock:
-            self._jobs = {}
-
-    def judged(self) -> list[Judged]:
-        with self._lock:
-            return list(self._jobs.values())
-
-
-def _state(judged: Judged | None) -> str | None:
-    return judged.verdict.state if judged else None
-
-
-class IdleGauge(Collector):
-    """``t9k_job_gpus_idle{kind,namespace,name}``: 1 for a Running job whose
-    GPUs are idle, 0 for one whose GPUs are in use; no series for a job not
-    judged (not Running, no GPUs, not enough samples yet). Only the leader
-    queries, so only it exports."""
-
-    def __init__(self) -> None:
-        self.verdicts: Verdicts | None = None
-
-    def describe(self) -> Iterator[Metric]:
-        yield self._family()
-
-    @staticmethod
-    def _family() -> GaugeMetricFamily:
-        return GaugeMetricFamily(
-            "t9k_job_gpus_idle",
-            "1 while a Running job's GPUs have stayed under --gpu-idle-threshold for "
-            "--gpu-idle-window (its condition GPUsIdle), 0 while they are in use; for "
-            "Running jobs holding GPUs that the operator could judge. Leader only.",
-            labels=["kind", "namespace", "name"],
-        )
-
-    def collect(self) -> Iterator[Metric]:
-        family = self._family()
-        verdicts = self.verdicts
-        for j in sorted(verdicts.judged() if verdicts else [], key=lambda j: (j.namespace, j.name)):
-            if j.verdict.state in (IDLE, BUSY):
-                family.add_metric(
-                    [j.kind, j.namespace, j.name], 1.0 if j.verdict.state == IDLE else 0.0
-                )
-        yield family
-
-
-IDLE_GAUGE = custom_collector(IdleGauge)
+log = structlog.get_logger(__name__)
 
 
 def running_since(pod: Obj) -> datetime | None:
@@ -218,7 +128,7 @@ class GPUWatch:
             route = self.host.routes.get(j.plural)
             if route is not None:
                 route.enqueue_after(f"{j.namespace}/{j.name}", 0.0)
-            state = _state(judged.get(uid))
+            state = judged_state(judged.get(uid))
             log.debug("GPU usage: a verdict changed", job=f"{j.namespace}/{j.name}", state=state)
         return True
 

@@ -9,26 +9,26 @@ integration, under its name, the
 fills. An endpoint that cannot start (its certificate, its address) is said
 in the log and the jobs run without it: their replicas are told of no
 endpoint, and no job is judged hung.
+
+Its servers' modules are imported when the operator builds them, not with
+the registry: ``t9k``, which reads the registry for the integrations' status
+parts, never loads them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import structlog
 
-from t9k_operator.integrations.progress.endpoint import ProgressEndpoint
 from t9k_operator.integrations.progress.integration import EndpointOptions, JobProgress
-from t9k_operator.integrations.progress.pods import Settings
-from t9k_operator.integrations.progress.server import ProgressServer
-from t9k_operator.integrations.progress.store import Coalescer, ProgressStore, Reporting
-from t9k_operator.reconcilers.serving import Host
-from t9k_operator.runtime.controller import Server
-from t9k_operator.runtime.tls import (
-    Bundle,
-    DirSource,
-    SecretSource,
-    Source,
-    parse_bind_address,
-)
+
+if TYPE_CHECKING:
+    from t9k_operator.integrations.progress.server import ProgressServer
+    from t9k_operator.integrations.progress.store import Reporting
+    from t9k_operator.reconcilers.serving import Host
+    from t9k_operator.runtime.controller import Server
+    from t9k_operator.runtime.tls import Bundle, Source
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +58,12 @@ class ServedProgress(JobProgress):
 def serve(host: Host, opts: EndpointOptions) -> tuple[ProgressServer, Reporting]:
     """The endpoint ``opts`` describe, built (the manager starts it), and what
     it provides the integration."""
+    from t9k_operator.integrations.progress.endpoint import ProgressEndpoint
+    from t9k_operator.integrations.progress.pods import Settings
+    from t9k_operator.integrations.progress.server import ProgressServer
+    from t9k_operator.integrations.progress.store import Coalescer, ProgressStore, Reporting
+    from t9k_operator.runtime.tls import DirSource, SecretSource, parse_bind_address
+
     ctx = host.ctx
     namespace = opts.namespace or host.namespace or DEFAULT_NAMESPACE
     source: Source = (

@@ -1,17 +1,27 @@
 """The TensorBoard integration as the operator runs it: the job's side
 (:class:`~t9k_operator.integrations.tensorboard.integration.JobTensorBoard`,
 pure) and the TensorBoard's own controller, which does I/O and so is kept
-out of the pure module."""
+out of the pure module.
+
+Its servers' modules are imported when the operator builds them, not with
+the registry: ``t9k``, which reads the registry for the integrations' status
+parts, never loads them.
+"""
 
 from __future__ import annotations
 
-from t9k_operator.integrations.tensorboard.controller import TensorBoardReconciler
+from typing import TYPE_CHECKING
+
 from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
-from t9k_operator.runtime.controller import Controller, ControllerContext
+
+if TYPE_CHECKING:
+    from t9k_operator.runtime.controller import Controller, ControllerContext
 
 
 class ServedTensorBoard(JobTensorBoard):
     """A job's TensorBoard, and the controller of every TensorBoard."""
 
     def controllers(self, ctx: ControllerContext) -> list[Controller]:
+        from t9k_operator.integrations.tensorboard.controller import TensorBoardReconciler
+
         return [TensorBoardReconciler(ctx).controller]

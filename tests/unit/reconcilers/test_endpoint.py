@@ -30,7 +30,7 @@ from t9k_operator.integrations.progress.store import Coalescer, ProgressStore, R
 from t9k_operator.kinds.registry import KINDS
 from t9k_operator.kube import ApiError
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers import build_controllers
+from t9k_operator.reconcilers.controllers import build_controllers
 from t9k_operator.reconcilers.serving import Route
 from t9k_operator.resources import Resource
 from t9k_operator.runtime.certs import new_ca, new_serving

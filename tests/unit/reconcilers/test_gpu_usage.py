@@ -20,6 +20,7 @@ from t9k_operator.integrations.gpu_usage.integration import (
     WatchOptions,
     parse_window,
 )
+from t9k_operator.integrations.gpu_usage.metrics import QUERIES, Judged, Verdicts
 from t9k_operator.integrations.gpu_usage.usage import (
     BUSY,
     IDLE,
@@ -36,13 +37,7 @@ from t9k_operator.integrations.gpu_usage.usage import (
     window_query,
     windows,
 )
-from t9k_operator.integrations.gpu_usage.watch import (
-    QUERIES,
-    GPUWatch,
-    Judged,
-    Verdicts,
-    running_since,
-)
+from t9k_operator.integrations.gpu_usage.watch import GPUWatch, running_since
 from t9k_operator.reconcilers.engine import get_condition
 from t9k_operator.reconcilers.serving import Host, Route
 from tests.fakes import FakeClock

@@ -32,7 +32,7 @@ from t9k_operator.kinds.registry import KINDS
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.manager import Manager, ManagerOptions
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers import build_controllers
+from t9k_operator.reconcilers.controllers import build_controllers
 from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,

@@ -18,7 +18,7 @@ from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
 from t9k_operator.integrations.tensorboard.served import ServedTensorBoard
 from t9k_operator.integrations.tensorboard.status import REPLACE_FAILED_AFTER
 from t9k_operator.kube import Invalid, ServerError
-from t9k_operator.reconcilers import CONTROLLERS, build_controllers
+from t9k_operator.reconcilers.controllers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.engine import fmt_time
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
