@@ -124,7 +124,8 @@ class Replicas:
         self.runs: dict[str, tuple[str, PodRun]] = {}  # pod name -> (uid, its run)
 
     def start(self, env: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, Any]]:
-        """The job's current pods (new ones, once the old are gone), started."""
+        """The job's current pods (new ones, once the old are gone and the new
+        are bound to a node), started."""
 
         def fresh() -> dict[str, dict[str, Any]] | None:
             pods = self.jobs.pods(self.job)
@@ -132,6 +133,7 @@ class Replicas:
                 n: p
                 for n, p in pods.items()
                 if not p["metadata"].get("deletionTimestamp")
+                and p["spec"].get("nodeName")  # a kubelet runs only a pod bound to its node
                 and self.runs.get(n, ("", None))[0] != p["metadata"]["uid"]
             }
             return new if set(new) == set(self.names) else None
