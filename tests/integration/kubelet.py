@@ -36,71 +36,55 @@ pkg/kubelet/kubelet_pods.go of Kubernetes 1.34):
 
 from __future__ import annotations
 
-import hashlib
 import time
-import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
-from t9k_operator.builders.common import DEFAULT_CONTAINER
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import CONFIGMAPS, EVENTS, NODES, PODS, SECRETS
+from tests.integration.kubelet_status import (
+    default_container,
+    disruption,
+    ended,
+    event,
+    exited,
+    image_of,
+    init_statuses,
+    node_ip,
+    now,
+    phase_of,
+    pod_status,
+    volume_refs,
+    waiting,
+)
+from tests.integration.kubelet_status import (
+    running as running_container,
+)
 
 MANUAL = {"kwok.t9k.dev/manual": "true"}
 BIND_TIMEOUT = 30.0
 """How long ``run``/``terminate`` wait for a scheduler to bind the pod."""
-# Conditions only the kubelet writes; any other (DisruptionTarget, a readiness
-# gate's) is kept as it is (generateAPIPodStatus).
-KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def default_container(pod: dict[str, Any]) -> str:
-    """The container ``kubectl logs`` picks without ``-c``: the one the pod's
-    ``kubectl.kubernetes.io/default-container`` annotation names, else the
-    spec's first (the KWOK stage ``pod-finish`` ends the same one)."""
-    names = [c["name"] for c in pod["spec"]["containers"]]
-    named = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
-    return str(named) if named in names else names[0]
-
-
-def pod_ip(uid: str) -> str:
-    """A pod address of its own, from its uid (10.244.0.0/16, as a CNI's)."""
-    digest = hashlib.blake2b(uid.encode(), digest_size=2).digest()
-    return f"10.244.{digest[0]}.{max(digest[1], 1)}"
-
-
-def native_sidecar(container: dict[str, Any]) -> bool:
-    return container.get("restartPolicy") == "Always"
-
-
-def phase_of(statuses: Iterable[dict[str, Any]]) -> str:
-    """A pod's phase from its regular containers' statuses, as ``getPhase``
-    reaches it for a pod with restartPolicy Never whose init containers have
-    all completed."""
-    running = stopped = succeeded = waiting = 0
-    for s in statuses:
-        state = s.get("state") or {}
-        if "running" in state:
-            running += 1
-        elif "terminated" in state:
-            stopped += 1
-            succeeded += state["terminated"].get("exitCode") == 0
-        else:
-            waiting += 1
-    if waiting:
-        return "Pending"
-    if running:
-        return "Running"
-    return "Succeeded" if stopped == succeeded else "Failed"
-
-
-def _sorted(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(statuses, key=lambda s: str(s["name"]))
+def missing_volumes(client: KubeClient, pod: dict[str, Any]) -> list[tuple[str, str]]:
+    """The pod's volumes kubelet cannot mount, as (volume, kubelet's error):
+    a configMap or secret volume, or a projected volume's configMap or
+    secret source, whose object does not exist and that is not
+    ``optional`` (pkg/volume/configmap and pkg/volume/secret, SetUpAt;
+    pkg/volume/projected). A claim that does not exist never gets here:
+    the scheduler's VolumeBinding plugin leaves such a pod unschedulable."""
+    namespace, out = pod["metadata"]["namespace"], list[tuple[str, str]]()
+    for volume, kind, ref in volume_refs(pod):
+        if ref.get("optional") or volume in dict(out):
+            continue
+        resource = CONFIGMAPS if kind == "configmap" else SECRETS
+        key = "name" if kind == "configmap" else "secretName"
+        object_name = str(ref.get(key) or ref.get("name") or "")
+        try:
+            client.get(resource, object_name, namespace)
+        except NotFound:
+            out.append((volume, f'{kind} "{object_name}" not found'))
+    return out
 
 
 class Kubelet:
@@ -120,15 +104,11 @@ class Kubelet:
 
     def _host_ip(self, node: str) -> str:
         """The node's InternalIP (the local cluster's KWOK nodes all report
-        127.0.0.1, where KWOK serves their kubelet endpoint); for a node that
-        reports none, an address of the node's own from its name
-        (172.18.0.0/16, as a kind cluster's nodes have)."""
+        127.0.0.1, where KWOK serves their kubelet endpoint), else
+        :func:`node_ip`."""
         addresses = (self.client.get(NODES, node).get("status") or {}).get("addresses") or []
-        for a in addresses:
-            if a.get("type") == "InternalIP":
-                return str(a["address"])
-        digest = hashlib.blake2b(node.encode(), digest_size=2).digest()
-        return f"172.18.{digest[0]}.{max(digest[1], 2)}"
+        found = [str(a["address"]) for a in addresses if a.get("type") == "InternalIP"]
+        return found[0] if found else node_ip(node)
 
     def _write(
         self,
@@ -148,109 +128,31 @@ class Kubelet:
         ``PodCompleted``; one without a ``sandbox`` yet (its volumes not
         mounted) has no IP and PodReadyToStartContainers False
         (generateAPIPodStatus)."""
-        meta, old = pod["metadata"], pod.get("status") or {}
-        now = _now()
-        was = {c["type"]: c for c in old.get("conditions") or []}
-        host_ip = self._host_ip(pod["spec"]["nodeName"])
-        ip = pod_ip(meta["uid"])
-        kept = [c for t, c in was.items() if t not in (*KUBELET_CONDITIONS, "PodScheduled")]
-        kept = [c for c in kept if c["type"] not in {e["type"] for e in extra}] + list(extra)
-
-        def condition(type_: str, true: bool, why: str | None = None) -> dict[str, Any]:
-            """A kubelet-owned condition; its time moves only when its status does."""
-            status = "True" if true else "False"
-            before = was.get(type_) or {}
-            same = before.get("status") == status and before.get("lastTransitionTime")
-            out = {"type": type_, "status": status, "lastTransitionTime": same or now}
-            if why:
-                out["reason"] = why
-            return out
-
-        done = None if ready else "ContainersNotReady" if phase == "Pending" else "PodCompleted"
-        status: dict[str, Any] = {
-            "phase": phase,
-            "startTime": old.get("startTime") or now,
-            "hostIP": host_ip,
-            "hostIPs": [{"ip": host_ip}],
-            "podIP": ip if sandbox else None,
-            "podIPs": [{"ip": ip}] if sandbox else None,
-            "qosClass": old.get("qosClass") or "BestEffort",
-            "conditions": [
-                *kept,
-                condition("PodReadyToStartContainers", sandbox),
-                condition("Initialized", True),
-                condition("Ready", ready, done),
-                condition("ContainersReady", ready, done),
-                condition("PodScheduled", True),
-            ],
-            "containerStatuses": _sorted(containers),
-        }
-        if init_containers:
-            status["initContainerStatuses"] = _sorted(init_containers)
-        if reason:
-            status["reason"] = reason
-            status["message"] = message or reason
+        meta = pod["metadata"]
+        status = pod_status(
+            pod,
+            self._host_ip(pod["spec"]["nodeName"]),
+            phase,
+            containers,
+            init_containers,
+            ready=ready,
+            reason=reason,
+            message=message,
+            extra=extra,
+            sandbox=sandbox,
+        )
         return self.client.patch(
             PODS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
         )
 
-    @staticmethod
-    def _running(c: dict[str, Any], started: str, restart_count: int = 0) -> dict[str, Any]:
-        return {
-            "name": c["name"],
-            "image": c.get("image", ""),
-            "imageID": "",
-            "ready": True,
-            "started": True,
-            "restartCount": restart_count,
-            "state": {"running": {"startedAt": started}},
-        }
-
-    @staticmethod
-    def _ended(
-        c: dict[str, Any],
-        code: int,
-        started: str,
-        *,
-        reason: str | None = None,
-        message: str | None = None,
-        restart_count: int = 0,
-    ) -> dict[str, Any]:
-        terminated: dict[str, Any] = {
-            "exitCode": code,
-            "reason": reason or ("Completed" if code == 0 else "Error"),
-            "startedAt": started,
-            "finishedAt": _now(),
-        }
-        if message:
-            terminated["message"] = message
-        return {
-            "name": c["name"],
-            "image": c.get("image", ""),
-            "imageID": "",
-            "ready": False,
-            "started": False,
-            "restartCount": restart_count,
-            "state": {"terminated": terminated},
-        }
-
-    def _init_statuses(
-        self, pod: dict[str, Any], started: str, *, sidecars_run: bool
-    ) -> list[dict[str, Any]]:
-        out = []
-        for c in pod["spec"].get("initContainers") or []:
-            if native_sidecar(c) and sidecars_run:
-                out.append(self._running(c, started))
-            else:
-                out.append(self._ended(c, 0, started))
-        return out
-
     def run(self, namespace: str, name: str, *, restart_count: int = 0) -> dict[str, Any]:
         """Every container running (native sidecars too), once the pod is bound."""
         pod = self._bound(namespace, name)
-        started = (pod.get("status") or {}).get("startTime") or _now()
-        containers = [self._running(c, started, restart_count) for c in pod["spec"]["containers"]]
-        inits = self._init_statuses(pod, started, sidecars_run=True)
+        started = (pod.get("status") or {}).get("startTime") or now()
+        containers = [
+            running_container(c, started, restart_count) for c in pod["spec"]["containers"]
+        ]
+        inits = init_statuses(pod, started, sidecars_run=True)
         return self._write(pod, "Running", containers, inits, ready=True)
 
     def terminate(
@@ -273,29 +175,19 @@ class Kubelet:
         (sidecars), which go on running and keep the pod Running. Native
         sidecars stop once no regular container runs."""
         pod = self._bound(namespace, name)
-        spec_containers = pod["spec"]["containers"]
-        target = container or default_container(pod)
-        keep = set(running)
-        started = (pod.get("status") or {}).get("startTime") or _now()
-        statuses = []
-        for c in spec_containers:
-            if c["name"] in keep:
-                statuses.append(self._running(c, started, restart_count))
-            elif c["name"] == target:
-                statuses.append(
-                    self._ended(
-                        c,
-                        exit_code,
-                        started,
-                        reason=reason,
-                        message=message,
-                        restart_count=restart_count,
-                    )
-                )
-            else:
-                statuses.append(self._ended(c, 0, started, restart_count=restart_count))
+        started = (pod.get("status") or {}).get("startTime") or now()
+        statuses = exited(
+            pod,
+            container or default_container(pod),
+            exit_code,
+            started,
+            keep=set(running),
+            reason=reason,
+            message=message,
+            restart_count=restart_count,
+        )
         phase = phase_of(statuses)
-        inits = self._init_statuses(pod, started, sidecars_run=phase == "Running")
+        inits = init_statuses(pod, started, sidecars_run=phase == "Running")
         return self._write(
             pod,
             phase,
@@ -323,16 +215,9 @@ class Kubelet:
         message = (
             "The node was low on resource: memory. Threshold quantity: 100Mi, available: 52Mi."
         )
-        disruption = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "TerminationByKubelet",
-            "message": message,
-            "lastTransitionTime": _now(),
-        }
-        started = (pod.get("status") or {}).get("startTime") or _now()
-        statuses = [self._ended(c, 137, started, reason="Error") for c in pod["spec"]["containers"]]
-        inits = self._init_statuses(pod, started, sidecars_run=False)
+        started = (pod.get("status") or {}).get("startTime") or now()
+        statuses = [ended(c, 137, started, reason="Error") for c in pod["spec"]["containers"]]
+        inits = init_statuses(pod, started, sidecars_run=False)
         return self._write(
             pod,
             "Failed",
@@ -341,7 +226,7 @@ class Kubelet:
             ready=False,
             reason="Evicted",
             message=message,
-            extra=(disruption,),
+            extra=(disruption(message),),
         )
 
     def oom_kill(
@@ -367,32 +252,7 @@ class Kubelet:
     def event(self, pod: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """An Event on ``pod`` from its node's kubelet, as kubelet's recorder
         sends one (source component ``kubelet``, host the node)."""
-        meta = pod["metadata"]
-        self.client.create(
-            EVENTS,
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
-                "involvedObject": {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": meta["name"],
-                    "namespace": meta["namespace"],
-                    "uid": meta["uid"],
-                },
-                "type": type_,
-                "reason": reason,
-                "message": message,
-                "source": {"component": "kubelet", "host": pod["spec"]["nodeName"]},
-                "firstTimestamp": _now(),
-                "lastTimestamp": _now(),
-                "count": 1,
-                "reportingComponent": "kubelet",
-                "reportingInstance": pod["spec"]["nodeName"],
-            },
-            meta["namespace"],
-        )
+        self.client.create(EVENTS, event(pod, type_, reason, message), pod["metadata"]["namespace"])
 
     def _wait(
         self, pod: dict[str, Any], reasons: dict[str, tuple[str, str]], *, sandbox: bool = True
@@ -404,21 +264,10 @@ class Kubelet:
         ``sandbox`` (its volumes not mounted yet) the pod has no IP and its
         PodReadyToStartContainers condition is False. The pod is taken to have
         no init containers left to run (the tests' pods have none)."""
-        statuses = []
-        for c in pod["spec"]["containers"]:
-            reason, message = reasons.get(c["name"], ("ContainerCreating", ""))
-            waiting = {"reason": reason} | ({"message": message} if message else {})
-            statuses.append(
-                {
-                    "name": c["name"],
-                    "image": c.get("image", ""),
-                    "imageID": "",
-                    "ready": False,
-                    "started": False,
-                    "restartCount": 0,
-                    "state": {"waiting": waiting},
-                }
-            )
+        statuses = [
+            waiting(c, *reasons.get(c["name"], ("ContainerCreating", "")))
+            for c in pod["spec"]["containers"]
+        ]
         return self._write(pod, "Pending", statuses, [], ready=False, sandbox=sandbox)
 
     def pull_fails(
@@ -436,7 +285,7 @@ class Kubelet:
         the next pull."""
         pod = self._bound(namespace, name)
         target = container or default_container(pod)
-        image = next(c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == target)
+        image = image_of(pod, target)
         written = self._wait(pod, {target: ("ErrImagePull", error)})
         self.event(pod, "Normal", "Pulling", f'Pulling image "{image}"')
         self.event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {error}')
@@ -452,51 +301,17 @@ class Kubelet:
         ImagePullBackOff") (same sources as :meth:`pull_fails`)."""
         pod = self._bound(namespace, name)
         target = container or default_container(pod)
-        image = next(c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == target)
+        image = image_of(pod, target)
         back_off = f'Back-off pulling image "{image}"'
         written = self._wait(pod, {target: ("ImagePullBackOff", back_off)})
         self.event(pod, "Normal", "BackOff", back_off)
         self.event(pod, "Warning", "Failed", "Error: ImagePullBackOff")
         return written
 
-    def _missing_volumes(self, pod: dict[str, Any]) -> list[tuple[str, str]]:
-        """The pod's volumes kubelet cannot mount, as (volume, kubelet's error):
-        a configMap or secret volume, or a projected volume's configMap or
-        secret source, whose object does not exist and that is not
-        ``optional`` (pkg/volume/configmap and pkg/volume/secret, SetUpAt;
-        pkg/volume/projected). A claim that does not exist never gets here:
-        the scheduler's VolumeBinding plugin leaves such a pod unschedulable."""
-        namespace = pod["metadata"]["namespace"]
-
-        def missing(kind: str, ref: dict[str, Any]) -> str:
-            if ref.get("optional"):
-                return ""
-            resource = CONFIGMAPS if kind == "configmap" else SECRETS
-            key = "name" if kind == "configmap" else "secretName"
-            object_name = str(ref.get(key) or ref.get("name") or "")
-            try:
-                self.client.get(resource, object_name, namespace)
-            except NotFound:
-                return f'{kind} "{object_name}" not found'
-            return ""
-
-        out = []
-        for v in pod["spec"].get("volumes") or []:
-            refs = [("configmap", v["configMap"])] if "configMap" in v else []
-            refs += [("secret", v["secret"])] if "secret" in v else []
-            for source in (v.get("projected") or {}).get("sources") or []:
-                refs += [("configmap", source["configMap"])] if "configMap" in source else []
-                refs += [("secret", source["secret"])] if "secret" in source else []
-            for kind, ref in refs:
-                if error := missing(kind, ref):
-                    out.append((v["name"], error))
-                    break
-        return out
-
     def start(self, namespace: str, name: str) -> bool:
         """Kubelet's sync of a placed pod: mount its volumes, then run its
         containers (:meth:`run`). A volume that cannot mount
-        (:meth:`_missing_volumes`) stops it there, as the volume manager does
+        (:func:`missing_volumes`) stops it there, as the volume manager does
         (pkg/kubelet/volumemanager, WaitForAttachAndMount; the Event from
         pkg/volume/util/operationexecutor/operation_generator.go,
         GenerateMountVolumeFunc): the pod stays Pending without a sandbox,
@@ -507,7 +322,7 @@ class Kubelet:
         ...: timed out waiting for the condition", and keeps trying.)
         Whether the containers run."""
         pod = self._bound(namespace, name)
-        failed = self._missing_volumes(pod)
+        failed = missing_volumes(self.client, pod)
         if not failed:
             self.run(namespace, name)
             return True
