@@ -35,10 +35,26 @@ Fairness: why these values, at the flags below."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags, checked: a value out of range exits with the usage and why."""
     p = argparse.ArgumentParser(
         prog="t9k-operator",
         description="Runs PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob and MSJob.",
     )
+    _add_cluster_flags(p)
+    _add_leader_election_flags(p)
+    _add_throughput_flags(p)
+    _add_lifecycle_flags(p)
+    integrations.add_flags(p)
+    p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
+    p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
+    args = p.parse_args(argv)
+    _check_args(p, args)
+    return args
+
+
+def _add_cluster_flags(p: argparse.ArgumentParser) -> None:
+    """Which cluster and namespace the operator watches, and where it serves
+    its metrics and probes."""
     p.add_argument(
         "--kubeconfig",
         default=None,
@@ -57,6 +73,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=":8081",
         help="address of /healthz and /readyz, or 0 to disable (default :8081)",
     )
+
+
+def _add_leader_election_flags(p: argparse.ArgumentParser) -> None:
+    """Whether the operator takes part in leader election, the Lease it holds
+    and the timing of its renewals."""
     p.add_argument(
         "--leader-elect",
         action="store_true",
@@ -88,6 +109,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=2.0,
         help="seconds between leader election attempts",
     )
+
+
+def _add_throughput_flags(p: argparse.ArgumentParser) -> None:
+    """How much work the operator does at once: its workers per job kind and
+    its limit on requests to the API server."""
     p.add_argument(
         "--concurrent-reconciles",
         type=int,
@@ -116,6 +142,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help=f"client-side burst above --kube-api-qps (default {DEFAULT_BURST} when limited)",
     )
+
+
+def _add_lifecycle_flags(p: argparse.ArgumentParser) -> None:
+    """How long running reconciles get to finish on shutdown, and when a job
+    fails for its pods: one slow to start, or too many disruptions."""
     p.add_argument(
         "--graceful-shutdown-timeout",
         type=float,
@@ -142,10 +173,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"(default {DEFAULT_DISRUPTION_LIMIT}; 0: no limit)"
         ),
     )
-    integrations.add_flags(p)
-    p.add_argument("--log-level", default="info", choices=oplogging.LEVELS)
-    p.add_argument("--version", action="version", version=f"t9k-operator {__version__}")
-    args = p.parse_args(argv)
+
+
+def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit through the parser with the first flag out of range, the
+    integrations' own checks last."""
     if args.concurrent_reconciles < 1:
         p.error("--concurrent-reconciles must be at least 1")
     if not (
@@ -166,7 +198,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     problem = integrations.check_flags(args)
     if problem:
         p.error(problem)
-    return args
 
 
 def unserved(client: KubeClient, enabled: Sequence[Integration[Any]]) -> str | None:
@@ -230,14 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     oplogging.configure(args.log_level)
     log = structlog.get_logger("t9k_operator")
-    # One pool connection per worker of every controller, per pod create a
-    # controller may have in flight, and per watch, plus a few for events and
-    # leader election (a request beyond the pool opens a connection it then
-    # throws away: a TLS handshake each time).
-    pool_size = CONTROLLERS * (args.concurrent_reconciles + CREATE_PARALLEL) + 16
     try:
         client = KubeClient.from_config(
-            args.kubeconfig, options=reconcile_client_options(args, pool_size)
+            args.kubeconfig, options=reconcile_client_options(args, _pool_size(args))
         )
     except ApiError as exc:
         log.error("cannot configure the API client", error=str(exc))
@@ -246,33 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     # limiters, kept whatever the API server is): a burst of reconciles never
     # delays a renewal (and so never costs the leadership), and Events never
     # spend the reconcile budget.
-    election_client = KubeClient(
-        client.connection,
-        ClientOptions(
-            qps=LEADER_ELECTION_QPS,
-            burst=LEADER_ELECTION_BURST,
-            # A refused renewal is tried again by the elector within its renew
-            # deadline, never later by the client behind its back.
-            max_retries=0,
-            pool_size=2,
-            user_agent="t9k-operator/leader-election",
-        ),
-    )
-    events_client = KubeClient(
-        client.connection,
-        ClientOptions(
-            qps=EVENTS_QPS, burst=EVENTS_BURST, pool_size=4, user_agent="t9k-operator/events"
-        ),
-    )
-    options = ManagerOptions(
-        namespace=args.namespace,
-        metrics_bind_address=args.metrics_bind_address,
-        health_probe_bind_address=args.health_probe_bind_address,
-        leader_elect=args.leader_elect,
-        leader_election=leader_election_options(args),
-        concurrent_reconciles=args.concurrent_reconciles,
-        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
-    )
+    election_client, events_client = _election_client(client), _events_client(client)
+    options = _manager_options(args)
     enabled = integrations.configure(args)
     problem = unserved(client, enabled)
     if problem:
@@ -293,6 +294,62 @@ def main(argv: list[str] | None = None) -> int:
         election_client=election_client,
         events_client=events_client,
     )
+    _stop_on_signals(manager, log)
+    return manager.run()
+
+
+def _pool_size(args: argparse.Namespace) -> int:
+    """Connections the reconcile client keeps: one per worker of every
+    controller, per pod create a controller may have in flight, and per watch,
+    plus a few for events and leader election (a request beyond the pool opens
+    a connection it then throws away: a TLS handshake each time)."""
+    workers: int = args.concurrent_reconciles
+    return CONTROLLERS * (workers + CREATE_PARALLEL) + 16
+
+
+def _election_client(client: KubeClient) -> KubeClient:
+    """The client that renews the leader Lease, on the reconcile client's
+    connection with a limiter of its own."""
+    return KubeClient(
+        client.connection,
+        ClientOptions(
+            qps=LEADER_ELECTION_QPS,
+            burst=LEADER_ELECTION_BURST,
+            # A refused renewal is tried again by the elector within its renew
+            # deadline, never later by the client behind its back.
+            max_retries=0,
+            pool_size=2,
+            user_agent="t9k-operator/leader-election",
+        ),
+    )
+
+
+def _events_client(client: KubeClient) -> KubeClient:
+    """The client that records Events, on the reconcile client's connection
+    with a limiter of its own."""
+    return KubeClient(
+        client.connection,
+        ClientOptions(
+            qps=EVENTS_QPS, burst=EVENTS_BURST, pool_size=4, user_agent="t9k-operator/events"
+        ),
+    )
+
+
+def _manager_options(args: argparse.Namespace) -> ManagerOptions:
+    """The manager's options from the flags."""
+    return ManagerOptions(
+        namespace=args.namespace,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election=leader_election_options(args),
+        concurrent_reconciles=args.concurrent_reconciles,
+        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+    )
+
+
+def _stop_on_signals(manager: Manager, log: Any) -> None:
+    """Stop the manager on SIGTERM and SIGINT."""
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received, shutting down", signal=signal.Signals(signum).name)
@@ -300,7 +357,6 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    return manager.run()
 
 
 if __name__ == "__main__":
