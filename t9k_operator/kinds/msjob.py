@@ -189,75 +189,109 @@ def kubeflow_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[Obj]
     """Created / Running / Restarting / Succeeded / Failed, as Kubeflow writes
     them: a type appears once it has happened, and a time moves only when its
     status does."""
-    phase = engine.get("phase")
-    # When a Kubeflow condition moves, the engine condition it mirrors moved in
-    # the same pass: its lastTransitionTime is the moment of the change.
-    mirrors = {
-        "Created": "Initialized",
-        "Running": "Running",
-        "Restarting": "ReplicaFailure",
-        "Succeeded": "Completed",
-        "Failed": "Failed",
-    }
     latest = max(
         (str(c.get("lastTransitionTime") or "") for c in engine.get("conditions") or []), default=""
     ) or str(engine.get("startTime"))
-    wanted: list[tuple[str, str, str, str]] = [
+    return _stamped(prev, engine, _wanted_conditions(prev, engine), latest)
+
+
+_Wanted = tuple[str, str, str, str]
+"""A Kubeflow condition the job shows: its type, status, reason and message."""
+
+# When a Kubeflow condition moves, the engine condition it mirrors moved in
+# the same pass: its lastTransitionTime is the moment of the change.
+_MIRRORS = {
+    "Created": "Initialized",
+    "Running": "Running",
+    "Restarting": "ReplicaFailure",
+    "Succeeded": "Completed",
+    "Failed": "Failed",
+}
+
+
+def _wanted_conditions(prev: list[Obj], engine: Mapping[str, Any]) -> list[_Wanted]:
+    """The conditions the job shows now, in Kubeflow's order: Created, then
+    Running, Restarting and the outcome once each has happened."""
+    phase = engine.get("phase")
+    wanted: list[_Wanted] = [
         ("Created", "True", "MSJobCreated", "The MSJob has been created."),
     ]
     replica_failure = _engine_cond(engine, "ReplicaFailure")
-    lost = phase == "Unknown"  # a replica on a lost node: nobody knows whether it runs
-    if lost:
+    wanted += _running_condition(prev, phase, replica_failure)
+    wanted += _restarting_condition(prev, phase, replica_failure)
+    wanted += _outcome_conditions(engine, phase)
+    return wanted
+
+
+def _running_condition(prev: list[Obj], phase: Any, replica_failure: Obj) -> list[_Wanted]:
+    """Running: Unknown while a replica is on a lost node, True while the job
+    runs, False once it has run (or ended) and runs no more; none before."""
+    if phase == "Unknown":  # a replica on a lost node: nobody knows whether it runs
         why = str(replica_failure.get("message") or "")
-        wanted.append(("Running", "Unknown", "MSJobNodeNotReady", why))
-    elif phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
+        return [("Running", "Unknown", "MSJobNodeNotReady", why)]
+    if phase in ("Running", "Succeeded", "Failed") or any(c["type"] == "Running" for c in prev):
         running = phase == "Running"
-        wanted.append(
+        return [
             (
                 "Running",
                 "True" if running else "False",
                 "MSJobRunning" if running else f"MSJob{phase}",
                 "The MSJob is running." if running else "The MSJob is not running.",
             )
-        )
+        ]
+    return []
+
+
+def _restarting_condition(prev: list[Obj], phase: Any, replica_failure: Obj) -> list[_Wanted]:
+    """Restarting: True while a replica fails and the job goes on, False once
+    none does after one has; none before."""
     if replica_failure.get("status") == "True" and phase not in ("Succeeded", "Failed", "Unknown"):
-        wanted.append(("Restarting", "True", "MSJobRestarting", replica_failure["message"]))
-    elif any(c["type"] == "Restarting" for c in prev):
-        wanted.append(("Restarting", "False", "MSJobRestarted", "No replica is failing."))
+        return [("Restarting", "True", "MSJobRestarting", replica_failure["message"])]
+    if any(c["type"] == "Restarting" for c in prev):
+        return [("Restarting", "False", "MSJobRestarted", "No replica is failing.")]
+    return []
+
+
+def _outcome_conditions(engine: Mapping[str, Any], phase: Any) -> list[_Wanted]:
+    """Succeeded or Failed once the job has ended so, with the engine's words."""
+    wanted: list[_Wanted] = []
     if phase == "Succeeded":
-        wanted.append(
-            (
-                "Succeeded",
-                "True",
-                "MSJobSucceeded",
-                _engine_cond(engine, "Completed").get("message", ""),
-            )
-        )
+        message = _engine_cond(engine, "Completed").get("message", "")
+        wanted.append(("Succeeded", "True", "MSJobSucceeded", message))
     if phase == "Failed":
         failed = _engine_cond(engine, "Failed")
         wanted.append(
             ("Failed", "True", failed.get("reason", "MSJobFailed"), failed.get("message", ""))
         )
+    return wanted
+
+
+def _stamped(
+    prev: list[Obj], engine: Mapping[str, Any], wanted: list[_Wanted], latest: str
+) -> list[Obj]:
+    """``wanted`` as conditions: one whose status has not changed keeps its
+    times; a new or changed one takes the time of the engine condition it
+    mirrors (Created: the job's start), else ``latest``."""
     by_type = {c["type"]: c for c in prev}
     out = []
     for type_, status, reason, message in wanted:
         old = by_type.get(type_)
         if old is not None and old.get("status") == status:
             out.append({**old, "reason": reason, "message": message})
-        else:
-            stamp = _engine_cond(engine, mirrors[type_]).get("lastTransitionTime") or latest
-            if type_ == "Created":
-                stamp = str(engine.get("startTime") or stamp)  # created when it started
-            out.append(
-                {
-                    "type": type_,
-                    "status": status,
-                    "reason": reason,
-                    "message": message,
-                    "lastUpdateTime": stamp,
-                    "lastTransitionTime": stamp,
-                }
-            )
+            continue
+        stamp = _engine_cond(engine, _MIRRORS[type_]).get("lastTransitionTime") or latest
+        if type_ == "Created":
+            stamp = str(engine.get("startTime") or stamp)  # created when it started
+        out.append(
+            {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        )
     return out
 
 

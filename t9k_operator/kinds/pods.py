@@ -200,41 +200,9 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
     views = tuple(_container_view(s) for s in statuses)
     wanted = training_container(pod, training_names)
     chosen = next((s for s in statuses if s.get("name") == wanted), None)
-    phase = str(status.get("phase") or "Pending")
-    pod_phase = ""
-    exit_code = None
-    reason = str(status.get("reason") or "")
-    message = str(status.get("message") or "")
-    if chosen is not None:
-        term = (chosen.get("state") or {}).get("terminated")
-        if term:
-            exit_code = term.get("exitCode")
-            reason = reason or str(term.get("reason") or "")
-            message = message or str(term.get("message") or "")
-            ended = "Succeeded" if exit_code == 0 else "Failed"
-            # Ended, though sidecars may keep the pod going (the pod has
-            # restartPolicy Never, so the container never runs again); or a
-            # sidecar's failure failed a pod whose training succeeded. A pod
-            # the node failed (a reason of its own: Evicted) stays failed.
-            if phase not in ("Succeeded", "Failed") or (
-                phase == "Failed" and ended == "Succeeded" and not status.get("reason")
-            ):
-                pod_phase, phase = phase, ended
-    unschedulable = placed_at = disruption = disruption_message = ""
-    if status.get("reason") in DISRUPTED_POD_REASONS:
-        disruption, disruption_message = str(status["reason"]), message
-    for cond in status.get("conditions") or []:
-        if (cond.get("type"), cond.get("status")) == ("DisruptionTarget", "True"):
-            disruption = str(cond.get("reason") or "DisruptionTarget")
-            disruption_message = str(cond.get("message") or "")
-        if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
-            "PodScheduled",
-            "False",
-            "Unschedulable",
-        ):
-            unschedulable = str(cond.get("message") or "no node fits")
-        if (cond.get("type"), cond.get("status")) == ("PodScheduled", "True"):
-            placed_at = str(cond.get("lastTransitionTime") or "")
+    phase, pod_phase, exit_code, reason, message = _training_end(status, chosen)
+    disruption, disruption_message = _disruption(status, message)
+    unschedulable, placed_at = _placement(status)
     state = (chosen or {}).get("state") or {}
     last = (chosen or {}).get("lastState") or {}
     node = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -260,6 +228,63 @@ def replica_state(pod: Obj, training_names: Sequence[str] = ()) -> ReplicaState:
         containers=views,
         pod_phase=pod_phase,
     )
+
+
+def _training_end(status: Obj, chosen: Obj | None) -> tuple[str, str, int | None, str, str]:
+    """The replica's phase, the pod's own phase when that differs ("" when it
+    does not), and the exit code, reason and message of the replica: the pod's
+    reason and message, else those of its training container ``chosen`` once
+    that has terminated."""
+    phase = str(status.get("phase") or "Pending")
+    pod_phase = ""
+    exit_code = None
+    reason = str(status.get("reason") or "")
+    message = str(status.get("message") or "")
+    term = None if chosen is None else (chosen.get("state") or {}).get("terminated")
+    if term:
+        exit_code = term.get("exitCode")
+        reason = reason or str(term.get("reason") or "")
+        message = message or str(term.get("message") or "")
+        ended = "Succeeded" if exit_code == 0 else "Failed"
+        # Ended, though sidecars may keep the pod going (the pod has
+        # restartPolicy Never, so the container never runs again); or a
+        # sidecar's failure failed a pod whose training succeeded. A pod
+        # the node failed (a reason of its own: Evicted) stays failed.
+        if phase not in ("Succeeded", "Failed") or (
+            phase == "Failed" and ended == "Succeeded" and not status.get("reason")
+        ):
+            pod_phase, phase = phase, ended
+    return phase, pod_phase, exit_code, reason, message
+
+
+def _disruption(status: Obj, message: str) -> tuple[str, str]:
+    """Why the pod was disrupted and how ("", "" when it was not): its
+    DisruptionTarget condition, else its own reason (with ``message``) when
+    that is one of :data:`DISRUPTED_POD_REASONS`."""
+    disruption = disruption_message = ""
+    if status.get("reason") in DISRUPTED_POD_REASONS:
+        disruption, disruption_message = str(status["reason"]), message
+    for cond in status.get("conditions") or []:
+        if (cond.get("type"), cond.get("status")) == ("DisruptionTarget", "True"):
+            disruption = str(cond.get("reason") or "DisruptionTarget")
+            disruption_message = str(cond.get("message") or "")
+    return disruption, disruption_message
+
+
+def _placement(status: Obj) -> tuple[str, str]:
+    """From the pod's PodScheduled condition: the scheduler's message while it
+    cannot place the pod, and when it placed it ("" for either otherwise)."""
+    unschedulable = placed_at = ""
+    for cond in status.get("conditions") or []:
+        if (cond.get("type"), cond.get("status"), cond.get("reason")) == (
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+        ):
+            unschedulable = str(cond.get("message") or "no node fits")
+        if (cond.get("type"), cond.get("status")) == ("PodScheduled", "True"):
+            placed_at = str(cond.get("lastTransitionTime") or "")
+    return unschedulable, placed_at
 
 
 def node_trouble(name: str, node: Obj | None) -> str:

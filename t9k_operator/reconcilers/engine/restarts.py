@@ -7,6 +7,7 @@ limit; a replica failed for good is noted for the outcome."""
 from __future__ import annotations
 
 from t9k_operator.kinds.pods import ReplicaState, should_restart
+from t9k_operator.kinds.view import Role
 from t9k_operator.reconcilers.engine.checkpoint import may_stop
 from t9k_operator.reconcilers.engine.conditions import Reason
 from t9k_operator.reconcilers.engine.planning import Pass
@@ -65,50 +66,76 @@ def restart_or_fail(p: Pass) -> None:
                 p.failures.append((state, Reason.REPLICA_FAILED, state.describe_failure()))
             continue
         if state.uid in counted or attempt:
-            # Counted before a crash, or (whole) part of the attempt this pass
-            # counted: finish the restart, counting nothing more.
-            if state.uid not in counted:
-                p.counted.append(state.uid)
-                counted.add(state.uid)
-            p.out.delete.append(state)
+            _finish_restart(p, state, counted)
             recreating = True
-            continue
-        limit = p.job.backoff_limit
-        reached = _limit_reached(p, role.type, role.restart_limit)
-        if reached:
-            if state.phase == "Failed":
-                message = f"{state.describe_failure()}; {reached}, not restarting"
-                p.failures.append((state, Reason.BACKOFF_LIMIT_EXCEEDED, message))
-            continue
-        p.status["restartCount"] += 1
-        p.role_restarts[role.type] = p.role_restarts.get(role.type, 0) + 1
+        elif _count_restart(p, role, state, counted, whole):
+            recreating = True
+            attempt = whole
+    if whole and recreating:
+        _restart_job(p, counted, first)
+
+
+def _finish_restart(p: Pass, state: ReplicaState, counted: set[str]) -> None:
+    """Recreate a replica whose restart is counted already: before a crash, or
+    (restartScope Job) as part of the attempt this pass counted. It counts
+    nothing more."""
+    if state.uid not in counted:
         p.counted.append(state.uid)
         counted.add(state.uid)
-        p.out.delete.append(state)
-        p.out.restarts += 1
-        p.record(state, state.reason, counted=True)
-        recreating = True
-        attempt = whole
-        code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
-        also = " with every other replica of the job (restartScope Job)" if whole else ""
-        own = ""
-        if role.restart_limit is not None:
-            done = p.role_restarts[role.type]
-            own = f" ({done} of {role.restart_limit} of replica type {role.type})"
-        p.event(
-            "Warning" if state.phase == "Failed" else "Normal",
-            Reason.RESTARTING,
-            f"Restarting {state.name}{code}{also}: restart {p.status['restartCount']} of {limit}"
-            + own,
-        )
-    if whole and recreating:
-        if not may_stop(p, Reason.RESTARTING):
-            # Counted, and the others part of the attempt (one failing meanwhile
-            # counts nothing more); deleted once they have checkpointed.
-            del p.out.delete[first:]
-            restart_all(p, counted, delete=False)
-            return
-        restart_all(p, counted)
+    p.out.delete.append(state)
+
+
+def _count_restart(
+    p: Pass, role: Role, state: ReplicaState, counted: set[str], whole: bool
+) -> bool:
+    """Count one restart of ``state`` against backoffLimit and its type's own
+    limit, and plan its recreation, with a record and an Event; past a limit,
+    a failed replica has failed for good instead. Whether it is recreated."""
+    reached = _limit_reached(p, role.type, role.restart_limit)
+    if reached:
+        if state.phase == "Failed":
+            message = f"{state.describe_failure()}; {reached}, not restarting"
+            p.failures.append((state, Reason.BACKOFF_LIMIT_EXCEEDED, message))
+        return False
+    p.status["restartCount"] += 1
+    p.role_restarts[role.type] = p.role_restarts.get(role.type, 0) + 1
+    p.counted.append(state.uid)
+    counted.add(state.uid)
+    p.out.delete.append(state)
+    p.out.restarts += 1
+    p.record(state, state.reason, counted=True)
+    _restart_event(p, role, state, whole)
+    return True
+
+
+def _restart_event(p: Pass, role: Role, state: ReplicaState, whole: bool) -> None:
+    """The Event of a counted restart: which replica, its exit code, and how
+    many restarts of the job's (and its type's own) limit it has had."""
+    code = "" if state.exit_code is None else f" (exit code {state.exit_code})"
+    also = " with every other replica of the job (restartScope Job)" if whole else ""
+    own = ""
+    if role.restart_limit is not None:
+        done = p.role_restarts[role.type]
+        own = f" ({done} of {role.restart_limit} of replica type {role.type})"
+    p.event(
+        "Warning" if state.phase == "Failed" else "Normal",
+        Reason.RESTARTING,
+        f"Restarting {state.name}{code}{also}: restart {p.status['restartCount']} "
+        f"of {p.job.backoff_limit}" + own,
+    )
+
+
+def _restart_job(p: Pass, counted: set[str], first: int) -> None:
+    """restartScope Job, a replica being recreated: every other one is too,
+    once they have checkpointed if the job asks (``first``: where this pass's
+    deletes of the attempt begin in ``p.out.delete``)."""
+    if not may_stop(p, Reason.RESTARTING):
+        # Counted, and the others part of the attempt (one failing meanwhile
+        # counts nothing more); deleted once they have checkpointed.
+        del p.out.delete[first:]
+        restart_all(p, counted, delete=False)
+        return
+    restart_all(p, counted)
 
 
 def _limit_reached(p: Pass, type_: str, role_limit: int | None) -> str:
