@@ -43,13 +43,11 @@ pacer counts each process once. Every answer is counted in
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from cachetools import TTLCache
@@ -59,6 +57,18 @@ from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.foundation.flowcontrol import TokenBucket
 from t9k_operator.informers.informer import SharedInformer
+from t9k_operator.integrations.progress.answers import (
+    ACCEPTED,
+    FORBIDDEN,
+    INVALID,
+    NOT_FOUND,
+    RATE_LIMITED,
+    TOO_LARGE,
+    UNAUTHENTICATED,
+    UNAVAILABLE,
+    Answer,
+    Refusal,
+)
 from t9k_operator.integrations.progress.pacing import Pacer
 from t9k_operator.integrations.progress.store import Coalescer, ProgressStore
 from t9k_operator.integrations.progress.tokens import (
@@ -95,37 +105,6 @@ PATH = re.compile(
     r"^/v1/namespaces/([a-z0-9.-]{1,253})/([a-z0-9.-]{1,63})/([a-z0-9.-]{1,253})/progress$"
 )
 
-# The results counted (the label of t9k_progress_reports_total).
-ACCEPTED = "accepted"
-INVALID = "invalid"
-UNAUTHENTICATED = "unauthenticated"
-FORBIDDEN = "forbidden"
-RATE_LIMITED = "rate_limited"
-NOT_FOUND = "not_found"
-UNAVAILABLE = "unavailable"
-TOO_LARGE = "too_large"
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    result: str
-    message: str
-    retry_after: float | None = None
-    next: float | None = None
-    """Seconds the reporter waits before its next report (the endpoint's pace)."""
-    checkpoint: str = ""
-    """When the operator asked the job's replicas to checkpoint, as it is about to
-    stop them ("": it does not ask)."""
-
-    def body(self) -> bytes:
-        out: dict[str, Any] = {"result": self.result, "message": self.message}
-        if self.next is not None:
-            out["next"] = round(self.next, 2)
-        if self.checkpoint:
-            out.update(checkpoint=True, checkpointRequestedAt=self.checkpoint)
-        return (json.dumps(out) + "\n").encode()
-
 
 @dataclass(frozen=True)
 class Reviewed:
@@ -139,13 +118,6 @@ class Reviewed:
     @property
     def authenticated(self) -> bool:
         return bool(self.pod)
-
-
-@dataclass(frozen=True)
-class Refusal(Answer):
-    """A 401 or 403, with why: the ``reason`` label of the count (tokens.py)."""
-
-    reason: str = ""
 
 
 class ProgressEndpoint:
@@ -240,23 +212,9 @@ class ProgressEndpoint:
         job = route.jobs.get(namespace, name)
         if job is None:
             return Answer(404, NOT_FOUND, f"no {route.resource.kind} {namespace}/{name}")
-        token = _bearer(headers)
-        if token is None:
-            return Refusal(401, UNAUTHENTICATED, "no bearer token", reason=NO_TOKEN)
-        reviewed = self._review(token)
-        if reviewed is None:  # after the tokens waiting before it, at the reviews' rate
-            with self._lock:
-                wait = min(30.0, max(1.0, len(self._waiting) / self._review_bucket.qps))
-            wait *= 1.0 - 0.2 * random.random()
-            return Answer(429, RATE_LIMITED, "too many token reviews; try again", wait, wait)
+        reviewed = self._authenticate(headers, namespace, job, route.resource)
         if isinstance(reviewed, Answer):
             return reviewed
-        if not reviewed.authenticated:
-            why = f"not a pod's token for audience {self.audience} ({reviewed.refusal})"
-            return Refusal(401, UNAUTHENTICATED, why, reason=reviewed.refusal)
-        refusal = self._not_the_jobs(reviewed, namespace, job, route.resource)
-        if refusal is not None:
-            return refusal
         key = f"{namespace}/{name}"
         rank = _rank(headers)
         now = self.clock.monotonic()
@@ -283,6 +241,28 @@ class ProgressEndpoint:
         # store before this report.
         route.enqueue_after(key, delay if delay is not None else self.coalescer.due_in(key, now))
         return Answer(202, ACCEPTED, "accepted", next=pace, checkpoint=asked)
+
+    def _authenticate(
+        self, headers: Mapping[str, str], namespace: str, job: Obj, resource: Resource
+    ) -> Reviewed | Answer:
+        """The pod whose token the request bears, when it may report for ``job``
+        (by the token's review, then the cache of pods); else the answer."""
+        token = _bearer(headers)
+        if token is None:
+            return Refusal(401, UNAUTHENTICATED, "no bearer token", reason=NO_TOKEN)
+        reviewed = self._review(token)
+        if reviewed is None:  # after the tokens waiting before it, at the reviews' rate
+            with self._lock:
+                wait = min(30.0, max(1.0, len(self._waiting) / self._review_bucket.qps))
+            wait *= 1.0 - 0.2 * random.random()
+            return Answer(429, RATE_LIMITED, "too many token reviews; try again", wait, wait)
+        if isinstance(reviewed, Answer):
+            return reviewed
+        if not reviewed.authenticated:
+            why = f"not a pod's token for audience {self.audience} ({reviewed.refusal})"
+            return Refusal(401, UNAUTHENTICATED, why, reason=reviewed.refusal)
+        refusal = self._not_the_jobs(reviewed, namespace, job, resource)
+        return reviewed if refusal is None else refusal
 
     def _review(self, token: str) -> Reviewed | Answer | None:
         """The token's review (cached); None when over the reviews' rate; an

@@ -36,7 +36,7 @@ from t9k_operator.reconcilers import engine
 from t9k_operator.reconcilers.pipeline import plan as planning
 from t9k_operator.reconcilers.pipeline.applier import Applier
 from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL, InformerCaches, Writer
-from t9k_operator.reconcilers.pipeline.contract import Integration, JobInput
+from t9k_operator.reconcilers.pipeline.contract import Integration, JobInput, Watch
 from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
 from t9k_operator.reconcilers.pipeline.writes import CreatedPods, Refusals, WrittenStatuses
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
@@ -100,6 +100,14 @@ class JobReconciler:
         self.controller = Controller(
             self.resource.kind.lower(), self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
+        self._watch(watches)
+        self.nodes: SharedInformer | None = None
+        if watch_nodes:
+            self.nodes = self._watch_nodes(ctx)
+
+    def _watch(self, watches: list[Watch]) -> None:
+        """Reconciles the job on its own events, its children's and those of
+        what its integrations watch."""
         # A job's pods change together (created in a batch, then started by their
         # kubelets within moments): their events reach the job after a short batch
         # period, as in the Kubernetes Job controller, so one reconcile sees them all.
@@ -115,20 +123,20 @@ class JobReconciler:
             owner=(self.resource.group, self.resource.kind),
         )
 
-        # The Nodes, when the operator may watch them: a replica on a node that
-        # is not Ready makes its job Unknown; one on a cordoned node asks a job
-        # that checkpoints to do so before the drain evicts it. A node's
-        # readiness or cordon changing reconciles the jobs with pods on it.
-        self.nodes: SharedInformer | None = None
-        if watch_nodes:
-            self.nodes = ctx.informers.informer(NODES)
-            if NODE_INDEX not in self.pods.indexer.indexer_names:
-                self.pods.indexer.add_indexers({NODE_INDEX: _pod_node})
-            self.nodes.add_event_handler(
-                on_add=self._node_changed,
-                on_update=lambda old, new: self._node_changed(new, old),
-                on_delete=self._node_changed,
-            )
+    def _watch_nodes(self, ctx: ControllerContext) -> SharedInformer:
+        """The Nodes, when the operator may watch them: a replica on a node that
+        is not Ready makes its job Unknown; one on a cordoned node asks a job
+        that checkpoints to do so before the drain evicts it. A node's
+        readiness or cordon changing reconciles the jobs with pods on it."""
+        nodes = ctx.informers.informer(NODES)
+        if NODE_INDEX not in self.pods.indexer.indexer_names:
+            self.pods.indexer.add_indexers({NODE_INDEX: _pod_node})
+        nodes.add_event_handler(
+            on_add=self._node_changed,
+            on_update=lambda old, new: self._node_changed(new, old),
+            on_delete=self._node_changed,
+        )
+        return nodes
 
     def _node_changed(self, node: Obj, old: Obj | None = None) -> None:
         name = str(node["metadata"]["name"])

@@ -243,6 +243,8 @@ def _steps(
     extras: Callable[[], list[Action]],
     children: bool,
 ) -> Steps:
+    """The actions that carry out ``out``, in order (the integrations' children
+    only with ``children``); raises :class:`_Cannot` for a child the job cannot have."""
     stored, view = obs.stored, obs.view
     meta = stored["metadata"]
     first = not stored.get("status")
@@ -275,18 +277,8 @@ def _steps(
         return steps
     pods = _pods(obs, out, seen, builds)  # before the children: a spec that fails wins
     steps.actions.extend(extras())
-    if children:
-        wanted = len(obs.pods)
-        for s in seen:
-            try:
-                made = s.integration.children(s.state, view, builds.template, wanted)
-            except Unavailable as exc:
-                message = f"waiting to create {exc.what} ({exc.child}: {exc.message}); retrying"
-                raise _Cannot(Problem("FailedCreate", message, fail=False), children=True) from exc
-            except ChildNotReady as exc:  # a template it reads: the pods wait with it
-                steps.waiting = str(exc)
-                return steps
-            steps.actions.extend(_by(s, made))
+    if children and not _children(obs, seen, builds, steps):
+        return steps
     if isinstance(pods, str):
         steps.waiting = pods
     elif pods:
@@ -297,6 +289,23 @@ def _steps(
         }
         steps.actions.append(Action("create_pods", PODS, body, "the job's pods"))
     return steps
+
+
+def _children(obs: Observed, seen: Sequence[Seen], builds: PodBuilds, steps: Steps) -> bool:
+    """The integrations' children, added to ``steps``; False when one waits for
+    a template it reads (``steps.waiting`` says which: the pods wait with it)."""
+    wanted = len(obs.pods)
+    for s in seen:
+        try:
+            made = s.integration.children(s.state, obs.view, builds.template, wanted)
+        except Unavailable as exc:
+            message = f"waiting to create {exc.what} ({exc.child}: {exc.message}); retrying"
+            raise _Cannot(Problem("FailedCreate", message, fail=False), children=True) from exc
+        except ChildNotReady as exc:
+            steps.waiting = str(exc)
+            return False
+        steps.actions.extend(_by(s, made))
+    return True
 
 
 def _changes(status: Obj, stored: Obj, defaults: Mapping[str, Any]) -> bool:
