@@ -15,9 +15,15 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.checkpoint import checkpoint_lines
+from t9k_operator.cli.describe_rows import (
+    age,
+    condition_rows,
+    event_rows,
+    replica_rows,
+    restart_rows,
+)
 from t9k_operator.integrations.gpu_usage.usage import Usage, memory_text, util_text
 from t9k_operator.kinds.registry import of_object
-from t9k_operator.objects import parse_time
 from t9k_operator.registry import PARTS
 from t9k_operator.sdk import views
 
@@ -166,11 +172,6 @@ def _without_managed_fields(obj: Obj) -> dict[str, Any]:
     return out
 
 
-def _age(value: Any, now: datetime) -> str:
-    t = parse_time(value)
-    return views.human_duration((now - t).total_seconds()) if t else "<unknown>"
-
-
 def part_sections(status: Obj) -> list[str]:
     """The integrations' parts of the status (:data:`t9k_operator.registry.PARTS`),
     each section with its parts' lines, or what it says without any."""
@@ -199,6 +200,39 @@ def describe(
     and Events (``gpu_usage``: a line on what its GPUs do now)."""
     s = views.summarize(job, pods, now)
     status = job.get("status") or {}
+    out = _fields(job, s, now, colour, gpu_usage)
+    out += _section(
+        "Conditions",
+        ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
+        condition_rows(job, now),
+        colour,
+    )
+    out += _section(
+        "Replicas",
+        ["REPLICA", "PHASE", "EXIT CODE", "RESTARTS", "NODE"],
+        replica_rows(job, pods),
+        colour,
+    )
+    out += _section(
+        "Restart record",
+        ["WHEN", "REPLICA", "EXIT CODE", "REASON", "NODE", "COUNTED"],
+        restart_rows(status, s.name, now),
+        colour,
+    )
+    out += part_sections(status)
+    out += _tensorboard_section(status, tensorboard, s)
+    out += _section(
+        "Events", ["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows(events, now), colour
+    )
+    return "\n".join(out) + "\n"
+
+
+def _fields(
+    job: Obj, s: views.JobSummary, now: datetime, colour: bool, gpu_usage: str | None
+) -> list[str]:
+    """The describe screen's head: one ``Label:`` line a field, the job's
+    progress and checkpoint a line each of theirs."""
+    status = job.get("status") or {}
     meta = job["metadata"]
     out: list[str] = []
 
@@ -215,7 +249,7 @@ def describe(
         field("Message", views.message(job))
     field(
         "Created",
-        f"{meta.get('creationTimestamp', '')} ({_age(meta.get('creationTimestamp'), now)} ago)",
+        f"{meta.get('creationTimestamp', '')} ({age(meta.get('creationTimestamp'), now)} ago)",
     )
     if status.get("startTime"):
         field("Started", status["startTime"])
@@ -239,118 +273,43 @@ def describe(
     ):
         for n, line in enumerate(lines):
             out.append(f"{label + ':' if n == 0 else '':<13}{line}")
+    return out
 
-    out.append("")
-    out.append("Conditions:")
-    conds = views.conditions(job)
-    if conds:
-        rows = [
-            [
-                str(c.get("type", "")),
-                str(c.get("status", "")),
-                str(c.get("reason", "")),
-                _age(c.get("lastTransitionTime"), now),
-                str(c.get("message", "")),
-            ]
-            for c in conds
-        ]
-        out.append(
-            table(["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"], rows, colour, "  ").rstrip("\n")
-        )
-    else:
-        out.append("  <none>")
 
-    out.append("")
-    out.append("Replicas:")
-    replicas = views.replica_rows(job, pods)
-    if replicas:
-        rows = [
-            [r.replica, r.phase, r.exit_code or "-", str(r.restarts), r.node or "<none>"]
-            for r in replicas
-        ]
-        out.append(
-            table(["REPLICA", "PHASE", "EXIT CODE", "RESTARTS", "NODE"], rows, colour, "  ").rstrip(
-                "\n"
-            )
-        )
-    else:
-        out.append("  <none>")
+def _section(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], colour: bool
+) -> list[str]:
+    """A describe section after a blank line: its title, then its table
+    indented, or ``<none>`` without rows."""
+    if not rows:
+        return ["", f"{title}:", "  <none>"]
+    return ["", f"{title}:", table(headers, rows, colour, "  ").rstrip("\n")]
 
-    out.append("")
-    out.append("Restart record:")
-    records = status.get("restarts") or []
-    if records:
-        rows = [
-            [
-                _age(r.get("time"), now) + " ago",
-                views.replica_of(s.name, str(r.get("replica", ""))),
-                "-" if r.get("exitCode") is None else str(r["exitCode"]),
-                str(r.get("reason", "")),
-                str(r.get("node", "")) or "<none>",
-                "yes" if r.get("counted", True) else "no",
-            ]
-            for r in records
-        ]
-        out.append(
-            table(
-                ["WHEN", "REPLICA", "EXIT CODE", "REASON", "NODE", "COUNTED"], rows, colour, "  "
-            ).rstrip("\n")
-        )
-    else:
-        out.append("  <none>")
 
-    out += part_sections(status)
-
+def _tensorboard_section(status: Obj, tensorboard: Obj | None, s: views.JobSummary) -> list[str]:
+    """The job's TensorBoard, if it has one: its name and state, its URL in the
+    cluster, and the command that opens it from this machine."""
     dependent = status.get("tensorboard")
-    if dependent or tensorboard:
-        out.append("")
-        out.append("TensorBoard:")
-        tb_status = (tensorboard or {}).get("status") or {}
-        ready: Obj = next(
-            (c for c in tb_status.get("conditions") or [] if c.get("type") == "Ready"), {}
-        )
-        name = (tensorboard or {}).get("metadata", {}).get("name") or (
-            (dependent or {}).get("dependent") or {}
-        ).get("name", "")
-        state = (
-            "ready"
-            if ready.get("status") == "True"
-            else (ready.get("reason") or (dependent or {}).get("reason") or "not ready")
-        )
-        out.append(f"  {name}: {state}")
-        if tb_status.get("url"):
-            out.append(f"  URL (in the cluster): {tb_status['url']}")
-        out.append(f"  From your machine: t9k tensorboard {s.name} -n {s.namespace}")
-
-    out.append("")
-    out.append("Events:")
-    if events:
-        rows = [
-            [
-                _age(
-                    e.get("lastTimestamp")
-                    or e.get("eventTime")
-                    or (e.get("metadata") or {}).get("creationTimestamp"),
-                    now,
-                ),
-                str(e.get("type", "")),
-                str(e.get("reason", "")),
-                _involved(e),
-                str(e.get("message", "")).replace("\n", " "),
-            ]
-            for e in events[-20:]
-        ]
-        out.append(
-            table(["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], rows, colour, "  ").rstrip("\n")
-        )
-    else:
-        out.append("  <none>")
-    return "\n".join(out) + "\n"
-
-
-def _involved(event: Obj) -> str:
-    involved = event.get("involvedObject") or {}
-    return f"{involved.get('kind', '')}/{involved.get('name', '')}"
+    if not (dependent or tensorboard):
+        return []
+    out = ["", "TensorBoard:"]
+    tb_status = (tensorboard or {}).get("status") or {}
+    ready: Obj = next(
+        (c for c in tb_status.get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
+    name = (tensorboard or {}).get("metadata", {}).get("name") or (
+        (dependent or {}).get("dependent") or {}
+    ).get("name", "")
+    state = (
+        "ready"
+        if ready.get("status") == "True"
+        else (ready.get("reason") or (dependent or {}).get("reason") or "not ready")
+    )
+    out.append(f"  {name}: {state}")
+    if tb_status.get("url"):
+        out.append(f"  URL (in the cluster): {tb_status['url']}")
+    out.append(f"  From your machine: t9k tensorboard {s.name} -n {s.namespace}")
+    return out
 
 
 def top_nodes(usage: Sequence[views.NodeUsage]) -> str:

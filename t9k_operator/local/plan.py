@@ -164,6 +164,31 @@ def plan(
     if program:
         placed = kind.local.program(raw, [str(a) for a in program])
         raw = placed.manifest
+    job, view = _parsed(kind, raw)
+    extras = kind.extras(job)
+    maps = config_maps(extras)
+    services, ports = _services(extras, free_port)
+    built = [
+        kind.build_pod(job, role.type, index, NORMAL, services)
+        for role in view.roles
+        for index in range(role.replicas)
+    ]
+    rewriter = Rewriter(_hosts(built, services, job.name), job.namespace, ports, list(services))
+    if workdir is not None:
+        rewriter.paths[WORKDIR] = workdir
+    files: dict[str, str] = {}
+    pods = _replica_pods(kind, job.name, built, maps, run_dir, files, rewriter)
+    here = _Here(rewriter, free_port, run_dir, files, placed.python or python, placed.as_is)
+    replicas = {label: p.replica for label, p in pods.items()}
+    launch = kind.local.launch(job, replicas, here)
+    if launch is not None:
+        return _launched(kind, view, launch, pods, here)
+    return _each_replica(kind, view, pods, rewriter, files)
+
+
+def _parsed(kind: JobKind[Any], raw: Obj) -> tuple[Any, JobView]:
+    """The job parsed by its kind's model (named in a namespace, with a uid, as
+    the API server would store it) and its view, if it trains as it is."""
     meta = raw.setdefault("metadata", {})
     meta.setdefault("namespace", DEFAULT_NAMESPACE)
     meta.setdefault("uid", f"local-{meta.get('name', 'job')}")
@@ -178,24 +203,31 @@ def plan(
             "spec.runMode enables debug or pause mode, in which the replicas do not train: "
             "remove runMode to run the training locally"
         )
-    extras = kind.extras(job)
-    maps = config_maps(extras)
-    services, ports = _services(extras, free_port)
-    built = [
-        kind.build_pod(job, role.type, index, NORMAL, services)
-        for role in view.roles
-        for index in range(role.replicas)
-    ]
-    hosts = [f"{p['metadata']['name']}.{p['spec'].get('subdomain', job.name)}" for p in built]
-    # A Service named as a pod (one replica's own) is that pod's name: a host.
+    return job, view
+
+
+def _hosts(built: Sequence[Obj], services: Mapping[str, Obj], job_name: str) -> list[str]:
+    """The host names of the job's pods: each pod's in its subdomain, and a pod's
+    bare name when a Service is named as it (that replica's own)."""
+    hosts = [f"{p['metadata']['name']}.{p['spec'].get('subdomain', job_name)}" for p in built]
     hosts += [str(p["metadata"]["name"]) for p in built if p["metadata"]["name"] in services]
-    rewriter = Rewriter(hosts, job.namespace, ports, list(services))
-    if workdir is not None:
-        rewriter.paths[WORKDIR] = workdir
-    files: dict[str, str] = {}
+    return hosts
+
+
+def _replica_pods(
+    kind: JobKind[Any],
+    job_name: str,
+    built: Sequence[Obj],
+    maps: Mapping[str, Mapping[str, str]],
+    run_dir: str,
+    files: dict[str, str],
+    rewriter: Rewriter,
+) -> dict[str, _Pod]:
+    """Each pod by its replica's label (``worker-0``), with its training container
+    and env as kubelet would resolve them here; its mounts' files go in ``files``."""
     pods: dict[str, _Pod] = {}
     for pod in built:
-        label = str(pod["metadata"]["name"]).removeprefix(f"{job.name}-")
+        label = str(pod["metadata"]["name"]).removeprefix(f"{job_name}-")
         containers = pod["spec"].get("containers") or []
         c = containers[training_container_index(pod, kind.training_containers)]
         notes: list[str] = []
@@ -203,12 +235,7 @@ def plan(
         env["HOSTNAME"] = str(pod["spec"].get("hostname") or pod["metadata"]["name"])
         mounts(pod, c, maps, run_dir, files, rewriter.paths, label, notes)
         pods[label] = _Pod(pod, Replica(c, env), tuple(notes))
-    here = _Here(rewriter, free_port, run_dir, files, placed.python or python, placed.as_is)
-    replicas = {label: p.replica for label, p in pods.items()}
-    launch = kind.local.launch(job, replicas, here)
-    if launch is not None:
-        return _launched(kind, view, launch, pods, here)
-    return _each_replica(kind, view, pods, rewriter, files)
+    return pods
 
 
 def _launched(

@@ -10,12 +10,14 @@ A replica's log is its training container's (the container its kind's
 builders launch the training in, by the kind's ``training_containers``); by
 default ``t9k logs`` reads the replica whose outcome decides the job (its
 kind's ``deciding_replica``). A followed log is closed here once its pod has
-ended, been deleted or replaced, since a stream may outlive its pod (a node
-that stopped answering; KWOK's simulated kubelets never end one).
+ended, been deleted or replaced (:mod:`t9k_operator.sdk.followed_pods`), since a
+stream may outlive its pod (a node that stopped answering; KWOK's simulated
+kubelets never end one).
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -35,6 +37,7 @@ from t9k_operator.kinds.registry import by_kind, job_kind_of
 from t9k_operator.resources import PODS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import ConnectionFailed, NotFound, T9kError, from_api
+from t9k_operator.sdk.followed_pods import close_when_over, ended, started
 
 Obj = dict[str, Any]
 
@@ -142,7 +145,7 @@ class Logs:
                 for _, line in self._read(by_replica[r], r, False, since_seconds):
                     yield line
             return
-        yield from self._follow(job, wanted, all_replicas, since_seconds, poll)
+        yield from _Following(self, job, all_replicas, since_seconds, poll).lines(wanted)
 
     def _await_pods(self, job: Obj, poll: float) -> list[Obj]:
         """The job's pods once it has some; none if it finishes first."""
@@ -192,144 +195,6 @@ class Logs:
         except kube.ApiError as exc:
             raise from_api(exc) from None
 
-    def _follow(
-        self,
-        job: Obj,
-        wanted: Sequence[str],
-        discover: bool,
-        since: int | None,
-        poll: float,
-    ) -> Iterator[LogLine]:
-        # Lines, a new replica's name (discovered), a follower's error, or its end (None).
-        # Unbounded: a follower never blocks on a reader that stopped reading.
-        lines: queue.Queue[LogLine | str | BaseException | None] = queue.Queue()
-        stop = threading.Event()
-        name = job["metadata"]["name"]
-        finished = threading.Event()
-        threads: dict[str, threading.Thread] = {}
-
-        def follower(replica: str) -> None:
-            done: set[str] = set()
-            followed = ""
-            last = ""  # the newest line's timestamp: a reconnect skips what was read
-            try:
-                while not stop.is_set():
-                    pod = self._pod(job, replica)
-                    uid = str((pod or {}).get("metadata", {}).get("uid") or "")
-                    if pod is None or uid in done or not _started(pod):
-                        if finished.is_set():
-                            return
-                        stop.wait(poll)
-                        continue
-                    pod_name = pod["metadata"]["name"]
-                    if uid != followed:
-                        if followed:
-                            note = f"replica {replica} restarted: following its new pod"
-                            lines.put(LogLine(replica, note, pod_name, True))
-                        followed, last = uid, ""
-
-                    def watchdog(stream: kube.LogStream, uid: str = uid) -> None:
-                        threading.Thread(
-                            target=self._close_when_over,
-                            args=(job, replica, uid, stream, poll, stop),
-                            daemon=True,
-                        ).start()
-
-                    try:
-                        for stamp, line in self._read(pod, replica, True, since, True, watchdog):
-                            if stop.is_set():
-                                return
-                            if stamp and stamp <= last:
-                                continue
-                            last = stamp or last
-                            lines.put(line)
-                    except ConnectionFailed as exc:
-                        note = f"log stream of {pod_name} broken ({exc}); reconnecting"
-                        lines.put(LogLine(replica, note, pod_name, True))
-                    if _ended(self._pod(job, replica), uid):
-                        done.add(uid)
-                    else:
-                        stop.wait(poll)
-            except BaseException as exc:  # handed to the reader
-                lines.put(exc)
-            finally:
-                lines.put(None)
-
-        def start(replica: str) -> None:
-            t = threading.Thread(
-                target=follower, args=(replica,), daemon=True, name=f"logs-{replica}"
-            )
-            threads[replica] = t
-            t.start()
-
-        for r in wanted:
-            start(r)
-
-        def watcher() -> None:
-            try:
-                while not stop.is_set():
-                    current = self.client.get(name, _cli_name(job), job["metadata"]["namespace"])
-                    if views.phase(current) in views.FINISHED:
-                        finished.set()
-                    if discover:
-                        for pod in self.client.pods(job):
-                            r = views.replica_of(name, pod["metadata"]["name"])
-                            if r not in threads:
-                                lines.put(r)
-                    if finished.is_set():
-                        lines.put("")  # wakes the reader, which then stops discovering
-                        return
-                    stop.wait(poll)
-            except BaseException as exc:
-                lines.put(exc)
-
-        watch = threading.Thread(target=watcher, daemon=True, name="logs-job")
-        watch.start()
-        running = len(threads)
-        try:
-            while running or (discover and not finished.is_set()):
-                item = lines.get()
-                if item is None:
-                    running -= 1
-                elif isinstance(item, str):
-                    if item and item not in threads:
-                        running += 1
-                        start(item)
-                elif isinstance(item, BaseException):
-                    if isinstance(item, T9kError):
-                        raise item
-                    raise T9kError(str(item))
-                else:
-                    yield item
-        finally:
-            stop.set()
-
-    def _close_when_over(
-        self,
-        job: Mapping[str, Any],
-        replica: str,
-        uid: str,
-        stream: kube.LogStream,
-        poll: float,
-        stop: threading.Event,
-    ) -> None:
-        """Close a followed log once its pod is over (ended, deleted or replaced)
-        for a poll interval more, or the reader stopped: a kubelet ends the stream
-        itself when the container exits, but a stream may outlive its pod (a node
-        that stopped answering, KWOK's simulated kubelets)."""
-        over = False
-        while not stream.closed:
-            if stop.wait(poll):
-                break
-            try:
-                ended = _ended(self._pod(job, replica), uid)
-            except T9kError:
-                continue
-            if ended and over:
-                break
-            over = ended
-        stream.close()
-
     def _pod(self, job: Mapping[str, Any], replica: str) -> Obj | None:
         meta = job["metadata"]
         try:
@@ -340,21 +205,148 @@ class Logs:
             raise from_api(exc) from None
 
 
+class _Following:
+    """One follow of a job's logs: a thread for each replica, following its pod
+    and the pods that replace it, and one watching the job (for its end and,
+    when ``discover``, for new replicas), all handing the reader one queue."""
+
+    def __init__(
+        self, logs: Logs, job: Obj, discover: bool, since: int | None, poll: float
+    ) -> None:
+        self.logs = logs
+        self.job = job
+        self.discover = discover
+        self.since = since
+        self.poll = poll
+        # Lines, a new replica's name (discovered), a follower's error, or its end (None).
+        # Unbounded: a follower never blocks on a reader that stopped reading.
+        self.queue: queue.Queue[LogLine | str | BaseException | None] = queue.Queue()
+        self.stop = threading.Event()
+        self.name = job["metadata"]["name"]
+        self.finished = threading.Event()
+        self.threads: dict[str, threading.Thread] = {}
+
+    def lines(self, wanted: Sequence[str]) -> Iterator[LogLine]:
+        """The lines of the ``wanted`` replicas' logs (and of those discovered)
+        as they come, until every follower has ended; a follower's or the
+        watcher's error is raised as a :class:`T9kError`."""
+        for r in wanted:
+            self._start(r)
+        watch = threading.Thread(target=self._watch, daemon=True, name="logs-job")
+        watch.start()
+        running = len(self.threads)
+        try:
+            while running or (self.discover and not self.finished.is_set()):
+                item = self.queue.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, str):
+                    if item and item not in self.threads:
+                        running += 1
+                        self._start(item)
+                elif isinstance(item, BaseException):
+                    if isinstance(item, T9kError):
+                        raise item
+                    raise T9kError(str(item))
+                else:
+                    yield item
+        finally:
+            self.stop.set()
+
+    def _start(self, replica: str) -> None:
+        """Start the replica's follower thread."""
+        t = threading.Thread(
+            target=self._follow, args=(replica,), daemon=True, name=f"logs-{replica}"
+        )
+        self.threads[replica] = t
+        t.start()
+
+    def _follow(self, replica: str) -> None:
+        """Follow the replica's log, pod after pod, until the reader stops or the
+        job has finished and no pod of the replica is left to read; hand the
+        reader its lines, a note at each new pod, an error, and its end."""
+        done: set[str] = set()
+        followed = ""
+        last = ""  # the newest line's timestamp: a reconnect skips what was read
+        try:
+            while not self.stop.is_set():
+                pod = self.logs._pod(self.job, replica)
+                uid = str((pod or {}).get("metadata", {}).get("uid") or "")
+                if pod is None or uid in done or not started(pod):
+                    if self.finished.is_set():
+                        return
+                    self.stop.wait(self.poll)
+                    continue
+                if uid != followed:
+                    if followed:
+                        note = f"replica {replica} restarted: following its new pod"
+                        self.queue.put(LogLine(replica, note, pod["metadata"]["name"], True))
+                    followed, last = uid, ""
+                newest = self._read_pod(pod, replica, uid, last)
+                if newest is None:
+                    return
+                last = newest
+                if ended(self.logs._pod(self.job, replica), uid):
+                    done.add(uid)
+                else:
+                    self.stop.wait(self.poll)
+        except BaseException as exc:  # handed to the reader
+            self.queue.put(exc)
+        finally:
+            self.queue.put(None)
+
+    def _read_pod(self, pod: Obj, replica: str, uid: str, last: str) -> str | None:
+        """Hand the reader the lines of the pod's log stamped after ``last``, and
+        a note if the stream broke (the caller reconnects); the newest line's
+        timestamp, or None once the reader has stopped."""
+        pod_name = pod["metadata"]["name"]
+
+        def watchdog(stream: kube.LogStream) -> None:
+            current = functools.partial(self.logs._pod, self.job, replica)
+            threading.Thread(
+                target=close_when_over,
+                args=(stream, current, uid, self.poll, self.stop),
+                daemon=True,
+            ).start()
+
+        try:
+            for stamp, line in self.logs._read(pod, replica, True, self.since, True, watchdog):
+                if self.stop.is_set():
+                    return None
+                if stamp and stamp <= last:
+                    continue
+                last = stamp or last
+                self.queue.put(line)
+        except ConnectionFailed as exc:
+            note = f"log stream of {pod_name} broken ({exc}); reconnecting"
+            self.queue.put(LogLine(replica, note, pod_name, True))
+        return last
+
+    def _watch(self) -> None:
+        """Watch the job until it has finished, then wake the reader; meanwhile
+        hand it each replica without a follower, when ``discover``."""
+        try:
+            while not self.stop.is_set():
+                current = self.logs.client.get(
+                    self.name, _cli_name(self.job), self.job["metadata"]["namespace"]
+                )
+                if views.phase(current) in views.FINISHED:
+                    self.finished.set()
+                if self.discover:
+                    for pod in self.logs.client.pods(self.job):
+                        r = views.replica_of(self.name, pod["metadata"]["name"])
+                        if r not in self.threads:
+                            self.queue.put(r)
+                if self.finished.is_set():
+                    self.queue.put("")  # wakes the reader, which then stops discovering
+                    return
+                self.stop.wait(self.poll)
+        except BaseException as exc:
+            self.queue.put(exc)
+
+
 def _cli_name(job: Mapping[str, Any]) -> str:
     return job_kind_of(job).cli_name
-
-
-def _started(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
-
-
-def _ended(pod: Mapping[str, Any] | None, uid: Any) -> bool:
-    """Whether the pod followed is over: gone, replaced, or its containers ended."""
-    if pod is None or pod["metadata"].get("uid") != uid:
-        return True
-    if pod["metadata"].get("deletionTimestamp"):
-        return True
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def leader(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> str:
