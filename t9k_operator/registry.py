@@ -7,7 +7,7 @@ pure integration's class, or (for one with servers of its own) its subclass
 with the server hook (``reconcilers/serving.py``), which is why this registry
 lives beside the pure package rather than in it. The operator's flags, the
 check that the cluster serves what the enabled ones need, the informers they
-read, the servers started, the RBAC rules hack/gen_rbac.py writes and the
+read, the servers started, the RBAC rules hack/generate/rbac.py writes and the
 tests' list of integrations all derive from :data:`INTEGRATIONS`. To add one,
 see docs/adding-an-integration.md; one of another distribution is listed
 after the built-ins by its entry point (:mod:`t9k_operator.entry_points`).
@@ -16,10 +16,13 @@ after the built-ins by its entry point (:mod:`t9k_operator.entry_points`).
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import importlib.util
 from typing import Any
 
 from t9k_operator import entry_points
-from t9k_operator.api.parts import StatusPart
+from t9k_operator.api.parts import CommandView, StatusPart
 from t9k_operator.integrations.gang.integration import GangScheduling
 from t9k_operator.integrations.gpu_usage.served import ServedGPUUsage
 from t9k_operator.integrations.kueue.integration import Kueue
@@ -81,3 +84,18 @@ def configure(args: argparse.Namespace) -> tuple[Integration[Any], ...]:
 def rbac() -> dict[str, tuple[Rule, ...]]:
     """The RBAC rules of every integration, by its name, in registry order."""
     return {setup.name: setup.rbac() for setup in INTEGRATIONS}
+
+
+@functools.cache
+def views() -> tuple[CommandView, ...]:
+    """Every integration's part of ``t9k``'s commands, in registry order: the
+    ``VIEW`` of the ``view`` module in its folder (the package of its
+    class's module), for each that has one. Loaded on the first call, so the
+    operator, which never calls this, never loads what they import."""
+    out = []
+    for setup in INTEGRATIONS:
+        package = setup.__module__.rpartition(".")[0]
+        name = f"{package}.view"
+        if package and importlib.util.find_spec(name) is not None:
+            out.append(importlib.import_module(name).VIEW)
+    return tuple(out)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.checkpoint import checkpoint_lines
+from t9k_operator.api.parts import Columns, ListColumn
 from t9k_operator.cli.describe_rows import (
     age,
     condition_rows,
@@ -22,9 +23,9 @@ from t9k_operator.cli.describe_rows import (
     replica_rows,
     restart_rows,
 )
-from t9k_operator.integrations.gpu_usage.usage import Usage, memory_text, util_text
 from t9k_operator.kinds.registry import of_object
 from t9k_operator.registry import PARTS
+from t9k_operator.registry import views as views_of_integrations
 from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
@@ -102,13 +103,25 @@ JOB_HEADERS = (
     "DURATION",
     "PROGRESS",
     "ETA",
-    "START",
-    "NODES",
-    "QUEUE",
 )
+"""``t9k list``'s columns of the job's own figures; the integrations' columns
+follow (:func:`list_columns`), then NODES and QUEUE."""
 
 
-def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
+def list_columns() -> tuple[ListColumn, ...]:
+    """The integrations' columns of ``t9k list``, in registry order."""
+    return tuple(c for view in views_of_integrations() for c in view.columns)
+
+
+def list_cells(job: Obj, pods: Sequence[Obj], now: datetime) -> list[str]:
+    """A job's cells of the integrations' columns ("-" for an empty one)."""
+    return [c.cell(job, pods, now) or "-" for c in list_columns()]
+
+
+def job_row(
+    s: views.JobSummary, all_namespaces: bool, wide: bool, cells: Sequence[str] = ()
+) -> list[str]:
+    """A job's row of ``t9k list``, with ``cells`` of the integrations' columns."""
     row = [
         s.name,
         s.kind,
@@ -119,7 +132,7 @@ def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
         s.duration or "-",
         s.progress or "-",
         s.eta or "-",
-        s.start or "-",
+        *cells,
         _nodes(s.nodes, wide),
         s.queue or "",
     ]
@@ -129,7 +142,8 @@ def job_row(s: views.JobSummary, all_namespaces: bool, wide: bool) -> list[str]:
 
 
 def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
-    return (["NAMESPACE"] if all_namespaces else []) + list(JOB_HEADERS) + (["AGE"] if wide else [])
+    head = ["NAMESPACE"] * all_namespaces + list(JOB_HEADERS)
+    return head + [c.header for c in list_columns()] + ["NODES", "QUEUE"] + ["AGE"] * wide
 
 
 def jobs_table(
@@ -143,7 +157,10 @@ def jobs_table(
 ) -> str:
     if not jobs:
         return ""
-    rows = [job_row(views.summarize(j, pods, now), all_namespaces, wide) for j in jobs]
+    rows = [
+        job_row(views.summarize(j, pods, now), all_namespaces, wide, list_cells(j, pods, now))
+        for j in jobs
+    ]
     return table(job_headers(all_namespaces, wide), rows, colour)
 
 
@@ -194,13 +211,14 @@ def describe(
     *,
     tensorboard: Obj | None = None,
     colour: bool = False,
-    gpu_usage: str | None = None,
+    fields: Sequence[tuple[str, str]] = (),
 ) -> str:
     """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard
-    and Events (``gpu_usage``: a line on what its GPUs do now)."""
+    and Events (``fields``: the integrations' lines of its head, as
+    (label, value))."""
     s = views.summarize(job, pods, now)
     status = job.get("status") or {}
-    out = _fields(job, s, now, colour, gpu_usage)
+    out = _fields(job, s, now, colour, fields)
     out += _section(
         "Conditions",
         ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
@@ -228,7 +246,11 @@ def describe(
 
 
 def _fields(
-    job: Obj, s: views.JobSummary, now: datetime, colour: bool, gpu_usage: str | None
+    job: Obj,
+    s: views.JobSummary,
+    now: datetime,
+    colour: bool,
+    fields: Sequence[tuple[str, str]],
 ) -> list[str]:
     """The describe screen's head: one ``Label:`` line a field, the job's
     progress and checkpoint a line each of theirs."""
@@ -258,8 +280,8 @@ def _fields(
     if s.duration:
         field("Duration", s.duration)
     field("GPUs", f"{s.gpus_requested} requested, {s.gpus_allocated} allocated")
-    if gpu_usage is not None:
-        field("GPU usage", gpu_usage)
+    for label, value in fields:
+        field(label, value)
     field("Nodes", ", ".join(s.nodes) or "<none>")
     if s.queue:
         field("Queue", s.queue)
@@ -329,22 +351,19 @@ def top_nodes(usage: Sequence[views.NodeUsage]) -> str:
 def top_jobs(
     rows: Sequence[views.JobSummary],
     all_namespaces: bool,
-    usage: Mapping[tuple[str, str, str], Usage | None] | None = None,
+    columns: Sequence[Columns] = (),
 ) -> str:
     """The jobs holding GPUs or pods: GPUs requested, and allocated to bound
-    pods; with ``usage`` (by namespace, kind and name), their progress and what
-    their GPUs do now ("-": no series of them)."""
+    pods; then the integrations' ``columns`` ("-" for a job without cells)."""
     if not rows:
         return ""
     body = []
     for r in rows:
         row = [r.namespace] * all_namespaces + [r.name, r.kind, r.phase]
         row += [str(r.gpus_requested), str(r.gpus_allocated)]
-        if usage is not None:
-            u = usage.get((r.namespace, r.kind, r.name))
-            row += [r.progress or "-", *((util_text(u), memory_text(u)) if u else ("-", "-"))]
+        for c in columns:
+            row += c.cells.get((r.namespace, r.kind, r.name), ("-",) * len(c.headers))
         body.append([*row, ",".join(r.nodes) or "<none>"])
     headers = ["NAMESPACE"] * all_namespaces + ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED"]
-    if usage is not None:
-        headers += ["PROGRESS", "GPU UTIL", "GPU MEMORY"]
+    headers += [h for c in columns for h in c.headers]
     return table([*headers, "NODES"], body)

@@ -18,8 +18,8 @@ from t9k_operator.cli.common import (
     split_name,
     use_colour,
 )
-from t9k_operator.integrations.gpu_usage.usage import Usage, describe_usage
-from t9k_operator.sdk import T9kError, gpu_usage, views
+from t9k_operator.registry import views as views_of_integrations
+from t9k_operator.sdk import T9kError, views
 
 
 def list_args(p: argparse.ArgumentParser) -> None:
@@ -87,45 +87,17 @@ def _key(job: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
-    summary = views.summarize(job, pods, views.now_utc())
-    return render.job_row(summary, args.all_namespaces, args.output == "wide")
-
-
-def prometheus_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--prometheus-url",
-        default=gpu_usage.default_url(),
-        help="a Prometheus that scrapes NVIDIA's DCGM exporter (http://host:9090), to show "
-        f"what the jobs' GPUs do now (default ${gpu_usage.ENV})",
+    now = views.now_utc()
+    cells = render.list_cells(job, pods, now)
+    return render.job_row(
+        views.summarize(job, pods, now), args.all_namespaces, args.output == "wide", cells
     )
-
-
-HINT = (
-    "GPU utilization and memory: add --prometheus-url URL (or set "
-    f"{gpu_usage.ENV}), a Prometheus that scrapes NVIDIA's DCGM exporter"
-)
 
 
 def describe_args(p: argparse.ArgumentParser) -> None:
     name_arg(p)
-    prometheus_arg(p)
-
-
-def _usage_line(
-    url: str | None, job: dict[str, Any], pods: list[dict[str, Any]], allocated: int
-) -> str | None:
-    """``t9k describe``'s GPU usage line; without a Prometheus, where to get it
-    (for a job holding GPUs); None when there is nothing to say."""
-    if not url:
-        return f"(add --prometheus-url or set {gpu_usage.ENV})" if allocated else None
-    meta = job["metadata"]
-    try:
-        found = gpu_usage.of_jobs(url, [job], pods, meta["namespace"])
-    except gpu_usage.PrometheusUnavailable as exc:
-        print(f"warning: {exc.message}", file=sys.stderr)
-        return "<unavailable>"
-    u = found[(meta["namespace"], job["kind"], meta["name"])]
-    return describe_usage(u) if u else "<no DCGM series for its pods>"
+    for view in views_of_integrations():
+        view.add_arguments("describe", p)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -134,8 +106,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         job = client.get(name, kind)
         pods = client.pods(job)
         events = client.events(job, pods)
-        allocated = views.summarize(job, pods, views.now_utc()).gpus_allocated
-        usage = _usage_line(args.prometheus_url, job, pods, allocated)
+        fields = [f for view in views_of_integrations() for f in view.fields(args, job, pods)]
         tb = None
         if (job.get("status") or {}).get("tensorboard"):
             try:
@@ -150,7 +121,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
             views.now_utc(),
             tensorboard=tb,
             colour=use_colour(sys.stdout),
-            gpu_usage=usage,
+            fields=fields,
         )
     )
     return EXIT_OK
@@ -165,7 +136,8 @@ def top_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-A", "--all-namespaces", action="store_true", help="top jobs: of every namespace"
     )
-    prometheus_arg(p)
+    for view in views_of_integrations():
+        view.add_arguments("top", p)
 
 
 def cmd_top(args: argparse.Namespace) -> int:
@@ -178,16 +150,15 @@ def cmd_top(args: argparse.Namespace) -> int:
         pods = client.pods(all_namespaces=args.all_namespaces)
         namespace = None if args.all_namespaces else client.namespace
     rows = views.job_usage(jobs, pods, views.now_utc())
-    usage: dict[tuple[str, str, str], Usage | None] | None = None
-    if args.prometheus_url and rows:
-        try:
-            usage = gpu_usage.of_jobs(args.prometheus_url, jobs, pods, namespace)
-        except gpu_usage.PrometheusUnavailable as exc:
-            print(f"warning: {exc.message}", file=sys.stderr)
-    text = render.top_jobs(rows, args.all_namespaces, usage)
+    columns = [
+        c
+        for view in views_of_integrations()
+        if rows and (c := view.top_jobs(args, jobs, pods, namespace))
+    ]
+    text = render.top_jobs(rows, args.all_namespaces, columns)
     if not text:
         print("No job holds GPUs or pods.", file=sys.stderr)
-    elif not args.prometheus_url and any(r.gpus_allocated for r in rows):
-        print(HINT, file=sys.stderr)
+    for note in (c.note for c in columns if text and c.note):
+        print(note, file=sys.stderr)
     sys.stdout.write(text)
     return EXIT_OK

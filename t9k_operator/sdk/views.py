@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
-from t9k_operator.integrations.start_estimate.build import StartEstimateStatus
 from t9k_operator.kinds.gpus import GPU, pod_gpus
 from t9k_operator.kinds.registry import KINDS, job_kind_of
 from t9k_operator.objects import parse_time
@@ -137,8 +136,6 @@ class JobSummary:
     age: str = ""
     progress: str = ""  # status.progress.summary: step/total (percent)
     eta: str = ""  # status.progress.eta: time left at the last report
-    start: str = ""  # t9k list's START: when a Pending job may start ("" once it runs)
-    start_estimate: StartEstimateStatus | None = None  # status.startEstimate, typed
 
 
 SPEC_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
@@ -182,44 +179,7 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
         age=human_duration((now - created).total_seconds()) if created else "",
         progress=str(_progress(job).get("summary") or ""),
         eta=str(_progress(job).get("eta") or ""),
-        start=start_column(
-            job, now, placed=bool(mine) and all(p["spec"].get("nodeName") for p in mine)
-        ),
-        start_estimate=start_estimate(job),
     )
-
-
-def start_estimate(job: Obj) -> StartEstimateStatus | None:
-    """``status.startEstimate`` of a job that waits to start, typed (None: it has
-    none, or one this SDK cannot read)."""
-    found = _status(job).get("startEstimate")
-    if not isinstance(found, dict) or phase(job) != "Pending":
-        return None
-    try:
-        return StartEstimateStatus.model_validate(found)
-    except ValueError:
-        return None
-
-
-def start_column(job: Obj, now: datetime, placed: bool = False) -> str:
-    """``t9k list``'s START: ``~14:05Z (in 23m)``, else the job's place
-    (``#3 in queue``) or what it lacks; ``starting`` for a Pending job whose
-    pods are all placed (``placed``), ``unknown`` for one without an estimate;
-    "" for a job that is not Pending."""
-    if phase(job) != "Pending":
-        return ""
-    estimate = start_estimate(job)
-    if estimate is None:
-        return "starting" if placed else "unknown"
-    at = parse_time(estimate.estimated_start_time)
-    if at is not None:
-        left = (at - now).total_seconds()
-        return f"~{at:%H:%M}Z (in {human_duration(left)})" if left >= 60 else "~now"
-    if estimate.cluster_queue_position is not None:
-        return f"#{estimate.cluster_queue_position} in queue"
-    if estimate.lacking:
-        return f"lacks {estimate.lacking[0].resource}"
-    return "unknown"
 
 
 def _progress(job: Obj) -> dict[str, Any]:

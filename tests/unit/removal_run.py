@@ -1,14 +1,16 @@
 """Run by tests/unit/test_removing_an_integration.py in a copy of the package
 from which one integration's folder and registry line are gone: the operator
 configures its integrations from its default flags, `t9k` and the SDK import,
-and a PyTorchTrainingJob runs to Succeeded through the job reconciler with
-every integration the registry still lists (the API is tests' fake)."""
+a PyTorchTrainingJob runs to Succeeded through the job reconciler with
+every integration the registry still lists (the API is tests' fake), and
+`t9k list` and `t9k describe` show it."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from t9k_operator import registry
 from t9k_operator.__main__ import parse_args
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.cli import main as t9k
+from t9k_operator.cli import render
 from t9k_operator.informers.factory import InformerFactory
 from t9k_operator.kinds.registry import KINDS
 from t9k_operator.reconcilers.pipeline.job import JobReconciler
@@ -43,6 +46,17 @@ def pods_are(fake: FakeKube, phase: str) -> None:
             ],
         }
         fake.put(PODS, pod)
+
+
+def shown(fake: FakeKube, resource: Any, removed: str) -> None:
+    """`t9k list` and `t9k describe` of the finished job, with the views of the
+    integrations left (none from the removed folder)."""
+    package = f"t9k_operator.integrations.{removed}."
+    assert not [v for v in registry.views() if type(v).__module__.startswith(package)]
+    job, pods, now = fake.get(resource, "j", "ns"), fake.of_kind("Pod"), datetime.now(UTC)
+    listed = render.jobs_table([job], pods, now).splitlines()
+    assert listed[1].split()[:3] == ["j", "PyTorchTrainingJob", "Succeeded"], listed
+    assert "Phase:       Succeeded" in render.describe(job, pods, [], now)
 
 
 def main() -> int:
@@ -89,6 +103,7 @@ def main() -> int:
     pods_are(fake, "Succeeded")
     status = run()["status"]
     assert status["phase"] == "Succeeded", status
+    shown(fake, reconciler.resource, removed)
     print("ran", [i.name for i in integrations])
     return 0
 

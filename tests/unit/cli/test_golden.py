@@ -15,13 +15,21 @@ from pathlib import Path
 
 import pytest
 
+from t9k_operator.api.parts import Columns
 from t9k_operator.cli import render
 from t9k_operator.integrations.gpu_usage.usage import describe_usage
+from t9k_operator.integrations.gpu_usage.view import HEADERS, cells
 from t9k_operator.sdk import views
 from tests.conftest import in_ci
 from tests.unit.cli import fixtures as f
 
 GOLDEN = Path(__file__).with_name("golden")
+
+
+def _top_jobs_with_usage() -> str:
+    rows = views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW)
+    return render.top_jobs(rows, False, [Columns(HEADERS, cells(rows, f.GPU_USAGE))])
+
 
 CASES: dict[str, Callable[[], str]] = {
     "list.txt": lambda: render.jobs_table([f.LLM, f.MNIST], f.PODS, f.NOW),
@@ -37,11 +45,9 @@ CASES: dict[str, Callable[[], str]] = {
     "top-jobs.txt": lambda: render.top_jobs(
         views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), True
     ),
-    "top-jobs-gpu-usage.txt": lambda: render.top_jobs(
-        views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), False, f.GPU_USAGE
-    ),
+    "top-jobs-gpu-usage.txt": lambda: _top_jobs_with_usage(),
     "describe-mnist-gpu-usage.txt": lambda: render.describe(
-        f.MNIST, f.PODS, [], f.NOW, gpu_usage=describe_usage(f.MNIST_USAGE)
+        f.MNIST, f.PODS, [], f.NOW, fields=[("GPU usage", describe_usage(f.MNIST_USAGE))]
     ),
     "describe-mnist-checkpoint.txt": lambda: render.describe(
         f.MNIST_CHECKPOINTED, f.PODS, [], f.NOW
