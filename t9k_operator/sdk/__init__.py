@@ -3,9 +3,10 @@
 May import ``kube`` (its only way to the API server), ``kinds`` (the one
 descriptor of each kind the operator reads too: its names, resource, model,
 replicas and GPUs), ``api`` (the CRDs' pydantic models), ``builders.common``
-(the labels the operator puts on pods), ``resources``, ``objects`` and
-``foundation.prometheus`` (the query behind the GPU figures); never
-the operator's runtime, informers or reconcilers, and never ``kubernetes``.
+(the labels the operator puts on pods), ``resources`` and ``objects``;
+never the operator's runtime, informers or reconcilers, and never
+``kubernetes``. What an integration adds (the GPU usage from Prometheus, a
+job's start estimate) is in its folder under ``t9k_operator/integrations``.
 The CLI (``t9k_operator.cli``) is built on it. docs/sdk.md has a runnable example.
 """
 
@@ -28,7 +29,6 @@ from t9k_operator.sdk.errors import (
     Unsupported,
     WaitTimeout,
 )
-from t9k_operator.sdk.gpu_usage import PrometheusUnavailable
 
 __all__ = [
     "KINDS",
@@ -46,7 +46,6 @@ __all__ = [
     "Kind",
     "LogLine",
     "NotFound",
-    "PrometheusUnavailable",
     "T9kError",
     "Unauthorized",
     "Unsupported",

@@ -27,12 +27,11 @@ import yaml
 from t9k_operator import kube
 from t9k_operator.api.crd import JobObject
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
-from t9k_operator.integrations.gpu_usage.usage import Usage
 from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS, NODES, PODS
-from t9k_operator.sdk import gpu_usage, views
+from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import BadJob, NotFound, call, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
 from t9k_operator.sdk.logs import LogLine, LogReads
@@ -170,29 +169,6 @@ class Client(Writing, LogReads):
         ns = None if all_namespaces else (namespace or self.namespace)
         items, _ = call(lambda: self.kube.list_all(PODS, ns))
         return items
-
-    def gpu_usage(
-        self,
-        name: str,
-        kind: str | None = None,
-        namespace: str | None = None,
-        *,
-        prometheus_url: str | None = None,
-    ) -> Usage | None:
-        """The job's GPUs now, from the Prometheus scraping NVIDIA's DCGM exporter
-        (``prometheus_url``, else ``$T9K_PROMETHEUS_URL``): how many report, their
-        mean and highest utilization, memory in use and in all (MiB); None when
-        no GPU of its pods has a series. Raises
-        :class:`~t9k_operator.sdk.gpu_usage.PrometheusUnavailable`."""
-        url = prometheus_url or gpu_usage.default_url()
-        if not url:
-            raise gpu_usage.PrometheusUnavailable(
-                f"no Prometheus: pass prometheus_url or set {gpu_usage.ENV}"
-            )
-        job = self.get(name, kind, namespace)
-        meta = job["metadata"]
-        found = gpu_usage.of_jobs(url, [job], self.pods(job), meta["namespace"])
-        return found[(meta["namespace"], job["kind"], meta["name"])]
 
     def events(
         self, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()

@@ -28,11 +28,12 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.integrations.gpu_usage.sdk import PrometheusUnavailable, gpu_usage
 from t9k_operator.integrations.gpu_usage.usage import Usage
 from t9k_operator.kube import KubeClient
 from t9k_operator.objects import parse_time
 from t9k_operator.resources import EVENTS
-from t9k_operator.sdk import Client, PrometheusUnavailable
+from t9k_operator.sdk import Client
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.dcgm_exporter import MEMORY_MIB, DCGMExporter
 from tests.integration.jobs import Jobs, pytorch_job, run_all, settled
@@ -204,11 +205,11 @@ def test_idle_gpus_get_a_condition_and_one_warning_and_clear_when_they_work(
     assert "GPU usage:   1 GPU: 1.0% (max 1.0%), memory 1.0/80.0 GiB" in described.stdout
     assert "GPUsIdle" in described.stdout
     with Client(str(cluster.kubeconfig), namespace=namespace) as client:
-        assert client.gpu_usage("busy", prometheus_url=url) == Usage(
+        assert gpu_usage(client, "busy", prometheus_url=url) == Usage(
             1, 85.0, 85.0, 30720.0, float(MEMORY_MIB)
         )
         with pytest.raises(PrometheusUnavailable):
-            client.gpu_usage("busy", prometheus_url=f"http://127.0.0.1:{free_port()}")
+            gpu_usage(client, "busy", prometheus_url=f"http://127.0.0.1:{free_port()}")
 
     # -- they work again: the condition clears, with a Normal Event -------------------
     a.set(0, 60.0)

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from t9k_operator.api.parts import Columns, CommandView, JobKey
+from t9k_operator.integrations.gpu_usage import sdk as gpu_usage
 from t9k_operator.integrations.gpu_usage.usage import Usage, describe_usage, memory_text, util_text
-from t9k_operator.sdk import gpu_usage, views
+from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
 
