@@ -41,8 +41,6 @@ OVER: dict[str, int] = {
     "tests/integration/incluster.py": 422,
     "tests/integration/incluster.py:OperatorPod": 251,
     "tests/integration/incluster.py:__init__": 68,
-    "tests/integration/podhost/host.py": 1119,
-    "tests/integration/podhost/host.py:PodRun": 657,
 }
 
 

@@ -107,6 +107,9 @@ Needs root (namespaces, mounts), ``ip`` (iproute2), ``unshare``/``nsenter``
 and ``setpriv`` (util-linux), all present on a Debian machine.
 """
 
-from tests.integration.podhost.host import Image, Node, PodRun, kubelet_expand
+from tests.integration.podhost.container_config import kubelet_expand
+from tests.integration.podhost.host import Node
+from tests.integration.podhost.image import Image
+from tests.integration.podhost.pod import PodRun
 
 __all__ = ["Image", "Node", "PodRun", "kubelet_expand"]

@@ -1,6 +1,7 @@
 """A running container's life as kubelet sees it, and what it reports of it:
 each container's status, the pod's phase, and stopping containers with a grace
-period. The pod host (host.py) starts the processes; this module watches them.
+period. The pod (pod.py) starts the processes and its worker (worker.py)
+orders them; this module watches them.
 
 References are to kubernetes/kubernetes pkg/kubelet."""
 
@@ -23,6 +24,10 @@ MINIMUM_GRACE_SECONDS = 2
 DEFAULT_GRACE_SECONDS = 30
 # The API's defaults for a probe (core/v1 defaults.go SetDefaults_Probe).
 PROBE_DEFAULTS = {"periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 1}
+
+
+class PodFailed(AssertionError):
+    """The pod cannot start or go on, as kubelet would hold or fail it."""
 
 
 def now() -> datetime.datetime:
