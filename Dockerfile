@@ -4,10 +4,10 @@
 #
 # The base is plain Debian, so the image can be made from Debian's packages
 # alone: `make image` builds this file with docker, podman or buildah, and
-# hack/rootfs.py carries out the same instructions into a root filesystem
+# hack/release/rootfs carries out the same instructions into a root filesystem
 # (FROM debian:<suite>-slim is a debootstrap of that suite) for the tests that
 # run the operator from it (tests/integration/test_in_cluster.py). Keep to the
-# instructions hack/rootfs.py knows: ARG, FROM, RUN, COPY, ENV, WORKDIR, USER,
+# instructions hack/release/rootfs knows: ARG, FROM, RUN, COPY, ENV, WORKDIR, USER,
 # ENTRYPOINT, CMD, LABEL.
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
@@ -16,7 +16,7 @@ RUN apt-get update \
       python3 python3-venv ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # A CA bundle pip is to trust, for a machine whose way out to PyPI needs one:
-# hack/image.sh mounts this machine's for the build and names it here; it is
+# hack/release/image.sh mounts this machine's for the build and names it here; it is
 # not stored in the image.
 ARG PIP_CERT
 # The dependencies first, exactly as locked (make lock): every file's hash is

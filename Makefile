@@ -25,14 +25,14 @@ $(STAMP): pyproject.toml requirements/dev.txt
 venv: $(STAMP) ## create .venv with the operator and its test and lint tools, as locked in requirements/
 
 lock: $(STAMP) ## re-resolve requirements/*.txt from pyproject.toml's ranges (UPGRADE=1: the newest versions allowed)
-	$(PY) hack/lock.py$(if $(UPGRADE), --upgrade)
+	$(PY) -m hack.release.lock$(if $(UPGRADE), --upgrade)
 
 lint: $(STAMP) ## ruff, mypy, the import-layering contracts, and the lock files against pyproject.toml
 	$(VENV)/bin/ruff check t9k_operator tests hack
 	$(VENV)/bin/ruff format --check t9k_operator tests hack
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) hack/lock.py --check
+	$(PY) -m hack.release.lock --check
 
 format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix t9k_operator tests hack
@@ -79,45 +79,45 @@ demo: ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
 	$(PY) -m hack.demo --name $(CLUSTER)
 
 manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs, the ClusterRole, kustomize's overlays, the Helm chart and deploy/install.yaml
-	$(PY) -m hack.kube_openapi refresh
-	$(PY) hack/gen_crds.py
-	$(PY) hack/gen_rbac.py
-	$(PY) hack/gen_install.py
+	$(PY) -m hack.generate.openapi refresh
+	$(PY) -m hack.generate.crds
+	$(PY) -m hack.generate.rbac
+	$(PY) -m hack.generate.install
 
 IMG ?= ghcr.io/t9k-operator/t9k-operator:0.1.0
 OVERLAY ?= deploy/cluster-wide
 
 deploy: ## install into the current kubeconfig's cluster with image IMG (kustomize OVERLAY, server-side apply)
-	$(PYTHON) -m hack.deploy apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.release.deploy apply --image $(IMG) --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
-	$(PYTHON) -m hack.deploy delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.release.deploy delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS) (docs/benchmarks.md)
-	$(PY) -m hack.bench_job_start $(BENCH_ARGS)
-	$(PY) -m hack.bench_progress $(PROGRESS_ARGS)
-	$(PY) -m hack.bench_progress_beside $(BESIDE_ARGS)
+	$(PY) -m hack.bench.job_start $(BENCH_ARGS)
+	$(PY) -m hack.bench.progress $(PROGRESS_ARGS)
+	$(PY) -m hack.bench.progress_beside $(BESIDE_ARGS)
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
-	$(PY) -m hack.bench_store_memory
+	$(PY) -m hack.bench.store_memory
 
 image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
-	bash hack/image.sh $(IMG)
+	bash hack/release/image.sh $(IMG)
 
 # kubebuilder's names, for those who know an operator's Makefile by them.
 docker-build: image ## kubebuilder's name for `make image` (IMG=...)
 
 docker-push: ## push IMG with the builder `make image` used (PUSH_DEST=oci:DIR or another transport podman/buildah take)
-	bash hack/image.sh --push $(IMG) $(PUSH_DEST)
+	bash hack/release/image.sh --push $(IMG) $(PUSH_DEST)
 
 install: ## install the CRDs alone into the current kubeconfig's cluster (server-side apply)
-	$(PYTHON) -m hack.deploy install$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.release.deploy install$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 uninstall: ## delete the CRDs from the current kubeconfig's cluster: every job, TensorBoard and their pods go with them
-	$(PYTHON) -m hack.deploy uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
+	$(PYTHON) -m hack.release.deploy uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
 
 rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
-	$(PYTHON) hack/rootfs.py build
+	$(PYTHON) -m hack.release.rootfs build
 
 clean: ## remove the virtualenv and caches in the work tree
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 import shutil
 import signal
@@ -26,8 +24,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from hack.cluster import Cluster
+
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER = [sys.executable, "-m", "hack.cluster"]  # run from ROOT
 
 
 def say(msg: str) -> None:
@@ -37,35 +36,20 @@ def say(msg: str) -> None:
 class Demo:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.kubeconfig = Path()
-        self.kubectl_bin = Path()
+        # The first demo builds the binaries: the cluster's log shows it.
+        self.cluster = Cluster(name, build=True, echo=True)
         self.operator: subprocess.Popen[bytes] | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="t9k-demo-"))
 
     def kubectl(self, *args: str, check: bool = True, capture: bool = False) -> str:
-        proc = subprocess.run(
-            [str(self.kubectl_bin), "--kubeconfig", str(self.kubeconfig), *args],
-            text=True,
-            capture_output=capture,
-            check=False,
-        )
+        proc = self.cluster.kubectl(*args, check=False, capture=capture)
         if check and proc.returncode != 0:
             raise SystemExit(f"kubectl {' '.join(args)} failed:\n{proc.stderr or ''}")
         return proc.stdout or ""
 
     def up(self) -> None:
         say(f"starting the local cluster {self.name!r}")
-        out = subprocess.run(
-            [*CLUSTER, "up", "--name", self.name],
-            cwd=ROOT,
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        ).stdout
-        self.kubeconfig = Path(out.strip().splitlines()[-1])
-        state = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
-        self.kubectl_bin = Path(state["bin_dir"]) / "kubectl"
-        self.server = state["server"]
+        self.cluster.up()
         print(self.kubectl("get", "nodes", capture=True))
 
     def install(self) -> None:
@@ -89,26 +73,7 @@ class Demo:
         token = self.kubectl(
             "create", "token", "t9k-operator", "-n", "t9k-system", "--duration=24h", capture=True
         ).strip()
-        ca = (self.kubeconfig.parent / "pki" / "ca.crt").read_bytes()
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "sa",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": base64.b64encode(ca).decode(),
-                    },
-                }
-            ],
-            "users": [{"name": "sa", "user": {"token": token}}],
-            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
-        }
-        sa_kubeconfig = self.tmp / "operator.kubeconfig"
-        sa_kubeconfig.write_text(json.dumps(config))
-        sa_kubeconfig.chmod(0o600)
+        sa_kubeconfig = self.cluster.token_kubeconfig(self.tmp / "operator.kubeconfig", token)
         self.log_path = self.tmp / "operator.log"
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self.operator = subprocess.Popen(
@@ -194,7 +159,7 @@ class Demo:
             except subprocess.TimeoutExpired:
                 self.operator.kill()
         say(f"tearing down the cluster {self.name!r}")
-        subprocess.run([*CLUSTER, "down", "--name", self.name], cwd=ROOT, check=False)
+        self.cluster.stop()
         # The operator's kubeconfig there holds a ServiceAccount token.
         shutil.rmtree(self.tmp, ignore_errors=True)
 

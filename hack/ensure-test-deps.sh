@@ -8,7 +8,7 @@
 # Prometheus and checks manifests/monitoring/rules.yaml with promtool; on a
 # machine with systemd the package also starts its own service on :9090,
 # which the test does not use), debootstrap (the operator image's root
-# filesystem, hack/rootfs.py), buildah (`make image`, tested with a base
+# filesystem, hack/release/rootfs), buildah (`make image`, tested with a base
 # made from Debian's packages), python3 (Debian's own: the GenericJob
 # test's replicas run it as a plain Debian image would), python3-pip
 # (hack/ensure-frameworks.py installs the frameworks the training tests import

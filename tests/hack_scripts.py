@@ -1,6 +1,6 @@
-"""hack/'s scripts as modules, for the tests: ``load("gen_crds")`` is the
-module ``hack.gen_crds`` (hack/ is a package; pytest's ``pythonpath`` puts
-the repository root on ``sys.path``)."""
+"""hack/'s scripts as modules, for the tests: ``load("generate.crds")`` is the
+module ``hack.generate.crds`` (hack/ is a package; pytest's ``pythonpath``
+puts the repository root on ``sys.path``)."""
 
 from __future__ import annotations
 
@@ -9,5 +9,6 @@ from types import ModuleType
 
 
 def load(name: str) -> ModuleType:
-    """``hack/<name>.py``, imported as ``hack.<name>``."""
+    """The module ``hack.<name>`` (a dotted name for one in a subpackage:
+    ``generate.crds``, ``release.lock``)."""
     return importlib.import_module(f"hack.{name}")

@@ -19,14 +19,17 @@ cache), ``binaries`` (the control plane's), ``addons`` (the add-ons and
 tools, and their builds), ``pki``, ``ports``, ``processes``, ``state``
 (``cluster.json``), ``control_plane`` and ``nodes`` (the start), ``launches``,
 ``kueue_manager`` and ``addon_start`` (add-ons in a running cluster),
-``lifecycle`` (up, down, status) and ``__main__`` (the command line).
+``lifecycle`` (up, down, status), ``__main__`` (the command line) and
+``handle`` (:class:`Cluster`: a running cluster as the demo, the benchmarks
+and the tests use it, through the command line).
 
 Parts (versions in hack/versions.env): etcd, kube-apiserver (TLS, RBAC,
 default admission plugins), kube-controller-manager (garbage collection,
 namespace lifecycle, service accounts, node lifecycle), kube-scheduler, and the
 KWOK controller simulating the nodes' kubelets with the stages in
-hack/kwok/stages.yaml, and hack/kwok/pod_logs.py giving each container a log
-of its own for KWOK's kubelet endpoint to serve (``pod-logs/``). kubectl of the
+hack/third_party/kwok/stages.yaml, and hack/third_party/kwok/pod_logs.py
+giving each container a log of its own for KWOK's kubelet endpoint to serve
+(``pod-logs/``). kubectl of the
 same version is put beside them.
 
 State lives in ``~/.cache/t9k-operator/clusters/<name>/``: the admin
@@ -36,26 +39,27 @@ records ports and process ids so ``down`` stops exactly what ``up`` started.
 Binaries are looked for, in order: ``$T9K_CLUSTER_BIN_DIR`` (a folder of
 prebuilt binaries); the cache ``~/.cache/t9k-operator/bin/<versions>/``; the
 official release downloads (skipped fast when offline); and last, a build with
-the local Go toolchain from the Go module proxy (hack/k8s and hack/etcd are
-small wrapper modules). KWOK is always built from its module's source, with
-one change that makes its pod deletes a kubelet's (``KWOK_PATCHES``). Only
-the standard library is used here, so this runs before the project's
-virtualenv exists (the Makefile runs it with the system's python3).
+the local Go toolchain from the Go module proxy (hack/third_party/k8s and
+hack/third_party/etcd are small wrapper modules). KWOK is always built from
+its module's source, with one change that makes its pod deletes a kubelet's
+(``KWOK_PATCHES``). Only the standard library is used here, so this runs
+before the project's virtualenv exists (the Makefile runs it with the
+system's python3).
 
 Gang schedulers (versions in hack/versions.env too) run beside kube-scheduler
 on request, each for the pods naming its ``schedulerName``: the Volcano
 scheduler (``volcano``) and scheduler-plugins' kube-scheduler with the
 Coscheduling plugin (``scheduler-plugins-scheduler``, with the
 scheduler-plugins controller filling in PodGroup status). Their binaries are
-built from the Go module proxy through the wrapper modules hack/volcano and
-hack/scheduler-plugins, each into its own cache folder
+built from the Go module proxy through the wrapper modules
+hack/third_party/volcano and hack/third_party/scheduler-plugins, each into its own cache folder
 ``~/.cache/t9k-operator/bin/<wrapper>-<version>-<digest>/`` with its CRDs in
 ``crds/``; ``binaries`` builds them too (``--gang none`` skips them).
 Starting one installs its CRDs and waits for its health check; ``down``
 stops it with the rest.
 
 Kueue (``KUEUE_VERSION``) is added the same way: its manager
-(``sigs.k8s.io/kueue/cmd/kueue``, built through hack/kueue as
+(``sigs.k8s.io/kueue/cmd/kueue``, built through hack/third_party/kueue as
 ``kueue-manager``) and all its CRDs, cached in
 ``~/.cache/t9k-operator/bin/kueue-<version>-<digest>/``; ``binaries`` builds
 it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
@@ -68,11 +72,12 @@ server's aggregation layer when its fixed port 8082 is free on this machine
 written to ``/visibility`` (a path fixed in Kueue v0.12).
 
 The install tests' tools are cached the same way, never started: Helm
-(``HELM_VERSION``, hack/helm) and kustomize (``KUSTOMIZE_VERSION``,
-hack/kustomize), and the ServiceMonitor and PrometheusRule CRDs from
-prometheus-operator's module source (``PROMETHEUS_OPERATOR_VERSION``,
-hack/prometheus-operator); ``binaries`` builds them too (``--no-tools`` skips
-them), ``tool helm kustomize monitoring-crds`` prints their folders.
+(``HELM_VERSION``, hack/third_party/helm) and kustomize
+(``KUSTOMIZE_VERSION``, hack/third_party/kustomize), and the ServiceMonitor
+and PrometheusRule CRDs from prometheus-operator's module source
+(``PROMETHEUS_OPERATOR_VERSION``, hack/third_party/prometheus-operator);
+``binaries`` builds them too (``--no-tools`` skips them), ``tool helm
+kustomize monitoring-crds`` prints their folders.
 """
 
 from __future__ import annotations
@@ -93,6 +98,15 @@ from .binaries import KWOK_BUILD, KWOK_PATCHES, ensure_binaries
 from .cache import EXIT_MISSING_BINARIES, MissingBinaries
 from .common import CACHE, HACK, versions
 from .gotool import BuildError, drop_go_caches
+from .handle import (
+    Cluster,
+    ClusterCommandError,
+    GangScheduler,
+    KubectlError,
+    Kueue,
+    MissingBinariesError,
+    cluster_command,
+)
 from .lifecycle import down, gang, kueue, status, up
 from .ports import free_port
 from .processes import kubectl
@@ -110,9 +124,16 @@ __all__ = [
     "TOOLS",
     "Addon",
     "BuildError",
+    "Cluster",
+    "ClusterCommandError",
     "Gang",
+    "GangScheduler",
+    "KubectlError",
+    "Kueue",
     "MissingBinaries",
+    "MissingBinariesError",
     "Tool",
+    "cluster_command",
     "down",
     "drop_go_caches",
     "ensure_addon_binaries",

@@ -1,8 +1,8 @@
 """The add-ons: programs the cluster runs beside its control plane on
 request (the gang schedulers, Kueue) and the install tests' tools (Helm,
 kustomize, prometheus-operator's CRDs), each built from a Go module through a
-wrapper module under hack/ into a cache folder of its own, its CRDs beside
-its binaries in ``crds/``."""
+wrapper module under hack/third_party/ into a cache folder of its own, its
+CRDs beside its binaries in ``crds/``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import _obtain
-from .common import HACK, log, versions
+from .common import THIRD_PARTY, log, versions
 from .gotool import BuildError, _go, _go_env, _module_source
 
 
@@ -28,7 +28,7 @@ class Addon:
     title: str
     version_key: str  # in hack/versions.env
     module: str  # the Go module built, at that version
-    wrapper: str  # its wrapper module: hack/<wrapper>
+    wrapper: str  # its wrapper module: hack/third_party/<wrapper>
     binaries: tuple[tuple[str, str], ...]  # (binary, Go package), started in this order
     crds: tuple[tuple[str, str], ...]  # (file in the module's source, name in crds/)
     ldflags: str = "-s -w"
@@ -43,7 +43,7 @@ class Addon:
         module and build flags, so a changed replace line means a new build."""
         digest = hashlib.sha256(self.ldflags.encode())
         for name in ("go.mod", "go.sum"):
-            digest.update((HACK / self.wrapper / name).read_bytes())
+            digest.update((THIRD_PARTY / self.wrapper / name).read_bytes())
         return f"{self.wrapper}-{self.version}-{digest.hexdigest()[:10]}"
 
     @property
@@ -220,10 +220,10 @@ def _build_addon(dest: Path, g: Addon) -> None:
             f"cluster: no Go toolchain on PATH to build {g.title}: install Go, or "
             f"do without it (`python3 -m hack.cluster binaries {g.skip}`)"
         )
-    version, wrapper = g.version, HACK / g.wrapper
+    version, wrapper = g.version, THIRD_PARTY / g.wrapper
     if f"{g.module} {version}" not in (wrapper / "go.mod").read_text():
         raise BuildError(
-            f"cluster: hack/{g.wrapper}/go.mod does not require {g.module} {version} "
+            f"cluster: hack/third_party/{g.wrapper}/go.mod does not require {g.module} {version} "
             f"({g.version_key} in hack/versions.env): update the wrapper module"
         )
     env = _go_env()
@@ -231,12 +231,12 @@ def _build_addon(dest: Path, g: Addon) -> None:
     logfile.unlink(missing_ok=True)
     started = time.monotonic()
     log(
-        f"building {g.title} {version} from Go modules (hack/{g.wrapper}): "
+        f"building {g.title} {version} from Go modules (hack/third_party/{g.wrapper}): "
         f"a few minutes cold on 2 cores; output in {logfile}"
     )
     for binary, package in g.binaries:
         _go(
-            f"{binary} {version} (hack/{g.wrapper}: {package})",
+            f"{binary} {version} (hack/third_party/{g.wrapper}: {package})",
             [
                 "go",
                 "build",

@@ -1,7 +1,8 @@
 """The control plane's binaries: etcd, Kubernetes' (kube-apiserver,
 kube-controller-manager, kube-scheduler, kubectl) and KWOK, in the cache
 folder of their versions; downloaded where the network allows, else built
-from the Go module proxy (hack/k8s and hack/etcd are small wrapper modules).
+from the Go module proxy (hack/third_party/k8s and hack/third_party/etcd are
+small wrapper modules).
 KWOK is always built from its module's source, with ``KWOK_PATCHES``."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from .cache import _obtain
-from .common import ALL_TOOLS, HACK, K8S_TOOLS, log, versions
+from .common import ALL_TOOLS, K8S_TOOLS, THIRD_PARTY, log, versions
 from .gotool import BuildError, _go, _go_env, _module_source, _need_go
 
 
@@ -90,10 +91,10 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         f"from Go modules: about 6 minutes cold on 2 cores; output in {logfile}"
     )
     _go(
-        f"Kubernetes {k8s} (hack/k8s: kube-apiserver, kube-controller-manager, "
+        f"Kubernetes {k8s} (hack/third_party/k8s: kube-apiserver, kube-controller-manager, "
         "kube-scheduler, kubectl)",
         ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(dest / "k8s"), "."],
-        HACK / "k8s",
+        THIRD_PARTY / "k8s",
         env,
         logfile,
     )
@@ -101,9 +102,9 @@ def _build(dest: Path, v: dict[str, str]) -> None:
         (dest / tool).symlink_to("k8s")
     log(f"building etcd {v['ETCD_VERSION']}")
     _go(
-        f"etcd {v['ETCD_VERSION']} (hack/etcd)",
+        f"etcd {v['ETCD_VERSION']} (hack/third_party/etcd)",
         ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(dest / "etcd"), "."],
-        HACK / "etcd",
+        THIRD_PARTY / "etcd",
         env,
         logfile,
     )

@@ -1,7 +1,7 @@
 """The cluster's nodes: fake ones, their kubelets simulated by the KWOK
-controller with the stages in hack/kwok/stages.yaml, and hack/kwok/pod_logs.py
-giving each container a log of its own for KWOK's kubelet endpoint to serve
-(``pod-logs/``)."""
+controller with the stages in hack/third_party/kwok/stages.yaml, and
+hack/third_party/kwok/pod_logs.py giving each container a log of its own for
+KWOK's kubelet endpoint to serve (``pod-logs/``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import HACK
+from .common import THIRD_PARTY
 from .control_plane import _Boot
 from .processes import _start, _wait, kubectl
 
@@ -29,12 +29,13 @@ def start_pod_logs(
     bin_dir: Path, kubeconfig: Path, workdir: Path, server: str, procs: dict[str, int]
 ) -> None:
     """Each container's own log, as KWOK's kubelet endpoint serves it: the
-    ``Logs`` definition (hack/kwok/logs.yaml) installed, and hack/kwok/pod_logs.py
-    started, which writes every pod's container logs under ``pod-logs/`` (the
-    lines of hack/kwok/container.log, each with the pod's and the container's
-    names) and names them in the pod's ``Logs`` object. Returns once it has
+    ``Logs`` definition (hack/third_party/kwok/logs.yaml) installed, and
+    hack/third_party/kwok/pod_logs.py started, which writes every pod's
+    container logs under ``pod-logs/`` (the lines of
+    hack/third_party/kwok/container.log, each with the pod's and the
+    container's names) and names them in the pod's ``Logs`` object. Returns once it has
     made those of the pods already there."""
-    kubectl(bin_dir, kubeconfig, "apply", "-f", str(HACK / "kwok" / "logs.yaml"))
+    kubectl(bin_dir, kubeconfig, "apply", "-f", str(THIRD_PARTY / "kwok" / "logs.yaml"))
     kubectl(
         bin_dir,
         kubeconfig,
@@ -52,11 +53,11 @@ def start_pod_logs(
             f"--server={server}",
             f"--pki={workdir / 'pki'}",
             f"--dir={workdir / 'pod-logs'}",
-            f"--template={HACK / 'kwok' / 'container.log'}",
+            f"--template={THIRD_PARTY / 'kwok' / 'container.log'}",
             f"--ready={ready}",
         ],
         workdir,
-        program=[sys.executable, str(HACK / "kwok" / "pod_logs.py")],
+        program=[sys.executable, str(THIRD_PARTY / "kwok" / "pod_logs.py")],
     )
     _wait("the pods' logs", ready.exists, 30, procs, workdir)
 
@@ -64,19 +65,20 @@ def start_pod_logs(
 def _start_kwok(b: _Boot) -> None:
     """The KWOK controller, managing the nodes annotated as fake (not waited for)."""
     workdir, pki, port = b.workdir, b.pki, b.ports["kwok"]
-    # Port-forwards to port 6006 (a TensorBoard's) get hack/kwok/tensorboard_stub.py.
+    # Port-forwards to port 6006 (a TensorBoard's) get
+    # hack/third_party/kwok/tensorboard_stub.py.
     forward_config = workdir / "kwok-portforward.yaml"
     forward_config.write_text(
-        (HACK / "kwok" / "portforward.yaml")
+        (THIRD_PARTY / "kwok" / "portforward.yaml")
         .read_text()
         .replace("@PYTHON@", sys.executable)
-        .replace("@STUB@", str(HACK / "kwok" / "tensorboard_stub.py"))
+        .replace("@STUB@", str(THIRD_PARTY / "kwok" / "tensorboard_stub.py"))
     )
     b.start(
         "kwok",
         [
             f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
-            f"--config={HACK / 'kwok' / 'stages.yaml'}",
+            f"--config={THIRD_PARTY / 'kwok' / 'stages.yaml'}",
             # Container logs: each pod's Logs object (start_pod_logs), served on
             # its kubelet endpoint over TLS with the API server's certificate
             # (127.0.0.1 is in it), which every node reports as its InternalIP

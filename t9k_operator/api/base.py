@@ -7,7 +7,7 @@ Unknown keys are ignored, never an error: the CRD schema has already pruned
 what it does not declare, and an operator that meets a newer object must not
 crash on it.
 
-Each field carries a ``description``: ``hack/gen_crds.py`` turns the models
+Each field carries a ``description``: ``hack/generate/crds.py`` turns the models
 into the CRD's OpenAPI schema, where the descriptions become ``kubectl
 explain`` text. Constraints written on a field (``ge``, ``max_length``,
 ``Literal``) become schema constraints enforced by the API server; an

@@ -3,7 +3,7 @@
 Each kind module declares its object model, a :class:`JobObject` of its spec
 and status (apiVersion, kind and metadata kept as sent), and ``CRD``, a
 :class:`CrdInfo`: the kind's identity (group, version, plural, kind), short
-names, printer columns and scale subresource, from which ``hack/gen_crds.py``
+names, printer columns and scale subresource, from which ``hack/generate/crds.py``
 writes the CustomResourceDefinition (:func:`job_crd` fills in what the T9k
 job kinds share).
 
@@ -175,7 +175,7 @@ class CrdInfo:
     deletes_finished: bool = False
     """Whether the operator deletes a finished job of this kind (its
     ``ttlSecondsAfterFinished``): the operator's ClusterRole then grants delete
-    on the kind's jobs (``hack/gen_rbac.py``)."""
+    on the kind's jobs (``hack/generate/rbac.py``)."""
 
     @property
     def name(self) -> str:
@@ -196,7 +196,7 @@ class CrdInfo:
 @functools.cache
 def status_defaults(model: type[BaseModel]) -> Mapping[str, Any]:
     """The top-level fields of ``model`` with a default the CRD declares (the
-    model's non-null defaults: ``hack/gen_crds.py`` keeps them, and the API
+    model's non-null defaults: ``hack/generate/crds.py`` keeps them, and the API
     server fills them into a stored status that lacks them), by wire name."""
     schema = model.model_json_schema(by_alias=True, mode="validation")
     props = schema.get("properties") or {}

@@ -20,7 +20,7 @@ A rule is registered once, where it applies:
 * on the whole object, in the kind's ``CrdInfo.root_rules``; their Python
   side is the object model's own check (``JobObject``'s name checks).
 
-``hack/gen_crds.py`` emits :meth:`Rule.cel_rule`; tests/unit/api/test_rules.py
+``hack/generate/crds.py`` emits :meth:`Rule.cel_rule`; tests/unit/api/test_rules.py
 shows, rule by rule, that the two sides agree on hand-written examples.
 """
 

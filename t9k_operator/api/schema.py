@@ -1,4 +1,4 @@
-"""What the models tell ``hack/gen_crds.py`` beyond their types: schema markers,
+"""What the models tell ``hack/generate/crds.py`` beyond their types: schema markers,
 limits and bounded types.
 
 The generator turns the models into structural CRD schemas; the conventions
@@ -72,7 +72,7 @@ ReplicaType = Annotated[
 
 KUBERNETES_SCHEMA = "x-t9k-kubernetes"
 """Schema key naming the Kubernetes definition (as the API server's OpenAPI names
-it) whose schema ``hack/gen_crds.py`` puts at that node."""
+it) whose schema ``hack/generate/crds.py`` puts at that node."""
 NOT_REQUIRED = "x-t9k-not-required"
 """Schema key, beside :data:`KUBERNETES_SCHEMA`'s node or below it, listing fields
 the Kubernetes type requires that the kind lets be left out (it fills them in)."""
@@ -90,7 +90,7 @@ controller-gen puts on every resource.Quantity of the CRDs it generates."""
 
 
 def quantity_schema(description: str) -> dict[str, Any]:
-    """The CRD schema of a resource quantity (``hack/gen_crds.py`` puts it at every
+    """The CRD schema of a resource quantity (``hack/generate/crds.py`` puts it at every
     Quantity of a Kubernetes type, and at our own models' quantities).
 
     The Pod API takes a quantity as a string or a number, 0.5 included. A

@@ -50,7 +50,7 @@ TLS_READ = 4 * 1024
 """Bytes asyncio's TLS layer reads from a connection at a time. Its default
 (``asyncio.sslproto.SSLProtocol.max_size``, 256 KiB) is a buffer allocated
 and zeroed for every connection: 2.8 GiB for 10,000 kept connections, where
-this size leaves about 32 KiB a connection (``hack/bench_progress.py``). A
+this size leaves about 32 KiB a connection (``hack/bench/progress/``). A
 report is a few hundred bytes; a longer request or TLS record is read in
 several."""
 ANSWER_TIMEOUT = 60.0

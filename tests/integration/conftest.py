@@ -40,6 +40,9 @@ from tests.integration.cluster import (
     request_token,
     session_cluster_name,
 )
+from tests.integration.cluster import (
+    admin as admin_client,
+)
 from tests.integration.kubelet import Kubelet
 from tests.integration.operator_process import OperatorProcess
 
@@ -68,7 +71,7 @@ def cluster() -> Iterator[Cluster]:
 
 @pytest.fixture(scope="session")
 def admin(cluster: Cluster) -> KubeClient:
-    return cluster.admin()
+    return admin_client(cluster)
 
 
 @pytest.fixture
@@ -215,13 +218,16 @@ def operator(start_operator: Callable[..., OperatorProcess]) -> OperatorProcess:
 
 @pytest.fixture(scope="session")
 def operator_image() -> Path:
-    """The operator image's folder that hack/rootfs.py makes from the
+    """The operator image's folder that hack/release/rootfs makes from the
     Dockerfile with Debian's packages (``root/``, ``config.json``,
     ``build.json``); cached, and built by `make test` before the tests start
     (one to two minutes cold)."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "rootfs.py"), "build"], capture_output=True, text=True
+        [sys.executable, "-m", "hack.release.rootfs", "build"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:
-        pytest.fail(f"hack/rootfs.py build failed:\n{proc.stderr[-4000:]}", pytrace=False)
+        pytest.fail(f"hack/release/rootfs build failed:\n{proc.stderr[-4000:]}", pytrace=False)
     return Path(proc.stdout.strip().splitlines()[-1])

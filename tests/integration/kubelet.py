@@ -1,7 +1,7 @@
 """Drive a pod's status by hand, the way a kubelet reports it.
 
 Pods that carry the annotation ``kwok.t9k.dev/manual: "true"`` are left alone
-by the KWOK stages (hack/kwok/stages.yaml); a test moves them to Running,
+by the KWOK stages (hack/third_party/kwok/stages.yaml); a test moves them to Running,
 Succeeded or Failed with chosen exit codes and restart counts through the
 pod's status subresource, exactly where a kubelet writes.
 

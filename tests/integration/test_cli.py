@@ -4,9 +4,9 @@ the operator running (as its ServiceAccount): no mocked API anywhere.
 The CLI runs as its console script, authenticated by the cluster's admin
 kubeconfig as a user's would be; its logs are the containers' logs KWOK
 serves through its kubelet endpoint (each container's own, every line naming
-its pod and container: hack/kwok/pod_logs.py), and ``t9k tensorboard``
+its pod and container: hack/third_party/kwok/pod_logs.py), and ``t9k tensorboard``
 forwards through the API server to KWOK's port-forward
-(hack/kwok/tensorboard_stub.py).
+(hack/third_party/kwok/tensorboard_stub.py).
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ pytestmark = pytest.mark.usefixtures("operator")
 
 T9K = Path(sys.executable).with_name("t9k")
 LOG_TEXTS = ["starting training", "epoch 1 loss 0.50", "epoch 2 loss 0.25", "training finished"]
-"""hack/kwok/container.log's lines, which every container on the KWOK nodes logs."""
+"""hack/third_party/kwok/container.log's lines, which every container on the KWOK nodes logs."""
 
 
 def log_lines(pod: str, container: str) -> list[str]:
     """The log of ``container`` of ``pod`` on the KWOK nodes: each line names
-    them (hack/kwok/pod_logs.py), so a log read from another pod or another
+    them (hack/third_party/kwok/pod_logs.py), so a log read from another pod or another
     container of it is told apart."""
     return [f"{pod}/{container} {text}" for text in LOG_TEXTS]
 

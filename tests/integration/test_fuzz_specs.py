@@ -181,7 +181,7 @@ ENRICHMENTS: list[tuple[str, str, Any]] = [
     ),
     ("meta", "labels", {"team": "a", "tier": "train"}),
     ("meta", "annotations", {"kwok.t9k.dev/run-duration": "2s", "note": "enriched"}),
-    # Pods their kubelet cannot start (hack/kwok/stages.yaml, pod-pull-failed and
+    # Pods their kubelet cannot start (hack/third_party/kwok/stages.yaml, pod-pull-failed and
     # pod-cannot-start):
     # one that waits to be cured, and one no wait cures.
     ("meta", "annotations", {"kwok.t9k.dev/waiting-reason": "ImagePullBackOff"}),

@@ -5,7 +5,7 @@ A real kubelet takes a deleted pod's name away only once its containers have
 stopped, up to the pod's grace period (30 s by default; a training image
 checkpointing on SIGTERM takes its time). The local cluster's KWOK stages do
 the same for a pod still running: it stays Terminating for
-``kwok.t9k.dev/stop-duration`` (hack/kwok/stages.yaml), here :data:`STOP`.
+``kwok.t9k.dev/stop-duration`` (hack/third_party/kwok/stages.yaml), here :data:`STOP`.
 Each test samples the job's pods every 0.1 s throughout and checks that no
 replica ever had two pods, that the replacement came once the name was free
 (and not much later), and that the operator never counted an error.

@@ -1,7 +1,7 @@
 """`make image`, for real: buildah builds the Dockerfile (no registry:
-``BASE=debootstrap`` makes its base the Debian base hack/rootfs.py
+``BASE=debootstrap`` makes its base the Debian base hack/release/rootfs
 debootstraps, imported as a local image),
-and the image it makes is the one hack/rootfs.py makes from the same file:
+and the image it makes is the one hack/release/rootfs makes from the same file:
 the same configuration and the same Python packages, and its entrypoint runs
 as its user on a read-only root.
 
@@ -40,7 +40,7 @@ def dist_version(dist_info: str) -> tuple[str, str]:
 
 
 def read_lock(path: Path) -> dict[str, Any]:
-    pins: dict[str, Any] = hack_scripts.load("lock").read_lock(path)
+    pins: dict[str, Any] = hack_scripts.load("release.lock").read_lock(path)
     return pins
 
 

@@ -1,6 +1,6 @@
 """The image and the in-cluster path, run for real.
 
-The image's root filesystem is made from the Dockerfile by hack/rootfs.py
+The image's root filesystem is made from the Dockerfile by hack/release/rootfs
 (Debian's packages, no registry). The operator's Deployment
 (manifests/manager/deployment.yaml, read as it is) runs from it with two
 replicas as kubelet would start them (tests/integration/incluster.py): uid

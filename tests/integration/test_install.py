@@ -31,6 +31,7 @@ from tests.integration.cluster import (
     ROOT,
     Cluster,
     MissingBinaries,
+    admin,
     create_namespace,
     delete_quietly,
     env_flag,
@@ -425,7 +426,7 @@ def test_helm_install_upgrades_crds_and_uninstall_keeps_them_with_the_jobs(
         "serviceMonitor.enabled=true,prometheusRule.enabled=true",
     )
     crds_established(fresh)
-    client = fresh.admin()
+    client = admin(fresh)
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "kept")
     crd = get(fresh, "crd", "pytorchtrainingjobs.batch.tensorstack.dev")
@@ -457,7 +458,7 @@ def test_install_yaml_and_its_documented_uninstall_keep_the_jobs(fresh: Cluster)
     dep = get(fresh, "deployment", "t9k-operator", "t9k-system")
     assert dep["spec"]["replicas"] == 2
     crds_established(fresh)
-    client = fresh.admin()
+    client = admin(fresh)
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "bundle")
     # docs/install.md: the operator's own objects, by label; never the CRDs.
@@ -500,7 +501,7 @@ def test_make_deploy_sets_the_image_and_undeploy_keeps_the_crds(fresh: Cluster) 
     managers = {f["manager"] for f in json.loads(fields)["metadata"]["managedFields"]}
     assert "t9k-operator-deploy" in managers  # applied server-side, by its own manager
     crds_established(fresh)
-    client = fresh.admin()
+    client = admin(fresh)
     users = create_namespace(client, "t-users")
     pod = job_with_a_pod(client, users, "deployed")
     proc = subprocess.run([*make, "undeploy"], env=env, capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""The local cluster's container logs (hack/kwok/pod_logs.py), read as every
+"""The local cluster's container logs (hack/third_party/kwok/pod_logs.py), read as every
 client reads them: ``pods/log`` on the API server, which asks KWOK's kubelet
 endpoint. Each container of a pod has its own log, each line naming the pod and
 the container; a pod created again under the same name has logs of its own.

@@ -1,4 +1,4 @@
-"""The local cluster's KWOK stages (hack/kwok/stages.yaml) end a pod the way a
+"""The local cluster's KWOK stages (hack/third_party/kwok/stages.yaml) end a pod the way a
 job's pod ends: the exit code of ``kwok.t9k.dev/exit-code`` lands on the
 training container, the one the operator reads, wherever it is in the spec;
 an OOM-killed container ends ``OOMKilled`` with 137; an image that cannot be

@@ -32,7 +32,9 @@ from tests.integration.operator_process import free_port
 
 pytestmark = pytest.mark.usefixtures("operator")
 
-STAGES = os.path.join(os.path.dirname(__file__), "..", "..", "hack", "kwok", "stages.yaml")
+STAGES = os.path.join(
+    os.path.dirname(__file__), "..", "..", "hack", "third_party", "kwok", "stages.yaml"
+)
 LOSSY = {"key": "t9k.test/lossy", "value": "true", "effect": "NoSchedule"}
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown"}
 

@@ -121,12 +121,13 @@ def test_what_the_pod_api_accepts_the_template_accepts(
 
 
 def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Cluster) -> None:
-    """hack/openapi/core-v1.json, which the CRDs are generated from, is not stale."""
+    """hack/third_party/openapi/core-v1.json, which the CRDs are generated from, is
+    not stale."""
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
-            "hack.kube_openapi",
+            "hack.generate.openapi",
             "check",
             "--kubeconfig",
             str(cluster.kubeconfig),
@@ -137,7 +138,7 @@ def test_the_kept_pod_schema_is_what_the_pinned_api_server_serves(cluster: Clust
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    kept = json.loads(Path(ROOT / "hack" / "openapi" / "core-v1.json").read_text())
+    kept = json.loads(Path(ROOT / "hack" / "third_party" / "openapi" / "core-v1.json").read_text())
     version = cluster.kubectl("version", "-o", "json").stdout
     assert json.loads(version)["serverVersion"]["gitVersion"] == kept["kubernetesVersion"]
 

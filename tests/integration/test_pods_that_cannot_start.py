@@ -3,7 +3,7 @@ an Event, and settled (failed at once when no wait cures the cause, else
 after the start timeout); and a container the OOM killer ends.
 
 The pods are placed by the real kube-scheduler; KWOK's stages
-(hack/kwok/stages.yaml) then report them as kubelet reports a pod whose
+(hack/third_party/kwok/stages.yaml) then report them as kubelet reports a pod whose
 containers it cannot start: Pending, each container waiting with kubelet's
 reason and message (``kwok.t9k.dev/waiting-reason``), a failing pull
 alternating ``ErrImagePull`` and ``ImagePullBackOff``. Volumes that cannot

@@ -18,6 +18,7 @@ from t9k_operator.resources import CONFIGMAPS
 from tests.integration.cluster import (
     ROOT,
     Cluster,
+    admin,
     create_namespace,
     env_flag,
     request_token,
@@ -139,10 +140,10 @@ def test_on_an_api_server_with_few_seats_every_job_starts(
     )
     cluster.wait_established("crd", "-l", "app.kubernetes.io/part-of=t9k-operator")
     cluster.kubectl("apply", "--server-side", "-f", "-", input_=ONE_SEAT)
-    admin = cluster.admin()
-    token = request_token(admin, OPERATOR_NAMESPACE, OPERATOR_SA)
+    client = admin(cluster)
+    token = request_token(client, OPERATOR_NAMESPACE, OPERATOR_SA)
     kubeconfig = cluster.token_kubeconfig(tmp_path / "kubeconfig", token)
-    jobs = Jobs(admin, create_namespace(admin, "t-seats"))
+    jobs = Jobs(client, create_namespace(client, "t-seats"))
     operator = OperatorProcess(kubeconfig, tmp_path / "operator.log")
     try:
         operator.wait_ready(60)

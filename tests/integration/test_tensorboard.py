@@ -8,7 +8,7 @@ Claims: the local cluster has no storage provisioner, so a test that needs a
 bound claim provides a statically bound PV and PVC, as an administrator would
 (``jobs.provide_claims``); a claim that does not exist is left for the
 scheduler to find out. The KWOK nodes run no containers: a pod "runs" as
-hack/kwok/stages.yaml says, and the TensorBoard's pod (restartPolicy Always)
+hack/third_party/kwok/stages.yaml says, and the TensorBoard's pod (restartPolicy Always)
 keeps running as under a kubelet. What TensorBoard itself does with the pod is
 tested in test_tensorboard_program.py.
 """

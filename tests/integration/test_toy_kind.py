@@ -76,11 +76,11 @@ def toy_installed(cluster: Cluster, rbac_installed: None, plugin_dir: Path) -> N
         ).stdout
 
     crd = generated(
-        "from tests.toykind.api import CRD\nprint(hack_scripts.load('gen_crds').render(CRD))"
+        "from tests.toykind.api import CRD\nprint(hack_scripts.load('generate.crds').render(CRD))"
     )
     cluster.kubectl("apply", "--server-side", "-f", "-", input_=crd)
     cluster.wait_established(f"crd/{CRD.name}")
-    role = yaml.safe_load(generated("print(hack_scripts.load('gen_rbac').render())"))
+    role = yaml.safe_load(generated("print(hack_scripts.load('generate.rbac').render())"))
     role["metadata"]["name"] = ROLE
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",

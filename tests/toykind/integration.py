@@ -4,7 +4,7 @@
 A test integration that lives only in the tests and is registered by an
 entry point alone (see tests/toy_plugin.py): its own module plus one
 registry line. It has its own flag, states the ClusterRole rules it needs
-(``rbac``, which hack/gen_rbac.py writes) and adds its part to the status.
+(``rbac``, which hack/generate/rbac.py writes) and adds its part to the status.
 """
 
 from __future__ import annotations

@@ -1,22 +1,31 @@
 """The job-start bench's pure helpers for its ``--kueue`` and ``--gang`` runs,
 its count of the operator's reads, its ``--py-spy`` summary and its
-comparisons (hack/bench_job_start.py)."""
+comparisons (hack/bench/job_start/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests import hack_scripts
+from hack.bench.common.metrics import count_requests, informer_requests
+from hack.bench.job_start.apiserver import closed_watchers, writes
+from hack.bench.job_start.compare import comparisons, targets
+from hack.bench.job_start.integrations import (
+    CPU_MILLIS,
+    FLAVOR_LABELS,
+    LOCAL_QUEUE,
+    PRIORITY,
+    SCHEDULER,
+    Integrations,
+    job_body,
+)
+from hack.bench.job_start.plan import DEFAULT_PLAN, SCENARIOS, scenario_plan
+from hack.bench.job_start.prepare import kueue_queues, manifest_object, nodes_to_add
+from hack.bench.job_start.pyspy import profile_top
+from hack.bench.job_start.run import Run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return hack_scripts.load("bench_job_start")
 
 
 METRICS = """\
@@ -33,12 +42,12 @@ rest_client_requests_created{code="200",host="127.0.0.1:6443",method="GET"} 1.7e
 """
 
 
-def test_reads_are_every_get_of_any_code(bench: ModuleType) -> None:
-    assert bench.count_requests(METRICS) == 44
-    assert bench.count_requests(METRICS, ("POST", "PUT")) == 1200
+def test_reads_are_every_get_of_any_code() -> None:
+    assert count_requests(METRICS) == 44
+    assert count_requests(METRICS, ("POST", "PUT")) == 1200
 
 
-def test_the_informers_requests_every_resource_and_verb(bench: ModuleType) -> None:
+def test_the_informers_requests_every_resource_and_verb() -> None:
     metrics = METRICS + (
         "# TYPE t9k_informer_requests_total counter\n"
         't9k_informer_requests_total{resource="pods",verb="list"} 2.0\n'
@@ -46,49 +55,47 @@ def test_the_informers_requests_every_resource_and_verb(bench: ModuleType) -> No
         't9k_informer_requests_total{resource="leases",verb="watch"} 1.0\n'
         't9k_informer_requests_created{resource="pods",verb="list"} 1.7e+09\n'
     )
-    assert bench.informer_requests(metrics) == 6
+    assert informer_requests(metrics) == 6
     # The reconciles' reads: every GET less the informers' own.
-    assert bench.count_requests(metrics) - bench.informer_requests(metrics) == 38
-    assert bench.informer_requests(METRICS) is None
+    assert count_requests(metrics) - informer_requests(metrics) == 38
+    assert informer_requests(METRICS) is None
 
 
-def test_no_request_counter_is_none_not_zero(bench: ModuleType) -> None:
-    assert bench.count_requests("process_cpu_seconds_total 1.5\n") is None
+def test_no_request_counter_is_none_not_zero() -> None:
+    assert count_requests("process_cpu_seconds_total 1.5\n") is None
     only_writes = 'rest_client_requests_total{code="201",host="h",method="POST"} 3.0\n'
-    assert bench.count_requests(only_writes) == 0
+    assert count_requests(only_writes) == 0
 
 
-def test_integrations_flags(bench: ModuleType) -> None:
-    plain = bench.Integrations()
+def test_integrations_flags() -> None:
+    plain = Integrations()
     assert (plain.cluster_flags(), plain.operator_flags(), str(plain)) == ((), (), "none")
-    assert plain.scheduler() == bench.SCHEDULER
-    both = bench.Integrations(kueue=True, gang="volcano")
+    assert plain.scheduler() == SCHEDULER
+    both = Integrations(kueue=True, gang="volcano")
     assert both.cluster_flags() == ("--gang", "volcano", "--kueue")
     assert both.operator_flags() == ("--kueue", "--gang-scheduler=volcano")
     assert both.scheduler() == "volcano"
-    assert bench.Integrations(gang="coscheduling").scheduler() == "scheduler-plugins-scheduler"
+    assert Integrations(gang="coscheduling").scheduler() == "scheduler-plugins-scheduler"
 
 
-def test_a_kueue_job_names_the_queue_a_priority_and_a_request(bench: ModuleType) -> None:
-    job = bench.job_body("job-0", 4, bench.Integrations(kueue=True))
-    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": bench.LOCAL_QUEUE}
+def test_a_kueue_job_names_the_queue_a_priority_and_a_request() -> None:
+    job = job_body("job-0", 4, Integrations(kueue=True))
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": LOCAL_QUEUE}
     assert job["spec"]["scheduler"] == {
-        "t9kScheduler": {"queue": bench.LOCAL_QUEUE, "priority": bench.PRIORITY}
+        "t9kScheduler": {"queue": LOCAL_QUEUE, "priority": PRIORITY}
     }
     (container,) = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"]
-    assert container["resources"] == {"requests": {"cpu": f"{bench.CPU_MILLIS}m"}}
+    assert container["resources"] == {"requests": {"cpu": f"{CPU_MILLIS}m"}}
     # Without Kueue (a gang scheduler alone too) the job is the plain one.
-    plain = bench.job_body("job-0", 4)
-    assert bench.job_body("job-0", 4, bench.Integrations(gang="volcano")) == plain
+    plain = job_body("job-0", 4)
+    assert job_body("job-0", 4, Integrations(gang="volcano")) == plain
     assert "labels" not in plain["metadata"] and "scheduler" not in plain["spec"]
 
 
-def test_the_queues_hold_every_pod_at_once_on_a_flavor_with_node_labels(
-    bench: ModuleType,
-) -> None:
-    (flavor_r, flavor), (cq_r, cq), (lq_r, lq) = bench.kueue_queues(800)
+def test_the_queues_hold_every_pod_at_once_on_a_flavor_with_node_labels() -> None:
+    (flavor_r, flavor), (cq_r, cq), (lq_r, lq) = kueue_queues(800)
     assert (flavor_r.kind, cq_r.kind, lq_r.kind) == ("ResourceFlavor", "ClusterQueue", "LocalQueue")
-    assert flavor["spec"]["nodeLabels"] == bench.FLAVOR_LABELS
+    assert flavor["spec"]["nodeLabels"] == FLAVOR_LABELS
     (group,) = cq["spec"]["resourceGroups"]
     assert group["flavors"] == [
         {
@@ -97,43 +104,43 @@ def test_the_queues_hold_every_pod_at_once_on_a_flavor_with_node_labels(
         }
     ]
     assert lq["spec"] == {"clusterQueue": cq["metadata"]["name"]}
-    assert lq["metadata"]["name"] == bench.LOCAL_QUEUE
+    assert lq["metadata"]["name"] == LOCAL_QUEUE
 
 
-def test_the_priority_classes_come_from_the_manifests(bench: ModuleType) -> None:
-    name = f"t9k-priority-{bench.PRIORITY}"
-    wpc = bench.manifest_object(ROOT / "manifests/kueue/workload-priority-classes.yaml", name)
-    assert (wpc["kind"], wpc["value"]) == ("WorkloadPriorityClass", bench.PRIORITY)
-    pc = bench.manifest_object(ROOT / "manifests/scheduling/priority-classes.yaml", name)
-    assert (pc["kind"], pc["value"]) == ("PriorityClass", bench.PRIORITY)
+def test_the_priority_classes_come_from_the_manifests() -> None:
+    name = f"t9k-priority-{PRIORITY}"
+    wpc = manifest_object(ROOT / "manifests/kueue/workload-priority-classes.yaml", name)
+    assert (wpc["kind"], wpc["value"]) == ("WorkloadPriorityClass", PRIORITY)
+    pc = manifest_object(ROOT / "manifests/scheduling/priority-classes.yaml", name)
+    assert (pc["kind"], pc["value"]) == ("PriorityClass", PRIORITY)
 
 
-def test_integrations_run_only_with_the_operator(bench: ModuleType) -> None:
-    kueue = bench.Integrations(kueue=True)
+def test_integrations_run_only_with_the_operator() -> None:
+    kueue = Integrations(kueue=True)
     sizes = ["200x4", "1000x4"]
-    assert bench.scenario_plan(sizes, None, kueue) == {
+    assert scenario_plan(sizes, None, kueue) == {
         "200x4": ("defaults", "tuned"),
         "1000x4": ("defaults", "tuned"),
     }
-    assert bench.scenario_plan(sizes, ["tuned"], kueue) == {
+    assert scenario_plan(sizes, ["tuned"], kueue) == {
         "200x4": ("tuned",),
         "1000x4": ("tuned",),
     }
     with pytest.raises(ValueError, match="ceiling, baseline"):
-        bench.scenario_plan(sizes, ["ceiling", "tuned", "baseline"], kueue)
+        scenario_plan(sizes, ["ceiling", "tuned", "baseline"], kueue)
     with pytest.raises(ValueError, match="writes"):
-        bench.scenario_plan(sizes, ["writes"], bench.Integrations(gang="coscheduling"))
-    assert bench.scenario_plan(["200x4"], None, bench.Integrations()) == {"200x4": bench.SCENARIOS}
+        scenario_plan(sizes, ["writes"], Integrations(gang="coscheduling"))
+    assert scenario_plan(["200x4"], None, Integrations()) == {"200x4": SCENARIOS}
     with pytest.raises(ValueError, match="unknown scenario"):
-        bench.scenario_plan(sizes, ["fastest"], bench.Integrations())
+        scenario_plan(sizes, ["fastest"], Integrations())
 
 
-def test_nodes_for_a_gang_run(bench: ModuleType) -> None:
-    assert bench.nodes_to_add(800, 4) == 6  # 1,000 pods' room: 10 nodes of 110
-    assert bench.nodes_to_add(40, 4) == 0
+def test_nodes_for_a_gang_run() -> None:
+    assert nodes_to_add(800, 4) == 6  # 1,000 pods' room: 10 nodes of 110
+    assert nodes_to_add(40, 4) == 0
 
 
-def test_closed_watchers_by_resource(bench: ModuleType) -> None:
+def test_closed_watchers_by_resource() -> None:
     metrics = (
         "# HELP apiserver_terminated_watchers_total [ALPHA] Counter of watchers closed.\n"
         'apiserver_terminated_watchers_total{group="",resource="pods"} 9\n'
@@ -141,11 +148,11 @@ def test_closed_watchers_by_resource(bench: ModuleType) -> None:
         'resource="pytorchtrainingjobs"} 1\n'
         'apiserver_watch_events_total{group="",resource="pods",version="v1"} 5000\n'
     )
-    assert bench.closed_watchers(metrics) == {"pods": 9, "pytorchtrainingjobs": 1}
-    assert not bench.closed_watchers("")  # none closed yet: the counter has no series
+    assert closed_watchers(metrics) == {"pods": 9, "pytorchtrainingjobs": 1}
+    assert not closed_watchers("")  # none closed yet: the counter has no series
 
 
-def test_the_servers_writes_by_verb_resource_and_subresource(bench: ModuleType) -> None:
+def test_the_servers_writes_by_verb_resource_and_subresource() -> None:
     metrics = (
         'apiserver_request_total{code="201",resource="pods",subresource="",verb="POST"} 5\n'
         'apiserver_request_total{code="200",resource="pods",subresource="",verb="GET"} 9\n'
@@ -153,18 +160,18 @@ def test_the_servers_writes_by_verb_resource_and_subresource(bench: ModuleType) 
         'apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="POST"} 0.5\n'
         'apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="GET"} 7.0\n'
     )
-    writes, seconds = bench.Cluster.writes(None, metrics)  # the text given: no scrape
-    assert dict(writes) == {("POST", "pods", ""): 5, ("PATCH", "pods", "status"): 2}
+    counted, seconds = writes(metrics)  # the text given: no scrape
+    assert dict(counted) == {("POST", "pods", ""): 5, ("PATCH", "pods", "status"): 2}
     assert seconds == {("POST", "pods", ""): 0.5}
 
 
-def test_the_default_plan_runs_10000_jobs_at_the_operators_defaults(bench: ModuleType) -> None:
-    plan = bench.scenario_plan(list(bench.DEFAULT_PLAN), None, bench.Integrations())
+def test_the_default_plan_runs_10000_jobs_at_the_operators_defaults() -> None:
+    plan = scenario_plan(list(DEFAULT_PLAN), None, Integrations())
     assert plan["10000x4"] == ("defaults",)
     assert "defaults" in plan["1000x4"] and "defaults" in plan["200x4"]
 
 
-def test_py_spy_stacks_give_self_and_cumulative_shares(bench: ModuleType, tmp_path: Path) -> None:
+def test_py_spy_stacks_give_self_and_cumulative_shares(tmp_path: Path) -> None:
     raw = tmp_path / "stacks"
     raw.write_text(
         "thread (0x1);run (a.py:1);work (b.py:2);loads (json.py:3) 6\n"
@@ -172,7 +179,7 @@ def test_py_spy_stacks_give_self_and_cumulative_shares(bench: ModuleType, tmp_pa
         "thread (0x2);run (a.py:1);other (c.py:4);work (b.py:2) 1\n"
         "garbage line\n"
     )
-    top, total = bench.profile_top(raw, n=3)
+    top, total = profile_top(raw, n=3)
     assert total == 10
     # Lines of one function are merged; the thread's own frame is no code.
     assert top["self"] == [
@@ -187,9 +194,9 @@ def test_py_spy_stacks_give_self_and_cumulative_shares(bench: ModuleType, tmp_pa
     ]
 
 
-def test_comparisons_are_ratios_within_the_run(bench: ModuleType) -> None:
+def test_comparisons_are_ratios_within_the_run() -> None:
     def run(scenario: str, pods: float, cpu: float, writes: int, rss: float | None) -> object:
-        return bench.Run(
+        return Run(
             "200x4",
             scenario,
             pods_s=pods,
@@ -205,18 +212,16 @@ def test_comparisons_are_ratios_within_the_run(bench: ModuleType) -> None:
         ("200x4", "baseline"): run("baseline", 24.0, 4.0, 1600, 80.0),
         ("200x4", "ceiling"): run("ceiling", 2.0, 0.0, 800, None),
     }
-    table = bench.comparisons(by)
+    table = comparisons(by)
     assert "| 200x4 | defaults / baseline | 0.25 | 0.28 | 0.50 | 0.88 | 1.12 |" in table
     assert "tuned" not in table  # no tuned run: no comparison with it
-    lines = bench.targets(by)
+    lines = targets(by)
     assert "200x4 CPU per job, defaults / baseline: 10.0 / 20.0 ms = 0.50 (target <= 0.75)" in lines
 
 
-def test_a_run_of_10000_jobs_reports_its_rss_against_the_limit(bench: ModuleType) -> None:
-    r = bench.Run(
-        "10000x4", "defaults", cpu_s=120.0, jobs=10_000, rss_ready_mib=80.0, rss_peak_mib=400.0
-    )
-    (line,) = [x for x in bench.targets({("10000x4", "defaults"): r}) if "RSS" in x]
+def test_a_run_of_10000_jobs_reports_its_rss_against_the_limit() -> None:
+    r = Run("10000x4", "defaults", cpu_s=120.0, jobs=10_000, rss_ready_mib=80.0, rss_peak_mib=400.0)
+    (line,) = [x for x in targets({("10000x4", "defaults"): r}) if "RSS" in x]
     assert line == (
         "10000x4 defaults: RSS at ready 84 MB, peak 419 MB (target < 450 MB), CPU 12.0 ms per job"
     )

@@ -175,7 +175,7 @@ def test_a_half_built_folder_is_rebuilt_not_used(env: dict[str, str]) -> None:
 def test_a_build_failure_names_the_binary_and_why(env: dict[str, str]) -> None:
     result = binaries(env, FAKE_GO_FAIL="etcd")
     assert result.returncode != 0
-    assert "building etcd v3.6.16 (hack/etcd) failed (go exited 1)" in result.stderr
+    assert "building etcd v3.6.16 (hack/third_party/etcd) failed (go exited 1)" in result.stderr
     assert "main.go:1: boom in etcd" in result.stderr
     cache_bin = Path(env["T9K_CACHE_DIR"]) / "bin"
     left = [p.name for p in cache_bin.iterdir() if not p.name.endswith((".lock", ".build.log"))]
@@ -248,7 +248,7 @@ def test_gang_schedulers_build_into_their_own_folders_with_their_crds(
     calls = go_calls(env)
     builds = [c for c in calls if " build " in c]
     assert len(builds) == 3 + 1 + 2  # k8s, etcd, kwok; volcano; scheduler-plugins' two
-    assert any(c.startswith(str(ROOT / "hack" / "volcano") + " ") for c in builds)
+    assert any(c.startswith(str(ROOT / "hack" / "third_party" / "volcano") + " ") for c in builds)
     again = binaries(env, gang="all")
     assert again.returncode == 0 and len(go_calls(env)) == len(calls)  # cached
 
@@ -271,7 +271,7 @@ def test_a_gang_build_failure_names_the_binary_and_leaves_no_folder(
     result = binaries(env, gang="coscheduling", FAKE_GO_FAIL="scheduler-plugins")
     assert result.returncode != 0
     assert (
-        "building scheduler-plugins-scheduler v0.34.7 (hack/scheduler-plugins: "
+        "building scheduler-plugins-scheduler v0.34.7 (hack/third_party/scheduler-plugins: "
         "sigs.k8s.io/scheduler-plugins/cmd/scheduler) failed (go exited 1)"
     ) in result.stderr
     assert "main.go:1: boom in scheduler-plugins" in result.stderr
@@ -331,7 +331,7 @@ def test_kueue_builds_into_its_own_folder_with_all_its_crds_by_default(
     ]
     builds = [c for c in go_calls(env) if " build " in c]
     assert len(builds) == 3 + 1  # k8s, etcd, kwok; kueue
-    assert builds[-1].startswith(str(ROOT / "hack" / "kueue") + " ")
+    assert builds[-1].startswith(str(ROOT / "hack" / "third_party" / "kueue") + " ")
     assert f"sigs.k8s.io/kueue/pkg/version.GitVersion={kueue.version}" in builds[-1]
     assert binaries(env, T9K_NO_BUILD="1").returncode == 0  # --no-kueue: not looked at
     calls = len(go_calls(env))
@@ -386,9 +386,9 @@ def test_missing_install_tools_with_no_build_exit_3_with_the_remedy(env: dict[st
 
 def test_wrapper_modules_require_the_pinned_versions() -> None:
     for g in [*ADDONS.values(), *INSTALL_TOOLS.values()]:
-        go_mod = (ROOT / "hack" / g.wrapper / "go.mod").read_text()
+        go_mod = (ROOT / "hack" / "third_party" / g.wrapper / "go.mod").read_text()
         assert f"{g.module} {g.version}" in go_mod, g.wrapper
-        assert (ROOT / "hack" / g.wrapper / "go.sum").exists()
+        assert (ROOT / "hack" / "third_party" / g.wrapper / "go.sum").exists()
 
 
 def test_make_obtains_binaries_before_pytest_starts() -> None:

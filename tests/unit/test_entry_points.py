@@ -85,8 +85,8 @@ def test_the_generators_make_the_toy_crd_and_its_cluster_role_rules(tmp_path: Pa
     proc = python(
         "import json\n"
         "from tests import hack_scripts\n"
-        "crds = hack_scripts.load('gen_crds').rendered()\n"
-        "print(json.dumps({'crds': crds, 'role': hack_scripts.load('gen_rbac').render()}))\n",
+        "crds = hack_scripts.load('generate.crds').rendered()\n"
+        "print(json.dumps({'crds': crds, 'role': hack_scripts.load('generate.rbac').render()}))\n",
         tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

@@ -1,6 +1,6 @@
 """The chart, kustomize's overlays and deploy/install.yaml are generated from
-manifests/ (hack/gen_install.py) and committed: they are fresh, and what the
-generator derives (the namespaced Role, the PrometheusRule, the chart's
+manifests/ (hack/generate/install.py) and committed: they are fresh, and what
+the generator derives (the namespaced Role, the PrometheusRule, the chart's
 values and its stored CRDs) is right. Rendering them with the real Helm and
 kustomize is tests/integration/test_install.py's."""
 
@@ -23,12 +23,12 @@ def load(path: Path) -> Any:
     return yaml.load(path.read_text(), Loader=LOADER)
 
 
-gen = hack_scripts.load("gen_install")
+gen = hack_scripts.load("generate.install")
 
 
 def test_regenerating_changes_nothing() -> None:
     assert gen.main(["--check"]) == 0, (
-        "stale: run `python hack/gen_install.py` (part of `make manifests`) and commit"
+        "stale: run `python -m hack.generate.install` (part of `make manifests`) and commit"
     )
 
 
@@ -134,5 +134,5 @@ def test_the_charts_values_are_the_deployments_settings() -> None:
     ],
 )
 def test_make_deploy_reads_img_as_kustomize_does(image: str, entry: dict[str, str]) -> None:
-    deploy = hack_scripts.load("deploy")
+    deploy = hack_scripts.load("release.deploy")
     assert deploy.image_entry(image) == {"name": "ghcr.io/t9k-operator/t9k-operator", **entry}

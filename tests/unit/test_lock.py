@@ -1,4 +1,4 @@
-"""The lock files (requirements/*.txt, hack/lock.py): they agree with
+"""The lock files (requirements/*.txt, hack/release/lock.py): they agree with
 pyproject.toml's ranges, and every install the project makes goes through
 them, hash-checked, so a new upload to PyPI changes nothing until it is
 locked. (A day came when the image test failed because `make image` resolved
@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def lock() -> ModuleType:
-    return hack_scripts.load("lock")
+    return hack_scripts.load("release.lock")
 
 
 @pytest.fixture(scope="module")
 def rootfs() -> ModuleType:
-    return hack_scripts.load("rootfs")
+    return hack_scripts.load("release.rootfs")
 
 
 def test_the_locks_agree_with_pyproject(lock: ModuleType) -> None:
@@ -126,7 +126,8 @@ def test_make_venv_installs_the_dev_lock() -> None:
         "$(PY) -m pip install -q --require-hashes -r requirements/dev.txt",
         "$(PY) -m pip install -q --no-deps --no-build-isolation -e .",
     ]
-    assert "$(PY) hack/lock.py --check" in makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "$(PY) -m hack.release.lock --check" in lint
 
 
 def test_the_image_key_follows_the_lock(rootfs: ModuleType, tmp_path: Path) -> None:

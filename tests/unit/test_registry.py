@@ -119,7 +119,7 @@ def test_the_names_are_unique() -> None:
 
 
 def test_the_crd_generator_makes_one_crd_per_served_kind() -> None:
-    gen = hack_scripts.load("gen_crds")
+    gen = hack_scripts.load("generate.crds")
     assert registry.served_crds() == gen.KINDS == [*registry.crds(), tensorboard.CRD]
     names = {yaml.safe_load(p.read_text())["spec"]["names"]["kind"] for p in CRD_DIR.glob("*.yaml")}
     assert names == {info.kind for info in registry.served_crds()}
@@ -132,7 +132,7 @@ def test_the_tensorboard_is_served_but_is_not_a_job_kind() -> None:
 
 
 def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
-    gen = hack_scripts.load("gen_rbac")
+    gen = hack_scripts.load("generate.rbac")
     assert gen.TARGET.read_text() == gen.render(), "stale: run `make manifests` and commit"
     role = yaml.safe_load(gen.TARGET.read_text())
     granted = {
@@ -147,7 +147,7 @@ def test_the_committed_cluster_role_is_what_the_registry_makes() -> None:
 
 
 def test_the_committed_priority_classes_are_what_the_code_makes() -> None:
-    gen = hack_scripts.load("gen_rbac")
+    gen = hack_scripts.load("generate.rbac")
     text = gen.PRIORITY_CLASSES.read_text()
     assert text == gen.render_priority_classes(), "stale: run `make manifests` and commit"
     classes = list(yaml.safe_load_all(text))
@@ -158,7 +158,7 @@ def test_the_committed_priority_classes_are_what_the_code_makes() -> None:
 
 
 def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None:
-    role = yaml.safe_load(hack_scripts.load("gen_rbac").TARGET.read_text())
+    role = yaml.safe_load(hack_scripts.load("generate.rbac").TARGET.read_text())
     granted = {
         (group, res, verb)
         for rule in role["rules"]
@@ -172,7 +172,7 @@ def test_the_operator_may_manage_the_podgroups_of_every_gang_scheduler() -> None
 
 
 def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
-    role = yaml.safe_load(hack_scripts.load("gen_rbac").TARGET.read_text())
+    role = yaml.safe_load(hack_scripts.load("generate.rbac").TARGET.read_text())
     granted = {
         (group, res, verb)
         for rule in role["rules"]
@@ -191,7 +191,7 @@ def test_the_operator_may_serve_tensorboards_and_own_them_for_jobs() -> None:
 
 
 def test_a_new_kind_gets_its_rules() -> None:
-    gen = hack_scripts.load("gen_rbac")
+    gen = hack_scripts.load("generate.rbac")
     extra = replace(KINDS[0].crd, plural="newjobs", kind="NewJob")
     role = yaml.safe_load(gen.render([*registry.crds(), extra]))
     resources = {r for rule in role["rules"] for r in rule["resources"]}
@@ -201,7 +201,7 @@ def test_a_new_kind_gets_its_rules() -> None:
 def test_a_kind_whose_finished_jobs_are_deleted_gets_delete_on_its_jobs() -> None:
     """The delete rule of ttlSecondsAfterFinished follows the CRD's ``deletes_finished``:
     a toy kind with it gets delete on its jobs, one without does not."""
-    gen = hack_scripts.load("gen_rbac")
+    gen = hack_scripts.load("generate.rbac")
     kept = replace(KINDS[0].crd, group="toy.example", plural="keptjobs", kind="KeptJob")
     deleted = replace(kept, plural="ttljobs", kind="TtlJob", deletes_finished=True)
     assert not kept.deletes_finished

@@ -1,4 +1,4 @@
-"""How hack/rootfs.py reads a Dockerfile (Docker's rules for continuation
+"""How hack/release/rootfs reads a Dockerfile (Docker's rules for continuation
 lines, ARG scopes, substitution, ENV forms, COPY of files and folders), what
 its cache key depends on, and which cached folders it prunes. The build
 itself (debootstrap, chroot) runs in tests/integration/test_in_cluster.py."""
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def rootfs() -> ModuleType:
-    return hack_scripts.load("rootfs")
+    return hack_scripts.load("release.rootfs")
 
 
 def test_the_project_dockerfile_is_one_stage_on_a_debian_base(rootfs: ModuleType) -> None:

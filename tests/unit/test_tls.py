@@ -150,5 +150,5 @@ def test_the_ca_signs_and_is_a_ca() -> None:
 
 def test_many_replicas_connecting_at_once_are_queued_not_dropped() -> None:
     # socketserver's default backlog (5) drops SYNs beyond it, each retried a
-    # second later: hack/bench_progress.py measured p99 1.1 s with 32 reporters.
+    # second later: hack/bench/progress/ measured p99 1.1 s with 32 reporters.
     assert tls._TLSHTTPServer.request_queue_size >= 128

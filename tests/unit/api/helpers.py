@@ -40,8 +40,8 @@ def is_subset(sent: Any, stored: Any) -> bool:
 
 
 def load_generator() -> ModuleType:
-    """hack/gen_crds.py as a module (hack/ is not a package)."""
-    return hack_scripts.load("gen_crds")
+    """The CRD generator, hack/generate/crds.py, as a module."""
+    return hack_scripts.load("generate.crds")
 
 
 def committed_crd(info: CrdInfo) -> dict[str, Any]:

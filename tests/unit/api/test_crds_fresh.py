@@ -1,4 +1,4 @@
-"""The committed CRDs are what hack/gen_crds.py makes of the models, and are structural."""
+"""The committed CRDs are what hack/generate/crds.py makes of the models, and are structural."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from t9k_operator.api.pytorch import (
     MSG_ONE_MASTER,
 )
 from t9k_operator.api.template import pod_template_schema
+from tests import hack_scripts
 from tests.unit.api.helpers import (
     CRD_DIR,
     assert_described,
@@ -30,6 +31,7 @@ from tests.unit.api.helpers import (
 )
 
 gen = load_generator()
+kube = hack_scripts.load("generate.kube_schema")  # the Kubernetes types' conversion
 
 
 @pytest.mark.parametrize("file_name", sorted(gen.rendered()))
@@ -309,10 +311,10 @@ def test_every_int32_is_bounded_to_its_range(path: Path) -> None:
 
 def test_an_int32_keeps_a_tighter_bound() -> None:
     node = {"type": "integer", "format": "int32", "minimum": 1, "maximum": 2**40}
-    gen._bound_int32(node)
+    kube._bound_int32(node)
     assert (node["minimum"], node["maximum"]) == (1, 2**31 - 1)
     node = {"type": "integer", "format": "int32", "maximum": 100}
-    gen._bound_int32(node)
+    kube._bound_int32(node)
     assert (node["minimum"], node["maximum"]) == (-(2**31), 100)
 
 

@@ -267,10 +267,10 @@ def test_the_cluster_role_grants_what_every_integration_reads_and_its_needed_api
 def test_a_registered_integrations_rules_are_in_the_generated_rbac(
     toy_registered: tuple[Any, ...],
 ) -> None:
-    """hack/gen_rbac.py lays out what the registry's integrations state, the
+    """hack/generate/rbac.py lays out what the registry's integrations state, the
     toy's too: its cluster rules in the ClusterRole (after the known ones),
     its rules in the operator's namespace in a Role of its own."""
-    gen = hack_scripts.load("gen_rbac")
+    gen = hack_scripts.load("generate.rbac")
     role = yaml.safe_load(gen.render())
     toy = [r for r in role["rules"] if r["apiGroups"] == ["toy.example"]]
     assert toy == [

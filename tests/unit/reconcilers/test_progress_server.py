@@ -107,7 +107,7 @@ def test_a_body_too_large_is_refused_without_reading_it(serve: Any, certs: Path)
 
 def test_the_answer_is_one_write() -> None:
     # Headers and body in two writes would wait, with Nagle on, for the client's
-    # delayed ACK: 40 ms a report (hack/bench_progress.py).
+    # delayed ACK: 40 ms a report (hack/bench/progress/).
     answer = Answer(202, "accepted", "accepted", next=2.0)
     data = render(answer.status, answer.retry_after, answer.body(), True)
     head, _, body = data.partition(b"\r\n\r\n")

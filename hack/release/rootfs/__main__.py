@@ -1,0 +1,7 @@
+"""``python3 -m hack.release.rootfs build|key|base``: see the package."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
