@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from hack.procstat import machine_cpu, proc_cpu
+from hack.bench.common.procstat import machine_cpu, proc_cpu
 
 
 class CpuMeter:

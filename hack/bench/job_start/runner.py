@@ -9,8 +9,8 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from hack.bench.common.procstat import proc_cpu, proc_kib
 from hack.cluster import Cluster
-from hack.procstat import proc_cpu, proc_kib
 from t9k_operator.resources import PODS
 
 from ..common.cluster import bench_client, install_crds, start_fresh

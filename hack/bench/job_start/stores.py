@@ -13,8 +13,8 @@ import sys
 import tempfile
 import tracemalloc
 
+from hack.bench.common.procstat import proc_kib
 from hack.cluster.handle import ROOT
-from hack.procstat import proc_kib
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.informers import Indexer, transform_for
 from t9k_operator.kube import KubeClient

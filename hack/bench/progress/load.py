@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hack.bench.common.procstat import proc_cpu, proc_kib
 from hack.cluster.handle import ROOT
-from hack.procstat import proc_cpu, proc_kib
 from t9k_operator.integrations.progress.endpoint import ProgressEndpoint
 from t9k_operator.integrations.progress.pods import job_path
 

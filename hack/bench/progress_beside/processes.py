@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from hack.procstat import proc_cpu
+from hack.bench.common.procstat import proc_cpu
 
 
 def front_pid(operator: int) -> int:
