@@ -1,15 +1,12 @@
 """The operator's Deployment run for real on this machine: each replica from
-the image's root filesystem (hack/rootfs.py), as kubelet and runc would start
+the image's root filesystem (hack/release/rootfs), as kubelet and runc would start
 it (incluster_entry.py says how the container is made).
 
-Each replica is a pod with a network namespace of its own (so both bind the
-Deployment's ``:8080`` and ``:8081``), where the ``kubernetes`` Service's
-address 10.0.0.1:443 (kubelet's ``KUBERNETES_SERVICE_HOST``/``PORT``, and a
-name in the API server's certificate) is forwarded to the local API server,
-as kube-proxy forwards it. Its ServiceAccount volume holds a real token of
+Each replica is a pod with a network namespace of its own, where the
+``kubernetes`` Service's address reaches the local API server
+(incluster_network.py). Its ServiceAccount volume holds a real token of
 the ``t9k-operator`` ServiceAccount (TokenRequest), the cluster's CA and the
-namespace, in kubelet's atomic-writer layout on a read-only tmpfs. The test
-reaches the pod's ports with sockets made in the pod's network namespace.
+namespace, in kubelet's atomic-writer layout on a read-only tmpfs.
 
 Needs root, ``ip`` (iproute2) and ``unshare`` (util-linux).
 """
@@ -17,112 +14,48 @@ Needs root, ``ip`` (iproute2) and ``unshare`` (util-linux).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
-import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tests.integration.cluster import wait_for
+from tests.integration.incluster_network import PodNetwork
 from tests.integration.operator_process import parse_metric
 from tests.integration.podhost.host import SERVICE_ENV, atomic_write
 
 ENTRY = Path(__file__).with_name("incluster_entry.py")
+# Where the entry finds container_start.py (standard library only, so never
+# through the tests package).
+PODHOST = Path(__file__).resolve().with_name("podhost")
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-SERVICE_IP, SERVICE_PORT = SERVICE_ENV["KUBERNETES_SERVICE_HOST"], 443
-CLONE_NEWNET = 0x40000000
 # The container's namespaces (its network's is the pod's), then the runtime.
 UNSHARE = ("unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--propagation", "private",
            "--", sys.executable, str(ENTRY))  # fmt: skip
 _counter = itertools.count()
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def socket_in(netns: str) -> socket.socket:
-    """A TCP socket of the network namespace ``netns`` (``ip netns`` name):
-    made by a thread that enters it and then ends, so this process stays
-    where it is."""
-    box: dict[str, Any] = {}
-
-    def make() -> None:
-        try:
-            with open(f"/run/netns/{netns}") as f:
-                if _libc.setns(f.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns {netns}")
-            box["sock"] = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=make, name=f"setns-{netns}")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    sock: socket.socket = box["sock"]
-    return sock
-
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := src.recv(65536):
-            dst.sendall(data)
-    with contextlib.suppress(OSError):
-        dst.shutdown(socket.SHUT_WR)
-
-
-class ServiceProxy:
-    """kube-proxy's part for one pod: 10.0.0.1:443 in the pod's network
-    namespace reaches the API server (``upstream``, on this machine)."""
-
-    def __init__(self, netns: str, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.listener = socket_in(netns)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((SERVICE_IP, SERVICE_PORT))
-        self.listener.listen(64)
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, name=f"proxy-{netns}", daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream, timeout=10)
-            except OSError:
-                client.close()
-                continue
-            server.settimeout(None)
-            self.conns += [client, server]
-            threading.Thread(target=_pump, args=(client, server), daemon=True).start()
-            threading.Thread(target=_pump, args=(server, client), daemon=True).start()
-
-    def close(self) -> None:
-        self.listener.close()
-        for conn in self.conns:
-            with contextlib.suppress(OSError):
-                conn.close()
 
 
 def _run(*args: str) -> None:
     subprocess.run(list(args), check=True, capture_output=True)
 
 
+def entry_env() -> dict[str, str]:
+    """This process's environment for the entry, with :data:`PODHOST` first
+    on its module path. The container gets only its spec's env."""
+    paths = [str(PODHOST), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 class OperatorPod:
     """One replica of the Deployment ``deployment`` (its pod template),
-    started from the image folder ``image`` (hack/rootfs.py's output)."""
+    started from the image folder ``image`` (hack/release/rootfs's output)."""
 
     def __init__(
         self,
@@ -146,19 +79,41 @@ class OperatorPod:
         self.dir.mkdir(parents=True)
         self.mounts: list[Path] = []
         index = next(_counter)
-        self.netns = f"t9kop{os.getpid()}r{index}"
-        self.ip = f"10.244.99.{2 + index % 250}"
         config = json.loads((image / "config.json").read_text())
         pod_spec = template["spec"]
         (container,) = pod_spec["containers"]
         self.container = container
         ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
         self.metrics_port, self.health_port = ports["metrics"], ports["health"]
-        self._network(api_server)
+        self.net = PodNetwork(
+            f"t9kop{os.getpid()}r{index}", f"10.244.99.{2 + index % 250}", api_server
+        )
         self._files(token, ca)
+        spec = self._spec(image, config, pod_spec)
+        (self.dir / "scratch").mkdir()
+        (self.dir / "spec.json").write_text(json.dumps(spec, indent=2))
+        self.log_path = self.dir / "manager.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.net.name, *UNSHARE, str(self.dir / "spec.json")],
+                env=entry_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    # -- setup -------------------------------------------------------------------
+
+    def _spec(
+        self, image: Path, config: Mapping[str, Any], pod_spec: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The container's spec for the entry: the pod's files and volumes,
+        the image's configuration overridden by the container's."""
+        container = self.container
         security = {**(pod_spec.get("securityContext") or {}), **container["securityContext"]}
         uid, gid = self._user(config, security)
-        spec = {
+        return {
             "scratch": str(self.dir / "scratch"),
             "image": str(image / "root"),
             "hostname": self.name,
@@ -181,33 +136,12 @@ class OperatorPod:
             ],
             "env": self._env(config, container),
         }
-        (self.dir / "scratch").mkdir()
-        (self.dir / "spec.json").write_text(json.dumps(spec, indent=2))
-        self.log_path = self.dir / "manager.log"
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, *UNSHARE, str(self.dir / "spec.json")],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    # -- setup -------------------------------------------------------------------
-
-    def _network(self, api_server: tuple[str, int]) -> None:
-        _run("ip", "netns", "add", self.netns)
-        _run("ip", "-n", self.netns, "link", "set", "lo", "up")
-        _run("ip", "-n", self.netns, "addr", "add", f"{SERVICE_IP}/32", "dev", "lo")
-        # The pod's own address (only its own network sees it).
-        _run("ip", "-n", self.netns, "addr", "add", f"{self.ip}/32", "dev", "lo")
-        self.proxy = ServiceProxy(self.netns, api_server)
 
     def _files(self, token: str, ca: bytes) -> None:
         (self.dir / "hostname").write_text(self.name + "\n")
         (self.dir / "hosts").write_text(
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
-            f"::1\tlocalhost ip6-localhost ip6-loopback\n{self.ip}\t{self.name}\n"
+            f"::1\tlocalhost ip6-localhost ip6-loopback\n{self.net.ip}\t{self.name}\n"
         )
         (self.dir / "resolv.conf").write_text(
             f"search {self.namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
@@ -281,16 +215,7 @@ class OperatorPod:
 
     def get(self, path: str, port: int | None = None) -> tuple[int, str]:
         """An HTTP GET on the pod's own address, from inside its network."""
-        sock = socket_in(self.netns)
-        sock.settimeout(3)
-        with sock:
-            sock.connect(("127.0.0.1", port or self.health_port))
-            sock.sendall(f"GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
-            chunks = []
-            while data := sock.recv(65536):
-                chunks.append(data)
-        head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
-        return int(head.split()[1]), body.decode()
+        return self.net.get(port or self.health_port, path)
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
@@ -299,20 +224,7 @@ class OperatorPod:
         """An HTTPS POST (no body) to the pod's ``port`` from inside its network,
         the server's certificate checked against ``ca`` for the name ``host``:
         the status, and the certificate the server presented (DER)."""
-        ctx = ssl.create_default_context(cadata=ca.decode())
-        sock = socket_in(self.netns)
-        sock.settimeout(5)
-        sock.connect(("127.0.0.1", port))
-        with ctx.wrap_socket(sock, server_hostname=host) as tls:
-            cert = tls.getpeercert(binary_form=True) or b""
-            tls.sendall(
-                f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n"
-                "Connection: close\r\n\r\n".encode()
-            )
-            chunks = []
-            while data := tls.recv(65536):
-                chunks.append(data)
-        return int(b"".join(chunks).split()[1]), cert
+        return self.net.post_tls(port, ca, host, path)
 
     def wait_ready(self, timeout: float = 60) -> None:
         def ready() -> bool:
@@ -359,18 +271,14 @@ class OperatorPod:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            out = subprocess.run(
-                ["ip", "netns", "pids", self.netns], capture_output=True, text=True
-            )
-            for pid in out.stdout.split():
+            for pid in self.net.pids():
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10)
-        self.proxy.close()
         for target in (self.dir / "sa", *self.mounts):
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
-        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+        self.net.close()
 
 
 def run_image(
@@ -414,6 +322,7 @@ def run_image(
     (workdir / "spec.json").write_text(json.dumps(spec))
     return subprocess.run(
         ["unshare", "--net", *UNSHARE[1:], str(workdir / "spec.json")],
+        env=entry_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

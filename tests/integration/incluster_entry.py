@@ -4,7 +4,7 @@ fresh mount, UTS, IPC and PID namespaces (pid 1 of the last) and the pod's
 network namespace. Standard library only (podhost/container_start.py does
 what the pod host's containers do alike).
 
-Root filesystem: an overlay of the image's filesystem (hack/rootfs.py) with a
+Root filesystem: an overlay of the image's filesystem (hack/release/rootfs) with a
 private upper layer on a tmpfs, as containerd's snapshot; /proc, a /dev of the
 runtime's default devices, /sys read-only, kubelet's /etc/hosts,
 /etc/hostname and /etc/resolv.conf, and the ServiceAccount volume read-only
@@ -25,8 +25,8 @@ import os
 import sys
 from pathlib import Path
 
-# What every container's start does alike, shared with the pod host's.
-sys.path.insert(0, str(Path(__file__).resolve().with_name("podhost")))
+# What every container's start does alike, shared with the pod host's: from
+# podhost/, which incluster.py puts on this process's PYTHONPATH.
 from container_start import (
     bind,
     bind_kubelet_files,

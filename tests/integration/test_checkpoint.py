@@ -42,8 +42,7 @@ SERVICE = f"t9k-operator-progress.{OPERATOR_NAMESPACE}"
 
 TRAIN = """\
 import os, sys, threading, time
-sys.path.insert(0, "/opt/train")
-import report
+import report  # beside this script: its folder is on the module path
 
 resume = os.environ.get("T9K_RESUME_STEP")
 print(f"resume {resume}", flush=True)

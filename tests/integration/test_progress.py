@@ -37,9 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICE = f"t9k-operator-progress.{OPERATOR_NAMESPACE}"
 
 TRAIN = """\
-import os, sys, time
-sys.path.insert(0, "/opt/train")
-from report import report
+import os, time
+from report import report  # beside this script: its folder is on the module path
 
 total = 100000
 silent_after = int(os.environ.get("SILENT_AFTER", "0"))
