@@ -51,7 +51,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, create_model
 
-from t9k_operator.api.crd import CrdInfo
+from t9k_operator.api.crd import CrdInfo, PrinterColumn
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.registry import crds, served_crds
 from t9k_operator.registry import PARTS
@@ -118,6 +118,16 @@ def openapi_schema(info: CrdInfo) -> Schema:
     return schema
 
 
+def printer_columns(info: CrdInfo) -> tuple[PrinterColumn, ...]:
+    """The kind's columns of ``kubectl get``; a job kind's with the
+    integrations' parts' columns before its last (Age)."""
+    own = info.printer_columns
+    if info not in crds():
+        return own
+    added = tuple(c for part in PARTS for c in part.printer_columns)
+    return (*own[:-1], *added, own[-1])
+
+
 def crd_manifest(info: CrdInfo) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind, as a dict."""
     subresources: dict[str, Any] = {"status": {}}
@@ -130,7 +140,7 @@ def crd_manifest(info: CrdInfo) -> dict[str, Any]:
             scale["labelSelectorPath"] = info.scale.label_selector_path
         subresources["scale"] = scale
     columns = []
-    for col in info.printer_columns:
+    for col in printer_columns(info):
         column: dict[str, Any] = {"name": col.name, "type": col.type, "jsonPath": col.json_path}
         if col.description:
             column["description"] = col.description

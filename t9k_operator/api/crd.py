@@ -128,25 +128,12 @@ def reason_column(conditions: str) -> PrinterColumn:
     return PrinterColumn("Reason", "string", path, REASON_DESCRIPTION)
 
 
-PROGRESS_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
-    PrinterColumn(
-        "Progress",
-        "string",
-        ".status.progress.summary",
-        "The latest step reported, of totalSteps (docs/progress.md).",
-    ),
-    PrinterColumn(
-        "ETA", "string", ".status.progress.eta", "Time left at the latest report, if known."
-    ),
-)
-
 STANDARD_PRINTER_COLUMNS: tuple[PrinterColumn, ...] = (
     PrinterColumn("Phase", "string", ".status.phase", "Phase of the job."),
     reason_column("conditions"),
     PrinterColumn("Ready", "integer", ".status.readyReplicas", "Replicas running and ready."),
     PrinterColumn("Replicas", "integer", ".status.replicas", "Replicas that currently exist."),
     PrinterColumn("Restarts", "integer", ".status.restartCount", "Replica restarts so far."),
-    *PROGRESS_PRINTER_COLUMNS,
     PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
 )
 

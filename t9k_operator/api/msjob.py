@@ -29,7 +29,6 @@ from pydantic import Field
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import (
     JOB_NAME_RULE,
-    PROGRESS_PRINTER_COLUMNS,
     CrdInfo,
     JobObject,
     PrinterColumn,
@@ -286,7 +285,6 @@ CRD = CrdInfo(
     printer_columns=(
         PrinterColumn("State", "string", ".status.phase", "Phase of the job."),
         reason_column("t9kConditions"),
-        *PROGRESS_PRINTER_COLUMNS,
         PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
     ),
     root_rules=MSJobObject.rules,

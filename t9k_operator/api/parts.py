@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from t9k_operator.api.crd import PrinterColumn
+
 
 @dataclass(frozen=True)
 class StatusPart:
@@ -37,12 +39,15 @@ class StatusPart:
     description: str
     """What the field says, for the CRD (``kubectl explain``)."""
     section: str
-    """The ``t9k describe`` section it is shown under (``Scheduling``)."""
+    """The ``t9k describe`` section it is shown under (``Scheduling``); "" for
+    none (the integration's view shows it, as ``status.progress`` in the head)."""
     lines: Callable[[Mapping[str, Any]], list[str]]
     """What ``t9k describe`` shows of the field's value, a line each."""
     absent: str = ""
     """What its section says when no part of the section is in the status ("" for
     nothing: then the section is left out)."""
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    """Its columns of ``kubectl get``, after the kind's own and before Age."""
 
 
 SCHEDULING = "Scheduling"
@@ -83,6 +88,8 @@ class CommandView:
 
     columns: tuple[ListColumn, ...] = ()
     """Its columns of ``t9k list``."""
+    head_after: str = "GPUs"
+    """The line of ``t9k describe``'s head its :meth:`fields` follow."""
 
     def add_arguments(self, command: str, parser: argparse.ArgumentParser) -> None:
         """Its flags of ``command`` (``describe``, ``top``)."""
@@ -90,7 +97,8 @@ class CommandView:
     def fields(
         self, args: argparse.Namespace, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     ) -> list[tuple[str, str]]:
-        """Its ``(label, value)`` lines of ``t9k describe``'s head, after the GPUs."""
+        """Its ``(label, value)`` lines of ``t9k describe``'s head, after the line
+        :attr:`head_after` names (label "" continues the line before)."""
         return []
 
     def top_jobs(

@@ -1,13 +1,11 @@
-"""Training progress: what a replica may report, what the job's status shows of
-it, and the run policy that judges a silent job hung.
+"""Training progress: what a replica may report, and the run policy that
+judges a silent job hung (what the job's status shows of it is the progress
+integration's part, ``integrations/progress/build.py``).
 
 - :class:`ProgressReport`: one report, as a training process POSTs it
   (``t9k_operator/report.py`` sends it); parsed from untrusted bytes with
   :func:`parse_report`, which bounds its size, its metrics' number and names,
   and refuses numbers that are not finite.
-- :class:`Progress`: ``status.progress`` of every job kind (T9k kinds and
-  MSJob): the latest step, total, epoch and metrics, which replica reported
-  them and when, the throughput and the time left.
 - :class:`ProgressPolicy`: ``spec.runPolicy.progress``, an extension of the
   T9k API (and of Kubeflow's run policy for MSJob): how long a job that has
   reported may go without a report, and what then (restart or fail, reason
@@ -17,7 +15,6 @@ it, and the run policy that judges a silent job hung.
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, ValidationError, model_validator
@@ -96,40 +93,6 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number")
 
 
-class Progress(T9kModel):
-    """``status.progress``: the training's progress as its replicas report it."""
-
-    step: int | None = Field(default=None, description="The latest step reported.")
-    total_steps: int | None = Field(default=None, description="The steps the training will take.")
-    epoch: float | None = Field(default=None, description="The latest epoch reported.")
-    metrics: dict[str, float] = Field(
-        default_factory=dict,
-        max_length=MAX_METRICS,
-        description=f"The latest metrics reported (at most {MAX_METRICS}), by name.",
-    )
-    replica: str | None = Field(
-        default=None, description="The replica (its pod's name) the latest report came from."
-    )
-    last_report_time: str | None = Field(
-        default=None, description="When the operator received the latest report (RFC 3339)."
-    )
-    steps_per_second: float | None = Field(
-        default=None,
-        description="Throughput over the last reports of the replica, in steps per second.",
-    )
-    eta: str | None = Field(
-        default=None,
-        description=(
-            "Time left at lastReportTime, from totalSteps and the throughput "
-            "(as 1h02m or 45s); absent without either."
-        ),
-    )
-    summary: str | None = Field(
-        default=None,
-        description="What kubectl get shows as PROGRESS: step/totalSteps (percent), or the step.",
-    )
-
-
 class ProgressPolicy(T9kModel):
     """How silent a job that reports its progress may be, and what then."""
 
@@ -163,25 +126,3 @@ def progress_field(api: str) -> Any:
             "never judged hung."
         ),
     )
-
-
-def summary(step: int | None, total: int | None) -> str | None:
-    """PROGRESS as kubectl get shows it: ``420/1000 (42%)``, or ``420``."""
-    if step is None:
-        return None
-    if not total:
-        return str(step)
-    percent = math.floor(100 * min(step, total) / total)
-    return f"{step}/{total} ({percent}%)"
-
-
-def human_seconds(seconds: float) -> str:
-    """``45s``, ``12m05s``, ``3h02m``, ``2d04h``: as kubectl shows ages."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"

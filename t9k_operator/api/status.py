@@ -8,7 +8,7 @@ grouped by replica type (:class:`TaskStatus`, :class:`ReplicaStatus`,
 restart count that ``spec.runPolicy.backoffLimit`` limits, the node each
 replica last ran on (:class:`ReplicaNode`, kept after its pod), and the
 scale subresource's replica count and selector. What an integration adds (the
-gang scheduler's ``podGroup``, Kueue's ``workload``) is its own part
+gang scheduler's ``podGroup``, Kueue's ``workload``, the reported ``progress``) is its own part
 (:mod:`t9k_operator.api.parts`), merged into every kind's status schema.
 MSJob's status, the MindSpore operator's, builds on the same models with
 conditions of its own.
@@ -22,7 +22,6 @@ from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.checkpoint import CheckpointStatus
-from t9k_operator.api.progress import Progress
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 ContainerState = Literal["Running", "Waiting", "Terminated"]
@@ -222,13 +221,6 @@ class JobStatus(T9kModel):
         description=(
             "Label selector of the job's pods, for the scale subresource "
             "(kubectl autoscale, HorizontalPodAutoscaler)."
-        ),
-    )
-    progress: Progress | None = Field(
-        default=None,
-        description=(
-            "The training's progress as its replicas last reported it (docs/progress.md); "
-            "absent until a replica reports."
         ),
     )
     checkpoint: CheckpointStatus | None = Field(

@@ -101,8 +101,6 @@ JOB_HEADERS = (
     "GPUS",
     "ALLOCATED",
     "DURATION",
-    "PROGRESS",
-    "ETA",
 )
 """``t9k list``'s columns of the job's own figures; the integrations' columns
 follow (:func:`list_columns`), then NODES and QUEUE."""
@@ -130,8 +128,6 @@ def job_row(
         str(s.gpus_requested),
         str(s.gpus_allocated),
         s.duration or "-",
-        s.progress or "-",
-        s.eta or "-",
         *cells,
         _nodes(s.nodes, wide),
         s.queue or "",
@@ -211,14 +207,14 @@ def describe(
     *,
     tensorboard: Obj | None = None,
     colour: bool = False,
-    fields: Sequence[tuple[str, str]] = (),
+    fields: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard
-    and Events (``fields``: the integrations' lines of its head, as
-    (label, value))."""
+    and Events (``fields``: the integrations' lines of its head, as (label,
+    value), under the label of the line they follow)."""
     s = views.summarize(job, pods, now)
     status = job.get("status") or {}
-    out = _fields(job, s, now, colour, fields)
+    out = _fields(job, s, now, colour, fields or {})
     out += _section(
         "Conditions",
         ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
@@ -250,16 +246,19 @@ def _fields(
     s: views.JobSummary,
     now: datetime,
     colour: bool,
-    fields: Sequence[tuple[str, str]],
+    fields: Mapping[str, Sequence[tuple[str, str]]],
 ) -> list[str]:
-    """The describe screen's head: one ``Label:`` line a field, the job's
-    progress and checkpoint a line each of theirs."""
+    """The describe screen's head: one ``Label:`` line a field, each followed by
+    the integrations' lines ``fields`` has under its label, the job's checkpoint
+    a line each of its."""
     status = job.get("status") or {}
     meta = job["metadata"]
     out: list[str] = []
 
     def field(label: str, value: Any) -> None:
-        out.append(f"{label + ':':<13}{value}")
+        out.append(f"{label + ':' if label else '':<13}{value}")
+        for added, text in fields.get(label, ()):
+            out.append(f"{added + ':' if added else '':<13}{text}")
 
     field("Name", s.name)
     field("Namespace", s.namespace)
@@ -280,8 +279,6 @@ def _fields(
     if s.duration:
         field("Duration", s.duration)
     field("GPUs", f"{s.gpus_requested} requested, {s.gpus_allocated} allocated")
-    for label, value in fields:
-        field(label, value)
     field("Nodes", ", ".join(s.nodes) or "<none>")
     if s.queue:
         field("Queue", s.queue)
@@ -289,12 +286,8 @@ def _fields(
         "Restarts",
         f"{status.get('restartCount', 0)} (disruptions: {status.get('disruptionCount', 0)})",
     )
-    for label, lines in (
-        ("Progress", views.progress_lines(job, now)),
-        ("Checkpoint", checkpoint_lines(status.get("checkpoint") or {})),
-    ):
-        for n, line in enumerate(lines):
-            out.append(f"{label + ':' if n == 0 else '':<13}{line}")
+    for n, line in enumerate(checkpoint_lines(status.get("checkpoint") or {})):
+        out.append(f"{'Checkpoint:' if n == 0 else '':<13}{line}")
     return out
 
 

@@ -106,7 +106,9 @@ def cmd_describe(args: argparse.Namespace) -> int:
         job = client.get(name, kind)
         pods = client.pods(job)
         events = client.events(job, pods)
-        fields = [f for view in views_of_integrations() for f in view.fields(args, job, pods)]
+        fields: dict[str, list[tuple[str, str]]] = {}
+        for view in views_of_integrations():
+            fields.setdefault(view.head_after, []).extend(view.fields(args, job, pods))
         tb = None
         if (job.get("status") or {}).get("tensorboard"):
             try:

@@ -134,8 +134,6 @@ class JobSummary:
     nodes: tuple[str, ...]
     queue: str
     age: str = ""
-    progress: str = ""  # status.progress.summary: step/total (percent)
-    eta: str = ""  # status.progress.eta: time left at the last report
 
 
 SPEC_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
@@ -177,39 +175,7 @@ def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
         nodes=tuple(sorted(nodes)),
         queue=queue(job),
         age=human_duration((now - created).total_seconds()) if created else "",
-        progress=str(_progress(job).get("summary") or ""),
-        eta=str(_progress(job).get("eta") or ""),
     )
-
-
-def _progress(job: Obj) -> dict[str, Any]:
-    """``status.progress``: the training's progress as its replicas reported it."""
-    progress = _status(job).get("progress")
-    return progress if isinstance(progress, dict) else {}
-
-
-def progress_lines(job: Obj, now: datetime) -> list[str]:
-    """``t9k describe``'s words on ``status.progress``: step, epoch, throughput and
-    time left; the metrics; who reported last and when. Empty without reports."""
-    p = _progress(job)
-    if not p:
-        return []
-    parts = [str(p.get("summary") or p.get("step") or "-")]
-    if p.get("epoch") is not None:
-        parts.append(f"epoch {p['epoch']:g}")
-    if p.get("stepsPerSecond") is not None:
-        parts.append(f"{p['stepsPerSecond']:g} steps/s")
-    if p.get("eta"):
-        parts.append(f"ETA {p['eta']}")
-    lines = [", ".join(parts)]
-    metrics = p.get("metrics") or {}
-    if metrics:
-        lines.append(", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
-    at = parse_time(p.get("lastReportTime"))
-    if at is not None:
-        ago = human_duration((now - at).total_seconds())
-        lines.append(f"last report {ago} ago, from {p.get('replica') or '<unknown>'}")
-    return lines
 
 
 @dataclass(frozen=True)

@@ -47,14 +47,17 @@ def _asked(
 
 
 def cells(
-    rows: Sequence[views.JobSummary], usage: Mapping[JobKey, Usage | None]
+    rows: Sequence[views.JobSummary], jobs: Sequence[Obj], usage: Mapping[JobKey, Usage | None]
 ) -> dict[JobKey, tuple[str, ...]]:
-    """Each job's PROGRESS, GPU UTIL and GPU MEMORY ("-": no report, no series)."""
+    """Each job's PROGRESS (its ``status.progress.summary``), GPU UTIL and GPU
+    MEMORY ("-": no report, no series)."""
+    progress = {_key(j): ((j.get("status") or {}).get("progress") or {}) for j in jobs}
     out: dict[JobKey, tuple[str, ...]] = {}
     for r in rows:
-        u = usage.get((r.namespace, r.kind, r.name))
-        out[(r.namespace, r.kind, r.name)] = (
-            r.progress or "-",
+        key = (r.namespace, r.kind, r.name)
+        u = usage.get(key)
+        out[key] = (
+            str(progress.get(key, {}).get("summary") or "-"),
             *((util_text(u), memory_text(u)) if u else ("-", "-")),
         )
     return out
@@ -102,7 +105,8 @@ class GPUUsageView(CommandView):
         found = _asked(args.prometheus_url, jobs, pods, namespace)
         if found is None:
             return None
-        return Columns(HEADERS, cells(views.job_usage(jobs, pods, views.now_utc()), found))
+        rows = views.job_usage(jobs, pods, views.now_utc())
+        return Columns(HEADERS, cells(rows, jobs, found))
 
 
 VIEW = GPUUsageView()

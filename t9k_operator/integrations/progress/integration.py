@@ -35,9 +35,11 @@ import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, cast
+from typing import ClassVar, Protocol, cast
 from urllib.parse import urlsplit
 
+from t9k_operator.api.parts import StatusPart
+from t9k_operator.integrations.progress.build import PROGRESS_PART
 from t9k_operator.integrations.progress.pods import (
     Settings,
     add_reporting,
@@ -146,6 +148,7 @@ class JobProgress(Base[ProgressState]):
     and the job's status shows what they reported."""
 
     name = "progress"
+    parts: ClassVar[tuple[StatusPart, ...]] = (PROGRESS_PART,)
 
     def __init__(self, options: EndpointOptions | None = None) -> None:
         self.options = options  # the endpoint's flags, for its server

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from t9k_operator.api.parts import Columns
 from t9k_operator.cli import render
 from t9k_operator.integrations.gpu_usage.usage import describe_usage
 from t9k_operator.integrations.gpu_usage.view import HEADERS, cells
+from t9k_operator.integrations.progress.view import progress_fields
 from t9k_operator.sdk import views
 from tests.conftest import in_ci
 from tests.unit.cli import fixtures as f
@@ -27,8 +29,24 @@ GOLDEN = Path(__file__).with_name("golden")
 
 
 def _top_jobs_with_usage() -> str:
-    rows = views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW)
-    return render.top_jobs(rows, False, [Columns(HEADERS, cells(rows, f.GPU_USAGE))])
+    jobs = [f.MNIST, f.LLM, f.MS]
+    rows = views.job_usage(jobs, f.PODS, f.NOW)
+    return render.top_jobs(rows, False, [Columns(HEADERS, cells(rows, jobs, f.GPU_USAGE))])
+
+
+def _describe(
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    gpu: str | None = None,
+    **kw: Any,
+) -> str:
+    """``t9k describe`` at NOW, with the integrations' head lines as ``t9k``
+    gathers them: the progress after Restarts, ``gpu`` usage after the GPUs."""
+    fields = {"Restarts": progress_fields(job, f.NOW)}
+    if gpu is not None:
+        fields["GPUs"] = [("GPU usage", gpu)]
+    return render.describe(job, pods, events, f.NOW, fields=fields, **kw)
 
 
 CASES: dict[str, Callable[[], str]] = {
@@ -36,22 +54,18 @@ CASES: dict[str, Callable[[], str]] = {
     "list-all-namespaces-wide.txt": lambda: render.jobs_table(
         views.sort_jobs([f.MNIST, f.MS, f.LLM]), f.PODS, f.NOW, all_namespaces=True, wide=True
     ),
-    "describe-mnist.txt": lambda: render.describe(
-        f.MNIST, f.PODS, f.EVENTS, f.NOW, tensorboard=f.TENSORBOARD
-    ),
-    "describe-llm.txt": lambda: render.describe(f.LLM, [], [], f.NOW),
-    "describe-ms-resnet.txt": lambda: render.describe(f.MS, f.PODS, [], f.NOW),
+    "describe-mnist.txt": lambda: _describe(f.MNIST, f.PODS, f.EVENTS, tensorboard=f.TENSORBOARD),
+    "describe-llm.txt": lambda: _describe(f.LLM, [], []),
+    "describe-ms-resnet.txt": lambda: _describe(f.MS, f.PODS, []),
     "top-nodes.txt": lambda: render.top_nodes(views.node_usage(f.NODES, f.PODS)),
     "top-jobs.txt": lambda: render.top_jobs(
         views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), True
     ),
     "top-jobs-gpu-usage.txt": lambda: _top_jobs_with_usage(),
-    "describe-mnist-gpu-usage.txt": lambda: render.describe(
-        f.MNIST, f.PODS, [], f.NOW, fields=[("GPU usage", describe_usage(f.MNIST_USAGE))]
+    "describe-mnist-gpu-usage.txt": lambda: _describe(
+        f.MNIST, f.PODS, [], gpu=describe_usage(f.MNIST_USAGE)
     ),
-    "describe-mnist-checkpoint.txt": lambda: render.describe(
-        f.MNIST_CHECKPOINTED, f.PODS, [], f.NOW
-    ),
+    "describe-mnist-checkpoint.txt": lambda: _describe(f.MNIST_CHECKPOINTED, f.PODS, []),
 }
 
 
