@@ -13,7 +13,7 @@ from pydantic import Field
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.crd import PrinterColumn
 from t9k_operator.api.parts import StatusPart
-from t9k_operator.api.progress import MAX_METRICS
+from t9k_operator.integrations.progress.reports import MAX_METRICS
 
 
 class Progress(T9kModel):

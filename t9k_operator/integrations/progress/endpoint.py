@@ -1,7 +1,7 @@
 """The operator's progress endpoint: where the replicas' reports come in.
 
 A report is ``POST /v1/namespaces/<namespace>/<plural>/<job>/progress`` with
-a JSON body (``api.progress.parse_report``) and ``Authorization: Bearer
+a JSON body (``reports.parse_report``) and ``Authorization: Bearer
 <token>``, the pod's projected ServiceAccount token bound to the endpoint's
 own audience. Each request, in this order (the cheap refusals first, and the
 API server asked only for a job that exists and within its job's rate):
@@ -52,7 +52,6 @@ from dataclasses import dataclass
 import structlog
 from cachetools import TTLCache
 
-from t9k_operator.api.progress import ReportError, parse_report
 from t9k_operator.foundation import metrics
 from t9k_operator.foundation.clock import REAL_CLOCK, Clock
 from t9k_operator.foundation.flowcontrol import TokenBucket
@@ -70,6 +69,7 @@ from t9k_operator.integrations.progress.answers import (
     Refusal,
 )
 from t9k_operator.integrations.progress.pacing import Pacer
+from t9k_operator.integrations.progress.reports import ReportError, parse_report
 from t9k_operator.integrations.progress.store import Coalescer, ProgressStore
 from t9k_operator.integrations.progress.tokens import (
     NO_TOKEN,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from t9k_operator.api.progress import ProgressReport
 from t9k_operator.integrations.progress.build import human_seconds, summary
+from t9k_operator.integrations.progress.reports import ProgressReport
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import fmt_time
 

@@ -20,8 +20,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from t9k_operator.api.progress import ProgressReport
 from t9k_operator.integrations.progress.pods import Settings
+from t9k_operator.integrations.progress.reports import ProgressReport
 from t9k_operator.integrations.progress.status import Received, Sample
 
 SAMPLES = 8

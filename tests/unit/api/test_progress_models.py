@@ -14,16 +14,16 @@ import yaml
 from pydantic import ValidationError
 
 from t9k_operator.api.msjob import MSRunPolicy
-from t9k_operator.api.progress import (
+from t9k_operator.api.progress import ProgressPolicy
+from t9k_operator.api.specs import RunPolicy
+from t9k_operator.integrations.progress.build import Progress, human_seconds, summary
+from t9k_operator.integrations.progress.reports import (
     MAX_METRICS,
     MAX_REPORT_BYTES,
-    ProgressPolicy,
     ProgressReport,
     ReportError,
     parse_report,
 )
-from t9k_operator.api.specs import RunPolicy
-from t9k_operator.integrations.progress.build import Progress, human_seconds, summary
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = sorted((ROOT / "manifests" / "crds").glob("*.yaml"))

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from t9k_operator.api.progress import ProgressReport
 from t9k_operator.integrations.progress.integration import (
     EndpointOptions,
     JobProgress,
     ProgressState,
 )
 from t9k_operator.integrations.progress.pods import Settings
+from t9k_operator.integrations.progress.reports import ProgressReport
 from t9k_operator.integrations.progress.status import (
     Received,
     Sample,
