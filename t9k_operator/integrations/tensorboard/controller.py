@@ -23,6 +23,14 @@ A child whose name is held by something else, or that the API server refuses,
 is reported in the Ready condition (NameConflict, FailedCreate) rather than
 retried in a tight loop: a refusal retrying may cure comes back with backoff.
 
+It writes as the jobs' reconciler does: what each child needs is planned as
+the pipeline's actions (``plan.py``, pure) and carried out through the
+pipeline's one writer (:class:`~t9k_operator.reconcilers.pipeline.children.Writer`:
+deletes under a uid precondition, AlreadyExists of its own child being
+success), and the status, at most once a pass, through its
+:class:`~t9k_operator.reconcilers.pipeline.applier.StatusWriter`, which
+remembers the write until the cache shows it.
+
 Why a pod rather than a Deployment: the operator already watches the pods it
 labels, reads a pod's own words for why it does not run (the scheduler's
 Unschedulable message, the container's ImagePullBackOff) straight from it,
@@ -34,7 +42,6 @@ the spec changes or the pod ends).
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
@@ -42,42 +49,53 @@ import structlog
 
 from t9k_operator.api import tensorboard as api
 from t9k_operator.api.tensorboard import TensorBoardObject
-from t9k_operator.builders.common import CHILD_SELECTOR
-from t9k_operator.integrations.tensorboard import build
+from t9k_operator.integrations.tensorboard import build, plan
 from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
-from t9k_operator.integrations.tensorboard.status import (
-    Readiness,
-    pod_readiness,
-    render_status,
-    replace_in,
-    transition_event,
-)
+from t9k_operator.integrations.tensorboard.status import Readiness, transition_event
 from t9k_operator.kinds.contract import parse
-from t9k_operator.kube import AlreadyExists, ApiError, NotFound, Resource
-from t9k_operator.objects import Obj, controller_ref
-from t9k_operator.reconcilers.pipeline.children import refusal_is_permanent
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.pipeline.applier import StatusWriter
+from t9k_operator.reconcilers.pipeline.children import Gone, InformerCaches, Writer
+from t9k_operator.reconcilers.pipeline.contract import Refusal, Watch
+from t9k_operator.reconcilers.pipeline.writes import WrittenStatuses
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import Controller, ControllerContext, Result
 from t9k_operator.runtime.wiring import watch
 
 log = structlog.get_logger(__name__)
 
+CACHE_CATCH_UP = 0.2
+"""How long to wait for the cache to show the last status write."""
+Children = tuple[Readiness, float | None, bool]
+"""What the children leave: the readiness, when to look again, whether to retry."""
+
+
+class Changed(Exception):
+    """A pod changed meanwhile (its delete's uid precondition failed): the pass
+    ends without a status, and the next one looks again."""
+
 
 class TensorBoardReconciler:
+    """Every TensorBoard's pass: read from the caches, planned by ``plan.py``,
+    written through the pipeline's writers."""
+
     def __init__(self, ctx: ControllerContext) -> None:
-        self.client = ctx.client
         self.recorder = ctx.recorder
         self.clock = ctx.clock
-        self.tensorboards = ctx.informers.informer(TENSORBOARDS)
-        self.pods = ctx.informers.informer(PODS, CHILD_SELECTOR)
-        self.services = ctx.informers.informer(SERVICES, CHILD_SELECTOR)
+        self.caches = InformerCaches(
+            ctx.informers, (Watch(TENSORBOARDS),), children=(PODS, SERVICES)
+        )
+        self.tensorboards = self.caches.informer(TENSORBOARDS)
+        self.writer = Writer(ctx.client, self.caches)
+        self.written = WrittenStatuses()
+        self.status = StatusWriter(ctx.client, self.written)
         self.controller = Controller(
             "tensorboard", self.reconcile, workers=ctx.workers, clock=ctx.clock
         )
         watch(
             self.controller,
             [self.tensorboards],
-            owns=[self.pods, self.services],
+            owns=[self.caches.informer(PODS), self.caches.informer(SERVICES)],
             owner=(api.GROUP, api.KIND),
         )
 
@@ -87,120 +105,75 @@ class TensorBoardReconciler:
         namespace, _, name = key.partition("/")
         stored = self.tensorboards.get(namespace, name)
         if stored is None or stored["metadata"].get("deletionTimestamp"):
+            self.written.forget(key)
             return Result()  # its pod and Service go with it (ownerReferences)
+        if self.written.awaited(key, stored):
+            return Result(requeue_after=CACHE_CATCH_UP)
         rlog = log.bind(kind=api.KIND, namespace=namespace, name=name)
         now: datetime = self.clock.now()
         tb, error = parse(TensorBoardObject, stored)
         if tb is None:
             assert error is not None
             why = Readiness(False, "InvalidSpec", f"{error}; fix the spec")
-            return self._report(stored, None, why, now, rlog)
-        requeue_after: float | None = None
-        problem, retry = self._ensure_service(tb, rlog)
-        if problem is not None:
-            readiness = problem
-        else:
-            readiness, requeue_after, retry = self._ensure_pod(tb, now, rlog)
-        result = self._report(stored, tb, readiness, now, rlog)
+            self._report(key, stored, None, why, now, rlog)
+            return Result()
+        try:
+            readiness, requeue_after, retry = self._children(key, tb, now, rlog)
+        except Changed:
+            return Result(requeue=True)
+        if not self._report(key, stored, tb, readiness, now, rlog):
+            return Result()
         if requeue_after is not None:
             return Result(requeue_after=requeue_after)
-        return Result(requeue=True) if retry else result
+        return Result(requeue=retry)
 
-    def _ensure_service(self, tb: TensorBoardObject, rlog: Any) -> tuple[Readiness | None, bool]:
-        """Create the Service when missing; (a problem, whether to retry it)."""
-        want = build.build_service(tb)
-        seen = self.services.get(tb.namespace, want["metadata"]["name"])
-        if seen is not None:
-            return self._clash(seen, tb), False
-        return self._create(SERVICES, want, tb, rlog)
+    def _children(self, key: str, tb: TensorBoardObject, now: datetime, rlog: Any) -> Children:
+        """The Service, then the pod: each planned and its write carried out."""
+        name = build.service_name(tb.name)  # the Service's and the pod's
+        service = plan.service_step(tb, self.caches.get(SERVICES, tb.namespace, name))
+        problem, retry = self._carry_out(key, tb, service, rlog)
+        if problem is not None:
+            return problem, None, retry
+        pod = plan.pod_step(tb, self.caches.get(PODS, tb.namespace, name), now)
+        readiness, retry = self._carry_out(key, tb, pod, rlog)
+        assert readiness is not None  # the pod always has its word
+        return readiness, pod.requeue_after, retry
 
-    def _ensure_pod(
-        self, tb: TensorBoardObject, now: datetime, rlog: Any
-    ) -> tuple[Readiness, float | None, bool]:
-        """Make the pod match the spec: (its readiness, when to look again, retry)."""
-        want = build.build_pod(tb)
-        pod_name = want["metadata"]["name"]
-        seen = self.pods.get(tb.namespace, pod_name)
-        if seen is None:
-            problem, retry = self._create(PODS, want, tb, rlog)
-            return problem or pod_readiness(None), None, retry
-        clash = self._clash(seen, tb)
-        if clash is not None:
-            return clash, None, False
-        readiness = pod_readiness(seen)
-        if seen["metadata"].get("deletionTimestamp"):
-            return readiness, None, False
-        annotations = seen["metadata"].get("annotations") or {}
-        if annotations.get(build.SPEC_HASH) != want["metadata"]["annotations"][build.SPEC_HASH]:
-            self._delete_pod(seen, "its spec changed", rlog)
-            replacing = Readiness(False, "Replacing", "its spec changed: the pod is replaced")
-            return replacing, None, False
-        if (seen.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
-            wait = replace_in(seen, now)
-            if wait > 0:
-                message = f"{readiness.message}; replaced in {wait:.0f}s"
-                return Readiness(False, readiness.reason, message), wait, False
-            self._delete_pod(seen, "it ended", rlog)
-            message = f"{readiness.message}; it is replaced"
-            return Readiness(False, readiness.reason, message), None, False
-        return readiness, None, False
-
-    def _create(
-        self, resource: Resource, child: Obj, tb: TensorBoardObject, rlog: Any
+    def _carry_out(
+        self, key: str, tb: TensorBoardObject, step: plan.Step, rlog: Any
     ) -> tuple[Readiness | None, bool]:
-        label = f"{child['kind']} {child['metadata']['name']}"
-        try:
-            # Strict: a field the API does not know is refused, never dropped in silence.
-            self.client.create(resource, child, tb.namespace, field_validation="Strict")
-            rlog.info("created", child=label)
-        except AlreadyExists:
-            try:
-                seen = self.client.get(resource, child["metadata"]["name"], tb.namespace)
-            except NotFound:
-                return None, True  # gone meanwhile: the next pass creates it
-            return self._clash(seen, tb), False
-        except ApiError as exc:
-            retry = not refusal_is_permanent(exc)
-            then = "retrying" if retry else "fix the spec (or the namespace's policy)"
-            message = f"the API server refused {label}: {exc.message}; {then}"
-            return Readiness(False, "FailedCreate", message), retry
-        return None, False
-
-    def _clash(self, seen: Obj, tb: TensorBoardObject) -> Readiness | None:
-        """NameConflict when ``seen`` (a child's name) is not this TensorBoard's."""
-        if (controller_ref(seen) or {}).get("uid") == tb.uid:
-            return None
-        label = f"{seen.get('kind', 'object')} {seen['metadata']['name']}"
-        return Readiness(
-            False,
-            "NameConflict",
-            f"{label} already exists and is not this TensorBoard's: delete it or rename "
-            "the TensorBoard",
-        )
-
-    def _delete_pod(self, pod: Obj, why: str, rlog: Any) -> None:
-        meta = pod["metadata"]
-        try:
-            self.client.delete(PODS, meta["name"], meta["namespace"], uid=meta["uid"])
-            rlog.info("deleted pod", pod=meta["name"], why=why)
-        except NotFound:
-            pass
+        """A step's write, through the pipeline's writer: (the readiness it
+        leaves, whether to retry)."""
+        if step.action is None:
+            return step.readiness, False
+        result = self.writer.act(step.action, key, tb.uid, rlog)
+        if isinstance(result, Gone):
+            return step.readiness, True  # deleted meanwhile: the next pass creates it
+        if isinstance(result, Refusal):
+            if result.conflict:
+                raise Changed(result.message)
+            return plan.refused(step.action, result)
+        if result is not None:  # a Problem: only a hard action has one
+            raise TypeError(f"{step.action.what}: a soft action has no problem: {result}")
+        return step.readiness, False
 
     def _report(
         self,
+        key: str,
         stored: Obj,
         tb: TensorBoardObject | None,
         readiness: Readiness,
         now: datetime,
         rlog: Any,
-    ) -> Result:
-        """Write the status when it changed, and tell a change of reason in an Event."""
-        status = render_status(tb, stored, readiness, now)
-        if status == (stored.get("status") or {}):
-            return Result()
-        updated = copy.deepcopy(stored)
-        updated["status"] = status
-        self.client.replace_status(TENSORBOARDS, updated)
+    ) -> bool:
+        """Write the status when it changed, and tell a change of reason in an
+        Event; False when the TensorBoard is gone meanwhile."""
+        action = plan.status_write(stored, tb, readiness, now)
+        if action is None:
+            return True
+        if not self.status.write(action, key):
+            rlog.info("the TensorBoard is gone; nothing to do")
+            return False
         rlog.info("status", ready=readiness.ready, reason=readiness.reason)
         event = transition_event(stored.get("status") or {}, readiness)
         if event is not None:
@@ -209,4 +182,4 @@ class TensorBoardReconciler:
                 self.recorder.record(stored, "Warning", reason, message)
             else:
                 self.recorder.record(stored, "Normal", reason, message)
-        return Result()
+        return True

@@ -3,11 +3,11 @@
 :func:`~t9k_operator.reconcilers.pipeline.plan.assemble` puts the actions
 in their crash-safe order; here they are written, and nothing is planned:
 
-* the job's status first (status subresource, optimistic concurrency: a 409
-  is a rate-limited retry), remembered until the cache shows it; then the
-  Events and figures that go with it (the Created Event once, after the first
-  status is stored: a write that conflicts is retried from a job still without
-  status, and would tell it again);
+* the job's status first (:class:`StatusWriter`: the status subresource,
+  optimistic concurrency, a 409 a rate-limited retry), remembered until the
+  cache shows it; then the Events and figures that go with it (the Created
+  Event once, after the first status is stored: a write that conflicts is
+  retried from a job still without status, and would tell it again);
 * every other action through the
   :class:`~t9k_operator.reconcilers.pipeline.children.Writer` (deletes with uid
   preconditions, AlreadyExists of the job's own child being success, name
@@ -15,6 +15,10 @@ in their crash-safe order; here they are written, and nothing is planned:
 
 The first child the job cannot have ends the pass; a soft action's refusal
 does not. Both are returned, for the reconciler to record for the next pass.
+
+An integration's own controller (of objects that are not jobs) writes
+through the same two: a :class:`StatusWriter` and a
+:class:`~t9k_operator.reconcilers.pipeline.children.Writer` of its own.
 """
 
 from __future__ import annotations
@@ -50,6 +54,28 @@ class Applied:
         return Recorded(self.problem, tuple(self.refused))
 
 
+class StatusWriter:
+    """Writes the status of one kind's objects, and remembers each write
+    until the cache shows it (the next pass waits for it, rather than plan
+    from the status before it)."""
+
+    def __init__(self, client: KubeClient, written: WrittenStatuses) -> None:
+        self.client, self.written = client, written
+
+    def write(self, action: Action, key: str) -> bool:
+        """Carry out a ``replace_status`` action (its body holds the new status,
+        and the resourceVersion it was planned from: a 409 propagates, for a
+        rate-limited retry); False when the object is gone meanwhile."""
+        if action.verb != "replace_status":
+            raise ValueError(f"not a status write: {action.verb!r}")
+        try:
+            written = self.client.replace_status(action.resource, action.body)
+        except NotFound:
+            return False
+        self.written.remember(key, written)
+        return True
+
+
 class Applier:
     """Carries out the passes of one job kind."""
 
@@ -65,7 +91,7 @@ class Applier:
     ) -> None:
         self.kind, self.resource = kind, resource
         self.client, self.recorder, self.writer = client, recorder, writer
-        self.lifecycle, self.written = lifecycle, written
+        self.lifecycle, self.status = lifecycle, StatusWriter(client, written)
 
     def apply(self, key: str, job: Obj, steps: Steps, rlog: Any) -> Applied:
         """Carry out ``steps`` for ``job`` (as cached), in order."""
@@ -73,9 +99,7 @@ class Applier:
         actions = list(steps.actions)
         status = actions.pop(0) if actions and self._is_status(actions[0]) else None
         if status is not None:
-            try:
-                self._write_status(key, status.body)
-            except NotFound:
+            if not self.status.write(status, key):
                 # Deleted after the cache last saw it: its children go with it, and
                 # the informer's delete event ends this key's records.
                 rlog.info("the job is gone; nothing to do")
@@ -102,11 +126,6 @@ class Applier:
 
     def _is_status(self, action: Action) -> bool:
         return action.verb == "replace_status" and action.resource == self.resource
-
-    def _write_status(self, key: str, job: Obj) -> None:
-        """Write the job's status (its body holds the new one); remember the write."""
-        written = self.client.replace_status(self.resource, job)
-        self.written.remember(key, written)
 
     def _tell(self, job: Obj, steps: Steps) -> None:
         """The pass's Events and figures, once its status is stored."""

@@ -13,12 +13,18 @@ AlreadyExists is success when the object is the job's; when another owner
 holds the name, the job cannot have it (two jobs whose children's names
 collide). The reads are the informers' caches, except for that one case: an
 object that is not the operator's is not in its label-selected caches.
+
+Nothing here is particular to jobs but the words of a hard action's problem
+and the pods' batches: an integration's own controller of other objects
+writes its children through a :class:`Writer` too, as soft actions whose
+refusals it reads itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from t9k_operator.builders.common import CHILD_SELECTOR, REPLICA_INDEX, REPLICA_TYPE
@@ -81,19 +87,25 @@ def cannot_have(what: str, child: str, problem: ApiError | str) -> Problem:
     return Problem("FailedCreate", message, fail=False)
 
 
+JOB_CHILDREN = (PODS, *KIND_CHILDREN.values())
+"""What a job's reconcile writes itself, read from the operator's labelled caches."""
+
+
 class InformerCaches:
-    """The informers a job's reconcile reads, as the integrations ask for them,
-    and what the integrations' servers provide them (``sources``, by name)."""
+    """The informers a reconcile reads: its own ``children`` (by the operator's
+    labels; a job's by default), what its integrations ask for, and what the
+    integrations' servers provide them (``sources``, by name)."""
 
     def __init__(
         self,
         informers: InformerFactory,
         watches: Sequence[Watch],
         sources: Mapping[str, object] | None = None,
+        children: Sequence[Resource] = JOB_CHILDREN,
     ) -> None:
         self._sources = sources if sources is not None else {}
         self._by_resource: dict[Resource, SharedInformer] = {}
-        for resource in (PODS, *KIND_CHILDREN.values()):
+        for resource in children:
             self._by_resource[resource] = informers.informer(resource, CHILD_SELECTOR)
         for w in watches:
             selector = CHILD_SELECTOR if w.owned else None
@@ -112,36 +124,46 @@ class InformerCaches:
         return self._sources.get(name)
 
 
+@dataclass(frozen=True)
+class Gone:
+    """A create met AlreadyExists, and nothing of that name was there when it
+    looked: deleted meanwhile. Nothing was written; the next pass creates it.
+    The job's applier counts it done (as it counts the child's own delete);
+    a controller that must look again at once reads it as a retry."""
+
+
 class Writer:
-    """Writes the children of one kind's jobs."""
+    """Writes the children of one kind's objects (its jobs, or TensorBoards);
+    only a job kind's writer creates pods in batches (``pool``)."""
 
     def __init__(
         self,
         client: KubeClient,
         caches: InformerCaches,
-        pool: ThreadPoolExecutor,
-        on_created: Callable[[str, list[str]], None],
+        pool: ThreadPoolExecutor | None = None,
+        on_created: Callable[[str, list[str]], None] = lambda key, names: None,
     ) -> None:
         self.client, self.caches, self.pool = client, caches, pool
         self.on_created = on_created
         """Told the pods a batch created, by job key (the cache is to show them)."""
 
-    def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | None:
+    def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | Gone | None:
         """A message naming the other owner when a child of this name exists
-        but is not this job's (two jobs of different kinds with one name)."""
+        but is not the owner ``uid``'s (two jobs of different kinds with one
+        name); :class:`Gone` when nothing of that name is there any more."""
         meta = child["metadata"]
         existing = self.caches.get(resource, meta["namespace"], meta["name"])
         if existing is None:  # not in the cache yet (or not ours): ask the API server
             try:
                 existing = self.client.get(resource, meta["name"], meta["namespace"])
             except NotFound:
-                return None
+                return Gone()
         owner = controller_ref(existing)
         if owner is not None and owner.get("uid") == uid:
             return None
         return clash(child["kind"], meta["name"], owner)
 
-    def act(self, action: Action, key: str, uid: str, rlog: Any) -> Problem | Refusal | None:
+    def act(self, action: Action, key: str, uid: str, rlog: Any) -> Problem | Refusal | Gone | None:
         """Carry out one action of job ``key`` (its ``uid``). A hard one's trouble
         is a :class:`Problem`; a soft one's a :class:`Refusal` for its integration."""
         body, resource = action.body, action.resource
@@ -152,7 +174,8 @@ class Writer:
         label = f"{resource.kind}/{name}"
         try:
             if action.verb == "create":
-                self.client.create(resource, body, namespace, answer=False)
+                strict = "Strict" if action.strict else None
+                self.client.create(resource, body, namespace, field_validation=strict, answer=False)
                 rlog.info("created", child=label)
             elif action.verb == "replace":
                 self.client.replace(resource, body)
@@ -167,8 +190,8 @@ class Writer:
                 raise ValueError(f"unknown action {action.verb!r}")
         except AlreadyExists:
             found = self.foreign_owner(resource, body, uid)
-            if not found:
-                return None
+            if not isinstance(found, str):
+                return found
             if action.soft:
                 return Refusal(found, clash=True, permanent=True)
             return cannot_have(action.what, action.label, found)
@@ -197,6 +220,8 @@ class Writer:
         batches (the names created go to ``on_created``); the problem of a pod
         that cannot be had."""
         namespace = key.partition("/")[0]
+        if self.pool is None:
+            raise ValueError("this writer creates no pods in batches: it has no pool")
 
         def create(pod: Obj) -> bool:
             try:
@@ -215,7 +240,7 @@ class Writer:
         for pod, new in outcome.done:
             if not new:
                 found = self.foreign_owner(PODS, pod, uid)
-                if found:
+                if isinstance(found, str):
                     return cannot_have("a pod of the job", f"Pod {pod['metadata']['name']}", found)
         if outcome.failed is not None:
             pod, error = outcome.failed

@@ -109,7 +109,9 @@ class Action:
     How a refusal is read: a ``soft`` action's goes back to the integration that
     asked for it (``by``, through its ``refused`` in the next pass) and never holds
     or fails the job; any other's holds the job (a refusal retrying may cure) or
-    fails it (an invalid object, a policy, a name held by another owner)."""
+    fails it (an invalid object, a policy, a name held by another owner).
+    ``strict``: a create with the API server's strict field validation, which
+    refuses a field it does not know rather than drop it in silence."""
 
     verb: str  # create | replace | replace_status | delete | create_pods
     resource: Resource
@@ -117,6 +119,7 @@ class Action:
     what: str  # how a message names it: "the job's PodGroup"
     soft: bool = False
     by: str = ""  # the integration that asked for it ("" for the job's own writes)
+    strict: bool = False
 
     @property
     def label(self) -> str:
@@ -282,7 +285,7 @@ class Base(Generic[S]):
 
 @dataclass(frozen=True)
 class Rule:
-    """An RBAC rule an integration needs, as hack/gen_rbac.py writes it: in
+    """An RBAC rule an integration needs, as hack/generate/rbac.py writes it: in
     the operator's ClusterRole, or, ``own_namespace``, in a Role of the
     operator's own namespace (``resource_names``: only these objects)."""
 

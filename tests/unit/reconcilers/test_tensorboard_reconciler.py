@@ -6,6 +6,7 @@ replaced, and names held by others or refusals never loop."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,13 +14,17 @@ import pytest
 
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.informers.factory import InformerFactory
-from t9k_operator.integrations.tensorboard.controller import TensorBoardReconciler
+from t9k_operator.integrations.tensorboard.controller import (
+    CACHE_CATCH_UP,
+    TensorBoardReconciler,
+)
 from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
 from t9k_operator.integrations.tensorboard.served import ServedTensorBoard
 from t9k_operator.integrations.tensorboard.status import REPLACE_FAILED_AFTER
-from t9k_operator.kube import Invalid, ServerError
+from t9k_operator.kube import AlreadyExists, Conflict, Invalid, ServerError
 from t9k_operator.reconcilers.controllers import CONTROLLERS, build_controllers
 from t9k_operator.reconcilers.engine import fmt_time
+from t9k_operator.reconcilers.pipeline.contract import Action
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import ControllerContext, Result
 from tests.fakes import FakeClock, FakeRecorder
@@ -283,3 +288,70 @@ def test_the_operator_runs_a_controller_for_it_beside_the_job_kinds() -> None:
     )
     names = [c.name for c in build_controllers(ctx, [ServedTensorBoard()])]
     assert names[-1] == "tensorboard" and len(names) == CONTROLLERS
+
+
+def test_every_write_is_a_planned_action_through_the_pipelines_writer() -> None:
+    """The children's writes go through the pipeline's Writer and the status
+    through its StatusWriter, as actions: the fake sees no write but theirs."""
+    h = Harness()
+    through: list[tuple[str, str, str]] = []
+    actions: list[Action] = []
+
+    def recording(write: Callable[..., Any]) -> Callable[..., Any]:
+        def record(action: Action, *rest: Any) -> Any:
+            actions.append(action)
+            through.append((action.verb, action.resource.kind, action.body["metadata"]["name"]))
+            return write(action, *rest)
+
+        return record
+
+    writer, status = h.reconciler.writer, h.reconciler.status
+    writer.act = recording(writer.act)  # type: ignore[method-assign]
+    status.write = recording(status.write)  # type: ignore[method-assign]
+    h.run()
+    h.set_pod_status(RUNNING_READY)
+    h.run()
+    h.fake.objects[("TensorBoard", NS, "tb")]["spec"]["image"] = "tensorflow/tensorflow:2.15.0"
+    h.sync()
+    h.run()
+    assert h.fake.writes == through
+    assert [w[:2] for w in through if w[0] != "replace_status"] == [
+        ("create", "Service"),
+        ("create", "Pod"),
+        ("delete", "Pod"),
+        ("create", "Pod"),
+    ]
+    assert all(a.strict and a.soft for a in actions if a.verb == "create")
+
+
+def test_a_pod_gone_between_its_create_and_the_look_is_created_next_pass() -> None:
+    h = Harness()
+    h.fake.fail_next("create", "Pod", AlreadyExists("pods 'tb-tensorboard' already exists"))
+    assert h.run(1) == Result(requeue=True)
+    assert h.ready()["reason"] == "Creating"
+    h.run()
+    assert ("create", "Pod", POD) in h.fake.writes
+
+
+def test_a_pod_changed_under_its_delete_is_looked_at_again_without_a_status() -> None:
+    h = Harness()
+    h.run()
+    h.fake.objects[("TensorBoard", NS, "tb")]["spec"]["image"] = "tensorflow/tensorflow:2.15.0"
+    h.sync()
+    h.fake.fail_next("delete", "Pod", Conflict("Precondition failed: UID in precondition"))
+    writes = len(h.fake.writes)
+    assert h.reconcile() == Result(requeue=True)
+    assert len(h.fake.writes) == writes, "no status from a pass that met a change"
+    h.run()
+    assert ("delete", "Pod", POD) in h.fake.writes
+    assert h.pod()["spec"]["containers"][0]["image"] == "tensorflow/tensorflow:2.15.0"
+
+
+def test_a_pass_before_the_cache_shows_its_status_write_waits_for_it() -> None:
+    h = Harness()
+    h.reconcile()
+    writes = list(h.fake.writes)
+    assert h.reconcile() == Result(requeue_after=CACHE_CATCH_UP)
+    assert h.fake.writes == writes, "nothing planned from the status before it"
+    h.sync()
+    assert h.reconcile() == Result()
