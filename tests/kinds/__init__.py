@@ -6,18 +6,20 @@ the kinds themselves), so a move of it is one edit. A test parametrized over
 the kinds uses :data:`KIND_NAMES`, or a subset derived from a property of the
 kinds (:func:`spec_fields`, :func:`kubeflow_status`, ``uses_ssh``).
 
-Each kind's test data is one module of this package (``tests/kinds/<kind>.py``,
-listed in :data:`ALL`): its entry in every per-kind table of the tests, each
-written out there, never computed by the code under test. A test reads its
-table with :func:`kind_table` (``{kind: entry}``), and fails when a kind it should
-cover has no entry in it (:func:`per_kind`, :func:`kind_entry`): a new kind is
-never silently left out. A new kind's test data is one new module here and its
-line in :data:`ALL`.
+Each kind's test data is one module of this package, named as the kind's
+modules are (``tests/kinds/<kind>.py`` for ``t9k_operator/kinds/<kind>.py``):
+its entry in every per-kind table of the tests, each written out there, never
+computed by the code under test. :data:`ALL` finds them through the registry.
+A test reads its table with :func:`kind_table` (``{kind: entry}``), and fails
+when a kind it should cover has no entry in it (:func:`per_kind`,
+:func:`kind_entry`): a new kind is never silently left out. A new kind's test
+data is one new module here, and nothing else.
 
 The tables, by the name a kind's module gives its entry (and the test's table):
 
 - ``SAMPLE``, ``LOCAL_PROCESSES``: tests/unit/test_local_run.py (``EXPECTED``)
 - ``API_MODELS``: tests/unit/api/test_job_objects.py (``KINDS``)
+- ``RULES``: tests/unit/api/test_rules.py (``CASES``)
 - ``RECONCILED``: tests/unit/reconcilers/test_job_reconciler.py (``JOBS``)
 - ``HOOKS``, ``NEVER_RESTARTS``: tests/unit/reconcilers/test_kinds.py (``CASES``,
   ``NEVER_RESTART``)
@@ -38,27 +40,21 @@ The tables, by the name a kind's module gives its entry (and the test's table):
   tests/integration/test_tensorboard.py (``JOBS``)
 
 The order of :data:`ALL` is the registry's (tests/unit/test_entry_points.py
-``BUILT_IN`` reads it).
+``BUILT_IN`` reads it): a kind's test data module is found from its kind, so a
+kind registered without one is missing from it, which
+tests/unit/test_registry.py reports.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
 from t9k_operator.kinds import registry
 from t9k_operator.kube import Resource
-from tests.kinds import (
-    colossalai,
-    deepspeed,
-    genericjob,
-    mpijob,
-    msjob,
-    pytorch,
-    tensorflow,
-    xgboost,
-)
 
 T = TypeVar("T")
 
@@ -95,16 +91,23 @@ def kubeflow_status(name: str) -> bool:
     return "t9kConditions" in status_fields(name)
 
 
-ALL: list[ModuleType] = [
-    pytorch,
-    deepspeed,
-    colossalai,
-    msjob,
-    genericjob,
-    tensorflow,
-    xgboost,
-    mpijob,
-]
+BUILT_IN_KINDS = "t9k_operator.kinds."
+"""The package of the built-in kinds' classes; a plugin's kind class lives elsewhere."""
+
+
+def data_module_of(kind: Any) -> ModuleType | None:
+    """The test data module of a built-in kind: ``tests.kinds.<kind>`` for the kind
+    class of ``t9k_operator.kinds.<kind>`` (None: a plugin's kind, or no such module)."""
+    module = type(kind).__module__
+    if not module.startswith(BUILT_IN_KINDS):
+        return None
+    name = f"{__name__}.{module.removeprefix(BUILT_IN_KINDS)}"
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
+
+
+ALL: list[ModuleType] = [data for kind in KINDS if (data := data_module_of(kind)) is not None]
 """The test data of every built-in kind, a module each, in the registry's order."""
 
 

@@ -9,24 +9,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.api import colossalai
+from t9k_operator.api import colossalai, colossalai_replicas
 from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_colossalai as crd_tests
 from tests.integration.test_colossalai_job import cj
 from tests.kinds.common import (
+    DEBUG,
     GPUS,
+    LONG,
     T9K_COLUMNS,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     t9k_scheduler,
     template,
+    wire_job,
     worker_templates,
 )
 from tests.unit.api import test_colossalai_models as model_tests
@@ -91,6 +98,53 @@ KUEUE_POD_SETS = {"launcher": 1, "worker": 2}
 
 GANG_MIN_MEMBER = 3
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+COLOSSALAI = {
+    "launcher": {"image": "train"},
+    "worker": {"replicas": 2, "command": ["train.py"], "template": WORKER_TEMPLATE},
+}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        colossalai.COMMAND_REQUIRED_RULE,
+        colossalai.ColossalAIJobSpec,
+        merged(COLOSSALAI, worker={"template": WORKER_TEMPLATE}, **DEBUG),
+        merged(COLOSSALAI, worker={"template": WORKER_TEMPLATE, "command": []}),
+    ),
+    RuleCase(
+        colossalai_replicas.AUTH_MOUNT_PATH_RULE,
+        colossalai.SSHConfig,
+        {"authMountPath": "/home/user/.ssh"},
+        {"authMountPath": "home/user/.ssh"},
+        node=at_key("authMountPath"),
+    ),
+    *(
+        RuleCase(
+            colossalai_replicas.AUTH_MOUNT_PLACE_RULE,
+            colossalai.SSHConfig,
+            {"authMountPath": "/home/user/.ssh/"},
+            {"authMountPath": bad},
+            node=at_key("authMountPath"),
+        )
+        for bad in ("/", "/home//.ssh", "/home/./.ssh", "/root/..", "/tmp/ssh", "/t9k")
+    ),
+    RuleCase(
+        colossalai_replicas.SSHD_PATH_RULE,
+        colossalai.SSHConfig,
+        {"sshdPath": "/usr/bin/sshd"},
+        {"sshdPath": "sshd"},
+        node=at_key("sshdPath"),
+    ),
+    RuleCase(
+        colossalai.POD_NAME_LENGTH_RULE,
+        colossalai.ColossalAIJobObject,
+        wire_job("ColossalAIJob", COLOSSALAI, LONG[:54]),
+        wire_job("ColossalAIJob", COLOSSALAI, LONG[:55]),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

@@ -8,11 +8,15 @@ Nothing here is about one kind: a kind's own data is in its module
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from t9k_operator.api.crd import CrdInfo, JobObject
+from t9k_operator.api.rules import Rule
 from t9k_operator.kinds.view import Role
 from tests.unit.api.helpers import load
 
@@ -64,6 +68,26 @@ class CrdCase:
     paused: str | None = None  # a paused job with resumeSpecs (T9k kinds)
 
 
+@dataclass(frozen=True)
+class RuleCase:
+    """A rule, the model it is registered on, a passing and a failing object of
+    that model, and where in the object the rule's node is
+    (tests/unit/api/test_rules.py)."""
+
+    rule: Rule[Any]
+    model: type[BaseModel]
+    good: dict[str, Any]
+    bad: dict[str, Any]
+    node: Callable[[dict[str, Any]], Any] = field(default=lambda obj: obj)
+    old: dict[str, Any] | None = None
+    """For a transition rule: the old object (the CEL's oldSelf), against which
+    ``bad`` breaks the rule and ``good`` keeps it."""
+
+    @property
+    def id(self) -> str:
+        return self.rule.message[:60]
+
+
 T9K_COLUMNS = ["NAME", "PHASE", "REASON", "READY", "REPLICAS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
 """The `kubectl get` header of a T9k kind (:attr:`CrdCase.columns`)."""
 
@@ -74,6 +98,39 @@ def crd_status(examples: dict[str, str], **more: Any) -> dict[str, Any]:
     for text in examples.values():
         status.update(load(text))
     return {**status, **more}
+
+
+# -- the rules' examples (RuleCase) -----------------------------------------------------
+
+WORKER_TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": "train"}]}}
+"""A pod template of one container named worker, in the rules' examples."""
+
+DEBUG = {"runMode": {"debug": {"enabled": True}}}
+"""A spec's debug mode on (its other fields unchanged), in the rules' examples."""
+
+LONG = "j" * 55
+"""A job name: <name>-worker-<i> and <name>-launcher fit in 63 characters; longer do not."""
+
+
+def merged(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``base`` with top-level keys replaced (None: removed)."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def wire_job(kind: str, spec: dict[str, Any], name: str = "job") -> dict[str, Any]:
+    """A whole object of ``kind`` named ``name``, as the API server sends it."""
+    return {"apiVersion": "v", "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def at_key(name: str) -> Callable[[dict[str, Any]], Any]:
+    """The node of a rule that sits at the object's field ``name``."""
+    return lambda obj: obj[name]
 
 
 # -- pod templates -----------------------------------------------------------------------

@@ -9,23 +9,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.api import deepspeed
+from t9k_operator.api import deepspeed, deepspeed_config, deepspeed_worker
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.deepspeed import DeepSpeedKind
 from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_deepspeed as crd_tests
 from tests.integration.test_deepspeed_job import ds_job
 from tests.kinds.common import (
+    DEBUG,
+    LONG,
     T9K_COLUMNS,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     t9k_scheduler,
     template,
+    wire_job,
     worker_templates,
 )
 from tests.unit.api import test_deepspeed_models as model_tests
@@ -89,6 +96,79 @@ KUEUE_POD_SETS = {"worker": 2}
 
 GANG_MIN_MEMBER = 2
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+DEEPSPEED = {
+    "config": {"run": {"python": ["train.py"]}},
+    "worker": {"replicas": 1, "template": WORKER_TEMPLATE},
+}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        deepspeed.RUN_REQUIRED_RULE,
+        deepspeed.DeepSpeedJobSpec,
+        merged(DEEPSPEED, config=None, **DEBUG),
+        merged(DEEPSPEED, config={"slotsPerWorker": 2}),
+    ),
+    *(
+        RuleCase(
+            deepspeed_worker.RESERVED_MOUNTS_RULE,
+            deepspeed.WorkerSpec,
+            {"template": {"spec": {"containers": good}}},
+            {"template": {"spec": {"containers": bad}}},
+            node=at_key("template"),
+        )
+        for good, bad in (
+            (
+                [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/root/.sshx"}]}],
+                [{"name": "a", "volumeMounts": [{"name": "v", "mountPath": "/root/.ssh/k"}]}],
+            ),
+            (
+                [
+                    {"name": "sidecar", "volumeMounts": [{"name": "v", "mountPath": "/t9k"}]},
+                    {"name": "worker"},
+                ],
+                [
+                    {"name": "sidecar"},
+                    {
+                        "name": "worker",
+                        "volumeMounts": [{"name": "v", "mountPath": "/t9k/hostfile"}],
+                    },
+                ],
+            ),
+        )
+    ),
+    RuleCase(
+        deepspeed.POD_NAME_LENGTH_RULE,
+        deepspeed.DeepSpeedJobObject,
+        wire_job("DeepSpeedJob", merged(DEEPSPEED, elastic={"maxReplicas": 10}), LONG[:54]),
+        wire_job("DeepSpeedJob", merged(DEEPSPEED, elastic={"maxReplicas": 11}), LONG[:54]),
+    ),
+    RuleCase(
+        deepspeed_config.RESERVED_ARGS_RULE,
+        deepspeed_config.DeepSpeedConfig,
+        {"otherArgs": ["--master_port=1", "--hostfile_x"]},
+        {"otherArgs": ["--master_port=1", "--hostfile=/h"]},
+        node=at_key("otherArgs"),
+    ),
+    *(
+        RuleCase(
+            deepspeed_config.LAUNCHER_PDSH_RULE,
+            deepspeed_config.DeepSpeedConfig,
+            {"otherArgs": good},
+            {"otherArgs": bad},
+            node=at_key("otherArgs"),
+        )
+        for good, bad in (
+            (["--launcher", "PDSH"], ["--launcher", "openmpi"]),
+            (["--launcher=pdsh"], ["--launcher=slurm"]),
+            ([], ["--launcher"]),
+            (["--launcher", "pdsh"], ["--launcher", "pdsh", "--launcher", "pdsh"]),
+        )
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

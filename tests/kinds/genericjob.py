@@ -17,14 +17,18 @@ from tests.integration import test_crd_genericjob as crd_tests
 from tests.integration.jobs import pytorch_job
 from tests.kinds import pytorch
 from tests.kinds.common import (
+    LONG,
     T9K_COLUMNS,
     CrdCase,
     HooksCase,
     ModelCase,
+    RuleCase,
     crd_status,
     fuzz_template,
+    merged,
     replica_specs_templates,
     template,
+    wire_job,
 )
 from tests.unit.api import test_genericjob_models as model_tests
 
@@ -97,6 +101,35 @@ KUEUE_POD_SETS = {"worker": 2}
 
 GANG_MIN_MEMBER = 2
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        genericjob.SUCCESS_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(pytorch.PYTORCH, successRules=[{"worker": [0, 1]}]),
+        merged(pytorch.PYTORCH, successRules=[{"worker": [0, 2]}]),
+    ),
+    RuleCase(
+        genericjob.FAILURE_RULES_RULE,
+        genericjob.GenericJobSpec,
+        merged(pytorch.PYTORCH, failureRules=[{"worker": [1]}]),
+        merged(pytorch.PYTORCH, failureRules=[{"server": [0]}]),
+    ),
+    RuleCase(
+        genericjob.DISTINCT_PORTS_RULE,
+        genericjob.ServiceOption,
+        {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 1}]},
+        {"ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+    ),
+    RuleCase(
+        genericjob.POD_NAME_LENGTH_RULE,
+        genericjob.GenericJobObject,
+        wire_job("GenericJob", pytorch.PYTORCH, LONG[:54]),
+        wire_job("GenericJob", pytorch.PYTORCH, LONG[:55]),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

@@ -15,16 +15,22 @@ from t9k_operator.kinds.mpijob import MPIJobKind
 from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_mpijob as crd_tests
 from tests.kinds.common import (
+    LONG,
     T9K_COLUMNS,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     t9k_scheduler,
     template,
+    wire_job,
     worker_templates,
 )
 from tests.unit.api import test_mpijob_models as model_tests
@@ -87,6 +93,68 @@ KUEUE_POD_SETS = {"launcher": 1, "worker": 2}
 
 GANG_MIN_MEMBER = 3  # the launcher and 2 workers
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+MPIJOB = {"worker": {"replicas": 2, "cmd": ["./prog"], "template": WORKER_TEMPLATE}}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        mpijob.AUTH_MOUNT_PATH_RULE,
+        mpijob.SSHConfig,
+        {"sshAuthMountPath": "/home/user/.ssh"},
+        {"sshAuthMountPath": "home/user/.ssh"},
+        node=at_key("sshAuthMountPath"),
+    ),
+    *(
+        RuleCase(
+            mpijob.AUTH_PLACE_RULE,
+            mpijob.SSHConfig,
+            {"sshAuthMountPath": "/home/user/.ssh/"},
+            {"sshAuthMountPath": bad},
+            node=at_key("sshAuthMountPath"),
+        )
+        for bad in ("/", "/home//.ssh", "/root/..", "/tmp/ssh", "/t9k")
+    ),
+    RuleCase(
+        mpijob.SSHD_PATH_RULE,
+        mpijob.SSHConfig,
+        {"sshdPath": "/usr/bin/sshd"},
+        {"sshdPath": "sshd"},
+        node=at_key("sshdPath"),
+    ),
+    RuleCase(
+        mpijob.MPI_HOME_RULE,
+        mpijob.MPIJobSpec,
+        merged(MPIJOB, mpiHome="/usr/local"),
+        merged(MPIJOB, mpiHome="usr/local"),
+        node=at_key("mpiHome"),
+    ),
+    *(
+        RuleCase(
+            mpijob.MCA_KEYS_RULE,
+            mpijob.MPIJobSpec,
+            merged(MPIJOB, mca={"btl": "^openib", "plm_rsh_args": "-p 2222"}),
+            merged(MPIJOB, mca={bad: "x"}),
+            node=at_key("mca"),
+        )
+        for bad in ("", "btl pml", "--mca", "btl;rm")
+    ),
+    RuleCase(
+        mpijob.NAMELESS_CONTAINER_RULE,
+        mpijob.WorkerConfig,
+        {"template": {"spec": {"containers": [{"image": "a"}]}}},
+        {"template": {"spec": {"containers": [{"name": "mpi-worker"}, {"image": "b"}]}}},
+        node=lambda w: w["template"]["spec"]["containers"],
+    ),
+    RuleCase(
+        mpijob.POD_NAME_LENGTH_RULE,
+        mpijob.MPIJobObject,
+        wire_job("MPIJob", MPIJOB, LONG[:54]),
+        wire_job("MPIJob", MPIJOB, LONG[:55]),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

@@ -19,15 +19,21 @@ from t9k_operator.kinds.msjob import MSJobKind
 from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_msjob as crd_tests
 from tests.kinds.common import (
+    LONG,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     ms_replica_specs_templates,
     template,
+    wire_job,
 )
 from tests.unit.api import test_msjob_models as model_tests
 
@@ -106,6 +112,58 @@ KUEUE_POD_SETS = {"scheduler": 1, "worker": 2}
 
 GANG_MIN_MEMBER = 3
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+MS_TEMPLATE = {"spec": {"containers": [{"name": "mindspore", "image": "train"}]}}
+MSJOB = {"msReplicaSpecs": {"Worker": {"replicas": 2, "template": MS_TEMPLATE}}}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        msjob.MINDSPORE_CONTAINER_RULE,
+        msjob.MSReplicaSpec,
+        {"template": MS_TEMPLATE},
+        {"template": WORKER_TEMPLATE},
+        node=at_key("template"),
+    ),
+    RuleCase(
+        msjob.UNKNOWN_ROLE_RULE,
+        msjob.MSJobSpec,
+        MSJOB,
+        {"msReplicaSpecs": {"Chief": {"template": MS_TEMPLATE}}},
+        node=at_key("msReplicaSpecs"),
+    ),
+    RuleCase(
+        msjob.ONE_SCHEDULER_RULE,
+        msjob.MSJobSpec,
+        {"msReplicaSpecs": {"Scheduler": {"template": MS_TEMPLATE}}},
+        {"msReplicaSpecs": {"Scheduler": {"replicas": 2, "template": MS_TEMPLATE}}},
+        node=at_key("msReplicaSpecs"),
+    ),
+    RuleCase(
+        msjob.TOO_MANY_REPLICAS_RULE,
+        msjob.MSJobSpec,
+        {"msReplicaSpecs": {"Worker": {"replicas": 5000, "template": MS_TEMPLATE}}},
+        {
+            "msReplicaSpecs": {
+                "Worker": {"replicas": 5000, "template": MS_TEMPLATE},
+                "PS": {"template": MS_TEMPLATE},
+            }
+        },
+        node=at_key("msReplicaSpecs"),
+    ),
+    RuleCase(
+        msjob.POD_NAME_LENGTH_RULE,
+        msjob.MSJobObject,
+        wire_job("MSJob", MSJOB, LONG[:54]),
+        wire_job(
+            "MSJob",
+            merged(MSJOB, msReplicaSpecs={"Worker": {"replicas": 11, "template": MS_TEMPLATE}}),
+            LONG[:54],
+        ),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

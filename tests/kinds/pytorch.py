@@ -16,17 +16,23 @@ from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_pytorch as crd_tests
 from tests.integration.jobs import pytorch_job
 from tests.kinds.common import (
+    LONG,
     T9K_COLUMNS,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     replica_specs_templates,
     t9k_scheduler,
     template,
+    wire_job,
 )
 from tests.unit.api import test_pytorch_models as model_tests
 
@@ -105,6 +111,61 @@ KUEUE_POD_SETS = {"worker": 2}
 
 GANG_MIN_MEMBER = 2
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+PYTORCH = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": WORKER_TEMPLATE}]}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        pytorch.DISTINCT_TYPES_RULE,
+        pytorch.PyTorchTrainingJobSpec,
+        merged(PYTORCH, replicaSpecs=[{"type": "master", "template": WORKER_TEMPLATE}] * 1),
+        merged(PYTORCH, replicaSpecs=[{"type": "worker", "template": WORKER_TEMPLATE}] * 2),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        pytorch.ONE_MASTER_RULE,
+        pytorch.PyTorchTrainingJobSpec,
+        merged(PYTORCH, replicaSpecs=[{"type": "master", "template": WORKER_TEMPLATE}]),
+        merged(
+            PYTORCH, replicaSpecs=[{"type": "master", "replicas": 2, "template": WORKER_TEMPLATE}]
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        pytorch.TOO_MANY_REPLICAS_RULE,
+        pytorch.PyTorchTrainingJobSpec,
+        merged(
+            PYTORCH,
+            replicaSpecs=[{"type": "worker", "replicas": 5000, "template": WORKER_TEMPLATE}],
+        ),
+        merged(
+            PYTORCH,
+            replicaSpecs=[
+                {"type": "worker", "replicas": 5000, "template": WORKER_TEMPLATE},
+                {"type": "ps", "template": WORKER_TEMPLATE},
+            ],
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        pytorch.ELASTIC_NEEDS_TORCHRUN_RULE,
+        pytorch.PyTorchTrainingJobSpec,
+        merged(PYTORCH, elastic={"enabled": False}, torchrunConfig={"enabled": False}),
+        merged(
+            PYTORCH,
+            elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 2, "expectedReplicas": 1},
+        ),
+    ),
+    RuleCase(
+        pytorch.POD_NAME_LENGTH_RULE,
+        pytorch.PyTorchTrainingJobObject,
+        wire_job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 100}), LONG[:53]),
+        wire_job("PyTorchTrainingJob", merged(PYTORCH, elastic={"maxReplicas": 101}), LONG[:53]),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

@@ -16,17 +16,22 @@ from t9k_operator.kinds.view import Role
 from tests.integration import test_crd_tensorflow as crd_tests
 from tests.integration.jobs import pytorch_job
 from tests.kinds.common import (
+    LONG,
     T9K_COLUMNS,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     crd_status,
     fuzz_template,
     gpu_template,
+    merged,
     replica_specs_templates,
     t9k_scheduler,
     template,
+    wire_job,
 )
 from tests.unit.api import test_tensorflow_models as model_tests
 
@@ -101,6 +106,85 @@ KUEUE_POD_SETS = {"chief": 1, "worker": 2}
 
 GANG_MIN_MEMBER = 3
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+TF_TEMPLATE = {"spec": {"containers": [{"name": "tensorflow", "image": "train"}]}}
+TENSORFLOW = {"replicaSpecs": [{"type": "worker", "replicas": 2, "template": TF_TEMPLATE}]}
+"""The spec the rules' examples change (``RULES``)."""
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        tensorflow.DISTINCT_TYPES_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(TENSORFLOW, replicaSpecs=[{"type": "worker", "template": TF_TEMPLATE}] * 2),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        tensorflow.ONE_CHIEF_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(TENSORFLOW, replicaSpecs=[{"type": "chief", "template": TF_TEMPLATE}]),
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "chief", "replicas": 2, "template": TF_TEMPLATE}]
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        tensorflow.NEEDS_LEADER_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "template": TF_TEMPLATE},
+            ],
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "ps", "template": TF_TEMPLATE},
+                {"type": "worker", "replicas": 0, "template": TF_TEMPLATE},
+                {"type": "evaluator", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        tensorflow.TOO_MANY_REPLICAS_RULE,
+        tensorflow.TensorFlowTrainingJobSpec,
+        merged(
+            TENSORFLOW, replicaSpecs=[{"type": "worker", "replicas": 5000, "template": TF_TEMPLATE}]
+        ),
+        merged(
+            TENSORFLOW,
+            replicaSpecs=[
+                {"type": "worker", "replicas": 5000, "template": TF_TEMPLATE},
+                {"type": "ps", "template": TF_TEMPLATE},
+            ],
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        tensorflow.POD_NAME_LENGTH_RULE,
+        tensorflow.TensorFlowTrainingJobObject,
+        wire_job("TensorFlowTrainingJob", TENSORFLOW, LONG[:54]),
+        wire_job(
+            "TensorFlowTrainingJob",
+            merged(
+                TENSORFLOW,
+                replicaSpecs=[{"type": "worker", "replicas": 11, "template": TF_TEMPLATE}],
+            ),
+            LONG[:54],
+        ),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------

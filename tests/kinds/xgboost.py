@@ -15,16 +15,22 @@ from t9k_operator.kinds.view import Role
 from t9k_operator.kinds.xgboost import XGBoostKind
 from tests.integration import test_crd_xgboost as crd_tests
 from tests.kinds.common import (
+    LONG,
     T9K_COLUMNS,
+    WORKER_TEMPLATE,
     CrdCase,
     HooksCase,
     ModelCase,
     Notes,
+    RuleCase,
+    at_key,
     fuzz_template,
     gpu_template,
+    merged,
     replica_specs_templates,
     t9k_scheduler,
     template,
+    wire_job,
 )
 from tests.unit.api import test_xgboost_models as model_tests
 
@@ -95,6 +101,39 @@ KUEUE_POD_SETS = {"master": 1, "worker": 2}
 
 GANG_MIN_MEMBER = 3
 """tests/unit/reconcilers/test_gang_reconciler.py: its PodGroup's minMember (``MIN_MEMBER``)."""
+
+
+def xgboost_workers(n: int) -> dict[str, Any]:
+    """A spec of a master and ``n`` workers (``RULES``)."""
+    return {
+        "replicaSpecs": [
+            {"type": "master", "template": WORKER_TEMPLATE},
+            {"type": "worker", "replicas": n, "template": WORKER_TEMPLATE},
+        ]
+    }
+
+
+XGBOOST = xgboost_workers(100)
+
+RULES: list[RuleCase] = [
+    RuleCase(
+        xgboost.ONE_MASTER_RULE,
+        xgboost.XGBoostTrainingJobSpec,
+        merged(XGBOOST, replicaSpecs=[{"type": "master", "template": WORKER_TEMPLATE}]),
+        merged(
+            XGBOOST, replicaSpecs=[{"type": "master", "replicas": 2, "template": WORKER_TEMPLATE}]
+        ),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        xgboost.POD_NAME_LENGTH_RULE,
+        xgboost.XGBoostTrainingJobObject,
+        wire_job("XGBoostTrainingJob", XGBOOST, LONG[:53]),
+        wire_job("XGBoostTrainingJob", xgboost_workers(101), LONG[:53]),
+    ),
+]
+"""tests/unit/api/test_rules.py: a passing and a failing example of each rule its API
+registers, of the model the rule is on, in the wire shape (``CASES``)."""
 
 
 # -- the integration tests --------------------------------------------------------------
