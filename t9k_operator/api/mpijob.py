@@ -1,42 +1,35 @@
 """The MPIJob kind (batch.tensorstack.dev/v1beta1): spec, status, CRD.
 
-An MPIJob runs Open MPI's ``mpirun`` over ssh:
+An MPIJob runs Open MPI's ``mpirun`` over ssh: workers (``<job>-worker-<i>``)
+run sshd whatever their command says, and one launcher (``<job>-launcher``)
+runs ``mpirun`` with the workers' hostfile. The job ends when mpirun does:
+exit 0 completes it, any other exit fails it.
 
-* ``spec.worker.replicas`` workers (``<job>-worker-<i>``), built from
-  ``spec.worker.template``; the container ``mpi-worker`` (else the template's
-  first) runs sshd (``spec.ssh.sshdPath``, the job's key at
-  ``spec.ssh.sshAuthMountPath``) whatever its command says, and waits;
-* one launcher (``<job>-launcher``), built from the same template, whose
-  container runs ``mpirun`` with the workers' hostfile, ``spec.mca`` as
-  ``--mca`` pairs, ``--prefix spec.mpiHome``, ``spec.worker.extraMPIArgs`` and
-  then ``spec.worker.cmd``. The job ends when mpirun does: exit 0 completes it,
-  any other exit fails it.
-
-No pod is ever restarted (a rank cannot rejoin a running ``mpirun``), so the
-API has no restart policy nor backoff limit; ``spec.runPolicy.cleanUpWorkers``
-deletes the workers once the job has ended, keeping the launcher for its log.
+A spec is written in one of two layouts, never both (:data:`MIXED_LAYOUTS_RULE`):
+T9k's 2025 one, ``spec.replicaSpecs`` and ``spec.mpiConfig``
+(:mod:`~t9k_operator.api.mpijob_replicas`), or its older one, ``spec.worker``,
+``spec.mca`` and ``spec.mpiHome`` (:mod:`~t9k_operator.api.mpijob_worker`).
+:attr:`MPIJobSpec.run` reads either into the one
+:class:`~t9k_operator.api.mpijob_replicas.MPIRun` everything else reads.
+The older layout restarts no pod (a rank cannot rejoin a running ``mpirun``);
+the 2025 one's ``restartPolicy`` may recreate a replica.
+``spec.runPolicy.cleanUpWorkers`` deletes the workers once the job has ended,
+keeping the launcher for its log.
 Each invariant is a :class:`~t9k_operator.api.rules.Rule`, checked at
 admission by its CEL and on parsing by its Python side, with the same message.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from t9k_operator.api import specs
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.colossalai_replicas import (
-    AUTH_MOUNT_FORBIDDEN,
-    AUTH_MOUNT_PLACE_RULE,
     MAX_PATH_LENGTH,
-    SSHD_PATH_RULE,
     absolute_path_rule,
-    worker_containers,
 )
 from t9k_operator.api.colossalai_replicas import (
     MSG_NO_CONTAINER as MSG_NO_CONTAINER,
@@ -44,23 +37,61 @@ from t9k_operator.api.colossalai_replicas import (
 from t9k_operator.api.colossalai_replicas import (
     MSG_SSHD_PATH as MSG_SSHD_PATH,
 )
+from t9k_operator.api.colossalai_replicas import (
+    SSHD_PATH_RULE as SSHD_PATH_RULE,
+)
 from t9k_operator.api.crd import (
     JOB_NAME_RULE,
     MSG_LAUNCHER_POD_NAME_LENGTH,
     JobObject,
     job_crd,
+    last_index_cel,
     launcher_pod_names_fit,
     launcher_pod_names_fit_cel,
+    pod_name_fits_cel,
     pod_name_length_rule,
+)
+from t9k_operator.api.mpijob_replicas import (
+    MPIConfig,
+    MPIRun,
+    ReplicaSpecs,
+    mca_keys_rule,
+    run_of_replica_specs,
+)
+from t9k_operator.api.mpijob_worker import (
+    AUTH_MOUNT_PATH_RULE as AUTH_MOUNT_PATH_RULE,
+)
+from t9k_operator.api.mpijob_worker import (
+    AUTH_PLACE_RULE as AUTH_PLACE_RULE,
+)
+from t9k_operator.api.mpijob_worker import (
+    MSG_AUTH_MOUNT_PATH as MSG_AUTH_MOUNT_PATH,
+)
+from t9k_operator.api.mpijob_worker import (
+    MSG_AUTH_MOUNT_PLACE as MSG_AUTH_MOUNT_PLACE,
+)
+from t9k_operator.api.mpijob_worker import (
+    MSG_NAMELESS_CONTAINER as MSG_NAMELESS_CONTAINER,
+)
+from t9k_operator.api.mpijob_worker import (
+    NAMELESS_CONTAINER_RULE as NAMELESS_CONTAINER_RULE,
+)
+from t9k_operator.api.mpijob_worker import (
+    TRAINING_CONTAINER as TRAINING_CONTAINER,
+)
+from t9k_operator.api.mpijob_worker import (
+    ProcessRecovery as ProcessRecovery,
+)
+from t9k_operator.api.mpijob_worker import (
+    SSHConfig,
+    WorkerConfig,
+    older_run,
+)
+from t9k_operator.api.mpijob_worker import (
+    training_container as training_container,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.rules import Rule, Rules
-from t9k_operator.api.schema import (
-    MAX_REPLICAS,
-    NOT_REQUIRED,
-    Arg,
-    preserved_object_schema,
-)
 from t9k_operator.api.specs import (
     RESUME_SPECS_REMOVAL_RULE,
     DebugMode,
@@ -69,7 +100,6 @@ from t9k_operator.api.specs import (
     scheduler_field,
 )
 from t9k_operator.api.status import JobStatus
-from t9k_operator.api.template import PodTemplate, named_or_first_container, pod_template_field
 
 KIND = "MPIJob"
 PLURAL = "mpijobs"
@@ -77,20 +107,6 @@ LAUNCHER = "launcher"
 """Replica type of the launcher; its pod is named ``<job>-launcher``."""
 WORKER = "worker"
 """Replica type of the workers; their pods are named ``<job>-worker-<i>``."""
-TRAINING_CONTAINER = "mpi-worker"
-"""The container that runs sshd (workers) and mpirun (launcher): this one, else the first."""
-DEFAULT_AUTH_MOUNT_PATH = "/root/.ssh"
-DEFAULT_SSHD_PATH = "/usr/sbin/sshd"
-
-MSG_AUTH_MOUNT_PATH = (
-    "spec.ssh.sshAuthMountPath must be an absolute path (start with /): the job's ssh key "
-    "is mounted there in the workers and the launcher"
-)
-MSG_AUTH_MOUNT_PLACE = (
-    "spec.ssh.sshAuthMountPath must be a plain directory path (not /, no // nor . or .. "
-    "parts) outside " + ", ".join(AUTH_MOUNT_FORBIDDEN) + ": sshd refuses keys below a "
-    "directory others may write, and /t9k is the operator's"
-)
 MSG_MPI_HOME = (
     "spec.mpiHome must be an absolute path (start with /): it is mpirun's --prefix, "
     "where the workers find Open MPI's orted"
@@ -99,11 +115,16 @@ MSG_MCA_KEY = (
     "spec.mca: every key must be an MCA parameter name (letters, digits and _ only, e.g. "
     "btl or plm_rsh_args); its value is passed as mpirun --mca <key> <value>"
 )
-MSG_NAMELESS_CONTAINER = (
-    "spec.worker.template.spec.containers: a container may be left without a name only when "
-    "it is the only one (the operator names it mpi-worker)"
-)
 MSG_POD_NAME_LENGTH = MSG_LAUNCHER_POD_NAME_LENGTH
+MSG_MIXED_LAYOUTS = (
+    "spec mixes MPIJob's two layouts: spec.replicaSpecs and spec.mpiConfig (the 2025 layout) "
+    "take the place of spec.worker, spec.mca and spec.mpiHome (the older layout); write the "
+    "job in one of them"
+)
+MSG_NO_LAYOUT = (
+    "spec needs the workers: spec.replicaSpecs with an entry of type worker (the 2025 "
+    "layout, with spec.mpiConfig) or spec.worker (the older layout)"
+)
 MSG_RESUME_ARGS_NEED_COMMAND = (
     "spec.runMode.pause.resumeSpecs[].args needs a command beside it: an MPIJob's launcher "
     "runs the operator's mpirun script and its workers run sshd, neither taking arguments, "
@@ -111,131 +132,11 @@ MSG_RESUME_ARGS_NEED_COMMAND = (
 )
 
 
-AUTH_MOUNT_PATH_RULE = absolute_path_rule(MSG_AUTH_MOUNT_PATH)
-AUTH_PLACE_RULE: Rule[str] = replace(AUTH_MOUNT_PLACE_RULE, message=MSG_AUTH_MOUNT_PLACE)
-"""ColossalAIJob's rule on where a key may go, with this kind's field name."""
 MPI_HOME_RULE = absolute_path_rule(MSG_MPI_HOME)
-NAMELESS_CONTAINER_RULE: Rule[list[Any]] = Rule(
-    "size(self) == 1 || self.all(c, has(c.name) && size(c.name) > 0)",
-    MSG_NAMELESS_CONTAINER,
-    lambda containers: len(containers) == 1 or all(c.get("name") for c in containers),
-)
-MCA_KEY_PATTERN = "^[A-Za-z0-9_]+$"
-MCA_KEYS_RULE: Rule[dict[str, str]] = Rule(
-    f"self.all(k, k.matches('{MCA_KEY_PATTERN}'))",
-    MSG_MCA_KEY,
-    lambda mca: all(re.fullmatch(MCA_KEY_PATTERN, k) for k in mca),
-)
+MCA_KEYS_RULE = mca_keys_rule(MSG_MCA_KEY)
 
 
 # -- spec.ssh, spec.worker, spec.runPolicy, spec.runMode ---------------------------------------
-
-
-class SSHConfig(T9kModel):
-    """How the workers run sshd for the launcher. Unset: the defaults below."""
-
-    ssh_auth_mount_path: Annotated[str, Rules(AUTH_MOUNT_PATH_RULE, AUTH_PLACE_RULE)] = Field(
-        default=DEFAULT_AUTH_MOUNT_PATH,
-        min_length=1,
-        max_length=MAX_PATH_LENGTH,
-        description=(
-            "Absolute path of the ssh directory, in the workers and the launcher, that holds "
-            "the job's own key, authorized_keys and ssh config (the operator makes it a 0700 "
-            "directory with 0600 copies of the files, as sshd's StrictModes demands). "
-            'Defaults to "/root/.ssh".'
-        ),
-    )
-    sshd_path: Annotated[str, Rules(SSHD_PATH_RULE)] = Field(
-        default=DEFAULT_SSHD_PATH,
-        min_length=1,
-        max_length=MAX_PATH_LENGTH,
-        description=(
-            "Absolute path of the sshd program in the worker image (sshd must be started by "
-            "its absolute path). Defaults to /usr/sbin/sshd."
-        ),
-    )
-
-
-_TEMPLATE_SCHEMA: dict[str, Any] = {
-    "required": ["spec"],
-    "properties": {
-        "spec": {
-            **preserved_object_schema(
-                "Pod spec of the workers and the launcher, kept as written.",
-                {
-                    "containers": {
-                        "type": "array",
-                        "minItems": 1,
-                        # a list, not a map by name: the operator names a lone nameless one
-                        "x-kubernetes-list-type": "atomic",
-                        "x-kubernetes-validations": [NAMELESS_CONTAINER_RULE.cel_rule()],
-                        "description": (
-                            "Containers of the pods, at least one. The one named mpi-worker "
-                            "(else the first) runs sshd in the workers and mpirun in the "
-                            "launcher; its command and args are not used."
-                        ),
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": True,
-                            "description": (
-                                "A container, kept as written; a lone container may be left "
-                                "without a name: it is then named mpi-worker."
-                            ),
-                            NOT_REQUIRED: ["name"],
-                        },
-                    }
-                },
-            ),
-            "required": ["containers"],
-        }
-    },
-}
-
-
-def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The template's container named mpi-worker, else its first; None without containers."""
-    return named_or_first_container(template, TRAINING_CONTAINER)
-
-
-class WorkerConfig(T9kModel):
-    """The workers, and what mpirun runs on them."""
-
-    replicas: int = Field(
-        default=1, ge=1, le=MAX_REPLICAS, description="Number of workers. Defaults to 1."
-    )
-    extra_mpi_args: list[Arg] = Field(
-        default=[],
-        alias="extraMPIArgs",
-        description=(
-            "Further mpirun options (e.g. [-N, '3'] for 3 processes per worker, "
-            "[-bind-to, none]), placed before the program. Each worker has, unless they say "
-            "otherwise, as many slots as it has cores (Open MPI's default for a hostfile "
-            "line without slots)."
-        ),
-    )
-    cmd: list[Arg] | None = Field(
-        default=None,
-        description=(
-            "The MPI program and its arguments (e.g. [python3, train.py]), started by mpirun "
-            "on every worker once all of them accept ssh, in the launcher's working "
-            "directory. Needed unless debug mode is on: without it the job fails, naming "
-            "this field."
-        ),
-    )
-    template: PodTemplate = pod_template_field(
-        "workers and the launcher",
-        _TEMPLATE_SCHEMA,
-        more=(
-            "; spec.containers must hold at least one container. The launcher is built from "
-            "it too, resources included (its mpi-worker container runs mpirun)."
-        ),
-    )
-
-    @field_validator("template")
-    @classmethod
-    def _check_containers(cls, template: dict[str, Any]) -> dict[str, Any]:
-        NAMELESS_CONTAINER_RULE.check(worker_containers(template))
-        return template
 
 
 class MPIRunPolicy(T9kModel):
@@ -274,17 +175,65 @@ class MPIRunMode(RunMode):
 # -- the spec ---------------------------------------------------------------------------------
 
 
+def _older_layout(spec: MPIJobSpec) -> bool:
+    return spec.worker is not None or spec.mca is not None or spec.mpi_home is not None
+
+
+def _2025_layout(spec: MPIJobSpec) -> bool:
+    return spec.replica_specs is not None or spec.mpi_config is not None
+
+
+MIXED_LAYOUTS_RULE: Rule[MPIJobSpec] = Rule(
+    "!(has(self.worker) || has(self.mca) || has(self.mpiHome)) || "
+    "!(has(self.replicaSpecs) || has(self.mpiConfig))",
+    MSG_MIXED_LAYOUTS,
+    lambda spec: not (_older_layout(spec) and _2025_layout(spec)),
+)
+NO_LAYOUT_RULE: Rule[MPIJobSpec] = Rule(
+    "has(self.worker) || has(self.replicaSpecs)",
+    MSG_NO_LAYOUT,
+    lambda spec: spec.worker is not None or spec.replica_specs is not None,
+)
+
+
 class MPIJobSpec(T9kModel):
-    """Desired state of an MPIJob."""
+    """Desired state of an MPIJob, in either layout: ``spec.replicaSpecs`` and
+    ``spec.mpiConfig`` (T9k's 2025 manual), or ``spec.worker``, ``spec.mca`` and
+    ``spec.mpiHome`` (its older one). :attr:`run` reads either."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (RESUME_SPECS_REMOVAL_RULE,)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        RESUME_SPECS_REMOVAL_RULE,
+        MIXED_LAYOUTS_RULE,
+        NO_LAYOUT_RULE,
+    )
 
-    worker: WorkerConfig = Field(description="Specifications for the worker replicas.")
-    mca: Annotated[dict[str, str], Rules(MCA_KEYS_RULE)] = Field(
-        default={},
+    replica_specs: ReplicaSpecs | None = Field(
+        default=None,
         description=(
-            "Open MPI's Modular Component Architecture (MCA) parameters, each passed as "
-            "mpirun --mca <key> <value> (e.g. btl: ^openib, pml: ob1)."
+            "The 2025 layout: the workers (an entry of type worker) and the launcher (an "
+            "entry of type launcher; left out or with an empty template, the operator's "
+            "launcher). Goes with spec.mpiConfig, not with spec.worker."
+        ),
+    )
+    mpi_config: MPIConfig | None = Field(
+        default=None,
+        description=(
+            "The 2025 layout: how the launcher's mpirun starts the program. Goes with "
+            "spec.replicaSpecs, not with spec.mca or spec.mpiHome."
+        ),
+    )
+    worker: WorkerConfig | None = Field(
+        default=None,
+        description=(
+            "The older layout: the worker replicas and their program. Goes with spec.mca "
+            "and spec.mpiHome, not with spec.replicaSpecs."
+        ),
+    )
+    mca: Annotated[dict[str, str], Rules(MCA_KEYS_RULE)] | None = Field(
+        default=None,
+        description=(
+            "The older layout: Open MPI's Modular Component Architecture (MCA) parameters, "
+            "each passed as mpirun --mca <key> <value> (e.g. btl: ^openib, pml: ob1)."
         ),
     )
     ssh: SSHConfig = Field(
@@ -304,9 +253,9 @@ class MPIJobSpec(T9kModel):
         alias="mpiHome",
         max_length=MAX_PATH_LENGTH,
         description=(
-            "Open MPI installation path in the image (mpirun --prefix): the workers find "
-            "orted and Open MPI's libraries below it. Unset: no --prefix, orted must be on "
-            "the workers' default PATH."
+            "The older layout: Open MPI's installation path in the image (mpirun --prefix): "
+            "the workers find orted and Open MPI's libraries below it. Unset: no --prefix, "
+            "orted must be on the workers' default PATH."
         ),
     )
     scheduler: SchedulerPolicy | None = scheduler_field()
@@ -314,6 +263,14 @@ class MPIJobSpec(T9kModel):
     @property
     def debug_enabled(self) -> bool:
         return specs.debug_enabled(self.run_mode)
+
+    @property
+    def run(self) -> MPIRun:
+        """What the operator runs, read from whichever layout the spec is in."""
+        if self.replica_specs is not None:
+            return run_of_replica_specs(self.mpi_config, self.replica_specs)
+        assert self.worker is not None  # NO_LAYOUT_RULE
+        return older_run(self.worker, self.mca or {}, self.mpi_home)
 
 
 # -- status and the object --------------------------------------------------------------------
@@ -326,7 +283,11 @@ class MPIJobStatus(JobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    launcher_pod_names_fit_cel(LAUNCHER, WORKER), MSG_POD_NAME_LENGTH
+    launcher_pod_names_fit_cel(LAUNCHER, WORKER)
+    + " && (!has(self.spec.replicaSpecs) || self.spec.replicaSpecs.all(r, r.type != 'worker' || "
+    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel("r.replicas"))
+    + "))",
+    MSG_POD_NAME_LENGTH,
 )
 
 
@@ -337,7 +298,7 @@ class MPIJobObject(JobObject[MPIJobSpec, MPIJobStatus]):
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-        return launcher_pod_names_fit(self.name, LAUNCHER, WORKER, self.spec.worker.replicas)
+        return launcher_pod_names_fit(self.name, LAUNCHER, WORKER, self.spec.run.replicas)
 
 
 CRD = job_crd(

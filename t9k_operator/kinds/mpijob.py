@@ -1,9 +1,12 @@
 """MPIJob: the kind's hooks for the shared engine.
 
-Roles: ``launcher`` (one pod, ``<job>-launcher``) and ``worker``. Neither is
-ever restarted (a rank cannot rejoin a running ``mpirun``; a relaunched
-mpirun would start the program over on busy workers), so any pod failing
-fails the job at once with the reason. The launcher's exit is mpirun's and
+Roles: ``launcher`` (one pod, ``<job>-launcher``) and ``worker``, read from
+``job.spec.run`` whichever layout the spec is written in. In the older layout
+neither is ever restarted (a rank cannot rejoin a running ``mpirun``; a
+relaunched mpirun would start the program over on busy workers), so any pod
+failing fails the job at once with the reason; in the 2025 layout each
+type's ``restartPolicy`` says (its limits summed are the job's backoff
+limit). The launcher's exit is mpirun's and
 decides the job: 0 completes it (condition Completed, phase Succeeded: the
 program ended, its log tells how), anything else fails it.
 ``runPolicy.cleanUpWorkers`` deletes the workers when the job ends and keeps
@@ -47,11 +50,12 @@ COMPLETED = Outcome(
 
 def spec_error(spec: MPIJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
-    if not (spec.worker.template.get("spec") or {}).get("containers"):
-        return "spec.worker.template.spec.containers is empty: give the worker a container"
-    if not spec.debug_enabled and not spec.worker.cmd:
+    run = spec.run
+    if not (run.worker_template.get("spec") or {}).get("containers"):
+        return f"{run.worker_field}.spec.containers is empty: give the worker a container"
+    if not spec.debug_enabled and not run.program:
         return (
-            "spec.worker.cmd is empty: name the MPI program mpirun runs on the workers "
+            f"{run.program_field} is empty: name the MPI program mpirun runs on the workers "
             "(e.g. [python3, train.py])"
         )
     return None
@@ -61,21 +65,27 @@ class MPIJobKind(LaunchedOverSsh, KindBase[Job], crd=CRD, model=Job, facts=build
     cli_name = "mpi"
     pausable = True
     launcher_builders: ClassVar[LauncherBuilders] = build
+    pod_templates: tuple[str, ...] = ("spec.worker.template", "spec.replicaSpecs[].template")
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
-        roles = (Role("launcher", 1, "Never"), Role("worker", spec.worker.replicas, "Never"))
+        run = spec.run
+        launcher, worker = run.launcher_restart, run.worker_restart
+        roles = (
+            Role("launcher", 1, launcher.policy, launcher.limit),
+            Role("worker", run.replicas, worker.policy, worker.limit),
+        )
         return job_view(
             CRD.kind,
             job.metadata,
             roles,
             spec_error(spec),
             asks=asks_of(
-                scheduling_request(spec.scheduler, 1 + spec.worker.replicas),  # launcher, workers
+                scheduling_request(spec.scheduler, 1 + run.replicas),  # launcher, workers
                 # A hung MPIJob fails whatever onHang says: it restarts no pod.
                 hang_policy(spec.run_policy.progress, restarts=False),
             ),
-            backoff_limit=0,
+            backoff_limit=sum(r.restart_limit or 0 for r in roles),
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
             **run_mode_view(spec.run_mode),
         )
@@ -115,27 +125,32 @@ class MPILocal:
     """The launcher runs ``mpirun`` over the workers' hostfile, reaching each
     worker over ssh; here there are no workers and no sshd, so mpirun runs on
     this machine alone, one rank per worker, with the launcher's environment,
-    ``spec.mca`` and the same ``-x``. A program given after ``--`` becomes
-    ``worker.cmd``, run as is."""
+    the MCA parameters and the same ``-x``. A program given after ``--``
+    becomes the program (``spec.mpiConfig.script``, or ``spec.worker.cmd`` in
+    the older layout), run as is."""
 
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
-        out.setdefault("spec", {}).setdefault("worker", {})["cmd"] = list(argv)
+        spec = out.setdefault("spec", {})
+        if "replicaSpecs" in spec:
+            spec.setdefault("mpiConfig", {})["script"] = list(argv)
+        else:
+            spec.setdefault("worker", {})["cmd"] = list(argv)
         return Program(out, as_is=True)
 
     def launch(self, job: Job, replicas: Mapping[str, Replica], here: Here) -> Launch:
-        spec = job.spec
+        run = job.spec.run
         cluster = shlex.join(build.mpirun_command(job))
-        workers = spec.worker.replicas
+        workers = run.replicas
         argv = ["mpirun", "--oversubscribe", "-np", str(workers)]
-        for key, value in spec.mca.items():
+        for key, value in run.mca.items():
             argv += ["--mca", key, value]
         for name in build.exported(job):
             argv += ["-x", name]
-        argv += [here.text(str(a)) for a in spec.worker.cmd or []]
-        if spec.worker.extra_mpi_args:
-            args = " ".join(str(a) for a in spec.worker.extra_mpi_args)
-            here.note(f"mpirun arguments not applied locally: {args}")
+        argv += [here.text(str(a)) for a in run.program]
+        skipped = [*build.shorthand_args(run), *run.extra_args]
+        if skipped:
+            here.note(f"mpirun arguments not applied locally: {' '.join(skipped)}")
         env = here.env(replicas["launcher"].env)
         env.pop("HOSTNAME", None)
         env.update(dict.fromkeys(build.RUN_AS_ROOT, "1"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.api import mpijob
+from t9k_operator.api import mpijob, mpijob_replicas
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.mpijob import MPIJobKind
 from t9k_operator.kinds.view import Role
@@ -47,6 +47,10 @@ SAMPLE = "mpijob-basic.yaml"
 # under the launcher's label.
 LOCAL_PROCESSES = ["launcher"] * 5
 """tests/unit/test_local_run.py: the processes its sample runs locally (``EXPECTED``)."""
+
+MORE_SAMPLES = {"mpijob-2025.yaml": ["launcher"] * 2}  # its 2 workers' ranks, here
+"""tests/unit/test_local_run.py: its further samples (the 2025 layout's) and the processes
+each runs locally (``EXPECTED``)."""
 
 API_MODELS = ModelCase(
     mpijob.CRD,
@@ -97,7 +101,82 @@ GANG_MIN_MEMBER = 3  # the launcher and 2 workers
 MPIJOB = {"worker": {"replicas": 2, "cmd": ["./prog"], "template": WORKER_TEMPLATE}}
 """The spec the rules' examples change (``RULES``)."""
 
+CONTAINER = {"spec": {"containers": [{"name": "worker", "image": "mpi"}]}}
+WORKER_ENTRY = {"type": "worker", "replicas": 2, "template": CONTAINER}
+MPIJOB_2025 = {"mpiConfig": {"script": ["./prog"]}, "replicaSpecs": [WORKER_ENTRY]}
+"""The 2025 layout's spec the rules' examples change (``RULES``)."""
+LAUNCHER_ENTRY = {"type": "launcher", "template": {}}
+
 RULES: list[RuleCase] = [
+    RuleCase(
+        mpijob.MIXED_LAYOUTS_RULE,
+        mpijob.MPIJobSpec,
+        MPIJOB_2025,
+        merged(MPIJOB_2025, mca={"btl": "^openib"}),
+    ),
+    RuleCase(
+        mpijob.MIXED_LAYOUTS_RULE,
+        mpijob.MPIJobSpec,
+        MPIJOB,
+        merged(MPIJOB, mpiConfig={"script": ["./prog"]}),
+    ),
+    RuleCase(
+        mpijob.NO_LAYOUT_RULE,
+        mpijob.MPIJobSpec,
+        merged(MPIJOB_2025, mpiConfig=None),
+        {"ssh": {"sshdPath": "/usr/sbin/sshd"}},
+    ),
+    RuleCase(
+        mpijob_replicas.MCA_KEYS_RULE,
+        mpijob_replicas.MPIConfig,
+        {"mca": {"btl": "^openib"}},
+        {"mca": {"btl pml": "x"}},
+        node=at_key("mca"),
+    ),
+    RuleCase(
+        mpijob_replicas.HOME_RULE,
+        mpijob_replicas.MPIConfig,
+        {"home": "/usr/local"},
+        {"home": "usr/local"},
+        node=at_key("home"),
+    ),
+    RuleCase(
+        mpijob_replicas.WORKER_ENTRY_RULE,
+        mpijob.MPIJobSpec,
+        merged(MPIJOB_2025, replicaSpecs=[WORKER_ENTRY, LAUNCHER_ENTRY]),
+        merged(MPIJOB_2025, replicaSpecs=[LAUNCHER_ENTRY]),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        mpijob_replicas.WORKER_TEMPLATE_RULE,
+        mpijob_replicas.MPIReplicaSpec,
+        WORKER_ENTRY,
+        {"type": "worker", "template": {}},
+    ),
+    RuleCase(
+        mpijob_replicas.LAUNCHER_TEMPLATE_RULE,
+        mpijob_replicas.MPIReplicaSpec,
+        {"type": "launcher", "template": {"spec": {"containers": [{"name": "launcher"}]}}},
+        {"type": "launcher", "template": {"metadata": {"labels": {"a": "b"}}}},
+    ),
+    RuleCase(
+        mpijob_replicas.LAUNCHER_REPLICAS_RULE,
+        mpijob_replicas.MPIReplicaSpec,
+        {"type": "launcher", "replicas": 1, "template": {}},
+        {"type": "launcher", "replicas": 2, "template": {}},
+    ),
+    RuleCase(
+        mpijob_replicas.NAMELESS_RULE,
+        mpijob_replicas.MPIReplicaSpec,
+        {"type": "worker", "template": {"spec": {"containers": [{"image": "a"}]}}},
+        {"type": "worker", "template": {"spec": {"containers": [{"image": "a"}, {"image": "b"}]}}},
+    ),
+    RuleCase(
+        mpijob.POD_NAME_LENGTH_RULE,
+        mpijob.MPIJobObject,
+        wire_job("MPIJob", MPIJOB_2025, LONG[:54]),
+        wire_job("MPIJob", MPIJOB_2025, LONG[:55]),
+    ),
     RuleCase(
         mpijob.AUTH_MOUNT_PATH_RULE,
         mpijob.SSHConfig,

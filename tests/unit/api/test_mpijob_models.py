@@ -86,6 +86,28 @@ def manual_statuses() -> dict[str, str]:
     }
 
 
+MANUALS_2025 = tuple(
+    ROOT.parent / "shared" / "specs" / "t9k-2025" / page for page in ("mpijob.md", "mpijob-api.md")
+)
+"""T9k's 2025 manual of MPIJob (its guide and its API reference), beside the clone."""
+
+
+def manual_2025_jobs() -> dict[str, str]:
+    """The 2025 manual's whole MPIJobs as written, ``2025-<n>`` in order: its YAML blocks
+    of kind MPIJob, but for those with a ``...`` line (the manual's "and so on": a
+    fragment, not a job to apply)."""
+    found: dict[str, str] = {}
+    for page in MANUALS_2025:
+        for text in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S):
+            if re.search(r"^\s*\.\.\.\s*$", text, re.M) or not _parses(text):
+                continue
+            doc = yaml.safe_load(text)
+            if isinstance(doc, dict) and doc.get("kind") == "MPIJob":
+                found[f"2025-{len(found)}"] = text
+    return found
+
+
+SPEC_EXAMPLES_2025 = manual_2025_jobs() if all(p.exists() for p in MANUALS_2025) else {}
 SPEC_EXAMPLES = manual_jobs() if MANUAL.exists() else {}
 STATUS_EXAMPLES = manual_statuses() if MANUAL.exists() else {}
 WORKER = {"replicas": 2, "cmd": ["./prog"], "template": {"spec": {"containers": [{}]}}}
@@ -119,10 +141,39 @@ def test_every_manual_example_of_the_kind_is_taken() -> None:
     assert len(STATUS_EXAMPLES) == 3
 
 
+def test_the_2025_manual_is_beside_the_repository() -> None:
+    for page in MANUALS_2025:
+        assert page.exists(), f"the 2025 MPIJob manual is read from {page}"
+
+
+def test_every_whole_job_of_the_2025_manual_is_taken() -> None:
+    # The first example, and the resources and env ones (their containers nameless);
+    # the Horovod, shared-memory, debug and pause blocks elide the rest with "...".
+    assert list(SPEC_EXAMPLES_2025) == ["2025-0", "2025-1", "2025-2"]
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_EXAMPLES_2025))
+def test_each_2025_example_parses_into_the_2025_layout(name: str) -> None:
+    job = MPIJobObject.from_dict(load(SPEC_EXAMPLES_2025[name]))
+    assert job.name == JOB and job.spec.worker is None and job.spec.run.replicas == 4
+    assert job.spec.run.program_field == "spec.mpiConfig.script"
+
+
+def test_the_first_2025_example_reads_as_the_guide_says() -> None:
+    run = MPIJobObject.from_dict(load(SPEC_EXAMPLES_2025["2025-0"])).spec.run
+    assert run.program == ("./random_walk", "20", "40", "2")
+    assert run.extra_args[:2] == ("-N", "3") and run.mca == {"btl": "^openib"}
+    assert run.home == "/usr/local" and run.launcher_template is None
+    assert run.worker_container == "worker"
+    assert run.worker_template["spec"]["containers"][0]["image"] == (
+        "t9kpublic/mpi-tutorial:2021022-2"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(SPEC_EXAMPLES))
 def test_each_manual_example_parses_as_written(name: str) -> None:
     job = MPIJobObject.from_dict(load(SPEC_EXAMPLES[name]))
-    assert job.name == JOB and job.spec.worker.replicas >= 1
+    assert job.name == JOB and job.spec.worker is not None and job.spec.worker.replicas >= 1
 
 
 def test_the_first_example_reads_as_the_manual_says() -> None:
@@ -140,7 +191,8 @@ def test_the_first_example_reads_as_the_manual_says() -> None:
 def test_defaults() -> None:
     s = MPIJobSpec.model_validate({"worker": {"template": {"spec": {"containers": [{}]}}}})
     assert s.worker.replicas == 1 and s.worker.cmd is None and s.worker.extra_mpi_args == []
-    assert s.mca == {} and s.mpi_home is None and s.run_policy.clean_up_workers is False
+    assert s.mca is None and s.mpi_home is None and s.run_policy.clean_up_workers is False
+    assert s.run.mca == {} and s.run.processes_per_worker is None and s.run.max_restarts is None
     assert (s.ssh.sshd_path, s.ssh.ssh_auth_mount_path) == ("/usr/sbin/sshd", "/root/.ssh")
 
 

@@ -1,0 +1,108 @@
+"""MPIJob's 2025 layout on the local cluster, the operator as its ServiceAccount.
+
+Every whole MPIJob of T9k's 2025 manual (``shared/specs/t9k-2025/mpijob.md``
+and ``mpijob-api.md`` beside the clone, read at test time, applied unchanged)
+is accepted and stored with none of its fields pruned; the operator makes the
+pods the guide describes (the worker's container named worker, the
+launcher running mpirun in the worker's image), and fails an example that
+names no program by ``spec.mpiConfig.script``. A job that mixes the two
+layouts, or has neither, is refused at admission naming the fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from t9k_operator.api.mpijob import CRD, MSG_MIXED_LAYOUTS, MSG_NO_LAYOUT
+from t9k_operator.kinds.command import resource_of
+from t9k_operator.kube import KubeClient
+from tests.integration.cluster import Cluster
+from tests.integration.crd_helpers import applied, assert_stored_as_sent, refused, stored_object
+from tests.integration.jobs import Jobs
+from tests.unit.api.helpers import load
+from tests.unit.api.test_mpijob_models import JOB, MANUALS_2025, SPEC_EXAMPLES_2025
+
+pytestmark = [
+    pytest.mark.usefixtures("operator"),
+    pytest.mark.skipif(
+        not all(p.exists() for p in MANUALS_2025), reason="shared/specs is not beside the clone"
+    ),
+]
+IMAGE = "t9kpublic/mpi-tutorial:2021022-2"
+WORKERS = [f"{JOB}-worker-{i}" for i in range(4)]
+
+
+@pytest.fixture
+def jobs(admin: KubeClient, namespace: str) -> Jobs:
+    return Jobs(admin, namespace, resource_of(CRD))
+
+
+def container(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in pod["spec"]["containers"] if c["name"] == name)
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_EXAMPLES_2025))
+def test_each_2025_example_is_stored_unpruned_and_run_as_the_guide_says(
+    cluster: Cluster, namespace: str, jobs: Jobs, name: str
+) -> None:
+    text = SPEC_EXAMPLES_2025[name]
+    applied(cluster, namespace, text)
+    assert_stored_as_sent(load(text), stored_object(cluster, CRD, namespace, JOB))
+    sent = load(text)["spec"]
+    if "mpiConfig" not in sent:
+        # the resources and env examples name no program: the job fails saying where
+        status = jobs.wait_phase(JOB, "Failed")
+        failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+        assert "spec.mpiConfig.script is empty" in failed["message"], failed
+        assert jobs.pods(JOB) == {}
+        return
+    pods = jobs.wait_pods(JOB, [f"{JOB}-launcher", *WORKERS])
+    worker = container(pods[f"{JOB}-worker-3"], "worker")
+    template = sent["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    assert worker["image"] == IMAGE and worker["workingDir"] == "/usr/local/code"
+    assert worker["resources"] == template["resources"]
+    assert "/usr/sbin/sshd" in worker["command"][2]
+    # the launcher's template is empty: the operator's, of the worker's image
+    launcher = container(pods[f"{JOB}-launcher"], "worker")
+    assert launcher["image"] == IMAGE
+    assert launcher["command"][2].rstrip().splitlines()[-1] == (
+        'exec mpirun "${forward[@]}" --hostfile /t9k/hostfile --prefix /usr/local '
+        "--mca btl '^openib' -x PATH -N 3 --enable-recovery --max-restarts 100 "
+        "--allow-run-as-root -bind-to none ./random_walk 20 40 2"
+    )
+
+
+def _job(spec: dict[str, Any]) -> str:
+    body = {"apiVersion": CRD.api_version, "kind": CRD.kind, "metadata": {"name": JOB}}
+    return yaml.safe_dump({**body, "spec": spec})
+
+
+TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": IMAGE}]}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {
+                "mpiConfig": {"script": ["./prog"]},
+                "replicaSpecs": [{"type": "worker", "template": TEMPLATE}],
+                "worker": {"cmd": ["./prog"], "template": TEMPLATE},
+            },
+            MSG_MIXED_LAYOUTS,
+        ),
+        (
+            {"mca": {"btl": "^openib"}, "replicaSpecs": [{"type": "worker", "template": TEMPLATE}]},
+            MSG_MIXED_LAYOUTS,
+        ),
+        ({"mpiConfig": {"script": ["./prog"]}}, MSG_NO_LAYOUT),
+    ],
+)
+def test_a_job_of_both_layouts_or_neither_is_refused_naming_the_fields(
+    cluster: Cluster, namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    stderr = refused(cluster, namespace, _job(spec))
+    assert message in " ".join(stderr.split()), stderr
