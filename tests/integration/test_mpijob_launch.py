@@ -1,7 +1,9 @@
-"""An MPIJob trained for real: the operator's worker and launcher pods run by
-the pod host (``tests/integration/podhost``: the Debian root file system with
-its stock sshd, the Service's DNS names, a network namespace per pod), and
-the launcher's real Open MPI ``mpirun`` (Debian's openmpi-bin) starting an
+"""An MPIJob trained for real, in either layout (spec.worker, or T9k's 2025
+spec.mpiConfig and spec.replicaSpecs), and with the older layout's
+processesPerWorker: the operator's worker and launcher pods run by the pod
+host (``tests/integration/podhost``: the Debian root file system with its
+stock sshd, the Service's DNS names, a network namespace per pod), and the
+launcher's real Open MPI ``mpirun`` (Debian's openmpi-bin) starting an
 ``mpi4py`` all-reduce (python3-mpi4py) on both workers through their sshd
 with the job's own key."""
 
@@ -68,6 +70,30 @@ def mpi_raw(cmd: list[str], auth: str = "/root/.ssh") -> dict[str, Any]:
     }
 
 
+def mpi_2025_raw(cmd: list[str]) -> dict[str, Any]:
+    """The job of :func:`mpi_raw` in the 2025 layout (spec.mpiConfig, spec.replicaSpecs),
+    its launcher left to the operator (an empty template)."""
+    older = mpi_raw(cmd)["spec"]
+    template = older["worker"]["template"]
+    template["spec"]["containers"][0]["name"] = "worker"
+    return {
+        **mpi_raw(cmd),
+        "spec": {
+            "ssh": older["ssh"],
+            "mpiConfig": {
+                "mca": older["mca"],
+                "home": older["mpiHome"],
+                "extraArgs": older["worker"]["extraMPIArgs"],
+                "script": cmd,
+            },
+            "replicaSpecs": [
+                {"type": "worker", "replicas": 2, "template": template},
+                {"type": "launcher", "replicas": 1, "template": {}},
+            ],
+        },
+    }
+
+
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
     n = Node(tmp_path)
@@ -101,6 +127,28 @@ def test_mpirun_all_reduces_across_two_workers_over_ssh(node: Node, auth: str) -
     assert "t9k: ssh to mpi-worker-1.mpi works" in log
 
 
+def test_the_2025_layout_all_reduces_across_two_workers_over_ssh(node: Node) -> None:
+    job = mb.Job.from_dict(mpi_2025_raw(["/usr/bin/python3", "allreduce.py"]))
+    launcher = start(node, job)
+    assert launcher.wait("worker", 120) == 0, launcher.logs("worker")
+    log = launcher.logs("worker")
+    for rank in (0, 1):
+        assert f"rank {rank}/2 on mpi-worker-{rank} sum=3 NCCL_DEBUG=INFO cwd=/workspace" in log, (
+            log
+        )
+
+
+def test_processes_per_worker_starts_that_many_ranks_on_each_worker(node: Node) -> None:
+    raw = mpi_raw(["/usr/bin/python3", "allreduce.py"])
+    raw["spec"]["worker"].update(extraMPIArgs=[], processesPerWorker=2)
+    launcher = start(node, mb.Job.from_dict(raw))
+    assert launcher.wait("mpi-worker", 120) == 0, launcher.logs("mpi-worker")
+    log = launcher.logs("mpi-worker")
+    # 2 ranks on each of the 2 workers: the sum of 1..4
+    for rank, worker in ((0, 0), (1, 0), (2, 1), (3, 1)):
+        assert f"rank {rank}/4 on mpi-worker-{worker} sum=10" in log, log
+
+
 def test_mpirun_exit_code_is_the_launchers(node: Node) -> None:
     job = mb.Job.from_dict(mpi_raw(["/usr/bin/python3", "-c", "import sys; sys.exit(3)"]))
     launcher = start(node, job)
@@ -123,15 +171,21 @@ def test_the_launcher_says_when_a_worker_never_answers(node: Node) -> None:
 
 
 @pytest.mark.usefixtures("operator")
+@pytest.mark.parametrize(("layout", "container"), [("older", "mpi-worker"), ("2025", "worker")])
 def test_pods_the_operator_created_all_reduce(
-    admin: KubeClient, namespace: str, tmp_path: Path
+    admin: KubeClient, namespace: str, tmp_path: Path, layout: str, container: str
 ) -> None:
-    """An MPIJob submitted to the local cluster: its pods, Secret and hostfile
-    exactly as the API server stored them (after admission and defaulting, the
+    """An MPIJob submitted to the local cluster, in either layout: its pods, Secret and
+    hostfile exactly as the API server stored them (after admission and defaulting, the
     ServiceAccount volume included) run here, and mpirun all-reduces."""
-    body = mpi_raw(["/usr/bin/python3", "allreduce.py"])
+    cmd = ["/usr/bin/python3", "allreduce.py"]
+    body = mpi_raw(cmd) if layout == "older" else mpi_2025_raw(cmd)
     body["metadata"] = {"name": "mpi"}
-    body["spec"]["worker"]["template"]["metadata"] = {"annotations": dict(MANUAL)}
+    spec = body["spec"]
+    template = (
+        spec["worker"]["template"] if layout == "older" else spec["replicaSpecs"][0]["template"]
+    )
+    template["metadata"] = {"annotations": dict(MANUAL)}
     jobs = Jobs(admin, namespace, kind_resource("MPIJob"))
     jobs.create(body)
     pods = jobs.wait_pods("mpi", ["mpi-worker-0", "mpi-worker-1", "mpi-launcher"])
@@ -145,7 +199,7 @@ def test_pods_the_operator_created_all_reduce(
         for i in (0, 1):
             node.run_pod(pods[f"mpi-worker-{i}"], IMAGE)
         launcher = node.run_pod(pods["mpi-launcher"], IMAGE)
-        assert launcher.wait("mpi-worker", 120) == 0, launcher.logs("mpi-worker")
-        assert "rank 1/2 on mpi-worker-1 sum=3" in launcher.logs("mpi-worker")
+        assert launcher.wait(container, 120) == 0, launcher.logs(container)
+        assert "rank 1/2 on mpi-worker-1 sum=3" in launcher.logs(container)
     finally:
         node.close()
