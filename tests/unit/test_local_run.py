@@ -38,8 +38,11 @@ SAMPLES = sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
 RENDEZVOUS = str(ROOT / "hack" / "local" / "rendezvous.py")
 STAND_IN = [sys.executable, RENDEZVOUS]
 
-EXPECTED = {data.SAMPLE: data.LOCAL_PROCESSES for data in ALL}
-"""The processes each sample runs locally (its kind's ``LOCAL_PROCESSES``): one per
+EXPECTED = {data.SAMPLE: data.LOCAL_PROCESSES for data in ALL} | {
+    name: processes for data in ALL for name, processes in getattr(data, "MORE_SAMPLES", {}).items()
+}
+"""The processes each sample runs locally (its kind's ``LOCAL_PROCESSES``, and those of
+the further samples some kinds have, their ``MORE_SAMPLES``): one per
 replica (PyTorch, MSJob), one per rank a launcher would start (DeepSpeed's 4 workers
 x 1 slot, ColossalAI's 2 workers x 1 process; the workers' sshd and the launcher are
 not processes)."""
