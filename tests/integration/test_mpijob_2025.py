@@ -19,9 +19,11 @@ import yaml
 from t9k_operator.api.mpijob import CRD, MSG_MIXED_LAYOUTS, MSG_NO_LAYOUT
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient
-from tests.integration.cluster import Cluster
+from t9k_operator.sdk import Client
+from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import applied, assert_stored_as_sent, refused, stored_object
 from tests.integration.jobs import Jobs
+from tests.integration.test_cli import Run, log_lines
 from tests.unit.api.helpers import load
 from tests.unit.api.test_mpijob_models import JOB, MANUALS_2025, SPEC_EXAMPLES_2025
 
@@ -33,6 +35,7 @@ pytestmark = [
 ]
 IMAGE = "t9kpublic/mpi-tutorial:2021022-2"
 WORKERS = [f"{JOB}-worker-{i}" for i in range(4)]
+GPU = {"nvidia.com/gpu": 1}
 
 
 @pytest.fixture
@@ -106,3 +109,47 @@ def test_a_job_of_both_layouts_or_neither_is_refused_naming_the_fields(
 ) -> None:
     stderr = refused(cluster, namespace, _job(spec))
     assert message in " ".join(stderr.split()), stderr
+
+
+def test_t9k_and_the_sdk_read_a_2025_job(cluster: Cluster, namespace: str) -> None:
+    """kubectl's columns, t9k list (GPUs: the operator's launcher is of the workers'
+    template), describe and logs (the launcher's container, named worker) and the SDK
+    read the 2025 layout as they read the older one."""
+    t9k = Run(cluster, namespace)
+    notes = {"kwok.t9k.dev/run-duration": "60s"}
+    template = {
+        "metadata": {"annotations": notes},
+        "spec": {
+            "containers": [
+                {"name": "worker", "image": IMAGE, "resources": {"limits": GPU, "requests": GPU}}
+            ]
+        },
+    }
+    body = {
+        "apiVersion": CRD.api_version,
+        "kind": CRD.kind,
+        "metadata": {"name": "new"},
+        "spec": {
+            "mpiConfig": {"script": ["./prog"]},
+            "replicaSpecs": [
+                {"type": "worker", "replicas": 2, "template": template},
+                {"type": "launcher", "template": {}},
+            ],
+        },
+    }
+    t9k.ok("submit", "-f", "-", input_=yaml.safe_dump(body))
+    t9k.ok("wait", "new", "--for", "Running", "--timeout", "60s")
+
+    def allocated() -> list[str] | None:
+        row = t9k.ok("list").splitlines()[1].split()
+        return row if row[5] == "3" else None
+
+    row = wait_for(allocated, 30, "the job's 3 GPUs allocated")
+    assert row[:6] == ["new", "MPIJob", "Running", "-", "3", "3"]
+    assert "GPUs:        3 requested, 3 allocated" in t9k.ok("describe", "new")
+    launcher = log_lines("new-launcher", "worker")
+    assert launcher and t9k.ok("logs", "new").splitlines() == launcher
+    with Client(str(cluster.kubeconfig), namespace=namespace) as sdk:
+        assert [line.pod for line in sdk.logs("new")] == ["new-launcher"] * len(launcher)
+    got = cluster.kubectl("get", "mpij", "new", "-n", namespace).stdout.split()
+    assert got[:3] == ["NAME", "PHASE", "REASON"] and got[got.index("new") + 1] == "Running"
