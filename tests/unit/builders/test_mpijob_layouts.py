@@ -201,3 +201,16 @@ def test_process_recovery_is_mpiruns_and_no_pod_restarts(
 def test_a_job_of_both_layouts_or_neither_is_refused(spec: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message[:40]):
         parse(spec)
+
+
+def test_a_2025_templates_metadata_the_operator_does_not_act_on_is_named_by_its_path() -> None:
+    meta = {"namespace": "elsewhere", "labels": {"a": "b"}}
+    stored = {
+        "spec": {
+            "replicaSpecs": [
+                {"type": "worker", "template": {**WORKER_TEMPLATE, "metadata": meta}},
+                {"type": "launcher", "template": {}},
+            ]
+        }
+    }
+    assert KIND.fields_not_acted_on(stored) == ["spec.replicaSpecs[0].template.metadata.namespace"]
