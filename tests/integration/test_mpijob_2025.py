@@ -23,6 +23,7 @@ from t9k_operator.sdk import Client
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import applied, assert_stored_as_sent, refused, stored_object
 from tests.integration.jobs import Jobs
+from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.test_cli import Run, log_lines
 from tests.unit.api.helpers import load
 from tests.unit.api.test_mpijob_models import JOB, MANUALS_2025, SPEC_EXAMPLES_2025
@@ -153,3 +154,51 @@ def test_t9k_and_the_sdk_read_a_2025_job(cluster: Cluster, namespace: str) -> No
         assert [line.pod for line in sdk.logs("new")] == ["new-launcher"] * len(launcher)
     got = cluster.kubectl("get", "mpij", "new", "-n", namespace).stdout.split()
     assert got[:3] == ["NAME", "PHASE", "REASON"] and got[got.index("new") + 1] == "Running"
+
+
+def restarting(name: str, launcher_limit: int | None) -> dict[str, Any]:
+    """A 2025 job of 2 workers run by the test's kubelet; its launcher entry (its own
+    pod of the workers' image) restarts on failure ``launcher_limit`` times (None:
+    left to the defaults, OnFailure with limit 0)."""
+    template = {
+        "metadata": {"annotations": dict(MANUAL)},
+        "spec": {"containers": [{"name": "worker", "image": IMAGE}]},
+    }
+    own = {**template, "spec": {"containers": [{"name": "launcher", "image": IMAGE}]}}
+    launcher: dict[str, Any] = {"type": "launcher", "template": own}
+    if launcher_limit is not None:
+        launcher["restartPolicy"] = {"policy": "OnFailure", "limit": launcher_limit}
+    return {
+        "apiVersion": CRD.api_version,
+        "kind": CRD.kind,
+        "metadata": {"name": name},
+        "spec": {
+            "mpiConfig": {"script": ["./prog"]},
+            "replicaSpecs": [{"type": "worker", "replicas": 2, "template": template}, launcher],
+        },
+    }
+
+
+def test_the_restart_policy_recreates_a_failed_launcher_within_its_limit(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    jobs.create(restarting("rs", 1))
+    pods = jobs.wait_pods("rs", ["rs-launcher", "rs-worker-0", "rs-worker-1"])
+    for pod in pods:
+        kubelet.run(jobs.namespace, pod)
+    kubelet.fail(jobs.namespace, "rs-launcher", exit_code=3)
+    again = jobs.wait_new_pod("rs", "rs-launcher", pods["rs-launcher"]["metadata"]["uid"])
+    assert container(again, "launcher")["command"][0] == "/bin/bash"
+    kubelet.run(jobs.namespace, "rs-launcher")
+    kubelet.fail(jobs.namespace, "rs-launcher", exit_code=3)  # its one restart spent
+    jobs.wait_phase("rs", "Failed")
+    assert jobs.status("rs")["restartCount"] == 1
+
+
+def test_by_default_a_failed_launcher_fails_the_job_at_once(jobs: Jobs, kubelet: Kubelet) -> None:
+    jobs.create(restarting("once", None))
+    for pod in jobs.wait_pods("once", ["once-launcher", "once-worker-0", "once-worker-1"]):
+        kubelet.run(jobs.namespace, pod)
+    kubelet.fail(jobs.namespace, "once-launcher", exit_code=3)
+    jobs.wait_phase("once", "Failed")
+    assert jobs.status("once")["restartCount"] == 0
