@@ -191,3 +191,15 @@ def test_a_mixed_or_missing_layout_is_refused(spec: dict[str, Any], message: str
     with pytest.raises(ValidationError) as info:
         job(spec)
     assert message in str(info.value)
+
+
+def test_a_launcher_needing_the_workers_image_where_they_name_none_is_a_spec_error() -> None:
+    imageless = {"spec": {"containers": [{"name": "worker"}]}}
+    j = job({**LAYOUT_2025, "replicaSpecs": [{"type": "worker", "template": imageless}]})
+    assert KIND.view(j).spec_error == (
+        "spec.replicaSpecs[0].template: the launcher takes the image of the workers' "
+        "container, which names none: name it, or give the launcher a container named launcher"
+    )
+    given = {"type": "launcher", "template": LAUNCHER_TEMPLATE}
+    j = job({**LAYOUT_2025, "replicaSpecs": [given, {"type": "worker", "template": imageless}]})
+    assert KIND.view(j).spec_error is None
