@@ -1,7 +1,8 @@
-"""The GenericJob examples of the product manual (shared/specs/genericjob.md,
-beside the repository's clone), as users copy them: every YAML block that is
-a whole GenericJob. A block that is not YAML, or whose job ends in ``...``
-(the manual's "and so on"), is a fragment, not an example to apply."""
+"""The examples of the product manual (shared/specs/genericjob.md, or another
+page of it, beside the repository's clone), as users copy them: every YAML
+block that is a whole job of the kind asked for. A block that is not YAML, or
+whose job ends in ``...`` (the manual's "and so on"), is a fragment, not an
+example to apply."""
 
 from __future__ import annotations
 
@@ -25,14 +26,14 @@ SECTIONS = {
 containers of ``resources`` and ``env`` have no name: crd_helpers.DOC_FRAGMENTS)."""
 
 
-def example_texts(kind: str = "GenericJob") -> dict[str, str]:
+def example_texts(kind: str = "GenericJob", manual: Path = MANUAL) -> dict[str, str]:
     """The manual's whole jobs of ``kind`` as written, by their section's name in
-    :data:`SECTIONS` (else ``manual-<n>``); none when the manual is not beside
-    the clone."""
-    if not MANUAL.exists():
+    :data:`SECTIONS` (else ``manual-<n>``); none when the manual (a page of
+    shared/specs, :data:`MANUAL` unless told) is not beside the clone."""
+    if not manual.exists():
         return {}
     found: dict[str, str] = {}
-    text = MANUAL.read_text()
+    text = manual.read_text()
     for match in re.finditer(r"```yaml\n(.*?)```", text, re.S):
         block = match[1]
         if re.search(r"^\s*\.\.\.\s*$", block, re.M):
@@ -48,6 +49,6 @@ def example_texts(kind: str = "GenericJob") -> dict[str, str]:
     return found
 
 
-def examples(kind: str = "GenericJob") -> list[dict[str, Any]]:
+def examples(kind: str = "GenericJob", manual: Path = MANUAL) -> list[dict[str, Any]]:
     """The manual's whole jobs of ``kind``, parsed, in order."""
-    return [yaml.safe_load(text) for text in example_texts(kind).values()]
+    return [yaml.safe_load(text) for text in example_texts(kind, manual).values()]

@@ -19,9 +19,18 @@ acted on: the launcher is not restarted either (a relaunched launcher would
 start the training over on workers that may still be busy), so any failure
 fails the job.
 
+T9k's 2025 layout states the same job as ``spec.torchConfig`` (procPerWorker,
+script, extraArgs) and ``spec.replicaSpecs[]`` (a worker entry, and a launcher
+entry whose pod template the launcher pod is built from); one object uses one
+layout (:data:`ONE_LAYOUT_RULE`, :data:`SOME_LAYOUT_RULE`). The spec reads both
+the same way: :attr:`ColossalAIJobSpec.workers` and
+:attr:`ColossalAIJobSpec.launcher_template` are all the builders and the kind
+read of the replicas.
+
 The replicas' parts of the spec (``spec.ssh``, ``spec.launcher``,
 ``spec.worker``) are in :mod:`t9k_operator.api.colossalai_replicas` (named
-here too); this module holds the run policy and modes, the spec as a whole,
+here too), the 2025 layout's in :mod:`t9k_operator.api.colossalai_layout`;
+this module holds the run policy and modes, the spec as a whole,
 the status, the object and the CRD. Each invariant is a
 :class:`~t9k_operator.api.rules.Rule`, checked at admission by its CEL and on
 parsing by its Python side, with the same message.
@@ -29,12 +38,21 @@ parsing by its Python side, with the same message.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from t9k_operator.api import specs
 from t9k_operator.api.base import T9kModel
+from t9k_operator.api.colossalai_layout import (
+    ReplicaSpecs,
+    TorchConfig,
+    index_of,
+    launcher_template,
+    replica_spec_field,
+    workers_of,
+)
 from t9k_operator.api.colossalai_replicas import (
     DEFAULT_AUTH_MOUNT_PATH,
     DEFAULT_SSHD_PATH,
@@ -56,8 +74,10 @@ from t9k_operator.api.crd import (
     MSG_LAUNCHER_POD_NAME_LENGTH,
     JobObject,
     job_crd,
+    last_index_cel,
     launcher_pod_names_fit,
     launcher_pod_names_fit_cel,
+    pod_name_fits_cel,
     pod_name_length_rule,
 )
 from t9k_operator.api.progress import ProgressPolicy, progress_field
@@ -94,7 +114,9 @@ __all__ = [
     "TRAINING_CONTAINER",
     "WORKER",
     "LauncherSpec",
+    "ReplicaSpecs",
     "SSHConfig",
+    "TorchConfig",
     "WorkerSpec",
     "training_container",
 ]
@@ -143,7 +165,8 @@ MSG_RESUME_ARGS_NEED_COMMAND = (
     "spec.runMode.pause.resumeSpecs[].args needs a command beside it: a ColossalAIJob's "
     "launcher runs the operator's colossalai run script and its workers run sshd, neither "
     "taking arguments, so args alone would be dropped; give "
-    "spec.runMode.pause.resumeSpecs[].command too, or change spec.worker.command"
+    "spec.runMode.pause.resumeSpecs[].command too, or change spec.worker.command "
+    "(spec.torchConfig.script)"
 )
 
 
@@ -159,7 +182,8 @@ class ColossalAIRunMode(RunMode):
         description=(
             "Debug mode: deploy the launcher and the workers (with the job's ssh key and "
             "hostfile, workers running sshd) without starting training; spec.worker.command "
-            "may then be left out. Each replica (type launcher or worker) runs `sleep inf` "
+            "(spec.torchConfig.script) may then be left out. Each replica (type launcher or "
+            "worker) runs `sleep inf` "
             "unless replicaSpecs[].command says otherwise."
         ),
     )
@@ -171,15 +195,60 @@ COMMAND_REQUIRED_RULE: Rule[ColossalAIJobSpec] = Rule(
     f"!has(self.worker) || ({DEBUG_ON_CEL}) || "
     "(has(self.worker.command) && size(self.worker.command) > 0)",
     MSG_COMMAND_REQUIRED,
-    lambda spec: spec.debug_enabled or bool(spec.worker.command),
+    lambda spec: spec.worker is None or spec.debug_enabled or bool(spec.worker.command),
     field_path=".worker.command",
+)
+MSG_SCRIPT_REQUIRED = (
+    "spec.torchConfig.script (the training script and its arguments) is required "
+    "with spec.replicaSpecs unless spec.runMode.debug.enabled is true"
+)
+SCRIPT_REQUIRED_RULE: Rule[ColossalAIJobSpec] = Rule(
+    f"!has(self.replicaSpecs) || ({DEBUG_ON_CEL}) || (has(self.torchConfig) && "
+    "has(self.torchConfig.script) && size(self.torchConfig.script) > 0)",
+    MSG_SCRIPT_REQUIRED,
+    lambda spec: (
+        spec.replica_specs is None
+        or spec.debug_enabled
+        or bool(spec.torch_config and spec.torch_config.script)
+    ),
+    field_path=".torchConfig",
+)
+MSG_ONE_LAYOUT = (
+    "a ColossalAIJob has one layout: spec.torchConfig and spec.replicaSpecs (T9k's 2025 "
+    "layout) cannot be mixed with spec.launcher and spec.worker (the older layout)"
+)
+ONE_LAYOUT_RULE: Rule[ColossalAIJobSpec] = Rule(
+    "!(has(self.torchConfig) || has(self.replicaSpecs)) || "
+    "!(has(self.launcher) || has(self.worker))",
+    MSG_ONE_LAYOUT,
+    lambda spec: (
+        (spec.torch_config is None and spec.replica_specs is None)
+        or (spec.launcher is None and spec.worker is None)
+    ),
+)
+MSG_SOME_LAYOUT = (
+    "a ColossalAIJob needs its replicas: spec.replicaSpecs (with spec.torchConfig), or "
+    "spec.launcher and spec.worker together"
+)
+SOME_LAYOUT_RULE: Rule[ColossalAIJobSpec] = Rule(
+    "has(self.replicaSpecs) || (has(self.launcher) && has(self.worker))",
+    MSG_SOME_LAYOUT,
+    lambda spec: (
+        spec.replica_specs is not None or (spec.launcher is not None and spec.worker is not None)
+    ),
 )
 
 
 class ColossalAIJobSpec(T9kModel):
-    """Desired state of a ColossalAIJob."""
+    """Desired state of a ColossalAIJob, in either of its layouts."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (COMMAND_REQUIRED_RULE, RESUME_SPECS_REMOVAL_RULE)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        ONE_LAYOUT_RULE,
+        SOME_LAYOUT_RULE,
+        COMMAND_REQUIRED_RULE,
+        SCRIPT_REQUIRED_RULE,
+        RESUME_SPECS_REMOVAL_RULE,
+    )
 
     ssh: SSHConfig = Field(
         default_factory=SSHConfig,
@@ -188,16 +257,30 @@ class ColossalAIJobSpec(T9kModel):
             "/usr/sbin/sshd, key at /root/.ssh."
         ),
     )
-    launcher: LauncherSpec = Field(
+    launcher: LauncherSpec | None = Field(
+        default=None,
         description=(
-            "The launcher, a pod the operator builds from these settings; it runs "
-            "colossalai run, which starts the training on every worker over ssh. The job "
-            "succeeds or fails with it."
-        )
+            "The older layout's launcher, a pod the operator builds from these settings; it "
+            "runs colossalai run, which starts the training on every worker over ssh. The "
+            "job succeeds or fails with it. Goes with spec.worker; not with "
+            "spec.replicaSpecs."
+        ),
     )
-    worker: WorkerSpec = Field(
-        description="The workers. Each runs sshd and waits for the launcher to start training."
+    worker: WorkerSpec | None = Field(
+        default=None,
+        description=(
+            "The older layout's workers. Each runs sshd and waits for the launcher to start "
+            "training. Goes with spec.launcher; not with spec.replicaSpecs."
+        ),
     )
+    torch_config: TorchConfig | None = Field(
+        default=None,
+        description=(
+            "The 2025 layout's training settings (processes per worker, the script, torchrun "
+            "options), with spec.replicaSpecs."
+        ),
+    )
+    replica_specs: ReplicaSpecs | None = replica_spec_field()
     run_policy: ColossalAIRunPolicy = Field(
         default_factory=ColossalAIRunPolicy,
         description=(
@@ -219,10 +302,36 @@ class ColossalAIJobSpec(T9kModel):
     def debug_enabled(self) -> bool:
         return specs.debug_enabled(self.run_mode)
 
+    # -- the one view of both layouts: what the builders and the kind read ----------
+
+    @cached_property
+    def workers(self) -> WorkerSpec:
+        """The workers, whichever layout states them."""
+        if self.replica_specs is not None:
+            return workers_of(self.replica_specs, self.torch_config)
+        if self.worker is None:  # the rules refuse such a spec
+            raise ValueError(MSG_SOME_LAYOUT)
+        return self.worker
+
+    @property
+    def launcher_template(self) -> dict[str, Any] | None:
+        """The 2025 layout's launcher pod template ({} when it gives none); None in
+        the older layout, whose launcher is ``spec.launcher``."""
+        if self.replica_specs is None:
+            return None
+        return launcher_template(self.replica_specs)
+
+    def path_of(self, replica_type: str) -> str:
+        """Where the spec states ``replica_type`` (launcher or worker), for messages."""
+        if self.replica_specs is None:
+            return f"spec.{replica_type}"
+        i = index_of(self.replica_specs, replica_type)
+        return f"spec.replicaSpecs[{i}]" if i is not None else "spec.replicaSpecs"
+
 
 def pod_names_fit(job_name: str, spec: ColossalAIJobSpec) -> bool:
     """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""
-    return launcher_pod_names_fit(job_name, LAUNCHER, WORKER, spec.worker.replicas)
+    return launcher_pod_names_fit(job_name, LAUNCHER, WORKER, spec.workers.replicas)
 
 
 # -- status and the object --------------------------------------------------------------------
@@ -233,7 +342,12 @@ class ColossalAIJobStatus(T9kJobStatus):
 
 
 POD_NAME_LENGTH_RULE = pod_name_length_rule(
-    launcher_pod_names_fit_cel(LAUNCHER, WORKER), MSG_POD_NAME_LENGTH
+    launcher_pod_names_fit_cel(LAUNCHER, WORKER)
+    + " && (!has(self.spec.replicaSpecs) || self.spec.replicaSpecs.all(r, "
+    + f"r.type != '{WORKER}' || !has(r.replicas) || "
+    + pod_name_fits_cel(f"size('-{WORKER}-')", last_index_cel("r.replicas"))
+    + "))",
+    MSG_POD_NAME_LENGTH,
 )
 
 

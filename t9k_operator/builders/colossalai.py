@@ -2,7 +2,9 @@
 
 Workers run only sshd (``spec.ssh.sshdPath``) with the job key at
 ``spec.ssh.authMountPath``. The launcher pod ``<job>-launcher`` is built by
-the operator from ``spec.launcher`` (image, workingDir, env, resources): it
+the operator from ``spec.launcher`` (image, workingDir, env, resources), or,
+in the 2025 layout, from the launcher entry's pod template (its container
+named ``launcher``, added with the workers' image when it has none): it
 waits (bounded) until every worker answers ssh, then ``exec``s
 ``colossalai run`` on the hostfile, worker-0 as master, so its exit code is
 the job's. The hostfile holds bare host names, one per worker.
@@ -10,6 +12,8 @@ the job's. The hostfile holds bare host names, one per worker.
 Neither workers nor the launcher are ever restarted: a worker that comes
 back cannot rejoin a running ``colossalai run`` (seed 003), and a rerun
 launcher would start training from scratch on workers that may still be busy.
+Both layouts are read through the spec's one view (``spec.workers``,
+``spec.launcher_template``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from t9k_operator.api.colossalai import TRAINING_CONTAINER, ColossalAIJobObject
+from t9k_operator.api.colossalai import (
+    TRAINING_CONTAINER,
+    ColossalAIJobObject,
+    training_container,
+)
+from t9k_operator.api.template import named_container
 from t9k_operator.builders import ssh
 from t9k_operator.builders.common import (
     DEFAULT_CONTAINER,
@@ -56,7 +65,7 @@ def auth_dir(job: Job) -> str:
 
 
 def hostfile(job: Job) -> str:
-    return ssh.workers_hostfile(job.name, job.spec.worker.replicas)
+    return ssh.workers_hostfile(job.name, job.spec.workers.replicas)
 
 
 def hostfile_configmap(job: Job) -> Obj:
@@ -84,7 +93,7 @@ def extra_launch_args(torch_args: Sequence[str]) -> str:
 
 def colossalai_command(job: Job) -> list[str]:
     name = job.name
-    w = job.spec.worker
+    w = job.spec.workers
     cmd = [
         "colossalai",
         "run",
@@ -131,7 +140,7 @@ def worker_command(job: Job) -> list[str]:
 
 
 def build_worker(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
-    template = job.spec.worker.template
+    template = job.spec.workers.template
     if mode.command is None:
         mode = replace(mode, command=tuple(worker_command(job)))
     pod = replica_pod(
@@ -141,15 +150,30 @@ def build_worker(job: Job, index: int, mode: PodMode = NORMAL) -> Obj:
     if containers:
         c = containers[training_container_index(template, TRAINING_CONTAINERS)]
         ssh.add_ssh_auth(
-            pod, c, c, auth_dir(job), needs_bash=False, image_from="spec.worker.template"
+            pod, c, c, auth_dir(job), needs_bash=False, image_from=worker_template_path(job)
         )
     return pod
 
 
+def worker_template_path(job: Job) -> str:
+    return f"{job.spec.path_of('worker')}.template"
+
+
+def default_launcher_container(job: Job) -> Obj:
+    """The launcher container a 2025-layout launcher template without one gets: the
+    image of the workers' training container."""
+    worker = training_container(job.spec.workers.template) or {}
+    return {"name": LAUNCHER, "image": worker.get("image", "")}
+
+
 def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
+    template = job.spec.launcher_template
+    if template is not None:
+        return build_launcher_from_template(job, template, mode)
     command, args = mode.command, mode.args
     name = job.name
     spec = job.spec.launcher
+    assert spec is not None  # the older layout's launcher (the spec's rules)
     container: Obj = {
         "name": LAUNCHER,
         "image": spec.image,
@@ -168,7 +192,7 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
     container["volumeMounts"] = [ssh.hostfile_mount()]
     # The launcher carries the worker template's labels and annotations, so
     # whatever selects the job's pods (sidecar injection, queues) sees it too.
-    template_meta = job.spec.worker.template.get("metadata") or {}
+    template_meta = job.spec.workers.template.get("metadata") or {}
     labels = {
         **(template_meta.get("labels") or {}),
         **replica_labels(job.kind, name, "launcher", 0, "launcher"),
@@ -195,6 +219,31 @@ def build_launcher(job: Job, mode: PodMode = NORMAL) -> Obj:
         pod, container, container, auth_dir(job), needs_bash=True, image_from="spec.launcher"
     )
     return pod
+
+
+def build_launcher_from_template(job: Job, template: Obj, mode: PodMode) -> Obj:
+    """The 2025 layout's launcher: its template's pod, its ``launcher`` container
+    (added when missing) running the launcher script, with the hostfile and key."""
+    tpl = copy.deepcopy(template)
+    containers = tpl.setdefault("spec", {}).setdefault("containers", [])
+    if named_container(tpl, LAUNCHER) is None:
+        containers.insert(0, default_launcher_container(job))
+    if mode.command is None:
+        mode = replace(mode, command=("/bin/bash", "-c", launcher_script(job)))
+    pod = replica_pod(job, tpl, "launcher", 0, training_names=(LAUNCHER,), mode=mode, role=LAUNCHER)
+    name = launcher_name(job.name)
+    pod["metadata"]["name"] = pod["spec"]["hostname"] = name
+    container = pod["spec"]["containers"][training_container_index(tpl, (LAUNCHER,))]
+    container.setdefault("volumeMounts", []).append(ssh.hostfile_mount())
+    pod["spec"].setdefault("volumes", []).append(ssh.hostfile_volume(job.name))
+    ssh.add_ssh_auth(
+        pod, container, container, auth_dir(job), needs_bash=True, image_from=launcher_path(job)
+    )
+    return pod
+
+
+def launcher_path(job: Job) -> str:
+    return f"{job.spec.path_of('launcher')}.template"
 
 
 def build_service(job: Job) -> Obj:

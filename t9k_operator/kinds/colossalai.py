@@ -15,8 +15,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec
+from t9k_operator.api.colossalai import CRD, ColossalAIJobSpec, training_container
 from t9k_operator.api.deepspeed_config import command_argv
+from t9k_operator.api.template import named_container
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds import flags
@@ -46,10 +47,19 @@ from t9k_operator.objects import Obj
 
 def spec_error(spec: ColossalAIJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
-    if not spec.launcher.image:
+    if spec.launcher is not None and not spec.launcher.image:
         return "spec.launcher.image is empty: name the image the launcher runs colossalai from"
-    if not (spec.worker.template.get("spec") or {}).get("containers"):
-        return "spec.worker.template.spec.containers is empty: give the worker a container"
+    worker = spec.path_of("worker")
+    if not (spec.workers.template.get("spec") or {}).get("containers"):
+        return f"{worker}.template.spec.containers is empty: give the worker a container"
+    template = spec.launcher_template
+    if template is not None and named_container(template, build.LAUNCHER) is None:
+        image = (training_container(spec.workers.template) or {}).get("image")
+        if not image:
+            return (
+                f"{worker}.template: the launcher takes the image of the workers' container, "
+                "which names none: name it, or give the launcher a container named launcher"
+            )
     return None
 
 
@@ -58,14 +68,19 @@ class ColossalAIKind(
 ):
     cli_name = "colossalai"
     pausable = True
-    not_acted_on: tuple[str, ...] = ("spec.runPolicy.backoffLimit",)
+    not_acted_on: tuple[str, ...] = (
+        "spec.runPolicy.backoffLimit",
+        "spec.replicaSpecs[].restartPolicy",
+    )
+    pod_templates: tuple[str, ...] = ("spec.worker.template", "spec.replicaSpecs[].template")
     launcher_builders: ClassVar[LauncherBuilders] = build
 
     def view(self, job: Job) -> JobView:
         spec = job.spec
         # No pod is ever restarted (see the module docstring): restart policy Never,
         # and backoffLimit, stored but not acted on, is not read.
-        roles = (Role("launcher", 1, "Never"), Role("worker", spec.worker.replicas, "Never"))
+        workers = spec.workers.replicas
+        roles = (Role("launcher", 1, "Never"), Role("worker", workers, "Never"))
         return job_view(
             CRD.kind,
             job.metadata,
@@ -74,7 +89,7 @@ class ColossalAIKind(
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             cleanup_policy="All" if spec.run_policy.clean_up_workers else "None",
             asks=asks_of(
-                scheduling_request(spec.scheduler, 1 + spec.worker.replicas),  # all of it
+                scheduling_request(spec.scheduler, 1 + workers),  # all of it
                 # A hung ColossalAIJob fails whatever onHang says: it restarts no pod.
                 hang_policy(spec.run_policy.progress, restarts=False),
             ),
@@ -108,21 +123,26 @@ class ColossalAILocal:
     """The launcher pod runs ``colossalai run``, which logs into every worker
     over ssh and starts a ``torchrun`` line there; without sshd here, every rank
     is started directly as that line would start it, with the launcher's
-    environment. A program given after ``--`` becomes ``worker.command``: a
-    script Python runs, or a command each rank runs as is."""
+    environment. A program given after ``--`` becomes ``worker.command`` (in
+    the 2025 layout ``torchConfig.script``): a script Python runs, or a command
+    each rank runs as is."""
 
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
-        worker = out.setdefault("spec", {}).setdefault("worker", {})
+        spec = out.setdefault("spec", {})
+        if "replicaSpecs" in spec:
+            place, key = spec.setdefault("torchConfig", {}), "script"
+        else:
+            place, key = spec.setdefault("worker", {}), "command"
         python, script = split_python(argv)
         if script and not script[0].startswith("-"):
-            worker["command"] = script
+            place[key] = script
             return Program(out, python)
-        worker["command"] = list(argv)
+        place[key] = list(argv)
         return Program(out, as_is=True)
 
     def launch(self, job: Job, replicas: Mapping[str, Replica], here: Here) -> Launch:
-        w = job.spec.worker
+        w = job.spec.workers
         workers, per_worker = w.replicas, int(w.proc_per_worker)
         extra = build.extra_launch_args(w.torch_args)
         overrides = dict(kv.split("=", 1) for kv in extra.split(",") if "=" in kv) if extra else {}

@@ -20,8 +20,10 @@ from t9k_operator.api.colossalai import (
     MSG_AUTH_MOUNT_PATH,
     MSG_AUTH_MOUNT_PLACE,
     MSG_COMMAND_REQUIRED,
+    MSG_ONE_LAYOUT,
     MSG_POD_NAME_LENGTH,
     MSG_RESUME_ARGS_NEED_COMMAND,
+    MSG_SOME_LAYOUT,
     MSG_SSHD_PATH,
     ColossalAIJobObject,
     SSHConfig,
@@ -241,7 +243,8 @@ INVALID: dict[str, tuple[str, list[str]]] = {
         _job({}, worker={"template": None}),
         [f"{_WORKER}.template", "Required value"],
     ),
-    "no-worker": (_job({"worker": None}), [_WORKER, "Required value"]),
+    # Neither layout whole: spec.launcher and spec.worker go together.
+    "no-worker": (_job({"worker": None}), [MSG_SOME_LAYOUT]),
     "no-command": (
         _job({}, worker={"command": None}),
         [f"{_WORKER}.command", MSG_COMMAND_REQUIRED],
@@ -255,7 +258,8 @@ INVALID: dict[str, tuple[str, list[str]]] = {
         [f"{_WORKER}.command", MSG_COMMAND_REQUIRED],
     ),
     # spec.launcher
-    "no-launcher": (_job({"launcher": None}), ["spec.launcher", "Required value"]),
+    "no-launcher": (_job({"launcher": None}), [MSG_SOME_LAYOUT]),
+    "mixed-layouts": (_job({"torchConfig": {"script": ["train.py"]}}), [MSG_ONE_LAYOUT]),
     "launcher-without-image": (
         _job({"launcher": {"workingDir": "/workspace"}}),
         ["spec.launcher.image", "Required value"],

@@ -17,7 +17,8 @@ data is one new module here, and nothing else.
 
 The tables, by the name a kind's module gives its entry (and the test's table):
 
-- ``SAMPLE``, ``LOCAL_PROCESSES``: tests/unit/test_local_run.py (``EXPECTED``)
+- ``SAMPLE``, ``LOCAL_PROCESSES``, ``MORE_SAMPLES`` (a kind with more than one
+  sample only): tests/unit/test_local_run.py (``EXPECTED``)
 - ``API_MODELS``: tests/unit/api/test_job_objects.py (``KINDS``)
 - ``RULES``: tests/unit/api/test_rules.py (``CASES``)
 - ``RECONCILED``: tests/unit/reconcilers/test_job_reconciler.py (``JOBS``)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from t9k_operator.api import colossalai, colossalai_replicas
+from t9k_operator.api import colossalai, colossalai_layout, colossalai_replicas
+from t9k_operator.api.replica_specs import DISTINCT_TYPES_RULE
 from t9k_operator.kinds.colossalai import ColossalAIKind
 from t9k_operator.kinds.contract import JobKind
 from t9k_operator.kinds.view import Role
@@ -48,6 +49,10 @@ SAMPLE = "colossalai-basic.yaml"
 
 LOCAL_PROCESSES = ["worker-0", "worker-1"]
 """tests/unit/test_local_run.py: the processes its sample runs locally (``EXPECTED``)."""
+
+MORE_SAMPLES = {"colossalai-2025.yaml": ["worker-0", "worker-1"]}
+"""tests/unit/test_local_run.py: its sample of T9k's 2025 layout, and the processes it
+runs locally (``EXPECTED``)."""
 
 API_MODELS = ModelCase(
     colossalai.CRD,
@@ -105,6 +110,16 @@ COLOSSALAI = {
 }
 """The spec the rules' examples change (``RULES``)."""
 
+COLOSSALAI_2025 = {
+    "torchConfig": {"script": ["train.py"]},
+    "replicaSpecs": [
+        {"type": "launcher", "template": template("launcher")},
+        {"type": "worker", "replicas": 2, "template": WORKER_TEMPLATE},
+    ],
+}
+"""The same job in T9k's 2025 layout (``RULES``)."""
+LAUNCHER_2025, WORKER_2025 = COLOSSALAI_2025["replicaSpecs"]
+
 RULES: list[RuleCase] = [
     RuleCase(
         colossalai.COMMAND_REQUIRED_RULE,
@@ -141,6 +156,77 @@ RULES: list[RuleCase] = [
         colossalai.ColossalAIJobObject,
         wire_job("ColossalAIJob", COLOSSALAI, LONG[:54]),
         wire_job("ColossalAIJob", COLOSSALAI, LONG[:55]),
+    ),
+    RuleCase(
+        colossalai.POD_NAME_LENGTH_RULE,
+        colossalai.ColossalAIJobObject,
+        wire_job("ColossalAIJob", COLOSSALAI_2025, LONG[:54]),
+        wire_job("ColossalAIJob", COLOSSALAI_2025, LONG[:55]),
+    ),
+    # One layout per object: the 2025 one or the older one, never both, never neither.
+    *(
+        RuleCase(
+            colossalai.ONE_LAYOUT_RULE,
+            colossalai.ColossalAIJobSpec,
+            COLOSSALAI_2025,
+            merged(COLOSSALAI_2025, **{key: COLOSSALAI[key]}),
+        )
+        for key in ("launcher", "worker")
+    ),
+    RuleCase(
+        colossalai.ONE_LAYOUT_RULE,
+        colossalai.ColossalAIJobSpec,
+        COLOSSALAI,
+        merged(COLOSSALAI, torchConfig={"script": ["train.py"]}),
+    ),
+    *(
+        RuleCase(colossalai.SOME_LAYOUT_RULE, colossalai.ColossalAIJobSpec, good, bad)
+        for good, bad in (
+            (COLOSSALAI_2025, {"torchConfig": {"script": ["train.py"]}}),
+            (COLOSSALAI, merged(COLOSSALAI, launcher=None)),
+            (COLOSSALAI, merged(COLOSSALAI, worker=None)),
+        )
+    ),
+    RuleCase(
+        colossalai.SCRIPT_REQUIRED_RULE,
+        colossalai.ColossalAIJobSpec,
+        merged(COLOSSALAI_2025, torchConfig={"procPerWorker": 2}, **DEBUG),
+        merged(COLOSSALAI_2025, torchConfig={"procPerWorker": 2, "script": []}),
+    ),
+    RuleCase(
+        colossalai.SCRIPT_REQUIRED_RULE,
+        colossalai.ColossalAIJobSpec,
+        COLOSSALAI_2025,
+        merged(COLOSSALAI_2025, torchConfig=None),
+    ),
+    RuleCase(
+        colossalai_layout.WORKER_SPEC_RULE,
+        colossalai.ColossalAIJobSpec,
+        merged(COLOSSALAI_2025, replicaSpecs=[WORKER_2025]),
+        merged(COLOSSALAI_2025, replicaSpecs=[LAUNCHER_2025]),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        DISTINCT_TYPES_RULE,
+        colossalai.ColossalAIJobSpec,
+        COLOSSALAI_2025,
+        merged(COLOSSALAI_2025, replicaSpecs=[WORKER_2025, WORKER_2025]),
+        node=at_key("replicaSpecs"),
+    ),
+    RuleCase(
+        colossalai_layout.ONE_LAUNCHER_RULE,
+        colossalai_layout.ColossalAIReplicaSpec,
+        {"type": "launcher", "replicas": 1},
+        {"type": "launcher", "replicas": 2},
+    ),
+    *(
+        RuleCase(
+            colossalai_layout.WORKER_CONTAINERS_RULE,
+            colossalai_layout.ColossalAIReplicaSpec,
+            {"type": "worker", "template": WORKER_TEMPLATE},
+            {"type": "worker", **bad},
+        )
+        for bad in ({}, {"template": {"spec": {"containers": []}}})
     ),
 ]
 """tests/unit/api/test_rules.py: a passing and a failing example of each rule its API

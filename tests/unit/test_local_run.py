@@ -31,7 +31,7 @@ from t9k_operator.local import LocalRunError, add_arguments, main, plan, run
 from t9k_operator.local.cli import prepare
 from t9k_operator.local.rewrite import Rewriter
 from t9k_operator.local.runner import Runner
-from tests.kinds import ALL
+from tests.kinds import ALL, kind_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "manifests" / "samples").glob("*.yaml"))
@@ -39,10 +39,12 @@ RENDEZVOUS = str(ROOT / "hack" / "local" / "rendezvous.py")
 STAND_IN = [sys.executable, RENDEZVOUS]
 
 EXPECTED = {data.SAMPLE: data.LOCAL_PROCESSES for data in ALL} | {
-    name: processes for data in ALL for name, processes in getattr(data, "MORE_SAMPLES", {}).items()
+    name: processes
+    for more in kind_table("MORE_SAMPLES").values()
+    for name, processes in more.items()
 }
-"""The processes each sample runs locally (its kind's ``LOCAL_PROCESSES``, and those of
-the further samples some kinds have, their ``MORE_SAMPLES``): one per
+"""The processes each sample runs locally (its kind's ``LOCAL_PROCESSES``, a further
+sample's in its kind's ``MORE_SAMPLES``): one per
 replica (PyTorch, MSJob), one per rank a launcher would start (DeepSpeed's 4 workers
 x 1 slot, ColossalAI's 2 workers x 1 process; the workers' sshd and the launcher are
 not processes)."""
