@@ -2,17 +2,17 @@
 (``spec.runPolicy.checkpoint``, which the kinds state as
 :class:`~t9k_operator.kinds.asks.CheckpointOnStop`) has its replicas asked
 to checkpoint before the operator stops them for a reason that is not the
-job's own, and new pods resume from the newest checkpoint. Always on; per
-job, this integration
+job's own, and new pods resume from the newest checkpoint. Always on, it
+gives the engine a stop gate for each pass of every job
+(:meth:`Checkpoint.stop_gate`:
+:class:`~t9k_operator.integrations.checkpoint.stops.CheckpointStop`), which
+holds such a stop until the running replicas have reported their checkpoints
+(the job's view's ``checkpoints``, which the progress integration hears) or
+the grace has passed, asks before a drain it sees coming, and writes
+``status.checkpoint`` (:data:`~.build.CHECKPOINT_PART`).
 
-- gives the engine a stop gate for each pass (:meth:`Checkpoint.stop_gate`:
-  :class:`~t9k_operator.integrations.checkpoint.stops.CheckpointStop`),
-  which holds such a stop until the running replicas have reported their
-  checkpoints (the job's view's ``checkpoints``, which the progress
-  integration hears) or the grace has passed, asks before a drain it sees
-  coming, and writes ``status.checkpoint`` (:data:`~.build.CHECKPOINT_PART`);
-- the progress endpoint's answers carry the request to the replicas while
-  ``status.checkpoint`` holds one.
+The replicas learn of a request from the progress endpoint's answers, which
+ask them to checkpoint while the cached job's ``status.checkpoint`` holds one.
 
 Pure.
 """
