@@ -23,6 +23,7 @@ from typing import Any
 
 from t9k_operator import entry_points
 from t9k_operator.api.parts import CommandView, StatusPart
+from t9k_operator.integrations.checkpoint.integration import Checkpoint
 from t9k_operator.integrations.gang.integration import GangScheduling
 from t9k_operator.integrations.gpu_usage.served import ServedGPUUsage
 from t9k_operator.integrations.kueue.integration import Kueue
@@ -37,6 +38,7 @@ INTEGRATIONS: tuple[type[Setup], ...] = (
     GangScheduling,
     ServedTensorBoard,
     ServedProgress,
+    Checkpoint,
     ServedGPUUsage,
     Workdir,
     ServedStartEstimate,

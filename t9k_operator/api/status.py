@@ -8,7 +8,8 @@ grouped by replica type (:class:`TaskStatus`, :class:`ReplicaStatus`,
 restart count that ``spec.runPolicy.backoffLimit`` limits, the node each
 replica last ran on (:class:`ReplicaNode`, kept after its pod), and the
 scale subresource's replica count and selector. What an integration adds (the
-gang scheduler's ``podGroup``, Kueue's ``workload``, the reported ``progress``) is its own part
+gang scheduler's ``podGroup``, Kueue's ``workload``, the reported ``progress``,
+the replicas' ``checkpoint``) is its own part
 (:mod:`t9k_operator.api.parts`), merged into every kind's status schema.
 MSJob's status, the MindSpore operator's, builds on the same models with
 conditions of its own.
@@ -21,7 +22,6 @@ from typing import Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
-from t9k_operator.api.checkpoint import CheckpointStatus
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 ContainerState = Literal["Running", "Waiting", "Terminated"]
@@ -221,12 +221,5 @@ class JobStatus(T9kModel):
         description=(
             "Label selector of the job's pods, for the scale subresource "
             "(kubectl autoscale, HorizontalPodAutoscaler)."
-        ),
-    )
-    checkpoint: CheckpointStatus | None = Field(
-        default=None,
-        description=(
-            "With runPolicy.checkpoint: the newest checkpoint the replicas reported, and "
-            "the last stop that asked them to checkpoint (docs/checkpoint.md)."
         ),
     )

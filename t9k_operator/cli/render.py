@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from t9k_operator.api.checkpoint import checkpoint_lines
 from t9k_operator.api.parts import Columns, ListColumn
 from t9k_operator.cli.describe_rows import (
     age,
@@ -249,8 +248,7 @@ def _fields(
     fields: Mapping[str, Sequence[tuple[str, str]]],
 ) -> list[str]:
     """The describe screen's head: one ``Label:`` line a field, each followed by
-    the integrations' lines ``fields`` has under its label, the job's checkpoint
-    a line each of its."""
+    the integrations' lines ``fields`` has under its label."""
     status = job.get("status") or {}
     meta = job["metadata"]
     out: list[str] = []
@@ -286,8 +284,6 @@ def _fields(
         "Restarts",
         f"{status.get('restartCount', 0)} (disruptions: {status.get('disruptionCount', 0)})",
     )
-    for n, line in enumerate(checkpoint_lines(status.get("checkpoint") or {})):
-        out.append(f"{'Checkpoint:' if n == 0 else '':<13}{line}")
     return out
 
 

@@ -7,8 +7,8 @@ what the job asks beyond its pods (``asks``: the types of
 they serve through :meth:`JobView.ask`, and add :class:`Gate` s (why the job
 may not have pods yet, or why its pods wait) and :class:`Heartbeat` s (when
 each pod they hear from was last heard, and how long it may be silent) and
-:class:`Checkpointed` s (the checkpoints the pods reported); the engine plans
-from it. Nothing here names a kind or an integration.
+:class:`Checkpointed` s (the checkpoints the pods reported, which a stop
+gate reads); the engine plans from it. Nothing here names a kind or an integration.
 """
 
 from __future__ import annotations
@@ -100,10 +100,11 @@ class Heartbeat:
 
 @dataclass(frozen=True)
 class Checkpointed:
-    """A checkpoint a pod of the job reported (from an integration): the step
-    it wrote and when the report was received. A job that asks to checkpoint
-    before a stop waits for one, received after its request, from every
-    running replica."""
+    """A checkpoint a pod of the job reported (from an integration: the
+    progress reports): the step it wrote and when the report was received. A
+    job that asks to checkpoint before a stop waits for one, received after
+    its request, from every running replica (the checkpoint integration's
+    stop gate reads them)."""
 
     uid: str  # the pod's uid
     name: str  # the pod's name

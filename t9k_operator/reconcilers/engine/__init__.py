@@ -17,7 +17,7 @@ from t9k_operator.reconcilers.engine.conditions import (
 )
 from t9k_operator.reconcilers.engine.creation import CREATE_BATCH
 from t9k_operator.reconcilers.engine.planner import plan
-from t9k_operator.reconcilers.engine.planning import Plan, Pods, Rules
+from t9k_operator.reconcilers.engine.planning import Plan, Pods, Rules, StopGate
 from t9k_operator.reconcilers.engine.restarts import DEFAULT_DISRUPTION_LIMIT
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Pods",
     "Reason",
     "Rules",
+    "StopGate",
     "fmt_time",
     "get_condition",
     "parse_time",

@@ -16,8 +16,8 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Reason(StrEnum):
     """The engine's reasons, for conditions and Events. Control flow never reads
-    them back: what a pass decided is in the :class:`Plan`'s fields (but for
-    ``status.checkpoint.reason``, which says whose checkpoint request stands)."""
+    them back: what a pass decided is in the :class:`Plan`'s fields (a stop
+    gate may keep the reason of a stop it holds, as it wrote it)."""
 
     NONE = "-"
     PAUSED = "Paused"
@@ -38,10 +38,6 @@ class Reason(StrEnum):
     NODE_READY = "NodeReady"
     HUNG = "Hung"
     REPORTING = "Reporting"
-    CHECKPOINTING = "Checkpointing"
-    CHECKPOINTED = "Checkpointed"
-    CHECKPOINT_GRACE_PASSED = "CheckpointGracePassed"
-    NODE_CORDONED = "NodeCordoned"  # a checkpoint asked before a drain's eviction
 
 
 # -- time helpers -------------------------------------------------------------------

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import Hold, Role
-from t9k_operator.reconcilers.engine.checkpoint import resume_step
 from t9k_operator.reconcilers.engine.pause import pod_mode
 from t9k_operator.reconcilers.engine.planning import Pass
+from t9k_operator.reconcilers.engine.stops import resume_step
 
 CREATE_BATCH = 256
 """At most this many pods are planned for creation in one pass (the next pass

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from t9k_operator.builders.common import PodMode
 from t9k_operator.kinds.view import Hold, JobView
-from t9k_operator.reconcilers.engine.checkpoint import may_stop
 from t9k_operator.reconcilers.engine.conditions import Reason, get_condition
 from t9k_operator.reconcilers.engine.phase import not_finished_yet, waiting_on
 from t9k_operator.reconcilers.engine.planning import Pass, Rules
+from t9k_operator.reconcilers.engine.stops import may_stop
 
 
 def paused(p: Pass) -> bool:
@@ -17,7 +17,7 @@ def paused(p: Pass) -> bool:
     if not p.job.paused:
         return False
     if not may_stop(p, Reason.PAUSED):
-        return True  # the replicas checkpoint first
+        return True  # a stop gate holds the stop
     p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
     if p.status["phase"] != "Paused":
         p.event("Normal", Reason.PAUSED, "The job is paused: its pods are deleted.")
@@ -36,7 +36,7 @@ def held(p: Pass) -> bool:
     if gate is None:
         return False
     if not may_stop(p, gate.reason):
-        return True  # the replicas checkpoint first
+        return True  # a stop gate holds the stop
     p.out.delete.extend(live for live in p.pods.values() if not live.terminating)
     p.status.pop("startTime", None)
     p.status["phase"] = "Pending"

@@ -15,13 +15,14 @@ Rules, in order of precedence:
 2. **Deadline**: ``activeDeadlineSeconds`` after ``status.startTime`` the job
    fails with reason ``DeadlineExceeded``, exactly on time: until then the
    plan asks to be requeued at that instant. Paused time counts.
-3. **Pause**: every pod is deleted (none created); phase Paused. A job that
-   asks to checkpoint before a stop is asked first, and its pods deleted once
-   its running replicas have checkpointed or its grace has passed
-   (``checkpoint``: so are a gate's stop and a whole-job restart, and, with
-   nothing deleted, a running replica's node being cordoned for a drain).
-   Unpausing shows phase Resuming until every replica runs again; pods
-   created after a pause use the ``resumeSpecs`` of their type.
+3. **Pause**: every pod is deleted (none created); phase Paused. The
+   pass's stop gates (:class:`~.planning.StopGate`, from the integrations:
+   checkpoint before a stop) are asked first, and may hold the deletes (so
+   are a gate's stop and a whole-job restart); they hear first of every
+   pass, last of a running job's pass (a drain coming) and last of every
+   pass (a stop called off), and say what new pods resume from. Unpausing
+   shows phase Resuming until every replica runs again; pods created after
+   a pause use the ``resumeSpecs`` of their type.
 4. **Debug**: pods run the debug command (per-kind default), optionally
    without init containers; their exits neither restart them nor end the job.
 5. **Restarts**: an ended replica is recreated per its type's restart policy
@@ -69,10 +70,10 @@ group). The integrations render their own parts of the status.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from t9k_operator.kinds.view import JobView
-from t9k_operator.reconcilers.engine.checkpoint import before_drain, called_off, note_checkpoints
 from t9k_operator.reconcilers.engine.conditions import TERMINAL
 from t9k_operator.reconcilers.engine.creation import create_missing, scale_down
 from t9k_operator.reconcilers.engine.deadlines import cannot_start, never_placed, out_of_time
@@ -80,16 +81,20 @@ from t9k_operator.reconcilers.engine.finish import decide, finished, invalid
 from t9k_operator.reconcilers.engine.hang import hung
 from t9k_operator.reconcilers.engine.pause import held, paused, resume
 from t9k_operator.reconcilers.engine.phase import progress
-from t9k_operator.reconcilers.engine.planning import Pass, Plan, Pods, Rules
+from t9k_operator.reconcilers.engine.planning import Pass, Plan, Pods, Rules, StopGate
 from t9k_operator.reconcilers.engine.restarts import restart_or_fail, vanished
 
 
-def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
-    """The rules of the module docstring, in order; the first that ends the pass wins."""
-    p = Pass(kind, job, pods, now)
-    note_checkpoints(p)
+def plan(
+    kind: Rules, job: JobView, pods: Pods, now: datetime, stops: Sequence[StopGate] = ()
+) -> Plan:
+    """The rules of the module docstring, in order; the first that ends the pass
+    wins. ``stops``: the pass's stop gates, each made for it."""
+    p = Pass(kind, job, pods, now, stops)
+    for gate in p.stops:
+        gate.begin(p)
     if finished(p) or invalid(p) or out_of_time(p) or never_placed(p) or paused(p) or held(p):
-        called_off(p)
+        _end(p)
         return p.done()
     resume(p)
     scale_down(p)
@@ -101,6 +106,12 @@ def plan(kind: Rules, job: JobView, pods: Pods, now: datetime) -> Plan:
     decide(p)
     if p.status["phase"] not in TERMINAL:
         progress(p)
-        before_drain(p)
-    called_off(p)
+        for gate in p.stops:
+            gate.drain_coming(p)
+    _end(p)
     return p.done()
+
+
+def _end(p: Pass) -> None:
+    for gate in p.stops:
+        gate.end(p)

@@ -1,11 +1,12 @@
 """What a planning pass works with: what the engine asks of a kind
-(:class:`Rules`), the job's pods (:data:`Pods`), the :class:`Plan` it makes,
-and the pass itself (:class:`Pass`: the status being written, the
-bookkeeping every rule shares)."""
+(:class:`Rules`) and of a stop gate (:class:`StopGate`), the job's pods
+(:data:`Pods`), the :class:`Plan` it makes, and the pass itself
+(:class:`Pass`: the status being written, the bookkeeping every rule
+shares)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -40,6 +41,38 @@ class Rules(Protocol):
     def may_create(self, job: JobView, replica_type: str, replicas: Pods) -> bool: ...
 
 
+class StopGate(Protocol):
+    """What the engine asks, in each pass, of whoever may hold a stop that is
+    not the job's own (an integration: checkpoint before a stop). The gate is
+    made for one pass of one job; it may keep what it did in that pass, and
+    it writes its own part of ``p.status``."""
+
+    def begin(self, p: Pass) -> None:
+        """First in every pass, before any rule."""
+        ...
+
+    def may_stop(self, p: Pass, reason: str) -> bool:
+        """Whether the job's replicas may be deleted now for a stop of
+        ``reason`` (a pause, a gate that holds everything, a restart of the
+        whole job); when not, the pass deletes none of them and the gate asks
+        to be woken (``p.out.wake_in``) when it wants to be asked again."""
+        ...
+
+    def drain_coming(self, p: Pass) -> None:
+        """Last rule of a pass whose job is neither finished nor held: a
+        running replica may be on a node being drained (``ReplicaState.draining``)."""
+        ...
+
+    def end(self, p: Pass) -> None:
+        """Last in every pass: a stop the gate held or made in an earlier pass
+        and neither held nor made in this one has been called off."""
+        ...
+
+    def resume_step(self, p: Pass) -> int | None:
+        """The step new pods resume from (``T9K_RESUME_STEP``), or None."""
+        ...
+
+
 @dataclass
 class Plan:
     create: list[tuple[str, int, PodMode]] = field(default_factory=list)
@@ -60,8 +93,16 @@ class Plan:
 class Pass:
     """One planning pass: the job, its pods, the time, and the plan being made."""
 
-    def __init__(self, kind: Rules, job: JobView, pods: Pods, now: datetime) -> None:
+    def __init__(
+        self,
+        kind: Rules,
+        job: JobView,
+        pods: Pods,
+        now: datetime,
+        stops: Sequence[StopGate] = (),
+    ) -> None:
         self.kind, self.job, self.pods, self.now = kind, job, pods, now
+        self.stops = tuple(stops)
         self.prev = job.status
         self.out = Plan()
         # Unknown (a replica on a lost node) is decided afresh by every pass;
@@ -86,8 +127,6 @@ class Pass:
             self.status["disruptionCount"] = int(self.prev["disruptionCount"])
         if self.prev.get("restarts"):
             self.status["restarts"] = [dict(r) for r in self.prev["restarts"]]
-        if self.prev.get("checkpoint"):
-            self.status["checkpoint"] = dict(self.prev["checkpoint"])
         self.out.status = self.status
         self.conds: list[Obj] = self.status["conditions"]
         self.desired = Desired({r.type: r.replicas for r in job.roles})
@@ -97,7 +136,6 @@ class Pass:
         self.counted = [u for u in self.prev.get("countedFailures") or [] if u in live]
         self.resuming = False
         self.after_pause = False
-        self.stopping = False  # a stop this pass waits on the replicas' checkpoints for
         self.failures: list[tuple[ReplicaState, str, str]] = []  # failed for good: reason, why
 
     @cached_property

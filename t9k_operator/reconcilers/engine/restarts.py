@@ -1,6 +1,6 @@
 """Restarts and disruptions: an ended replica recreated per its restart
 policy and counted against ``backoffLimit`` (restartScope Job: the whole job
-as one attempt, once the others have checkpointed if the job asks), a
+as one attempt, once the stop gates let the others go), a
 disrupted or force-deleted pod recreated uncounted up to the disruption
 limit; a replica failed for good is noted for the outcome."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from t9k_operator.kinds.pods import ReplicaState, should_restart
 from t9k_operator.kinds.view import Role
-from t9k_operator.reconcilers.engine.checkpoint import may_stop
 from t9k_operator.reconcilers.engine.conditions import Reason
 from t9k_operator.reconcilers.engine.planning import Pass
+from t9k_operator.reconcilers.engine.stops import may_stop
 
 DEFAULT_DISRUPTION_LIMIT = 10
 """Disruptions a job's replicas may suffer before it fails, unless the
@@ -51,7 +51,7 @@ def restart_or_fail(p: Pass) -> None:
     whole = p.job.restart_scope == "Job"
     recreating = False  # a replica is recreated by this pass (whole: so is every other)
     attempt = False  # whole: this pass has counted the job's restart already
-    first = len(p.out.delete)  # whole: the attempt's deletes, held while the others checkpoint
+    first = len(p.out.delete)  # whole: the attempt's deletes, held while a gate holds the stop
     for (type_, index), state in sorted(p.pods.items()):
         role = roles.get(type_)
         if role is None or index >= role.replicas:
@@ -127,11 +127,11 @@ def _restart_event(p: Pass, role: Role, state: ReplicaState, whole: bool) -> Non
 
 def _restart_job(p: Pass, counted: set[str], first: int) -> None:
     """restartScope Job, a replica being recreated: every other one is too,
-    once they have checkpointed if the job asks (``first``: where this pass's
+    once the stop gates let them go (``first``: where this pass's
     deletes of the attempt begin in ``p.out.delete``)."""
     if not may_stop(p, Reason.RESTARTING):
         # Counted, and the others part of the attempt (one failing meanwhile
-        # counts nothing more); deleted once they have checkpointed.
+        # counts nothing more); deleted once the gates let them go.
         del p.out.delete[first:]
         restart_all(p, counted, delete=False)
         return
@@ -152,7 +152,7 @@ def restart_all(p: Pass, counted: set[str], delete: bool = True) -> None:
     """restartScope Job: every other replica of the job is recreated with the one
     that restarts, in the same attempt. Their uids join the counted ones, so a
     replica that fails meanwhile (its peer gone) is part of this attempt too
-    (``delete=False``: only that, while they checkpoint)."""
+    (``delete=False``: only that, while a stop gate holds them)."""
     planned = {s.uid for s in p.out.delete}
     for key, state in sorted(p.pods.items()):
         if key not in p.desired or state.terminating or state.uid in planned:

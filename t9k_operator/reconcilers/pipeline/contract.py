@@ -23,7 +23,9 @@ on, in registry order:
    ``heartbeats``: the pods it hears from and how long each may be silent,
    for the engine's hang rule (what it heard stays in its state);
    ``checkpoints``: the checkpoints the pods reported, for a stop that waits
-   for them;
+   for them; ``stop_gate``: a gate the engine asks, in this pass, before it
+   deletes the job's replicas for a stop that is not the job's own
+   (:class:`~t9k_operator.reconcilers.engine.planning.StopGate`);
 4. after the plan: ``status`` (its part of the job's status, and Events);
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
@@ -33,8 +35,8 @@ Everything here is pure, and the pipeline's own: an integration returns
 puts them in the pass's one ordered list, and the apply step
 (:mod:`~t9k_operator.reconcilers.pipeline.job`) carries them out. Neither the
 pipeline nor the engine names an integration: the integrations import this
-contract, and gates, heartbeats and status parts are all the engine sees of
-them.
+contract, and gates, heartbeats, stop gates and status parts are all the
+engine sees of them.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from t9k_operator.api.parts import StatusPart
 from t9k_operator.kinds.contract import JobKind, Stored
 from t9k_operator.kinds.view import Checkpointed, Gate, Heartbeat, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.engine import TERMINAL
+from t9k_operator.reconcilers.engine import TERMINAL, StopGate
 from t9k_operator.resources import Resource
 
 S = TypeVar("S")
@@ -199,6 +201,10 @@ class Integration(Protocol[S]):
         """The checkpoints the job's pods reported to it (the newest of each)."""
         ...
 
+    def stop_gate(self, state: S, view: JobView) -> StopGate | None:
+        """A stop gate for this pass of the job (made anew for each pass), or None."""
+        ...
+
     def prepare(self, state: S, view: JobView) -> list[Action]:
         """What it keeps in every phase of the job (the job's status says what
         became of it once a refusal comes back through ``refused``)."""
@@ -260,6 +266,9 @@ class Base(Generic[S]):
 
     def checkpoints(self, state: S, view: JobView) -> tuple[Checkpointed, ...]:
         return ()
+
+    def stop_gate(self, state: S, view: JobView) -> StopGate | None:
+        return None
 
     def prepare(self, state: S, view: JobView) -> list[Action]:
         return []

@@ -144,7 +144,8 @@ def plan(
     failed: tuple[str, str] | None = None,
 ) -> engine.Plan:
     """The engine's plan for the job behind its integrations' gates, judging
-    their heartbeats, with their parts of the status. ``blocked``: gates of
+    their heartbeats, with their stop gates (made for this plan) and their
+    parts of the status. ``blocked``: gates of
     the apply step's own (a child it could not create); ``failed``: (reason,
     message) that fail the job now."""
     beats = tuple(b for s in seen for b in s.integration.heartbeats(s.state, view))
@@ -157,7 +158,8 @@ def plan(
     )
     if failed is not None:
         gated = replace(gated, spec_error=failed[1], spec_error_reason=failed[0])
-    out = engine.plan(kind, gated, pods, now)
+    stops = [g for s in seen if (g := s.integration.stop_gate(s.state, view)) is not None]
+    out = engine.plan(kind, gated, pods, now, stops)
     for s in seen:
         out.events.extend(s.integration.status(s.state, view, out.status))
     return out
@@ -268,7 +270,7 @@ def _steps(
         return steps  # a spec that does not parse has failed the job: nothing to build
     for s in seen:
         steps.actions.extend(_by(s, s.integration.prepare(s.state, view)))
-    # A paused job gives back what it holds once its pods go (not while they checkpoint).
+    # A paused job gives back what it holds once its pods go (not while a stop gate holds them).
     if out.status.get("phase") in engine.TERMINAL or (
         view.paused and out.status["phase"] == "Paused"
     ):

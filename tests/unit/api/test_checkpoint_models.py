@@ -1,6 +1,7 @@
 """runPolicy.checkpoint (the T9k kinds that share RunPolicy, and GenericJob):
-its bounds in the models and in the generated CRDs, the kinds that do not
-have it, and status.checkpoint."""
+its bounds in the models and in the generated CRDs, and the kinds that do
+not have it. status.checkpoint is the checkpoint integration's part
+(tests/unit/reconcilers/test_checkpoint_part.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import yaml
 from pydantic import ValidationError
 
 from t9k_operator.api.genericjob import GenericRunPolicy
-from t9k_operator.api.pytorch import PyTorchTrainingJobStatus
 from t9k_operator.api.specs import RunPolicy
 from t9k_operator.kinds.asks import CheckpointOnStop
 from t9k_operator.kinds.contract import read
@@ -52,7 +52,6 @@ def test_the_crds_bound_grace_seconds_at_admission(plural: str) -> None:
         grace = policy["properties"]["graceSeconds"]
         assert (grace["minimum"], grace["maximum"]) == (1, 3600)
         assert policy["required"] == ["graceSeconds"]
-        assert "lastStep" in schema["status"]["properties"]["checkpoint"]["properties"]
 
 
 @pytest.mark.parametrize("plural", sorted(WITHOUT))
@@ -81,17 +80,3 @@ def test_the_view_asks_for_it_only_when_set() -> None:
     assert read(kind, body).view.ask(CheckpointOnStop) is None
     body["spec"]["runPolicy"] = {"checkpoint": {"graceSeconds": 90}}
     assert read(kind, body).view.ask(CheckpointOnStop) == CheckpointOnStop(90)
-
-
-def test_the_status_keeps_the_checkpoint() -> None:
-    saved = {
-        "lastStep": 420,
-        "lastStepTime": "2026-03-01T12:00:05Z",
-        "replica": "j-master-0",
-        "requestedAt": "2026-03-01T12:00:00Z",
-        "reason": "Paused",
-        "stoppedAt": "2026-03-01T12:00:07Z",
-        "waited": True,
-    }
-    status = PyTorchTrainingJobStatus.model_validate({"checkpoint": saved})
-    assert status.model_dump(by_alias=True, exclude_none=True)["checkpoint"] == saved

@@ -18,6 +18,7 @@ import pytest
 
 from t9k_operator.api.parts import Columns
 from t9k_operator.cli import render
+from t9k_operator.integrations.checkpoint.view import checkpoint_fields
 from t9k_operator.integrations.gpu_usage.usage import describe_usage
 from t9k_operator.integrations.gpu_usage.view import HEADERS, cells
 from t9k_operator.integrations.progress.view import progress_fields
@@ -42,8 +43,9 @@ def _describe(
     **kw: Any,
 ) -> str:
     """``t9k describe`` at NOW, with the integrations' head lines as ``t9k``
-    gathers them: the progress after Restarts, ``gpu`` usage after the GPUs."""
-    fields = {"Restarts": progress_fields(job, f.NOW)}
+    gathers them: the progress, then the checkpoint, after Restarts (in
+    registry order), ``gpu`` usage after the GPUs."""
+    fields = {"Restarts": progress_fields(job, f.NOW) + checkpoint_fields(job)}
     if gpu is not None:
         fields["GPUs"] = [("GPU usage", gpu)]
     return render.describe(job, pods, events, f.NOW, fields=fields, **kw)

@@ -20,6 +20,7 @@ from pytest_mock import MockerFixture
 from t9k_operator.builders.common import CHILD_SELECTOR
 from t9k_operator.foundation import metrics
 from t9k_operator.informers.factory import InformerFactory
+from t9k_operator.integrations.checkpoint.integration import Checkpoint
 from t9k_operator.integrations.gang.integration import GangScheduling
 from t9k_operator.integrations.kueue.integration import Kueue
 from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
@@ -65,9 +66,10 @@ class Harness:
             workers=1,
             **({"clock": clock} if clock is not None else {}),
         )
-        # As the registry orders them: Kueue (when on), gang scheduling, the TensorBoard.
+        # As the registry orders them: Kueue (when on), gang scheduling, the
+        # TensorBoard, checkpoint before a stop.
         on: list[Integration[Any]] = [] if kueue is None else [kueue]
-        on += [gang or GangScheduling(), JobTensorBoard()]
+        on += [gang or GangScheduling(), JobTensorBoard(), Checkpoint()]
         if integrations is not None:
             on = list(integrations)
         self.reconciler = JobReconciler(

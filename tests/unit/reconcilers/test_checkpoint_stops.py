@@ -1,5 +1,6 @@
-"""Checkpoint before a stop (runPolicy.checkpoint), in the engine: a pause, a
-gate that holds everything (a queue's preemption) and a whole-job restart
+"""Checkpoint before a stop (runPolicy.checkpoint), the checkpoint
+integration's stop gate in the engine's passes: a pause, a gate that holds
+everything (a queue's preemption) and a whole-job restart
 first write the request and delete nothing; the replicas go once every
 running one has reported a checkpoint received after the request, or once
 graceSeconds have passed; a stop called off drops the request; new pods
@@ -11,6 +12,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from t9k_operator.integrations.checkpoint.integration import Checkpoint
 from t9k_operator.kinds.asks import CheckpointOnStop
 from t9k_operator.kinds.view import Checkpointed, Gate, Hold, JobView, asks_of
 from t9k_operator.reconcilers.engine import Plan, plan
@@ -45,7 +47,8 @@ def requested(reason: str = "Paused", **more: Any) -> dict[str, Any]:
 
 
 def run(j: JobView, pods: Pods, now: datetime = T0) -> Plan:
-    return plan(KIND, j, pods, now)
+    """A pass with the checkpoint integration's stop gate, made for it."""
+    return plan(KIND, j, pods, now, [Checkpoint().stop_gate(None, j)])
 
 
 ALL = (("master", 0), ("worker", 0), ("worker", 1))

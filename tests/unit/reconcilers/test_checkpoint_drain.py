@@ -1,4 +1,5 @@
-"""Checkpoint before a drain, in the engine: a running replica on a cordoned
+"""Checkpoint before a drain, the checkpoint integration's stop gate in the
+engine's passes: a running replica on a cordoned
 node (``ReplicaState.draining``, which the apply step reads from the Node)
 makes a job that asks for checkpoints write the request (reason
 ``NodeCordoned``) once, deleting nothing; the request stands while such a
@@ -12,8 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from t9k_operator.integrations.progress.endpoint import checkpoint_asked
-from tests.unit.reconcilers.test_engine import deleted, job, running
-from tests.unit.reconcilers.test_engine_checkpoint import (
+from tests.unit.reconcilers.test_checkpoint_stops import (
     ALL,
     ASKED,
     GRACE,
@@ -23,6 +23,7 @@ from tests.unit.reconcilers.test_engine_checkpoint import (
     run,
     saved,
 )
+from tests.unit.reconcilers.test_engine import deleted, job, running
 
 CORDONED = "node n1 is cordoned"
 LAST = {"lastStep": 7, "lastStepTime": "2026-03-01T11:50:00Z", "replica": "j-master-0"}
