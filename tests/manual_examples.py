@@ -52,3 +52,33 @@ def example_texts(kind: str = "GenericJob", manual: Path = MANUAL) -> dict[str, 
 def examples(kind: str = "GenericJob", manual: Path = MANUAL) -> list[dict[str, Any]]:
     """The manual's whole jobs of ``kind``, parsed, in order."""
     return [yaml.safe_load(text) for text in example_texts(kind, manual).values()]
+
+
+MANUALS_2025 = ROOT.parent / "shared" / "specs" / "t9k-2025"
+"""T9k's 2025 manual, beside the clone (shared/specs/t9k-2025)."""
+
+
+def whole_jobs(manual: Path, kinds: tuple[str, ...]) -> dict[str, str]:
+    """The YAML blocks of ``manual`` that are a whole job of one of ``kinds`` (its
+    spellings), as written, by the heading above each (repeated headings get
+    ``-2``, ...). A block with a line ``...`` or an item ``- ...`` (the manual's
+    "and so on") is a fragment, not an example to apply."""
+    found: dict[str, str] = {}
+    text = manual.read_text()
+    for match in re.finditer(r"```yaml\n(.*?)```", text, re.S):
+        block = match[1]
+        if re.search(r"^\s*(- )?\.\.\.\s*$", block, re.M):
+            continue
+        try:
+            doc = yaml.safe_load(block)
+        except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") in kinds:
+            headings = re.findall(r"^#+ (.+)$", text[: match.start()], re.M)
+            name = headings[-1].strip() if headings else "top"
+            key, n = name, 1
+            while key in found:
+                n += 1
+                key = f"{name}-{n}"
+            found[key] = block
+    return found

@@ -82,8 +82,8 @@ KIND = "DeepSpeedJob"
 PLURAL = "deepspeedjobs"
 MSG_RUN_REQUIRED = (
     "spec.config.run needs what to train: one of python, module or exec, not empty "
-    "(e.g. run: {python: [train.py]}); only a debug job (spec.runMode.debug.enabled: true) "
-    "may leave it out or empty"
+    "(e.g. run: {python: [train.py]}), unless spec.config.customCommand gives the launch "
+    "command; only a debug job (spec.runMode.debug.enabled: true) may leave both out"
 )
 MSG_POD_NAME_LENGTH = (
     "metadata.name is too long: every pod name <name>-worker-<index> "
@@ -153,14 +153,12 @@ class DeepSpeedRunMode(RunMode):
 
 
 RUN_REQUIRED_RULE: Rule[DeepSpeedJobSpec] = Rule(
-    f"({DEBUG_ON_CEL}) || (has(self.config) && has(self.config.run))",
+    f"({DEBUG_ON_CEL}) || (has(self.config) && "
+    "(has(self.config.run) || has(self.config.customCommand)))",
     MSG_RUN_REQUIRED,
     # Stricter than the CEL: config.run's commands are untyped in the schema, so
     # CEL cannot see an empty one (python: []); the model refuses it too.
-    lambda spec: (
-        spec.debug_enabled
-        or (spec.config is not None and spec.config.run is not None and spec.config.run.given)
-    ),
+    lambda spec: spec.debug_enabled or spec.launch_given,
     field_path=".config.run",
 )
 
@@ -196,7 +194,27 @@ class DeepSpeedJobSpec(T9kModel):
             "is `/usr/sbin/sshd -D`."
         ),
     )
+    disable_custom_env: bool = Field(
+        default=False,
+        description=(
+            "false (the default): worker-0 writes the training container's environment "
+            "(the env of spec.worker.template, and what the image sets) to "
+            "/root/.deepspeed_env, which the deepspeed launcher reads and exports to every "
+            "training process it starts on the workers. true: no such file is written, so the "
+            "environment reaches only the containers' own programs (sshd and the launcher), "
+            "not the training processes the launcher starts over ssh."
+        ),
+    )
     tensorboard_spec: TensorBoardSpec | None = tensorboard_spec_field()
+
+    @property
+    def launch_given(self) -> bool:
+        """Whether the job says what worker-0 launches: config.customCommand, or a
+        config.run that is not empty."""
+        config = self.config
+        if config is None:
+            return False
+        return config.custom or (config.run is not None and config.run.given)
 
     @property
     def debug_enabled(self) -> bool:

@@ -21,6 +21,12 @@ Python side also that it is not empty.
 The options the operator sets itself (:data:`RESERVED_ARGS`) are refused in
 ``otherArgs``, and ``--launcher`` may only be pdsh: two
 rules (:class:`~t9k_operator.api.rules.Rule`) on the field.
+
+``customCommand`` replaces all of that: worker-0 runs it (through bash) in
+place of the ``deepspeed`` command the operator would build, and of the
+config only ``slotsPerWorker`` (the hostfile's slots) still counts. The kind
+says so in a Warning when the job also sets the options it then ignores
+(:data:`IGNORED_BY_CUSTOM_COMMAND`).
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from pydantic import ConfigDict, Field, WithJsonSchema, field_validator, model_v
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.rules import Rule, Rules
-from t9k_operator.api.schema import MAX_ARGS, MAX_PROCS, Arg, cel_strings
+from t9k_operator.api.schema import MAX_ARG_LENGTH, MAX_ARGS, MAX_PROCS, Arg, cel_strings
 
 DEFAULT_SLOTS = 1
+IGNORED_BY_CUSTOM_COMMAND = ("run", "localRank", "autotune", "otherArgs")
+"""The options of spec.config that spec.config.customCommand makes void."""
 RESERVED_ARGS = ("--no_local_rank", "--autotuning", "--module", "--no_python", "--hostfile")
 """deepspeed options the operator sets from spec.config (and its own hostfile)."""
 
@@ -182,6 +190,20 @@ LAUNCHER_PDSH_RULE: Rule[Sequence[str]] = Rule(
 class DeepSpeedConfig(T9kModel):
     """How the deepspeed launcher runs the training."""
 
+    custom_command: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ARG_LENGTH,
+        description=(
+            "A launch command of your own, run by bash on worker-0 in place of the deepspeed "
+            "command the operator builds (e.g. `deepspeed --hostfile=/t9k/hostfile train.py`; "
+            "the job's hostfile is /t9k/hostfile). When set, every other option of "
+            "spec.config but slotsPerWorker (and slotPerWorker) is ignored: run, localRank, "
+            "autotune and otherArgs (a job that sets them gets a Warning Event "
+            "FieldNotActedOn)."
+        ),
+    )
+
     slots_per_worker: int | None = Field(
         default=None,
         ge=1,
@@ -230,6 +252,11 @@ class DeepSpeedConfig(T9kModel):
             "may only be pdsh."
         ),
     )
+
+    @property
+    def custom(self) -> bool:
+        """Whether customCommand replaces the command the operator builds."""
+        return self.custom_command is not None
 
     @property
     def slots(self) -> int:

@@ -215,6 +215,16 @@ class MSJobSpec(T9kModel):
         description=("The pods of each role: keys Scheduler (at most one replica), PS and Worker."),
         json_schema_extra={"maxProperties": len(ROLES)},
     )
+    enable_dynamic_worker: bool = Field(
+        default=False,
+        description=(
+            "Whether the job goes on when Workers fail (MindSpore's dynamic cluster, where "
+            "workers may leave and join): true, a Worker that fails for good (no restart "
+            "left) does not fail the job, which still succeeds by successPolicy and still "
+            "fails when the Scheduler or a PS fails for good; false (the default), any "
+            "replica that fails for good fails the job."
+        ),
+    )
 
     def replicas(self, role: str) -> int:
         """Replicas of ``role`` (0 when the role is absent)."""

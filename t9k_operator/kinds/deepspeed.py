@@ -18,10 +18,11 @@ from t9k_operator.api.deepspeed import (
     effective_slots,
     effective_worker_count,
 )
+from t9k_operator.api.deepspeed_config import IGNORED_BY_CUSTOM_COMMAND, DeepSpeedConfig
 from t9k_operator.builders import deepspeed as build
 from t9k_operator.builders.deepspeed import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.contract import KindBase, PodMode, Services
+from t9k_operator.kinds.contract import KindBase, PodMode, Services, Stored
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
     LOOPBACK,
@@ -45,10 +46,27 @@ def spec_error(spec: DeepSpeedJobSpec) -> str | None:
     """What the model lets through but no pod can be built from."""
     if not (spec.worker.template.get("spec") or {}).get("containers"):
         return "spec.worker.template.spec.containers is empty: give the worker a container to run"
-    run = spec.config.run if spec.config is not None else None
-    if not spec.debug_enabled and (run is None or not run.given):
-        return "spec.config.run needs exactly one of python, module or exec"
+    if not spec.debug_enabled and not spec.launch_given:
+        return (
+            "spec.config.run needs exactly one of python, module or exec "
+            "(or spec.config.customCommand the launch command)"
+        )
     return None
+
+
+def void_beside_custom_command(job: Stored) -> list[str]:
+    """The options of spec.config a job sets (to other than their defaults) that
+    its customCommand makes void, each by its path and why."""
+    spec = job.get("spec") if isinstance(job, Mapping) else None
+    config = spec.get("config") if isinstance(spec, Mapping) else None
+    if not isinstance(config, Mapping) or config.get("customCommand") is None:
+        return []
+    defaults = DeepSpeedConfig().model_dump(by_alias=True)
+    return [
+        f"spec.config.{key} (spec.config.customCommand replaces it)"
+        for key in IGNORED_BY_CUSTOM_COMMAND
+        if config.get(key) is not None and config.get(key) != defaults.get(key)
+    ]
 
 
 def min_member(spec: DeepSpeedJobSpec) -> int:
@@ -73,6 +91,9 @@ class DeepSpeedKind(DecidedByOneReplica, KindBase[Job], crd=CRD, model=Job, fact
 
     def deciding_replica(self, job: JobView) -> tuple[str, int]:
         return ("worker", 0)  # it runs the launcher
+
+    def fields_not_acted_on(self, job: Stored) -> list[str]:
+        return super().fields_not_acted_on(job) + void_beside_custom_command(job)
 
     def build_pod(self, job: Job, type_: str, index: int, mode: PodMode, svc: Services) -> Obj:
         return build.build_pod(job, index, mode)
@@ -128,6 +149,7 @@ class DeepSpeedLocal:
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
         config = out.setdefault("spec", {}).setdefault("config", {})
+        config.pop("customCommand", None)  # the program given replaces the job's own
         python, script = split_python(argv)
         if script and script[0] == "-m" and len(script) > 1:
             config["run"] = {"module": script[1:]}
@@ -139,6 +161,8 @@ class DeepSpeedLocal:
 
     def launch(self, job: Job, replicas: Mapping[str, Replica], here: Here) -> Launch:
         cfg = build.config(job)
+        if cfg.custom_command is not None:
+            return _custom_launch(cfg.custom_command, replicas, here)
         workers, slots = effective_worker_count(job.spec), effective_slots(job.spec)
         other = list(cfg.other_args)
         port = here.port(int(_flag_value(other, "--master_port") or MASTER_PORT))
@@ -193,3 +217,16 @@ class DeepSpeedLocal:
             "for worker-0, whose exit decides the job"
         )
         return Launch("worker-0", cluster, tuple(processes))
+
+
+def _custom_launch(command: str, replicas: Mapping[str, Replica], here: Here) -> Launch:
+    """config.customCommand, run here by bash as worker-0 would run it, with
+    worker-0's environment; the other workers run sshd only, which is not here."""
+    env = here.env(replicas["worker-0"].env)
+    argv = ("/bin/bash", "-c", here.text(command))
+    here.note(
+        "DeepSpeedJob: spec.config.customCommand runs here as worker-0 runs it on the "
+        "cluster; the other workers (sshd alone there) are not run, so a command that "
+        "reaches them over ssh cannot reach them here"
+    )
+    return Launch("worker-0", command, (Process("worker-0", ("worker", 0), argv, env),))

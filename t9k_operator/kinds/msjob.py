@@ -4,7 +4,9 @@ MindSpore operator's API.
 * Roles ``Scheduler`` (at most one), ``PS``, ``Worker``; the Scheduler comes up
   first and the other roles are created once its pod and Service exist.
 * Success: ``successPolicy: AllWorkers`` = every Worker succeeded; default =
-  Worker 0 succeeded. A replica failing beyond its restart policy fails the job.
+  Worker 0 succeeded. A replica failing beyond its restart policy fails the job;
+  with ``enableDynamicWorker``, a Worker's does not (the Scheduler's and a PS's
+  still do).
 * ``runPolicy.cleanPodPolicy``: All (delete every pod), Running (delete the
   pods still running or pending; the default), None.
 * Status in the Kubeflow shape MSJob tooling reads (conditions Created /
@@ -55,6 +57,13 @@ def scheduling_request(policy: SchedulingPolicy | None, replicas: int) -> Schedu
 CLEAN_POD_POLICY = {"All": "All", "Running": "Unfinished", "None": "None"}
 
 
+def dynamic_worker_rules(roles: tuple[Role, ...]) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """``enableDynamicWorker``, as the engine's failure rules: each replica but the
+    Workers is a rule of its own, so any of them failing for good fails the job,
+    and a Worker failing for good, in no rule, does not (as ms-operator has it)."""
+    return tuple(((r.type, i),) for r in roles if r.type != WORKER for i in range(r.replicas))
+
+
 @dataclass(frozen=True)
 class MSJobView(JobView):
     """An MSJob in the engine's terms, with what its outcome rule reads."""
@@ -90,6 +99,7 @@ class MSJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
                 hang_policy(policy.progress),
             ),
             all_workers=spec.success_policy == "AllWorkers",
+            failure_rules=dynamic_worker_rules(roles) if spec.enable_dynamic_worker else None,
         )
 
     def outcome(

@@ -8,6 +8,7 @@ serve kubectl's short names, categories, printer columns and scale.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from t9k_operator.api.deepspeed import (
     MSG_RESERVED_MOUNTS,
     MSG_RESUME_ARGS_NEED_COMMAND,
     MSG_RUN_REQUIRED,
+    DeepSpeedJobObject,
 )
 from t9k_operator.api.deepspeed_config import (
     MSG_LAUNCHER_PDSH,
@@ -29,13 +31,18 @@ from t9k_operator.api.specs import (
     MSG_ELASTIC_EXPECTED,
     MSG_ELASTIC_MIN_MAX,
 )
+from t9k_operator.kinds.command import resource_of
+from t9k_operator.kube import Invalid, KubeClient
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.crd_helpers import (
     applied,
+    assert_stored_as_sent,
     install_crd,
     refused,
+    refused_for_nameless_container,
     stored_object,
 )
+from tests.manual_examples import MANUALS_2025, whole_jobs
 from tests.unit.api.helpers import load
 from tests.unit.api.test_deepspeed_models import (
     IMAGE,
@@ -44,6 +51,7 @@ from tests.unit.api.test_deepspeed_models import (
 )
 
 JOB = "deepspeed-example"
+RESOURCE = resource_of(CRD)
 
 
 @pytest.fixture(scope="module")
@@ -367,3 +375,60 @@ def test_longest_name_that_fits_is_accepted(cluster: Cluster, crd: None, namespa
     name = "d" + "x" * 53  # 54 + len("-worker-3") == 63
     applied(cluster, namespace, _job({}, name=name))
     assert stored(cluster, namespace, name)["metadata"]["name"] == name
+
+
+# -- the 2025 manual's examples, read from the manual itself --------------------------
+
+MANUAL_FILES = ("deepspeedjob.md", "deepspeedjob-api.md")
+"""T9k's 2025 DeepSpeedJob pages (shared/specs/t9k-2025 beside the clone)."""
+SPELLINGS = ("DeepSpeedJob", "DeepspeedJob")
+"""The kind as the manual spells it (its first example writes ``DeepspeedJob``)."""
+MANUAL_OUTCOMES = {
+    "创建 DeepSpeedJob": "misspelt kind",
+    "资源配置": "nameless container",
+    "环境变量": "nameless container",
+}
+"""Each whole job of the manual, by its section, and what the API server does with
+it as written: it refuses the first, whose kind is spelt ``DeepspeedJob`` (the
+server itself checks a custom resource's kind against its CRD's, whatever the
+CRD says), and stores it unpruned once that is corrected; it refuses the
+fragments for their container without a name, which the Pod API requires
+(crd_helpers.DOC_FRAGMENTS)."""
+
+
+def manual_2025() -> dict[str, str]:
+    """Every whole DeepSpeedJob of the 2025 manual, by its section; none when the
+    manual is not beside the clone (its test then skips: a failure under CI=true)."""
+    found: dict[str, str] = {}
+    for name in MANUAL_FILES:
+        if (MANUALS_2025 / name).is_file():
+            found.update(whole_jobs(MANUALS_2025 / name, SPELLINGS))
+    return found
+
+
+def test_the_2025_manual_is_there_with_the_examples_this_test_knows() -> None:
+    missing = [n for n in MANUAL_FILES if not (MANUALS_2025 / n).is_file()]
+    if missing:
+        pytest.skip(f"the 2025 manual is not beside the clone: {MANUALS_2025}: {missing}")
+    assert sorted(manual_2025()) == sorted(MANUAL_OUTCOMES)
+
+
+@pytest.mark.parametrize("section", sorted(MANUAL_OUTCOMES))
+def test_each_example_of_the_2025_manual_applies_unchanged(
+    admin: KubeClient, crd: None, namespace: str, section: str
+) -> None:
+    examples = manual_2025()
+    if section not in examples:
+        pytest.skip(f"the 2025 manual is not beside the clone: {MANUALS_2025}")
+    sent = yaml.safe_load(examples[section])
+    if MANUAL_OUTCOMES[section] == "nameless container":
+        refused_for_nameless_container(lambda body: admin.create(RESOURCE, body, namespace), sent)
+        return
+    with pytest.raises(Invalid) as refused:
+        admin.create(RESOURCE, copy.deepcopy(sent), namespace)
+    assert 'kind: Invalid value: "DeepspeedJob": must be DeepSpeedJob' in refused.value.message
+    sent["kind"] = CRD.kind  # the one change: everything else as the manual writes it
+    admin.create(RESOURCE, copy.deepcopy(sent), namespace)
+    obj = admin.get(RESOURCE, sent["metadata"]["name"], namespace)
+    assert_stored_as_sent(sent, obj)  # nothing pruned, the template as sent
+    assert DeepSpeedJobObject.from_dict(obj).spec.launch_given

@@ -110,6 +110,47 @@ def test_deepspeed_command(jobs: Jobs, config: dict[str, Any], line: str) -> Non
     assert launcher_line(jobs, "cmd") == line
 
 
+CUSTOM = "deepspeed --hostfile=/t9k/hostfile --num_gpus=2 /t9k/mnt/train.py --lr 0.1"
+
+
+def launcher_script(jobs: Jobs, name: str) -> str:
+    pod = wait_for(lambda: jobs.pods(name).get(f"{name}-worker-0"), 20, "worker-0")
+    return str(pod["spec"]["containers"][0]["command"][2])
+
+
+@pytest.mark.parametrize("disable_env", [None, False, True])
+def test_a_custom_command_and_the_environment_file(jobs: Jobs, disable_env: bool | None) -> None:
+    spec = {} if disable_env is None else {"disableCustomEnv": disable_env}
+    jobs.create(ds_job("cc", 2, config={"customCommand": CUSTOM, "slotsPerWorker": 2}, **spec))
+    script = launcher_script(jobs, "cc")
+    assert script.rstrip().splitlines()[-1] == f"exec /bin/bash -c '{CUSTOM}'"
+    writes_env_file = ': > "/root/.deepspeed_env"' in script
+    assert writes_env_file is (disable_env is not True)
+    wait_for(
+        lambda: hostfile(jobs, "cc") == "cc-worker-0.cc slots=2\ncc-worker-1.cc slots=2\n",
+        10,
+        "the hostfile of slotsPerWorker",
+    )
+    worker = jobs.pods("cc")["cc-worker-1"]["spec"]["containers"][0]["command"][2]
+    assert worker.rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
+    assert ".deepspeed_env" not in worker
+
+
+def test_options_beside_a_custom_command_are_said_to_be_ignored(jobs: Jobs) -> None:
+    config = {"customCommand": CUSTOM, "run": {"python": "t.py"}, "autotune": "tune"}
+    jobs.create(ds_job("ccq", 1, config={"customCommand": CUSTOM}))  # nothing beside it
+    jobs.create(ds_job("ccw", 1, config=config))
+    event = jobs.wait_event("ccw", "FieldNotActedOn")
+    assert event[0] == "Warning"
+    assert event[2].startswith(
+        "spec.config.run (spec.config.customCommand replaces it), "
+        "spec.config.autotune (spec.config.customCommand replaces it): stored as written"
+    ), event[2]
+    assert launcher_script(jobs, "ccw").rstrip().endswith(f"exec /bin/bash -c '{CUSTOM}'")
+    jobs.wait_event("ccq", "Created")
+    assert all(e[1] != "FieldNotActedOn" for e in jobs.events("ccq"))
+
+
 def test_ssh_secret_per_job_owned_and_copied_to_a_private_ssh_dir(jobs: Jobs) -> None:
     for name in ("ka", "kb"):
         jobs.create(ds_job(name, 2))

@@ -154,6 +154,45 @@ def test_a_ps_failure_fails_the_job(jobs: Jobs, kubelet: Kubelet) -> None:
     assert jobs.status("ms")["replicaStatuses"]["PS"]["failed"] == 1
 
 
+def test_with_dynamic_workers_a_failed_worker_does_not_fail_the_job(
+    jobs: Jobs, kubelet: Kubelet, operator: OperatorProcess
+) -> None:
+    roles = {"Scheduler": role(1), "Worker": role(2)}
+    jobs.create(msjob("dyn", roles, enableDynamicWorker=True))
+    pods = jobs.wait_pods("dyn", ["dyn-scheduler-0", "dyn-worker-0", "dyn-worker-1"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    jobs.wait_phase("dyn", "Running")
+    kubelet.fail(jobs.namespace, "dyn-worker-1", exit_code=1)
+    job = settled(
+        jobs,
+        "dyn",
+        "the worker's failure counted",
+        lambda j: j["status"]["replicaStatuses"]["Worker"]["failed"] == 1,
+        operator=operator,
+    )
+    assert job["status"]["phase"] == "Running"
+    assert kf_condition(jobs, "dyn", "Failed") is None
+    failed = jobs.pods("dyn")["dyn-worker-1"]  # restartPolicy Never: left as it ended
+    assert failed["metadata"]["uid"] == pods["dyn-worker-1"]["metadata"]["uid"]
+    assert failed["status"]["phase"] == "Failed"
+    kubelet.succeed(jobs.namespace, "dyn-worker-0")  # the default success policy: Worker 0
+    jobs.wait_phase("dyn", "Succeeded")
+    assert kf_condition(jobs, "dyn", "Succeeded") == "True"
+
+
+def test_with_dynamic_workers_the_scheduler_still_fails_the_job(
+    jobs: Jobs, kubelet: Kubelet
+) -> None:
+    jobs.create(msjob("dyn", {"Scheduler": role(1), "Worker": role(1)}, enableDynamicWorker=True))
+    pods = jobs.wait_pods("dyn", ["dyn-scheduler-0", "dyn-worker-0"])
+    for p in pods:
+        kubelet.run(jobs.namespace, p)
+    kubelet.fail(jobs.namespace, "dyn-scheduler-0", exit_code=1)
+    jobs.wait_phase("dyn", "Failed")
+    assert kf_condition(jobs, "dyn", "Failed") == "True"
+
+
 @pytest.mark.parametrize(
     ("policy", "restarts"),
     [("OnFailure", True), ("ExitCode", True), ("Always", True), ("Never", False)],

@@ -164,6 +164,30 @@ def test_deepspeed_trains_on_a_stock_image(node: Node) -> None:
     assert "Server listening on 0.0.0.0 port 22." in w1.logs("worker")
 
 
+@pytest.mark.parametrize("disable_env", [False, True])
+def test_deepspeed_custom_command_trains_and_the_environment_file_follows_the_switch(
+    node: Node, disable_env: bool
+) -> None:
+    custom = (
+        "if [ -e /root/.deepspeed_env ]; then echo env file; else echo no env file; fi; "
+        "deepspeed --hostfile=/t9k/hostfile custom.py --x 1"
+    )
+    raw = ds_raw(2, customCommand=custom)
+    raw["spec"]["disableCustomEnv"] = disable_env
+    job = db.Job.from_dict(raw)
+    ds_node(node, job)
+    node.run_pod(db.build_pod(job, 1), STOCK)
+    w0 = node.run_pod(db.build_pod(job, 0), DEEPSPEED_IMAGE)
+    assert w0.wait("worker", 60) == 0, w0.logs("worker")
+    log = w0.logs("worker")
+    assert re.search(r"^no env file$" if disable_env else r"^env file$", log, re.M), log
+    # the custom command, not config.run, reached every host of the hostfile
+    for host in ("ds-worker-0", "ds-worker-1"):
+        assert re.search(rf"^{host}: rank on {host} .* args: custom\.py --x 1$", log, re.M), log
+    if not disable_env:  # the file carried worker-0's environment to the ranks
+        assert re.search(r"^ds-worker-1: rank on .* NCCL_DEBUG=INFO ", log, re.M), log
+
+
 def test_deepspeed_key_files_are_private_and_the_secret_is_not_in_the_training_container(
     node: Node,
 ) -> None:

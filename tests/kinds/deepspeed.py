@@ -110,6 +110,12 @@ RULES: list[RuleCase] = [
         merged(DEEPSPEED, config=None, **DEBUG),
         merged(DEEPSPEED, config={"slotsPerWorker": 2}),
     ),
+    RuleCase(
+        deepspeed.RUN_REQUIRED_RULE,
+        deepspeed.DeepSpeedJobSpec,
+        merged(DEEPSPEED, config={"customCommand": "deepspeed --hostfile=/t9k/hostfile t.py"}),
+        merged(DEEPSPEED, config={"slotsPerWorker": 2, "localRank": False}),
+    ),
     *(
         RuleCase(
             deepspeed_worker.RESERVED_MOUNTS_RULE,

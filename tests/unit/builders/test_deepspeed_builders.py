@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from t9k_operator.api.deepspeed import DeepSpeedRunMode, effective_slots, effective_worker_count
 from t9k_operator.builders import deepspeed as b
 from t9k_operator.builders.common import PodMode
+from t9k_operator.kinds.deepspeed import DeepSpeedKind, spec_error
 
 
 def job(replicas: int = 2, config: dict[str, Any] | None = None, **spec: Any) -> b.Job:
@@ -170,3 +172,95 @@ def test_elastic_worker_count_and_hostfile_follow_expected() -> None:
     j = job(2, elastic=elastic)
     assert effective_worker_count(j.spec) == 3
     assert b.hostfile(j).count("\n") == 3
+
+
+# -- spec.config.customCommand and spec.disableCustomEnv ---------------------------------
+
+CUSTOM = "cd /t9k/mnt && deepspeed --hostfile=/t9k/hostfile --num_gpus=2 train.py --lr '1e-4'"
+ENV_FILE_WRITE = ': > "/root/.deepspeed_env"'
+
+
+def launcher_script(j: b.Job) -> str:
+    return str(b.build_pod(j, 0)["spec"]["containers"][1]["command"][2])
+
+
+def test_a_custom_command_is_what_worker_zero_launches_through_bash() -> None:
+    j = job(2, {"customCommand": CUSTOM, "slotsPerWorker": 2})
+    script = launcher_script(j)
+    last = script.rstrip().splitlines()[-1]
+    assert last == (
+        "exec /bin/bash -c 'cd /t9k/mnt && deepspeed --hostfile=/t9k/hostfile --num_gpus=2 "
+        "train.py --lr '\"'\"'1e-4'\"'\"''"
+    )
+    # the command may be anything: deepspeed and pdsh are not required of the image,
+    # ssh still is (worker-0 waits until every worker answers it)
+    assert "command -v deepspeed" not in script and "command -v pdsh" not in script
+    assert "command -v ssh " in script and "gave up after" in script
+    assert ENV_FILE_WRITE in script
+    # slotsPerWorker still makes the hostfile
+    assert b.hostfile(j) == "ds-worker-0.ds slots=2\nds-worker-1.ds slots=2\n"
+    worker = b.build_pod(j, 1)["spec"]["containers"][1]["command"][2]
+    assert worker.rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
+
+
+def test_a_custom_command_voids_the_other_options() -> None:
+    config = {
+        "customCommand": "deepspeed --hostfile=/t9k/hostfile t.py",
+        "run": {"module": "pkg.train"},
+        "localRank": False,
+        "autotune": "tune",
+        "otherArgs": ["--master_port=12346"],
+    }
+    last = launcher_script(job(2, config)).rstrip().splitlines()[-1]
+    assert last == "exec /bin/bash -c 'deepspeed --hostfile=/t9k/hostfile t.py'"
+
+
+@pytest.mark.parametrize("config", [None, {"customCommand": CUSTOM}])
+def test_disable_custom_env_leaves_the_environment_file_unwritten(
+    config: dict[str, Any] | None,
+) -> None:
+    default = launcher_script(job(2, config))
+    assert ENV_FILE_WRITE in default
+    assert 'printf \'%s=%s\\n\' "$name" "$value" >> "/root/.deepspeed_env"' in default
+    disabled = launcher_script(job(2, config, disableCustomEnv=True))
+    assert ".deepspeed_env" not in disabled
+    assert disabled.rstrip().splitlines()[-1] == default.rstrip().splitlines()[-1]
+    assert "gave up after" in disabled  # still waits for every worker before launching
+    off = launcher_script(job(2, config, disableCustomEnv=False))
+    assert off == default
+
+
+def _stored(config: dict[str, Any]) -> dict[str, Any]:
+    raw = job(1).model_dump(by_alias=True, exclude_none=True)
+    raw["spec"]["config"] = config
+    return raw
+
+
+def test_options_a_custom_command_voids_are_said_in_a_warning() -> None:
+    kind = DeepSpeedKind()
+    # as the API server stores them: its defaults filled in
+    defaults = {"localRank": True, "autotune": "none", "otherArgs": []}
+    assert kind.fields_not_acted_on(_stored({"customCommand": "c", **defaults})) == []
+    assert kind.fields_not_acted_on(_stored({"run": {"python": "t.py"}, "autotune": "tune"})) == []
+    voided = {
+        "customCommand": "c",
+        "slotsPerWorker": 2,
+        "run": {"python": "t.py"},
+        "localRank": False,
+        "autotune": "run",
+        "otherArgs": ["--master_port=1"],
+    }
+    assert kind.fields_not_acted_on(_stored(voided)) == [
+        f"spec.config.{key} (spec.config.customCommand replaces it)"
+        for key in ("run", "localRank", "autotune", "otherArgs")
+    ]
+
+
+def test_a_custom_command_is_enough_to_train_and_may_not_be_empty() -> None:
+    j = job(2, {"customCommand": "deepspeed t.py"})
+    assert j.spec.launch_given
+    assert spec_error(j.spec) is None
+    with pytest.raises(ValidationError, match="customCommand"):
+        job(2, {"customCommand": "", "run": {"python": "t.py"}})
+    with pytest.raises(ValidationError, match=r"unless spec\.config\.customCommand"):
+        job(2, {"slotsPerWorker": 1})
