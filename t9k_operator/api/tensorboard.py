@@ -2,7 +2,7 @@
 ``tensorboardSpec`` / ``status.tensorboard`` fields of the T9k job kinds.
 
 A TensorBoard serves TensorBoard on training logs kept in PersistentVolumeClaims
-of its namespace. Users create one on its own, or give a T9k job a
+of its namespace, in S3, or behind HTTP URLs. Users create one on its own, or give a T9k job a
 ``tensorboardSpec``: the job then owns a TensorBoard of its own name, built
 from that very spec (:class:`TensorBoardSpec` is both), and reports it in
 ``status.tensorboard`` (:class:`TensorBoardDependentStatus`, the shape of the
@@ -13,19 +13,17 @@ It is not a job kind: it has no replicas, restarts or phases, and is served by
 a controller of its own (``integrations/tensorboard/controller.py``); the registry lists its
 CRD beside the job kinds' (``registry.served_crds``).
 
-Training log filesets are URLs. The one form served is
-``t9k://pvc/<claim>/<path>``: a claim of the TensorBoard's namespace, mounted
-read-only, and a directory in it (none: the whole claim). Every other form
-(S3, http, a bare path) is refused at admission with :data:`MSG_FILESET_FORM`.
-As for the job kinds, each rule is a :class:`~t9k_operator.api.rules.Rule`:
-its CEL checks it at admission, its Python side on parsing, with the same
-message.
+Where the logs are is said in one of two layouts, as T9k's manuals have
+them: ``spec.logDir`` (2025: claims, S3 or HTTP; ``api/tensorboard_logdir.py``)
+or the older ``spec.trainingLogFilesets`` (``t9k://pvc/<claim>/<path>`` URLs;
+``api/tensorboard_filesets.py``); exactly one of the two. As for the job
+kinds, each rule is a :class:`~t9k_operator.api.rules.Rule`: its CEL checks it
+at admission, its Python side on parsing, with the same message.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -39,9 +37,33 @@ from t9k_operator.api.crd import (
     name_rule,
     pod_name_length_rule,
 )
-from t9k_operator.api.rules import Rule, Rules
+from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import DNS_LABEL_MAX, KUBERNETES_SCHEMA, RESOURCE_REQUIREMENTS
 from t9k_operator.api.status import JobStatus
+from t9k_operator.api.tensorboard_filesets import (
+    FILESET_RULES,
+    FILESET_SCHEME,
+    MAX_FILESETS,
+    MSG_CLAIM_TOO_LONG,
+    MSG_DUPLICATE_FILESET,
+    MSG_FILESET_COMMA,
+    MSG_FILESET_FORM,
+    MSG_FILESET_PARENT,
+    Fileset,
+    fileset_error,
+)
+from t9k_operator.api.tensorboard_logdir import SchedulePolicy, TensorBoardDataSource
+
+__all__ = [  # the fileset rules, long imported from here
+    "FILESET_RULES",
+    "FILESET_SCHEME",
+    "MSG_CLAIM_TOO_LONG",
+    "MSG_DUPLICATE_FILESET",
+    "MSG_FILESET_COMMA",
+    "MSG_FILESET_FORM",
+    "MSG_FILESET_PARENT",
+    "fileset_error",
+]
 
 GROUP = "tensorstack.dev"
 VERSION = "v1beta1"
@@ -49,38 +71,12 @@ KIND = "TensorBoard"
 PLURAL = "tensorboards"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-FILESET_SCHEME = "t9k://pvc/"
-"""The one fileset form served: ``t9k://pvc/<claim>/<path>``."""
-MAX_FILESETS = 32
-MAX_FILESET_LENGTH = 1024
-MAX_CLAIM_LENGTH = 253
 SERVICE_SUFFIX = "-tensorboard"
 """The TensorBoard's Service and pod are ``<name>-tensorboard`` (a job's headless
 Service already has the job's name, which is also its TensorBoard's)."""
 MAX_NAME = DNS_LABEL_MAX - len(SERVICE_SUFFIX)
 """The longest TensorBoard name whose Service name fits in a DNS label."""
 
-_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-CLAIM_PATTERN = f"{_LABEL}([.]{_LABEL})*"
-"""A PersistentVolumeClaim name: a lower-case DNS subdomain."""
-FILESET_PATTERN = f"^t9k://pvc/{CLAIM_PATTERN}(/.*)?$"
-_CLAIM_LENGTH_PATTERN = f"^t9k://pvc/[^/]{{0,{MAX_CLAIM_LENGTH}}}(/|$)"
-_PARENT_PATTERN = "(^|/)[.][.](/|$)"
-
-MSG_FILESET_FORM = (
-    "a training log fileset must be t9k://pvc/<claim>/<path>: a PersistentVolumeClaim of "
-    "the namespace (a lower-case DNS name) and a directory in it (none: the whole claim); "
-    "other forms (S3, http, a path in the image) are not served"
-)
-MSG_FILESET_COMMA = (
-    "a training log fileset must not contain a comma: TensorBoard's --logdir_spec "
-    "separates filesets with commas"
-)
-MSG_FILESET_PARENT = (
-    "a training log fileset's path must not contain a '..' segment: it stays inside its claim"
-)
-MSG_CLAIM_TOO_LONG = f"a claim name has at most {MAX_CLAIM_LENGTH} characters"
-MSG_DUPLICATE_FILESET = "each training log fileset may appear only once"
 MSG_NAME = (
     "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting "
     "with a letter): it also names the TensorBoard's Service"
@@ -96,65 +92,70 @@ MSG_JOB_NAME_LENGTH = (
 )
 
 
-FILESET_RULES: tuple[Rule[str], ...] = (
-    Rule(
-        f"self.matches('{FILESET_PATTERN}')",
-        MSG_FILESET_FORM,
-        # As RE2 (the API server's) does, ``.`` stops at a newline.
-        lambda url: re.fullmatch(FILESET_PATTERN, url) is not None,
-    ),
-    Rule(
-        # Only for the served form: any other already has its message.
-        f"!self.startsWith('{FILESET_SCHEME}') || self.matches('{_CLAIM_LENGTH_PATTERN}')",
-        MSG_CLAIM_TOO_LONG,
-        lambda url: (
-            not url.startswith(FILESET_SCHEME) or re.match(_CLAIM_LENGTH_PATTERN, url) is not None
-        ),
-    ),
-    Rule("!self.contains(',')", MSG_FILESET_COMMA, lambda url: "," not in url),
-    Rule(
-        f"!self.matches('{_PARENT_PATTERN}')",
-        MSG_FILESET_PARENT,
-        lambda url: re.search(_PARENT_PATTERN, url) is None,
-    ),
-)
-"""The rules of one fileset URL, in the order their messages are given."""
-
-
-def fileset_error(url: str) -> str | None:
-    """What is wrong with a fileset URL (the message of the first rule it breaks), or None."""
-    return next((r.message for r in FILESET_RULES if r.holds and not r.holds(url)), None)
-
-
-Fileset = Annotated[str, Field(max_length=MAX_FILESET_LENGTH), Rules(*FILESET_RULES)]
-
-
 # -- spec ------------------------------------------------------------------------------
 
 
-class TensorBoardSpec(T9kModel):
-    """A TensorBoard on training logs in PersistentVolumeClaims (also a job's tensorboardSpec)."""
+MSG_ONE_LAYOUT = (
+    "say where the logs are once: logDir (pvc, s3 or http) or, in the older layout, "
+    "trainingLogFilesets; exactly one of the two"
+)
+ONE_LAYOUT_RULE: Rule[TensorBoardSpec] = Rule(
+    "has(self.logDir) != has(self.trainingLogFilesets)",
+    MSG_ONE_LAYOUT,
+    lambda spec: (spec.log_dir is None) != (spec.training_log_filesets is None),
+)
+DEFAULT_IMAGE = "tensorflow/tensorflow:2.14.0"
 
-    training_log_filesets: list[Fileset] = Field(
+
+class TensorBoardSpec(T9kModel):
+    """A TensorBoard on training logs (also a job's tensorboardSpec)."""
+
+    rules = (ONE_LAYOUT_RULE,)
+
+    log_dir: TensorBoardDataSource | None = Field(
+        default=None,
+        description=(
+            "Where the training logs (TensorBoard event files) are: exactly one of pvc "
+            "(claims of the namespace and directories in them), s3 (S3 URIs and a Secret "
+            "with the credentials) and http (URLs of event files). Give this or "
+            "trainingLogFilesets, not both."
+        ),
+    )
+    training_log_filesets: list[Fileset] | None = Field(
+        default=None,
         min_length=1,
         max_length=MAX_FILESETS,
         description=(
-            "Where the training logs (TensorBoard event files) are, as URLs of the form "
-            "t9k://pvc/<claim>/<path>: a PersistentVolumeClaim of the namespace, mounted "
-            "read-only, and a directory in it (none: the whole claim). No other form is "
-            "served. Each fileset is one named run group, <claim>/<path> (TensorBoard's "
-            "--logdir_spec); the subdirectories holding event files are its runs."
+            "The older layout of logDir.pvc: URLs of the form t9k://pvc/<claim>/<path>: a "
+            "PersistentVolumeClaim of the namespace, mounted read-only, and a directory in "
+            "it (none: the whole claim). No other form is served. Each fileset is one "
+            "named run group, <claim>/<path> (TensorBoard's --logdir_spec); the "
+            "subdirectories holding event files are its runs. Give this or logDir."
         ),
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     image: str = Field(
+        default=DEFAULT_IMAGE,
         min_length=1,
         max_length=1024,
         description=(
             "Image of the TensorBoard; it must have the tensorboard command on its PATH "
-            "(e.g. a tensorflow/tensorflow image). It runs `tensorboard --logdir_spec "
-            "<runs> --host 0.0.0.0 --port 6006`."
+            "(e.g. a tensorflow/tensorflow image), and python3 for logDir.http. For "
+            "logDir.s3 its TensorBoard must read s3:// URIs: TensorBoard without "
+            "TensorFlow, with boto3 (a tensorflow/tensorflow image does not). It runs "
+            "`tensorboard --logdir_spec <runs> --host 0.0.0.0 --port 6006`."
         ),
+    )
+    suspend: bool = Field(
+        default_factory=lambda: False,  # unset means false; the API server adds nothing
+        description=(
+            "Stop serving: the TensorBoard's pod is deleted; its Service and status stay, "
+            "and setting it back to false starts the same TensorBoard again."
+        ),
+    )
+    scheduler: SchedulePolicy | None = Field(
+        default=None,
+        description="Which scheduler places the TensorBoard's pod. Unset: the default one.",
     )
     resources: dict[str, Any] = Field(
         default_factory=dict,
@@ -167,8 +168,8 @@ class TensorBoardSpec(T9kModel):
 
     @field_validator("training_log_filesets")
     @classmethod
-    def _distinct(cls, filesets: list[str]) -> list[str]:
-        if len(set(filesets)) != len(filesets):
+    def _distinct(cls, filesets: list[str] | None) -> list[str] | None:
+        if filesets is not None and len(set(filesets)) != len(filesets):
             raise ValueError(MSG_DUPLICATE_FILESET)
         return filesets
 
@@ -207,10 +208,12 @@ def t9k_job_rules(pod_name_length: Rule[Any]) -> tuple[Rule[Any], ...]:
 READY = "Ready"
 """The one condition type of a TensorBoard."""
 
-PROGRESS_REASONS = frozenset({"Ready", "Creating", "Pending", "Starting", "Replacing"})
-"""Reasons of the Ready condition that mean "on its way" (or there); any other
-(Unschedulable, ImagePullBackOff, CrashLoopBackOff, FailedCreate, ...) means the
-TensorBoard is in trouble: a Warning."""
+SUSPENDED = "Suspended"
+"""The Ready condition's reason while ``spec.suspend`` holds."""
+PROGRESS_REASONS = frozenset({"Ready", "Creating", "Pending", "Starting", "Replacing", SUSPENDED})
+"""Reasons of the Ready condition that mean "on its way" (or there, or stopped on
+request); any other (Unschedulable, ImagePullBackOff, CrashLoopBackOff,
+FailedCreate, ...) means the TensorBoard is in trouble: a Warning."""
 
 
 class TensorBoardCondition(T9kModel):
@@ -221,7 +224,8 @@ class TensorBoardCondition(T9kModel):
     reason: str = Field(
         default="",
         description=(
-            "Ready; on its way: Creating, Pending, Starting, Replacing; in trouble: "
+            "Ready; on its way: Creating, Pending, Starting, Replacing; Suspended "
+            "(spec.suspend); in trouble: "
             "Unschedulable (e.g. its claim does not exist), the container's waiting reason "
             "(ImagePullBackOff, CrashLoopBackOff, ...), PodFailed, FailedCreate, "
             "NameConflict, InvalidSpec."
@@ -234,11 +238,22 @@ class TensorBoardCondition(T9kModel):
 
 
 class TensorBoardRun(T9kModel):
-    """One fileset, as TensorBoard names it."""
+    """One run group: a place of logs, as TensorBoard names it."""
 
-    name: str = Field(description="The run group's name in TensorBoard: <claim>/<path>.")
-    fileset: str = Field(description="The fileset it serves.")
-    path: str = Field(description="Where the fileset is in the TensorBoard's container.")
+    name: str = Field(
+        description=(
+            "The run group's name in TensorBoard: <claim>/<path>, <bucket>/<prefix>, or "
+            "the URL without its scheme."
+        )
+    )
+    fileset: str = Field(
+        description=(
+            "The place it serves: a fileset (t9k://pvc/<claim>/<path>), an S3 URI or an HTTP URL."
+        )
+    )
+    path: str = Field(
+        description="Where TensorBoard reads it: a path in its container, or the S3 URI."
+    )
 
 
 class TensorBoardStatus(T9kModel):
@@ -261,7 +276,7 @@ class TensorBoardStatus(T9kModel):
         ),
     )
     runs: list[TensorBoardRun] = Field(
-        default=[], description="The run groups TensorBoard serves, one per fileset."
+        default=[], description="The run groups TensorBoard serves, one per place of logs."
     )
 
 
@@ -348,9 +363,9 @@ CRD = CrdInfo(
     status_model=TensorBoardStatus,
     description=(
         "TensorBoard serves TensorBoard on training logs kept in PersistentVolumeClaims "
-        "(mounted read-only), behind a Service; reach it with the kubectl port-forward "
-        "command in status.portForward. A T9k job with spec.tensorboardSpec owns one of "
-        "its name."
+        "(mounted read-only), in S3 or behind HTTP URLs, behind a Service; reach it with "
+        "the kubectl port-forward command in status.portForward. A T9k job with "
+        "spec.tensorboardSpec owns one of its name."
     ),
     printer_columns=(
         PrinterColumn("Ready", "string", f"{_READY}.status", "Whether TensorBoard serves."),

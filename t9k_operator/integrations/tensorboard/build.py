@@ -7,15 +7,12 @@ Pure functions, like the replicas' builders. The pod runs one container,
 
     tensorboard --logdir_spec <name>:<path>,<name>:<path>,... --host 0.0.0.0 --port 6006
 
-Every claim the filesets name is mounted once, read-only, at
-``/t9k/pvc/<claim>`` (:data:`MOUNT_ROOT`); a fileset ``t9k://pvc/<claim>/<path>``
-is the directory ``/t9k/pvc/<claim>/<path>``, served as the run group
-``<claim>/<path>`` (``<claim>`` for a whole claim). TensorBoard splits each
-``--logdir_spec`` entry at its first colon, so a colon in a group's name
-becomes ``_`` (one in a path is kept). Two filesets that name the same
-directory (``.../x`` and ``.../x/``) are one run group.
+where the run groups are the places of logs ``sources.py`` reads from
+either layout: claims mounted read-only, S3 URIs (the Secret's keys as
+environment variables by reference), HTTP files that a second container,
+``fetch``, keeps copied into a volume both share.
 
-The pod restarts its container itself (``restartPolicy: Always``): TensorBoard
+The pod restarts its containers itself (``restartPolicy: Always``): TensorBoard
 is a server, not a task that ends. It carries a hash of its spec, so the
 reconciler can tell a pod built from an older spec and replace it.
 """
@@ -24,11 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from pathlib import Path
 
 from t9k_operator.api.tensorboard import (
     API_VERSION,
-    FILESET_SCHEME,
     KIND,
     SERVICE_SUFFIX,
     TensorBoardObject,
@@ -41,60 +37,48 @@ from t9k_operator.builders.common import (
     child_metadata,
     job_labels,
 )
+from t9k_operator.integrations.tensorboard import fetch, sources
+from t9k_operator.integrations.tensorboard.sources import (
+    HTTP_ROOT,
+    MOUNT_ROOT,
+    Run,
+    claims,
+    runs,
+)
 from t9k_operator.objects import Obj
 
-MOUNT_ROOT = "/t9k/pvc"
-"""Where the claims are mounted, each at ``<MOUNT_ROOT>/<claim>``."""
+__all__ = ["MOUNT_ROOT", "Run", "claims", "runs"]  # long imported from here
 PORT = 6006
 PORT_NAME = "http"
 CONTAINER = "tensorboard"
+FETCHER = "fetch"
+"""The container that keeps the HTTP files copied (``fetch.py``)."""
+FETCH_INTERVAL = 30
+HTTP_VOLUME = "http"
 TENSORBOARD = "t9k.dev/tensorboard"
 """Label of a TensorBoard's pod and Service: the TensorBoard's name."""
 SPEC_HASH = "t9k.dev/spec-hash"
 """Annotation of a TensorBoard's pod: a hash of the pod spec it was built with."""
 
 
-@dataclass(frozen=True)
-class Run:
-    """One fileset as TensorBoard serves it."""
-
-    name: str  # the run group's name: <claim>/<path>
-    fileset: str  # as the user wrote it
-    claim: str
-    path: str  # the directory in the container
-
-
-def split_fileset(url: str) -> tuple[str, str]:
-    """``t9k://pvc/<claim>/<path>`` -> (claim, path in the claim, without empty or
-    ``.`` segments; "" for the whole claim). The model has checked the form."""
-    claim, _, rest = url.removeprefix(FILESET_SCHEME).partition("/")
-    return claim, "/".join(part for part in rest.split("/") if part not in ("", "."))
-
-
-def runs(spec: TensorBoardSpec, mount_root: str = MOUNT_ROOT) -> list[Run]:
-    """The run groups, one per distinct directory, in the spec's order."""
-    out: list[Run] = []
-    seen: set[tuple[str, str]] = set()
-    for url in spec.training_log_filesets:
-        claim, sub = split_fileset(url)
-        if (claim, sub) in seen:
-            continue
-        seen.add((claim, sub))
-        name = f"{claim}/{sub}" if sub else claim
-        path = "/".join(p for p in (mount_root, claim, sub) if p)
-        out.append(Run(name.replace(":", "_"), url, claim, path))
-    return out
-
-
-def claims(spec: TensorBoardSpec) -> list[str]:
-    """The claims the filesets name, each once, in the spec's order."""
-    return list(dict.fromkeys(split_fileset(url)[0] for url in spec.training_log_filesets))
-
-
 def command(spec: TensorBoardSpec, mount_root: str = MOUNT_ROOT) -> list[str]:
     """The TensorBoard container's command (``mount_root`` is where the claims are)."""
     logdir_spec = ",".join(f"{run.name}:{run.path}" for run in runs(spec, mount_root))
     return ["tensorboard", "--logdir_spec", logdir_spec, "--host", "0.0.0.0", "--port", str(PORT)]
+
+
+def fetcher(spec: TensorBoardSpec) -> Obj | None:
+    """The container that keeps the HTTP files copied (None: no logDir.http)."""
+    urls = sources.http_urls(spec)
+    if not urls:
+        return None
+    program = Path(fetch.__file__).read_text()
+    return {
+        "name": FETCHER,
+        "image": spec.image,
+        "command": ["python3", "-c", program, HTTP_ROOT, str(FETCH_INTERVAL), *urls],
+        "volumeMounts": [{"name": HTTP_VOLUME, "mountPath": HTTP_ROOT}],
+    }
 
 
 def service_name(name: str) -> str:
@@ -130,6 +114,10 @@ def build_pod(tb: TensorBoardObject) -> Obj:
             {"name": volume, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
         )
         mounts.append({"name": volume, "mountPath": f"{MOUNT_ROOT}/{claim}", "readOnly": True})
+    fetching = fetcher(spec)
+    if fetching is not None:
+        volumes.append({"name": HTTP_VOLUME, "emptyDir": {}})
+        mounts.append({"name": HTTP_VOLUME, "mountPath": HTTP_ROOT, "readOnly": True})
     container: Obj = {
         "name": CONTAINER,
         "image": spec.image,
@@ -141,9 +129,13 @@ def build_pod(tb: TensorBoardObject) -> Obj:
         },
         "volumeMounts": mounts,
     }
+    env = sources.s3_env(spec)
+    if env:
+        container["env"] = env
     if spec.resources:
         container["resources"] = json.loads(json.dumps(spec.resources))
-    pod_spec: Obj = {"restartPolicy": "Always", "containers": [container], "volumes": volumes}
+    containers = [container] if fetching is None else [container, fetching]
+    pod_spec: Obj = {"restartPolicy": "Always", "containers": containers, "volumes": volumes}
     meta = child_metadata(tb, service_name(tb.name), labels(tb.name))
     meta["annotations"] = {SPEC_HASH: spec_hash(pod_spec)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
@@ -173,5 +165,6 @@ def for_job(job: Job, spec: TensorBoardSpec | None) -> Obj | None:
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": child_metadata(job, job.name, job_labels(job.kind, job.name)),
-        "spec": spec.model_dump(by_alias=True, exclude_defaults=True, mode="json"),
+        # as the job's spec wrote it: a default it left out stays the TensorBoard's
+        "spec": spec.model_dump(by_alias=True, exclude_unset=True, mode="json"),
     }

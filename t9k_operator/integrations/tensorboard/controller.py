@@ -137,7 +137,7 @@ class TensorBoardReconciler:
         pod = plan.pod_step(tb, self.caches.get(PODS, tb.namespace, name), now)
         readiness, retry = self._carry_out(key, tb, pod, rlog)
         assert readiness is not None  # the pod always has its word
-        return readiness, pod.requeue_after, retry
+        return plan.queue_noted(tb, readiness), pod.requeue_after, retry
 
     def _carry_out(
         self, key: str, tb: TensorBoardObject, step: plan.Step, rlog: Any

@@ -17,6 +17,7 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime
 
+from t9k_operator.api import tensorboard as api
 from t9k_operator.api.tensorboard import TensorBoardObject
 from t9k_operator.integrations.tensorboard import build
 from t9k_operator.integrations.tensorboard.integration import TENSORBOARDS
@@ -79,15 +80,29 @@ def service_step(tb: TensorBoardObject, seen: Obj | None) -> Step:
     return Step(create(SERVICES, build.build_service(tb), SERVICE))
 
 
+SUSPENDED = Readiness(
+    False,
+    api.SUSPENDED,
+    "spec.suspend is true: its pod is deleted, its Service kept; spec.suspend: false "
+    "starts it again",
+)
+
+
 def pod_step(tb: TensorBoardObject, seen: Obj | None, now: datetime) -> Step:
     """The pod is created when missing, and replaced when built from an older
-    spec, or a while after it ended; its readiness otherwise."""
+    spec, or a while after it ended; deleted while the TensorBoard is suspended;
+    its readiness otherwise."""
+    if seen is not None:
+        conflict = clash(seen, tb)
+        if conflict is not None:
+            return Step(readiness=conflict)
+    if tb.spec.suspend:
+        if seen is None or seen["metadata"].get("deletionTimestamp"):
+            return Step(readiness=SUSPENDED)
+        return Step(delete(seen), SUSPENDED)
     want = build.build_pod(tb)
     if seen is None:
         return Step(create(PODS, want, POD), pod_readiness(None))
-    conflict = clash(seen, tb)
-    if conflict is not None:
-        return Step(readiness=conflict)
     readiness = pod_readiness(seen)
     if seen["metadata"].get("deletionTimestamp"):
         return Step(readiness=readiness)
@@ -103,6 +118,19 @@ def pod_step(tb: TensorBoardObject, seen: Obj | None, now: datetime) -> Step:
         message = f"{readiness.message}; it is replaced"
         return Step(delete(seen), Readiness(False, readiness.reason, message))
     return Step(readiness=readiness)
+
+
+def queue_noted(tb: TensorBoardObject, readiness: Readiness) -> Readiness:
+    """``readiness``, saying that the queue the spec names is not used: the
+    operator places a TensorBoard's pod with the default scheduler."""
+    t9k = tb.spec.scheduler.t9k_scheduler if tb.spec.scheduler else None
+    if t9k is None:
+        return readiness
+    note = (
+        f"spec.scheduler.t9kScheduler.queue {t9k.queue} is not used: a TensorBoard's "
+        "pod is placed by the default scheduler"
+    )
+    return Readiness(readiness.ready, readiness.reason, f"{readiness.message}; {note}")
 
 
 def refused(action: Action, refusal: Refusal) -> tuple[Readiness, bool]:

@@ -9,6 +9,7 @@ lists which mean "on its way"):
 
 * ``Ready``: the pod's Ready condition is True (its readiness probe answers);
 * ``Creating``, ``Pending``, ``Starting``, ``Replacing``: on its way;
+* ``Suspended``: ``spec.suspend`` holds, its pod is deleted (not trouble);
 * ``Unschedulable`` (the scheduler's message: a missing or unbound claim, no
   node with the resources), the container's waiting reason
   (``ImagePullBackOff``, ``ErrImagePull``, ``CrashLoopBackOff``,
@@ -23,7 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from t9k_operator.api.tensorboard import PROGRESS_REASONS, READY, TensorBoardObject
+from t9k_operator.api.tensorboard import (
+    PROGRESS_REASONS,
+    READY,
+    SUSPENDED,
+    TensorBoardObject,
+)
 from t9k_operator.integrations.tensorboard import build
 from t9k_operator.kinds.pods import same_cause
 from t9k_operator.objects import Obj
@@ -119,8 +125,9 @@ def render_status(
     if tb is None:
         return status
     namespace, name = tb.namespace, tb.name
+    if not tb.spec.suspend:
+        status["pod"] = build.service_name(name)
     status.update(
-        pod=build.service_name(name),
         service=build.service_name(name),
         url=build.url(namespace, name),
         portForward=build.port_forward(namespace, name),
@@ -155,12 +162,15 @@ def ready_condition(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def transition_event(prev: Mapping[str, Any], readiness: Readiness) -> tuple[str, str, str] | None:
     """The Event for a change of the Ready condition's reason: a Warning when the
-    TensorBoard gets into trouble, Normal when it becomes ready; else none."""
+    TensorBoard gets into trouble, Normal when it becomes ready or is suspended;
+    else none."""
     before = ready_condition(prev) or {}
     if same_cause(str(before.get("reason") or ""), readiness.reason):
         return None  # the same reason, or kubelet's other word for the same cause
     if readiness.ready:
         return ("Normal", "Ready", f"TensorBoard is ready: {readiness.message}")
+    if readiness.reason == SUSPENDED:
+        return ("Normal", SUSPENDED, f"TensorBoard is suspended: {readiness.message}")
     if readiness.trouble:
         return ("Warning", readiness.reason, f"TensorBoard is not ready: {readiness.message}")
     return None

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from t9k_operator.api import colossalai, deepspeed, elastic, mpijob, pytorch, specs
 from t9k_operator.api import tensorboard as tb
+from t9k_operator.api import tensorboard_logdir as logdir
 from t9k_operator.api.crd import JOB_NAME_RULE
 from tests.kinds import kind_table
 from tests.kinds.colossalai import COLOSSALAI
@@ -34,6 +35,20 @@ from tests.unit.api.helpers import committed_crd, load_generator
 # -- objects in the wire shape ----------------------------------------------------------------
 
 TENSORBOARD = {"trainingLogFilesets": ["t9k://pvc/logs/run1"], "image": "tensorboard"}
+PVC_LOGS = {"pvc": [{"name": "tutorial", "subPath": ["train/logs"]}]}
+S3_LOGS = {"s3": {"secretRef": {"name": "my-s3-env"}, "uri": ["s3://folder/"]}}
+HTTP_LOGS = {"http": {"url": ["http://files.example/logs/events.out.tfevents.1"]}}
+
+
+def _logdir_case(rule: Any, good: dict[str, Any], bad: dict[str, Any], at: Any) -> RuleCase:
+    """A case of a rule on one string of logDir (``at``: the string's node)."""
+    return RuleCase(rule, logdir.TensorBoardDataSource, good, bad, node=at)
+
+
+_SUB_PATH = lambda d: d["pvc"][0]["subPath"][0]  # noqa: E731
+_CLAIM = lambda d: d["pvc"][0]["name"]  # noqa: E731
+_S3_URI = lambda d: d["s3"]["uri"][0]  # noqa: E731
+_HTTP_URL = lambda d: d["http"]["url"][0]  # noqa: E731
 RESUME_ARGS = {"pause": {"resumeSpecs": [{"type": "worker", "args": ["--lr", "1"]}]}}
 
 # -- the cases ------------------------------------------------------------------------------------
@@ -116,6 +131,35 @@ SHARED: list[RuleCase] = [
             ),
             strict=True,
         )
+    ),
+    # TensorBoard: logDir or trainingLogFilesets; logDir's own rules
+    RuleCase(
+        tb.ONE_LAYOUT_RULE,
+        tb.TensorBoardSpec,
+        {"logDir": PVC_LOGS},
+        {"logDir": PVC_LOGS, "trainingLogFilesets": ["t9k://pvc/tutorial/train/logs"]},
+    ),
+    RuleCase(logdir.ONE_SOURCE_RULE, logdir.TensorBoardDataSource, S3_LOGS, PVC_LOGS | HTTP_LOGS),
+    _logdir_case(
+        logdir.NAME_RULE, PVC_LOGS, {"pvc": [{"name": "Tutorial", "subPath": ["a"]}]}, _CLAIM
+    ),
+    _logdir_case(
+        logdir.NEWLINE_RULE, PVC_LOGS, {"pvc": [{"name": "t", "subPath": ["a\nb"]}]}, _SUB_PATH
+    ),
+    _logdir_case(
+        logdir.COMMA_RULE, PVC_LOGS, {"pvc": [{"name": "t", "subPath": ["a,b"]}]}, _SUB_PATH
+    ),
+    _logdir_case(
+        logdir.PARENT_RULE, PVC_LOGS, {"pvc": [{"name": "t", "subPath": ["a/../../x"]}]}, _SUB_PATH
+    ),
+    _logdir_case(
+        logdir.S3_URI_RULE,
+        S3_LOGS,
+        {"s3": {"secretRef": {"name": "s"}, "uri": ["https://folder/"]}},
+        _S3_URI,
+    ),
+    _logdir_case(
+        logdir.HTTP_URL_RULE, HTTP_LOGS, {"http": {"url": ["ftp://files.example/x"]}}, _HTTP_URL
     ),
     RuleCase(
         tb.TensorBoardObject.rules[0],

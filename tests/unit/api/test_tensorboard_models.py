@@ -113,8 +113,8 @@ def test_filesets_are_required_distinct_and_bounded() -> None:
         TensorBoardSpec.model_validate(spec())
     with pytest.raises(ValidationError, match=MSG_DUPLICATE_FILESET):
         TensorBoardSpec.model_validate(spec("t9k://pvc/a/x", "t9k://pvc/a/x"))
-    with pytest.raises(ValidationError, match="image"):
-        TensorBoardSpec.model_validate({"trainingLogFilesets": ["t9k://pvc/a"]})
+    unset = TensorBoardSpec.model_validate({"trainingLogFilesets": ["t9k://pvc/a"]})
+    assert unset.image == "tensorflow/tensorflow:2.14.0"  # the CRD's default, as before
     node = schema_of(committed_crd(tensorboard.CRD))["properties"]["spec"]["properties"]
     assert node["trainingLogFilesets"]["x-kubernetes-list-type"] == "set"  # duplicates refused
     assert node["trainingLogFilesets"]["maxItems"] == tensorboard.MAX_FILESETS
@@ -217,5 +217,5 @@ tensorboardSpec:
     )
     parsed = TensorBoardSpec.model_validate(raw["tensorboardSpec"])
     assert parsed.training_log_filesets == ["t9k://pvc/yolov5/yolov5_pytorch/run/train/"]
-    dumped = parsed.model_dump(by_alias=True, exclude_defaults=True)
+    dumped = parsed.model_dump(by_alias=True, exclude_unset=True)
     assert dumped == raw["tensorboardSpec"]

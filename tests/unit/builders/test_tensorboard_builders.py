@@ -48,8 +48,10 @@ def tb(*filesets: str, name: str = "mnist", **spec: Any) -> TensorBoardObject:
 def test_a_fileset_is_a_directory_of_its_mounted_claim_and_a_named_run_group(
     fileset: str, claim: str, path: str, name: str
 ) -> None:
-    (run,) = b.runs(tb(fileset).spec)
-    assert (run.claim, run.path, run.name, run.fileset) == (claim, path, name, fileset)
+    spec = tb(fileset).spec
+    (run,) = b.runs(spec)
+    assert (run.path, run.name, run.fileset) == (path, name, fileset)
+    assert b.claims(spec) == [claim]
 
 
 def test_the_command_serves_every_fileset_as_a_named_run_group() -> None:
