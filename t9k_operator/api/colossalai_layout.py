@@ -22,10 +22,15 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
-from t9k_operator.api.colossalai_replicas import LAUNCHER, WORKER, WorkerSpec
+from t9k_operator.api.colossalai_replicas import (
+    LAUNCHER,
+    WORKER,
+    WorkerSpec,
+    proc_per_worker_field,
+)
 from t9k_operator.api.replica_specs import DISTINCT_TYPES_RULE
 from t9k_operator.api.rules import Rule, Rules
-from t9k_operator.api.schema import MAX_INT32, MAX_PROCS, MAX_REPLICAS, Arg
+from t9k_operator.api.schema import MAX_INT32, MAX_REPLICAS, Arg
 from t9k_operator.api.template import PodTemplate, pod_template_schema
 
 MSG_ONE_WORKER_SPEC = (
@@ -41,15 +46,7 @@ MSG_WORKER_CONTAINERS = (
 class TorchConfig(T9kModel):
     """How the launcher starts the training on the workers (the 2025 layout)."""
 
-    proc_per_worker: int = Field(
-        default=1,
-        ge=1,
-        le=MAX_PROCS,
-        description=(
-            "Training processes per worker (colossalai run --nproc_per_node), usually its "
-            "number of GPUs. Defaults to 1."
-        ),
-    )
+    proc_per_worker: int = proc_per_worker_field()
     script: list[Arg] | None = Field(
         default=None,
         description=(

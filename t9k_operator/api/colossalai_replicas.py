@@ -231,13 +231,10 @@ def training_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return named_or_first_container(template, TRAINING_CONTAINER)
 
 
-class WorkerSpec(T9kModel):
-    """The workers: how many, how many training processes each, what they train."""
-
-    replicas: int = Field(
-        default=1, ge=1, le=MAX_REPLICAS, description="Number of workers. Defaults to 1."
-    )
-    proc_per_worker: int = Field(
+def proc_per_worker_field() -> Any:
+    """The training processes per worker, in either layout (``spec.worker.procPerWorker``,
+    ``spec.torchConfig.procPerWorker``)."""
+    return Field(
         default=1,
         ge=1,
         le=MAX_PROCS,
@@ -246,6 +243,15 @@ class WorkerSpec(T9kModel):
             "number of GPUs. Defaults to 1."
         ),
     )
+
+
+class WorkerSpec(T9kModel):
+    """The workers: how many, how many training processes each, what they train."""
+
+    replicas: int = Field(
+        default=1, ge=1, le=MAX_REPLICAS, description="Number of workers. Defaults to 1."
+    )
+    proc_per_worker: int = proc_per_worker_field()
     command: list[Arg] | None = Field(
         default=None,
         description=(
