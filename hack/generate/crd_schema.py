@@ -13,7 +13,7 @@ from typing import Any
 
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, NOT_REQUIRED
 
-from .kube_schema import Schema, SchemaError, kubernetes_schema
+from .kube_schema import EXPLAIN, Schema, SchemaError, kubernetes_schema
 
 __all__ = ["Schema", "SchemaError", "check_structural", "structural"]
 
@@ -77,8 +77,10 @@ def _convert(node: Schema, defs: dict[str, Schema], path: str) -> Schema:
 
 def _convert_kubernetes(node: Schema, defs: dict[str, Schema], path: str) -> Schema:
     """A node marked with a Kubernetes definition: that type's schema, with what
-    the model adds laid over it."""
-    base = kubernetes_schema(node.pop(KUBERNETES_SCHEMA), path)
+    the model adds laid over it; its description says where kubectl explain
+    describes the type's fields (the schema carries none of the Pod API's)."""
+    name = node.pop(KUBERNETES_SCHEMA)
+    base = kubernetes_schema(name, path)
     # The model's own shape of the node (dict[str, Any], list[dict]) gives way
     # to the Kubernetes type; what the model adds is laid over it.
     for key in ("type", "additionalProperties", "x-kubernetes-preserve-unknown-fields"):
@@ -87,7 +89,10 @@ def _convert_kubernetes(node: Schema, defs: dict[str, Schema], path: str) -> Sch
         node["items"] = {
             k: v for k, v in node["items"].items() if k not in ("type", "additionalProperties")
         }
-    return _lay_over(base, _convert_overlay(node, defs, path), path)
+    out = _lay_over(base, _convert_overlay(node, defs, path), path)
+    if name in EXPLAIN and out.get("description"):
+        out["description"] += f" kubectl explain {EXPLAIN[name]} describes its fields."
+    return out
 
 
 def _implied_type(out: Schema, path: str) -> Schema:

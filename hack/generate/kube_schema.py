@@ -2,7 +2,14 @@
 resources), as structural CRD schemas converted from the pinned API server's
 own OpenAPI (``hack/third_party/openapi/core-v1.json``, kept by
 :mod:`hack.generate.openapi`): what the Pod API checks, the CRD checks at
-admission."""
+admission.
+
+Every field of the type is declared (``kubectl explain`` reaches each, with its
+type), but the Pod API's descriptions stay out: ``kubectl explain pod.spec``
+has them, and with a copy in every pod template of every kind the CRDs came to
+6 MB, past the 1 MiB a Helm release may hold and most of what the API server
+keeps and publishes for them. The node that embeds the type keeps its own
+description, which says where the type's are (:data:`EXPLAIN`)."""
 
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ class SchemaError(ValueError):
 
 _KUBE_REF = "#/components/schemas/"
 _KUBE_DROP = (
+    "description",  # the Pod API's (kubectl explain pod.spec); see the module's docstring
     "default",  # the Pod API defaults when the pod is created; the job keeps what was written
     "x-kubernetes-patch-merge-key",
     "x-kubernetes-patch-strategy",
@@ -60,6 +68,15 @@ _KUBE_TEMPLATE_META = {
     ),
     # The Pod API refuses any other field in an ephemeral volume's claim template.
     "io.k8s.api.core.v1.PersistentVolumeClaimTemplate": ("labels", "annotations"),
+}
+
+
+EXPLAIN = {
+    # Where kubectl explain describes a type's fields, named in the embedding node's
+    # description (the embedded schema carries none of the Pod API's).
+    "io.k8s.api.core.v1.PodTemplateSpec": "pod",
+    "io.k8s.api.core.v1.EnvVar": "pod.spec.containers.env",
+    "io.k8s.api.core.v1.ResourceRequirements": "pod.spec.containers.resources",
 }
 
 
@@ -109,18 +126,18 @@ def _kube_convert(
         if target in seen:
             raise SchemaError(f"{path}: {target} refers to itself")
         base = _kube_definition(schemas, target, path, (*seen, target))
-        for key, value in node.items():  # the referring field's own description wins
+        for key, value in node.items():  # the referring field's own keys win
             if key not in _KUBE_DROP:
                 base[key] = value
         return base
     if owner == "io.k8s.apimachinery.pkg.util.intstr.IntOrString" and "oneOf" in node:
-        return {"description": node["description"], "x-kubernetes-int-or-string": True}
+        return {"x-kubernetes-int-or-string": True}
     if owner == QUANTITY and "oneOf" in node:
         # A number or a string (2, 0.5, "500m", "2Gi"): the Pod API takes all of
         # them, and no structural type does (int-or-string refuses 0.5). Untyped,
         # with value checks: a malformed string ("lots") is refused at admission,
         # naming the field, not when a pod is created (api/schema.py).
-        return quantity_schema(node["description"])
+        return quantity_schema()
     out: Schema = {}
     for key, value in node.items():
         if key in _KUBE_DROP:

@@ -155,7 +155,8 @@ class LauncherSpec(T9kModel):
         default_factory=list,
         description=(
             "Environment variables of the launcher (Kubernetes EnvVar objects: name with value "
-            "or valueFrom), kept as written."
+            "or valueFrom), kept as written. kubectl explain pod.spec.containers.env "
+            "describes their fields."
         ),
         json_schema_extra=_ENV_SCHEMA,
     )

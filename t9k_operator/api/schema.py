@@ -89,7 +89,7 @@ QUANTITY_PATTERN = (
 controller-gen puts on every resource.Quantity of the CRDs it generates."""
 
 
-def quantity_schema(description: str) -> dict[str, Any]:
+def quantity_schema() -> dict[str, Any]:
     """The CRD schema of a resource quantity (``hack/generate/crds.py`` puts it at every
     Quantity of a Kubernetes type, and at our own models' quantities).
 
@@ -102,7 +102,6 @@ def quantity_schema(description: str) -> dict[str, Any]:
     should match ...``), at ``kubectl apply`` rather than when a pod is created.
     """
     return {
-        "description": description,
         "x-kubernetes-preserve-unknown-fields": True,
         "pattern": QUANTITY_PATTERN,
         "not": {"enum": [True, False]},

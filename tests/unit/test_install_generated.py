@@ -136,3 +136,32 @@ def test_the_charts_values_are_the_deployments_settings() -> None:
 def test_make_deploy_reads_img_as_kustomize_does(image: str, entry: dict[str, str]) -> None:
     deploy = hack_scripts.load("release.deploy")
     assert deploy.image_entry(image) == {"name": "ghcr.io/t9k-operator/t9k-operator", **entry}
+
+
+SECRET_LIMIT = 1024 * 1024
+"""The most a Secret's data may hold (the API server's limit): Helm keeps each
+release, its chart and its rendered manifest, in one Secret."""
+
+
+def test_a_helm_release_of_the_chart_fits_in_its_secret() -> None:
+    """What Helm stores for a release, the chart's files and templates (base64 in
+    the release's JSON) and the rendered manifest (each CRD as the template's
+    toJson writes it), gzipped then base64-encoded as Helm does, with room to
+    spare: a Secret past the limit fails ``helm install``, whatever the cluster."""
+    import base64
+    import gzip
+    import json
+
+    chart = ROOT / "charts" / "t9k-operator"
+    stored = [
+        {"name": str(p.relative_to(chart)), "data": base64.b64encode(p.read_bytes()).decode()}
+        for p in sorted(chart.rglob("*"))
+        if p.is_file()
+    ]
+    manifest = "\n---\n".join(
+        json.dumps(load(p), separators=(",", ":"), sort_keys=True)
+        for p in sorted((ROOT / "manifests" / "crds").glob("*.yaml"))
+    )
+    release = json.dumps({"chart": {"files": stored}, "manifest": manifest}).encode()
+    size = len(base64.b64encode(gzip.compress(release, 9)))
+    assert size < SECRET_LIMIT / 2, f"a release would take {size} bytes of {SECRET_LIMIT}"
