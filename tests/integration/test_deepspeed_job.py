@@ -131,7 +131,9 @@ def test_a_custom_command_and_the_environment_file(jobs: Jobs, disable_env: bool
         10,
         "the hostfile of slotsPerWorker",
     )
-    worker = jobs.pods("cc")["cc-worker-1"]["spec"]["containers"][0]["command"][2]
+    # The hostfile names the workers the job is to have; the pods come one by one.
+    pods = jobs.wait_pods("cc", ["cc-worker-0", "cc-worker-1"])
+    worker = pods["cc-worker-1"]["spec"]["containers"][0]["command"][2]
     assert worker.rstrip().splitlines()[-1] == "exec /usr/sbin/sshd -D -e"
     assert ".deepspeed_env" not in worker
 
