@@ -48,11 +48,11 @@ test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests
 	$(VENV)/bin/pytest tests/unit
 	$(PYTEST_INTEGRATION)
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image), and the frameworks the training tests import (tensorflow-cpu)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image), and the frameworks the training tests import (tensorflow-cpu; boto3 for the TensorBoard S3 test)
 	bash hack/ensure-test-deps.sh
 	/usr/bin/python3 hack/ensure-frameworks.py
 
-binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm and kustomize: cached, else built from Go modules (about 15 min cold)
+binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm, kustomize and SeaweedFS (an S3 server): cached, else built from Go modules (about 25 min cold)
 	$(PYTHON) -m hack.cluster binaries
 
 binaries-core: ## the control plane's binaries alone (etcd, Kubernetes, KWOK): what the demo and a plain cluster use; the rest is built when first used

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "/usr/bin/python3"
-FRAMEWORKS = ("tensorflow",)
+FRAMEWORKS = ("tensorflow", "tensorboard-s3")
 
 
 def cache_dir() -> Path:

@@ -75,7 +75,9 @@ The install tests' tools are cached the same way, never started: Helm
 (``HELM_VERSION``, hack/third_party/helm) and kustomize
 (``KUSTOMIZE_VERSION``, hack/third_party/kustomize), and the ServiceMonitor
 and PrometheusRule CRDs from prometheus-operator's module source
-(``PROMETHEUS_OPERATOR_VERSION``, hack/third_party/prometheus-operator);
+(``PROMETHEUS_OPERATOR_VERSION``, hack/third_party/prometheus-operator), and
+SeaweedFS's ``weed`` (``SEAWEEDFS_VERSION``, hack/third_party/seaweedfs), a
+real S3 server for the TensorBoard's S3 test;
 ``binaries`` builds them too (``--no-tools`` skips them), ``tool helm
 kustomize monitoring-crds`` prints their folders.
 """

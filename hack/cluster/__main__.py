@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "--tools",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="binaries: build Helm, kustomize and the monitoring CRDs as well (default yes)",
+        help="binaries: build Helm, kustomize, the monitoring CRDs and SeaweedFS too (default yes)",
     )
     return parser
 

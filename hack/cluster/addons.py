@@ -180,6 +180,16 @@ TOOLS: dict[str, Tool] = {
         crds=(),
         ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version={version}",
     ),
+    # A real S3 server (weed mini) for the TensorBoard's S3 logs.
+    "seaweedfs": Tool(
+        name="seaweedfs",
+        title="SeaweedFS",
+        version_key="SEAWEEDFS_VERSION",
+        module="github.com/seaweedfs/seaweedfs",
+        wrapper="seaweedfs",
+        binaries=(("weed", "github.com/seaweedfs/seaweedfs/weed"),),
+        crds=(),
+    ),
     # The ServiceMonitor and PrometheusRule kinds the chart and kustomize ship
     # (monitoring.coreos.com/v1), so that the tests can apply them.
     "monitoring-crds": Tool(

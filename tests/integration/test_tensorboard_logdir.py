@@ -6,7 +6,8 @@ logs, two layouts or two source kinds, naming the fields; a suspended
 TensorBoard losing its pod and keeping its Service; S3 credentials reaching
 the pod only by reference, never shown in status, Events or the operator's
 log. The pod's program is run for real in test_tensorboard_program.py (logs
-in files; S3 logs are not yet read from a real S3 server here)."""
+in files) and test_tensorboard_s3.py (logs in a real S3 server, and behind an
+HTTP URL)."""
 
 from __future__ import annotations
 

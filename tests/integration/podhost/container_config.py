@@ -175,7 +175,12 @@ def container_env(pod_run: PodRun, c: Mapping[str, Any], home: str) -> dict[str,
     for source in c.get("envFrom") or []:
         declared.update(_env_from(pod_run, c, source))
     for item in c.get("env") or []:
-        if "valueFrom" in item:
+        if "secretKeyRef" in item.get("valueFrom", {}):
+            found = _secret_key(pod_run, c, item["valueFrom"]["secretKeyRef"])
+            if found is None:
+                continue  # an optional key that is missing: kubelet leaves it unset
+            value = found
+        elif "valueFrom" in item:
             ref = (item["valueFrom"].get("fieldRef") or {}).get("fieldPath")
             if ref not in fields:
                 raise AssertionError(f"the pod host cannot resolve env {item}")
@@ -187,6 +192,25 @@ def container_env(pod_run: PodRun, c: Mapping[str, Any], home: str) -> dict[str,
     env.update(declared)
     env.update(pod_run.extra_env)
     return env
+
+
+def _secret_key(pod_run: PodRun, c: Mapping[str, Any], ref: Mapping[str, Any]) -> str | None:
+    """An ``env`` item's ``secretKeyRef``, as kubelet resolves it: the key's
+    value; None when it is optional and missing; a missing Secret or key that
+    is not optional fails the container (CreateContainerConfigError)."""
+    obj = pod_run.node.objects.get(("Secret", ref["name"]))
+    data = (
+        {}
+        if obj is None
+        else {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
+    )
+    data.update((obj or {}).get("stringData") or {})
+    if ref["key"] in data:
+        return data[ref["key"]]
+    if ref.get("optional"):
+        return None
+    what = f"secret {ref['name']}" if obj is None else f"key {ref['key']} in secret {ref['name']}"
+    raise PodFailed(f"{pod_run.name}/{c['name']}: {what} not found (CreateContainerConfigError)")
 
 
 def _env_from(pod_run: PodRun, c: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, str]:
