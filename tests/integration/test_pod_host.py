@@ -11,6 +11,8 @@ as a cluster would:
   ``fsGroup`` (and ``fsGroup``'s ownership of the pod's volumes), the
   container's settings over the pod's;
 * ``envFrom`` from ConfigMaps and Secrets, with ``prefix``, before ``env``;
+  ``env`` from a Secret's key (``secretKeyRef``), an optional missing one left
+  unset;
 * projected ServiceAccount tokens: real ones from the cluster's API server
   (TokenRequest), for the projection's audience, bound to the pod, with
   kubelet's file modes;
@@ -174,6 +176,35 @@ def test_env_from_config_maps_and_secrets_then_env(node: Node) -> None:
                 [{**container, "envFrom": [{"configMapRef": {"name": "missing"}}]}],
             )
         )
+
+
+def test_env_from_a_secrets_key_and_an_optional_key_left_unset(node: Node) -> None:
+    """As kubelet resolves ``secretKeyRef``: the key's value; an optional key or
+    Secret that is missing leaves the variable unset; a required one that is
+    missing fails the container (CreateContainerConfigError)."""
+    ref = {"name": "creds", "key": "TOKEN"}
+    container = {
+        "name": "c",
+        "image": "x",
+        "command": SLEEP,
+        "env": [
+            {"name": "T", "valueFrom": {"secretKeyRef": ref}},
+            {"name": "U", "valueFrom": {"secretKeyRef": {**ref, "key": "NONE", "optional": True}}},
+            {
+                "name": "V",
+                "valueFrom": {"secretKeyRef": {"name": "gone", "key": "K", "optional": True}},
+            },
+        ],
+    }
+    run = node.run_pod(pod("secretkey", [container]))
+    assert sh(run, "c", 'echo "$T|${U-unset}|${V-unset}"') == "s3cret|unset|unset"
+    for name, missing, message in [
+        ("secretkey-nokey", {**ref, "key": "NONE"}, "couldn't find key NONE in Secret creds"),
+        ("secretkey-nosecret", {"name": "gone", "key": "K"}, 'secret "gone" not found'),
+    ]:
+        env = [{"name": "T", "valueFrom": {"secretKeyRef": missing}}]
+        with pytest.raises(PodFailed, match=message):
+            node.run_pod(pod(name, [{**container, "env": env}]))
 
 
 def token_review(admin: KubeClient, token: str, audiences: list[str]) -> dict[str, Any]:

@@ -209,8 +209,12 @@ def _secret_key(pod_run: PodRun, c: Mapping[str, Any], ref: Mapping[str, Any]) -
         return data[ref["key"]]
     if ref.get("optional"):
         return None
-    what = f"secret {ref['name']}" if obj is None else f"key {ref['key']} in secret {ref['name']}"
-    raise PodFailed(f"{pod_run.name}/{c['name']}: {what} not found (CreateContainerConfigError)")
+    what = (
+        f'secret "{ref["name"]}" not found'
+        if obj is None
+        else f"couldn't find key {ref['key']} in Secret {ref['name']}"
+    )  # kubelet's words (makeEnvironmentVariables)
+    raise PodFailed(f"{pod_run.name}/{c['name']}: {what} (CreateContainerConfigError)")
 
 
 def _env_from(pod_run: PodRun, c: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, str]:
