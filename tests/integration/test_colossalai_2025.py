@@ -31,7 +31,11 @@ from tests.integration.podhost import Node
 from tests.integration.podhost.host import STOCK
 from tests.integration.test_cli import Run
 from tests.integration.test_colossalai_job import COLOSSALAI
-from tests.integration.test_ssh_launch import COLOSSALAI_IMAGE, _objects_from_the_cluster
+from tests.integration.test_ssh_launch import (
+    COLOSSALAI_IMAGE,
+    _objects_from_the_cluster,
+    assert_colossalai_ran,
+)
 from tests.manual_examples import ROOT, example_texts
 from tests.unit.api.helpers import is_subset
 
@@ -216,15 +220,6 @@ def test_the_2025_layout_trains_through_the_operator(
         worker_image = STOCK.derive("workspace", dirs={"/workspace": 0o755})
         workers = [node.run_pod(pods[f"cj-worker-{i}"], worker_image) for i in (0, 1)]
         launcher = node.run_pod(pods["cj-launcher"], COLOSSALAI_IMAGE)
-        assert launcher.wait("launcher", 90) == 0, launcher.logs("launcher")
-        log = launcher.logs("launcher")
-        for rank in (0, 1):
-            assert (
-                f"node_rank={rank} nnodes=2 on cj-worker-{rank} in /workspace "
-                "master=cj-worker-0.cj:29500 nproc=8 extra=max_restarts=3 "
-                "cmd=train.py --config c.py"
-            ) in log, log
-        for w in workers:
-            assert "Server listening on 0.0.0.0 port 22." in w.logs("worker")
+        assert_colossalai_ran(launcher, workers)
     finally:
         node.close()

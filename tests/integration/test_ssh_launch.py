@@ -380,6 +380,13 @@ def test_colossalai_trains_on_a_stock_image(
         for i in (0, 1)
     ]
     launcher = node.run_pod(cb.build_launcher(job), COLOSSALAI_IMAGE)
+    assert_colossalai_ran(launcher, workers)
+
+
+def assert_colossalai_ran(launcher: Any, workers: list[Any]) -> None:
+    """The launcher of job ``cj`` (two workers, 8 processes each, train.py
+    --config c.py in /workspace, torchrun's max_restarts=3) ran torchrun on
+    each worker through its sshd, and ended well."""
     assert launcher.wait("launcher", 90) == 0, launcher.logs("launcher")
     log = launcher.logs("launcher")
     for rank in (0, 1):
