@@ -92,6 +92,20 @@ AUTH_MOUNT_PLACE_RULE: Rule[str] = Rule(
     _is_plain_place,
 )
 SSHD_PATH_RULE = absolute_path_rule(MSG_SSHD_PATH)
+SshdPath = Annotated[str, Rules(SSHD_PATH_RULE)]
+
+
+def sshd_path_field() -> Any:
+    """``sshdPath``, alike in every kind whose workers run sshd (ColossalAIJob, MPIJob)."""
+    return Field(
+        default=DEFAULT_SSHD_PATH,
+        min_length=1,
+        max_length=MAX_PATH_LENGTH,
+        description=(
+            "Absolute path of the sshd program in the worker image (sshd must be started "
+            "by its absolute path). Defaults to /usr/sbin/sshd."
+        ),
+    )
 
 
 # -- spec.ssh ---------------------------------------------------------------------------
@@ -112,15 +126,7 @@ class SSHConfig(T9kModel):
             "written by others. Defaults to /root/.ssh."
         ),
     )
-    sshd_path: Annotated[str, Rules(SSHD_PATH_RULE)] = Field(
-        default=DEFAULT_SSHD_PATH,
-        min_length=1,
-        max_length=MAX_PATH_LENGTH,
-        description=(
-            "Absolute path of the sshd program in the worker image (sshd must be started "
-            "by its absolute path). Defaults to /usr/sbin/sshd."
-        ),
-    )
+    sshd_path: SshdPath = sshd_path_field()
 
 
 # -- spec.launcher ----------------------------------------------------------------------

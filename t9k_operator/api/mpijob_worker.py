@@ -21,8 +21,9 @@ from t9k_operator.api.colossalai_replicas import (
     AUTH_MOUNT_FORBIDDEN,
     AUTH_MOUNT_PLACE_RULE,
     MAX_PATH_LENGTH,
-    SSHD_PATH_RULE,
+    SshdPath,
     absolute_path_rule,
+    sshd_path_field,
     worker_containers,
 )
 from t9k_operator.api.mpijob_replicas import MPIRun, Restart
@@ -40,7 +41,6 @@ from t9k_operator.api.template import PodTemplate, named_or_first_container, pod
 TRAINING_CONTAINER = "mpi-worker"
 """The container that runs sshd (workers) and mpirun (launcher): this one, else the first."""
 DEFAULT_AUTH_MOUNT_PATH = "/root/.ssh"
-DEFAULT_SSHD_PATH = "/usr/sbin/sshd"
 
 MSG_AUTH_MOUNT_PATH = (
     "spec.ssh.sshAuthMountPath must be an absolute path (start with /): the job's ssh key "
@@ -82,15 +82,7 @@ class SSHConfig(T9kModel):
             'Defaults to "/root/.ssh".'
         ),
     )
-    sshd_path: Annotated[str, Rules(SSHD_PATH_RULE)] = Field(
-        default=DEFAULT_SSHD_PATH,
-        min_length=1,
-        max_length=MAX_PATH_LENGTH,
-        description=(
-            "Absolute path of the sshd program in the worker image (sshd must be started by "
-            "its absolute path). Defaults to /usr/sbin/sshd."
-        ),
-    )
+    sshd_path: SshdPath = sshd_path_field()
 
 
 _TEMPLATE_SCHEMA: dict[str, Any] = {
