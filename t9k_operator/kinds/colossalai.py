@@ -21,7 +21,7 @@ from t9k_operator.api.template import named_container
 from t9k_operator.builders import colossalai as build
 from t9k_operator.builders.colossalai import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import hang_policy
+from t9k_operator.kinds.asks import hang_policy, with_tensorboard
 from t9k_operator.kinds.contract import KindBase, job_view
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.kinds.local import (
@@ -92,6 +92,7 @@ class ColossalAIKind(
                 scheduling_request(spec.scheduler, 1 + workers),  # all of it
                 # A hung ColossalAIJob fails whatever onHang says: it restarts no pod.
                 hang_policy(spec.run_policy.progress, restarts=False),
+                with_tensorboard(spec),
             ),
             **run_mode_view(spec.run_mode),
         )

@@ -19,7 +19,7 @@ from t9k_operator.api.genericjob import CRD, GenericJobSpec
 from t9k_operator.builders import genericjob as build
 from t9k_operator.builders.genericjob import Job
 from t9k_operator.kinds import flags
-from t9k_operator.kinds.asks import checkpoint_on_stop, hang_policy
+from t9k_operator.kinds.asks import checkpoint_on_stop, hang_policy, with_tensorboard
 from t9k_operator.kinds.contract import KindBase, PodMode, Services, job_view
 from t9k_operator.kinds.flags import JobRequest, NotForThisKind
 from t9k_operator.kinds.local import EachReplica, Program
@@ -85,6 +85,7 @@ class GenericJobKind(KindBase[Job], crd=CRD, model=Job, facts=build.FACTS):
                 scheduling_request(spec.scheduler, sum(r.replicas for r in roles)),
                 hang_policy(spec.run_policy.progress),
                 checkpoint_on_stop(spec.run_policy.checkpoint),
+                with_tensorboard(spec),
             ),
             **run_mode_view(spec.run_mode),
         )

@@ -10,7 +10,12 @@ from typing import Any, ClassVar, Protocol
 from t9k_operator.api.specs import ReplicaDebugSpec, ResumeSpec, RunMode, RunPolicy, SchedulerPolicy
 from t9k_operator.builders import ssh
 from t9k_operator.builders.scheduling import priority_class
-from t9k_operator.kinds.asks import SchedulingRequest, checkpoint_on_stop, hang_policy
+from t9k_operator.kinds.asks import (
+    SchedulingRequest,
+    checkpoint_on_stop,
+    hang_policy,
+    with_tensorboard,
+)
 from t9k_operator.kinds.contract import PodMode, Services, job_view
 from t9k_operator.kinds.pods import ReplicaState
 from t9k_operator.kinds.view import JobView, Outcome, Override, Role, asks_of
@@ -112,6 +117,7 @@ def t9k_job_view(
             scheduling_request(spec.scheduler, at_once),
             hang_policy(spec.run_policy.progress),
             checkpoint_on_stop(spec.run_policy.checkpoint),
+            with_tensorboard(spec),
         ),
         **run_policy_view(spec.run_policy, spec.run_mode),
     )

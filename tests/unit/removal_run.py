@@ -3,7 +3,9 @@ from which one integration's folder and registry line are gone: the operator
 configures its integrations from its default flags, `t9k` and the SDK import,
 a PyTorchTrainingJob runs to Succeeded through the job reconciler with
 every integration the registry still lists (the API is tests' fake), and
-`t9k list` and `t9k describe` show it."""
+`t9k list` and `t9k describe` show it; and a job that sets every field an
+integration acts on is told, when accepted, of those that none left acts on
+(the fields expected, comma-separated, are the second argument)."""
 
 from __future__ import annotations
 
@@ -104,8 +106,46 @@ def main() -> int:
     status = run()["status"]
     assert status["phase"] == "Succeeded", status
     shown(fake, reconciler.resource, removed)
+    recorder = ctx.recorder
+    assert isinstance(recorder, FakeRecorder)
+    told_of(fake, reconciler, informers, recorder, [f for f in sys.argv[2].split(",") if f])
     print("ran", [i.name for i in integrations])
     return 0
+
+
+ASKING = {
+    "runPolicy": {"progress": {"hangTimeoutSeconds": 600}, "checkpoint": {"graceSeconds": 60}},
+    "tensorboardSpec": {"image": "tb", "trainingLogFilesets": ["t9k://pvc/logs/train"]},
+    "scheduler": {"t9kScheduler": {"queue": "default"}},
+}
+"""What a PyTorchTrainingJob may ask of the integrations."""
+
+
+def told_of(
+    fake: FakeKube,
+    reconciler: JobReconciler,
+    informers: InformerFactory,
+    recorder: FakeRecorder,
+    expected: list[str],
+) -> None:
+    """A job asking everything is accepted with a Warning naming ``expected``
+    (none when empty)."""
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"] = {"name": "asks", "namespace": "ns", "generation": 1, "uid": "u-2"}
+    job["spec"].update(ASKING)
+    fake.put(reconciler.resource, job)
+    fake.sync(informers, (reconciler.resource, None))
+    reconciler.reconcile("ns/asks")
+    warned = [
+        e.message
+        for e in recorder.events
+        if e.name == "asks" and (e.type, e.reason) == ("Warning", "FieldNotActedOn")
+    ]
+    if expected:
+        (message,) = warned
+        assert message.startswith(f"{', '.join(expected)}: stored as written, but"), message
+    else:
+        assert not warned, warned
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """An integration is its folder and its registry line: in a copy of the
-package without both, the operator, `t9k` and the SDK still start, and a job
-still runs (tests/unit/removal_run.py). Every integration is tried but those
+package without both, the operator, `t9k` and the SDK still start, a job
+still runs, and a job that sets a field the integration acted on is told that
+nothing acts on it (tests/unit/removal_run.py). Every integration is tried but those
 the core still imports, which the core's import contract lists as ignored
 imports (pyproject.toml): as each moves behind the registry, its line goes
 and this test takes it in."""
@@ -35,6 +36,15 @@ def still_imported_by_the_core() -> set[str]:
 
 
 ALL = sorted(p.name for p in FOLDERS.iterdir() if (p / "__init__.py").exists())
+NOT_ACTED_ON_WITHOUT = {
+    "progress": "spec.runPolicy.progress",
+    "checkpoint": "spec.runPolicy.checkpoint",
+    "tensorboard": "spec.tensorboardSpec",
+    # Kueue, which also takes a queue, is off at the operator's default flags.
+    "gang": "spec.scheduler.t9kScheduler",
+}
+"""The field a job is told is not acted on, once an integration's folder is
+gone (the operator at its default flags); the others leave none."""
 REMOVABLE = [name for name in ALL if name not in still_imported_by_the_core()]
 
 
@@ -88,7 +98,12 @@ def test_removing_an_integration_is_deleting_its_folder_and_registry_line(
     )
     assert operator.returncode == 0, operator.stderr
     run = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "unit" / "removal_run.py"), name],
+        [
+            sys.executable,
+            str(ROOT / "tests" / "unit" / "removal_run.py"),
+            name,
+            NOT_ACTED_ON_WITHOUT.get(folder, ""),
+        ],
         env=env,
         capture_output=True,
         text=True,

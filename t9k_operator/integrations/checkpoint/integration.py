@@ -25,6 +25,7 @@ from typing import ClassVar
 from t9k_operator.api.parts import StatusPart
 from t9k_operator.integrations.checkpoint.build import CHECKPOINT_PART
 from t9k_operator.integrations.checkpoint.stops import CheckpointStop
+from t9k_operator.kinds.asks import CheckpointOnStop
 from t9k_operator.kinds.view import JobView
 from t9k_operator.reconcilers.pipeline.contract import Base, Caches, JobInput, Rule
 
@@ -34,6 +35,7 @@ class Checkpoint(Base[None]):
     gate, which lets every stop of a job that does not ask go at once)."""
 
     name = "checkpoint"
+    serves: ClassVar[tuple[type, ...]] = (CheckpointOnStop,)
     parts: ClassVar[tuple[StatusPart, ...]] = (CHECKPOINT_PART,)
 
     @staticmethod

@@ -119,6 +119,7 @@ class GangScheduling(Base[GangState]):
     """The gang scheduling integration, configured with one backend or none."""
 
     name = "gang"
+    serves: ClassVar[tuple[type, ...]] = (SchedulingRequest,)
     parts: ClassVar[tuple[StatusPart, ...]] = (gang.POD_GROUP_PART,)
 
     def __init__(self, backend: Backend | None = None, hold: bool = False) -> None:

@@ -197,6 +197,7 @@ class Kueue(Base[KueueState]):
     """The Kueue integration (on with ``--kueue``)."""
 
     name = "kueue"
+    serves: ClassVar[tuple[type, ...]] = (SchedulingRequest,)
     parts: ClassVar[tuple[StatusPart, ...]] = (kueue.WORKLOAD_PART,)
 
     @staticmethod

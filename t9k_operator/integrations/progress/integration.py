@@ -148,6 +148,7 @@ class JobProgress(Base[ProgressState]):
     and the job's status shows what they reported."""
 
     name = "progress"
+    serves: ClassVar[tuple[type, ...]] = (HangPolicy,)
     parts: ClassVar[tuple[StatusPart, ...]] = (PROGRESS_PART,)
 
     def __init__(self, options: EndpointOptions | None = None) -> None:

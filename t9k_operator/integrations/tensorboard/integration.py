@@ -20,7 +20,7 @@ import argparse
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -31,6 +31,7 @@ from t9k_operator.integrations.tensorboard.status import (
     TensorBoardState,
     dependent_state,
 )
+from t9k_operator.kinds.asks import WithTensorBoard
 from t9k_operator.kinds.command import resource_of
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj, controller_ref
@@ -67,13 +68,13 @@ def same_spec(a: Any, b: Any) -> bool:
         return False
 
 
-def wanted(job: Any) -> Obj | None:
-    """The TensorBoard a parsed job asks for: the one its spec's
-    ``tensorboard_spec`` (``spec.tensorboardSpec``, the same field for every
-    kind that has it) describes; None without the field, or for a kind
-    without it."""
-    spec = getattr(getattr(job, "spec", None), "tensorboard_spec", None)
-    return build.for_job(job, spec) if isinstance(spec, TensorBoardSpec) else None
+def wanted(job: Any, view: JobView) -> Obj | None:
+    """The TensorBoard a parsed job asks for: the one its view's
+    :class:`~t9k_operator.kinds.asks.WithTensorBoard` (``spec.tensorboardSpec``,
+    the same field for every kind that has it) describes; None without the
+    field, or for a kind without it."""
+    asked = view.ask(WithTensorBoard)
+    return None if asked is None else build.for_job(job, asked.spec)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class JobTensorBoard(Base[JobTensorBoardState]):
     """The job's TensorBoard integration (always on)."""
 
     name = "tensorboard"
+    serves: ClassVar[tuple[type, ...]] = (WithTensorBoard,)
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace) -> JobTensorBoard:
@@ -118,7 +120,7 @@ class JobTensorBoard(Base[JobTensorBoardState]):
 
     def observe(self, job: JobInput, caches: Caches) -> tuple[JobTensorBoardState, JobView]:
         view = job.view
-        want = wanted(job.job)
+        want = wanted(job.job, view)
         if want is None:
             owned = caches.owned(TENSORBOARDS, view.uid)
             return JobTensorBoardState(owned=tuple(owned)), view

@@ -172,6 +172,10 @@ class Integration(Protocol[S]):
     """One integration, configured (from the operator's flags) and on."""
 
     name: str
+    serves: ClassVar[tuple[type, ...]]
+    """The requests (types of :mod:`~t9k_operator.kinds.asks`) it acts on: a
+    job asking one that no integration that is on serves is told so when it is
+    accepted (``FieldNotActedOn``), never ignored in silence."""
 
     @property
     def needs(self) -> tuple[Needs, ...]:
@@ -241,6 +245,7 @@ class Base(Generic[S]):
     """The hook defaults: an integration overrides what it does."""
 
     parts: ClassVar[tuple[StatusPart, ...]] = ()
+    serves: ClassVar[tuple[type, ...]] = ()
 
     @staticmethod
     def add_flags(p: argparse.ArgumentParser) -> None:

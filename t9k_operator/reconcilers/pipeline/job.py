@@ -38,6 +38,7 @@ from t9k_operator.reconcilers.pipeline.applier import Applier
 from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL, InformerCaches, Writer
 from t9k_operator.reconcilers.pipeline.contract import Integration, JobInput, Watch
 from t9k_operator.reconcilers.pipeline.lifecycle import Lifecycle
+from t9k_operator.reconcilers.pipeline.unserved import not_served
 from t9k_operator.reconcilers.pipeline.writes import CreatedPods, Refusals, WrittenStatuses
 from t9k_operator.resources import CONFIGMAPS, NODES, PODS, SECRETS, SERVICES
 from t9k_operator.runtime.controller import (
@@ -197,6 +198,7 @@ class JobReconciler:
         now: datetime = self.clock.now()
         seen: tuple[planning.Seen, ...] = ()
         view = parsed.view
+        unserved = not_served(self.integrations, view)
         if parsed.job is not None:
             found = JobInput(self.kind, job, parsed.job, view, now)
             view, seen = planning.observe(self.integrations, found, self.caches)
@@ -207,7 +209,7 @@ class JobReconciler:
         )
         pods = self._replicas(job["metadata"]["uid"])
         return planning.Observed(
-            self.kind, self.resource, job, parsed.job, view, seen, pods, self.caches, now
+            self.kind, self.resource, job, parsed.job, view, seen, pods, self.caches, now, unserved
         )
 
     def _replicas(self, uid: str) -> dict[tuple[str, int], ReplicaState]:

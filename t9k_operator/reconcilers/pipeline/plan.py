@@ -41,6 +41,7 @@ from t9k_operator.kinds.contract import ChildNotReady, JobKind, Stored
 from t9k_operator.kinds.view import Gate, JobView
 from t9k_operator.objects import Obj, controller_ref, copy_tree
 from t9k_operator.reconcilers import engine
+from t9k_operator.reconcilers.pipeline import unserved
 from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Caches,
@@ -100,6 +101,7 @@ class Observed:
     pods: engine.Pods
     caches: Caches
     now: datetime
+    unserved: tuple[str, ...] = ()  # fields asking what no integration that is on serves
 
 
 @dataclass
@@ -257,6 +259,7 @@ def _steps(
         steps.actions.append(Action("replace_status", obs.resource, updated, "the job's status"))
     if first:
         steps.told = [e for s in seen for e in s.integration.accepted(s.state, view)]
+        steps.told += unserved.told(obs.unserved)
     for pod in out.delete:
         doomed = {"metadata": {"name": pod.name, "namespace": view.namespace, "uid": pod.uid}}
         steps.actions.append(Action("delete", PODS, doomed, "a pod of the job"))

@@ -149,19 +149,21 @@ def test_a_t9k_jobs_tensorboard_spec_is_acted_on(name: str) -> None:
     kind = by_kind(name)
     stored = job_of(name, {**CASES[name].spec, "tensorboardSpec": TENSORBOARD_SPEC})
     assert kind.fields_not_acted_on(stored) == []
-    parsed = read(kind, stored).job
+    read_ = read(kind, stored)
+    parsed = read_.job
     assert parsed is not None
-    tb = wanted(parsed)
+    tb = wanted(parsed, read_.view)
     assert tb is not None and tb["kind"] == "TensorBoard" and tb["spec"] == TENSORBOARD_SPEC
     assert tb["metadata"]["ownerReferences"][0]["kind"] == name
-    plain = read(kind, job_of(name)).job
-    assert plain is not None and wanted(plain) is None
+    plain = read(kind, job_of(name))
+    assert plain.job is not None and wanted(plain.job, plain.view) is None
 
 
 def test_a_kind_without_the_field_asks_for_no_tensorboard() -> None:
-    parsed = read(by_kind("MSJob"), job_of("MSJob")).job
+    read_ = read(by_kind("MSJob"), job_of("MSJob"))
+    parsed = read_.job
     assert parsed is not None and not hasattr(parsed.spec, "tensorboard_spec")
-    assert wanted(parsed) is None
+    assert wanted(parsed, read_.view) is None
 
 
 def test_every_kind_builds_a_pod_for_each_of_its_replicas(name: str, kind: JobKind[Any]) -> None:
