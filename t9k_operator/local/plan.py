@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from t9k_operator import client_parts
 from t9k_operator.builders.common import (
     NORMAL,
     REPLICA_INDEX,
     REPLICA_TYPE,
 )
-from t9k_operator.integrations.workdir.build import MOUNT_PATH as WORKDIR
 from t9k_operator.kinds import registry
 from t9k_operator.kinds.contract import JobKind, parse
 from t9k_operator.kinds.local import LOOPBACK, Launch, Process, Program, Replica
@@ -156,8 +156,9 @@ def plan(
     free port of this machine; ``program`` replaces the job's training program;
     ``python`` runs what a launcher would run with Python (DeepSpeed's
     ``run.python``, ColossalAI's ``worker.command``); ``workdir``: the directory
-    the replicas run in, which stands for the cluster's workdir path
-    (``integrations/workdir/build.MOUNT_PATH``) wherever the job names it."""
+    the replicas run in, which stands for the cluster's workdir path (the
+    workdir integration's ``mount_path``, :mod:`t9k_operator.client_parts`)
+    wherever the job names it."""
     raw: Obj = copy.deepcopy(dict(manifest))
     kind = _kind(raw)
     placed = Program(raw)
@@ -174,8 +175,9 @@ def plan(
         for index in range(role.replicas)
     ]
     rewriter = Rewriter(_hosts(built, services, job.name), job.namespace, ports, list(services))
-    if workdir is not None:
-        rewriter.paths[WORKDIR] = workdir
+    mount_path = getattr(client_parts.part("workdir"), "mount_path", None)
+    if workdir is not None and mount_path:
+        rewriter.paths[mount_path] = workdir
     files: dict[str, str] = {}
     pods = _replica_pods(kind, job.name, built, maps, run_dir, files, rewriter)
     here = _Here(rewriter, free_port, run_dir, files, placed.python or python, placed.as_is)

@@ -25,18 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from t9k_operator.integrations.workdir.pack import (
-    LIMIT,
-    Packed,
-    WorkdirError,
-    check_size,
-    pack,
-    unpack,
-)
 from t9k_operator.kinds.flags import JobRequest
 from t9k_operator.local.cli import run as local_run
 from t9k_operator.sdk.build import build_job
 from t9k_operator.sdk.errors import BadJob
+from t9k_operator.sdk.workdirs import Packed, part
 
 ENTRY = "t9k_train.py"
 
@@ -129,10 +122,11 @@ def prepare(training: Training) -> tuple[dict[str, Any], Packed]:
             gpus=training.gpus,
         )
     )
+    workdir = part()
     try:
-        archive = pack(training.workdir, {ENTRY: script.encode()})
-        check_size(archive, LIMIT)
-    except WorkdirError as exc:
+        archive = workdir.pack(training.workdir, {ENTRY: script.encode()})
+        workdir.check_size(archive, workdir.limit)
+    except workdir.error as exc:
         raise BadJob(str(exc)) from None
     return manifest, archive
 
@@ -144,5 +138,5 @@ def run_locally(
     it would have on the cluster; its exit code."""
     manifest, archive = prepare(training)
     with tempfile.TemporaryDirectory(prefix="t9k-train-") as root:
-        unpack(archive, root)
+        part().unpack(archive, root)
         return local_run(manifest, workdir=root, out=out, err=err)

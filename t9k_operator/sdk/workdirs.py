@@ -1,12 +1,15 @@
 """A job with its workdir, created as one: what ``t9k create/submit --workdir``
 and :meth:`Client.create` / :meth:`Client.submit` (``workdir=``) do.
 
-The directory is packed and its size checked first (``t9k_operator/integrations/workdir/pack.py``),
-before anything is created; the job gets the annotation naming its ConfigMap
-(``integrations/workdir/build.py``); then the job is written (:func:`write`), then the
-ConfigMap, owned by it. When the ConfigMap cannot be created, a job this call created is
-deleted again, so no job is left without its workdir; the API server's word
-is raised.
+The workdir is an integration's (``t9k_operator/integrations/workdir/``),
+which offers the clients its part (:class:`WorkdirPart`: the packing, the
+annotation and the ConfigMap) through :mod:`t9k_operator.client_parts`; a
+``t9k`` without that folder says so (:class:`Unsupported`) when a workdir is
+asked for. The directory is packed and its size checked first, before
+anything is created; the job gets the annotation naming its ConfigMap; then
+the job is written (:func:`write`), then the ConfigMap, owned by it. When the
+ConfigMap cannot be created, a job this call created is deleted again, so no
+job is left without its workdir; the API server's word is raised.
 """
 
 from __future__ import annotations
@@ -14,24 +17,70 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, cast
 
-from t9k_operator import kube
-from t9k_operator.integrations.workdir import build
-from t9k_operator.integrations.workdir.pack import Packed, WorkdirError, check_size, pack
+from t9k_operator import client_parts, kube
 from t9k_operator.resources import CONFIGMAPS, Resource
-from t9k_operator.sdk.errors import BadJob, from_api
+from t9k_operator.sdk.errors import BadJob, Unsupported, from_api
 
 Obj = dict[str, Any]
+
+
+class Packed(Protocol):
+    """A packed directory: the archive (gzip'd tar) and where it came from."""
+
+    @property
+    def root(self) -> str: ...
+
+    @property
+    def archive(self) -> bytes: ...
+
+
+class WorkdirPart(Protocol):
+    """What the clients need of the workdir integration."""
+
+    annotation: str
+    """The job's annotation naming its workdir ConfigMap."""
+    mount_path: str
+    """Where every replica finds the workdir, and runs."""
+    limit: int
+    """The largest archive, in bytes."""
+    error: type[ValueError]
+    """What packing, checking and unpacking raise, with a message for the user."""
+
+    def pack(
+        self, directory: str | os.PathLike[str] | None, extra: Mapping[str, bytes] | None = None
+    ) -> Packed: ...
+
+    def check_size(self, packed: Packed, limit: int = ...) -> None: ...
+
+    def unpack(self, packed: Packed, into: str | os.PathLike[str]) -> None: ...
+
+    def config_map_name(self, job_name: str) -> str: ...
+
+    def config_map(self, job: Obj, archive: bytes) -> Obj: ...
+
+
+def part() -> WorkdirPart:
+    """The workdir integration's part; :class:`Unsupported` when its folder is not
+    installed."""
+    found = client_parts.part("workdir")
+    if found is None:
+        raise Unsupported(
+            "this t9k has no workdir support: its integration (t9k_operator/integrations/"
+            "workdir) is not installed"
+        )
+    return cast(WorkdirPart, found)
 
 
 def packed(directory: str | os.PathLike[str] | Packed) -> Packed:
     """``directory`` packed (or as packed already) and checked against the
     limit; :class:`BadJob` with the packer's message when it cannot be."""
+    workdir = part()
     try:
-        archive = directory if isinstance(directory, Packed) else pack(directory)
-        check_size(archive)
-    except WorkdirError as exc:
+        archive = workdir.pack(directory) if isinstance(directory, str | os.PathLike) else directory
+        workdir.check_size(archive)
+    except workdir.error as exc:
         raise BadJob(str(exc)) from None
     return archive
 
@@ -41,7 +90,8 @@ def annotated(manifest: Mapping[str, Any]) -> Obj:
     names one already)."""
     meta = dict(manifest.get("metadata") or {})
     annotations = dict(meta.get("annotations") or {})
-    annotations.setdefault(build.ANNOTATION, build.config_map_name(str(meta.get("name"))))
+    workdir = part()
+    annotations.setdefault(workdir.annotation, workdir.config_map_name(str(meta.get("name"))))
     meta["annotations"] = annotations
     return {**manifest, "metadata": meta}
 
@@ -72,7 +122,7 @@ def write(
         except kube.ApiError as exc:
             raise from_api(exc) from None
     job = write(body)
-    owned = build.config_map(job, archive.archive)
+    owned = part().config_map(job, archive.archive)
     meta = job["metadata"]
     try:
         try:
@@ -95,7 +145,7 @@ def _replace(client: kube.KubeClient, body: Obj, uid: str) -> None:
     if not any(o.get("uid") == uid for o in owners):
         raise BadJob(
             f"ConfigMap {meta['name']} already exists and is not this job's workdir; "
-            f"name another in the annotation {build.ANNOTATION}, or delete it"
+            f"name another in the annotation {part().annotation}, or delete it"
         )
     existing["binaryData"] = body["binaryData"]
     existing.pop("data", None)

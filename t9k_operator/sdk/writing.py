@@ -13,13 +13,13 @@ from typing import Any
 
 from t9k_operator import kube
 from t9k_operator.api.crd import JobObject
-from t9k_operator.integrations.workdir.pack import Packed
 from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import TENSORBOARD, of_object
 from t9k_operator.sdk import training, workdirs
 from t9k_operator.sdk.build import check
 from t9k_operator.sdk.errors import BadJob, Unsupported, call
 from t9k_operator.sdk.manifests import kind_of, manifests
+from t9k_operator.sdk.workdirs import Packed
 
 FIELD_MANAGER = "t9k"
 

@@ -5,13 +5,16 @@ a PyTorchTrainingJob runs to Succeeded through the job reconciler with
 every integration the registry still lists (the API is tests' fake), and
 `t9k list` and `t9k describe` show it; and a job that sets every field an
 integration acts on is told, when accepted, of those that none left acts on
-(the fields expected, comma-separated, are the second argument)."""
+(the fields expected, comma-separated, are the second argument); and
+`t9k create --workdir` packs the directory, or (a third argument "refused")
+says that this t9k has no workdir support, creating nothing."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -109,8 +112,29 @@ def main() -> int:
     recorder = ctx.recorder
     assert isinstance(recorder, FakeRecorder)
     told_of(fake, reconciler, informers, recorder, [f for f in sys.argv[2].split(",") if f])
+    with_workdir(refused=sys.argv[3] == "refused")
     print("ran", [i.name for i in integrations])
     return 0
+
+
+def with_workdir(refused: bool) -> None:
+    """``t9k create --workdir --dry-run``: the job annotated with its workdir's
+    ConfigMap, or (``refused``) the workdir integration's absence said, exit 1."""
+    with tempfile.TemporaryDirectory() as directory:
+        (Path(directory) / "train.py").write_text("print('hi')\n")
+        argv = ["create", "pytorch", "w", "--image", "i", "--workdir", directory]
+        argv += ["--dry-run", "-o", "yaml", "--", "python", "train.py"]
+        with (
+            contextlib.redirect_stdout(io.StringIO()) as out,
+            contextlib.redirect_stderr(io.StringIO()) as err,
+        ):
+            code = t9k(argv)
+    if refused:
+        assert code == 1 and "no workdir support" in err.getvalue(), (code, err.getvalue())
+        assert not out.getvalue(), out.getvalue()
+    else:
+        assert code == 0, err.getvalue()
+        assert "batch.tensorstack.dev/workdir: w-workdir" in out.getvalue(), out.getvalue()
 
 
 ASKING = {
