@@ -7,7 +7,7 @@ endpoint (a pod-bound ServiceAccount token, as the reporter sends it); the
 next job waits at position 1 with an estimated start at the running job's
 ETA, and the one after it at position 2 with no estimate, saying why. Under
 the default scheduler: a job asking for more GPUs per pod than any KWOK node
-has is told which resource it lacks and on which nodes.
+has is told that it never fits, which resource it lacks and on which nodes.
 """
 
 from __future__ import annotations
@@ -242,39 +242,60 @@ def test_under_kueue_a_waiting_job_has_its_place_and_the_running_jobs_eta(
         next(queues, None)
 
 
-def test_under_the_default_scheduler_a_job_too_big_for_any_node_names_the_resource(
+def test_under_the_default_scheduler_a_job_too_big_for_any_node_never_fits(
     free_gpus: None,
     start_operator: Callable[..., OperatorProcess],
     admin: KubeClient,
     namespace: str,
+    cluster: Cluster,
 ) -> None:
     operator = start_operator(f"--start-estimate-period={PERIOD}")
     operator.wait_ready()
     jobs = Jobs(admin, namespace)
-    body = pytorch_job("huge", [("worker", 1, "Never")])
+    body = pytorch_job("huge", [("worker", 2, "Never")])
     container = body["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {"nvidia.com/gpu": "16"}}
     jobs.create(body)
-    # Refreshed every period but written only when it changes: the job settles
-    # (nothing written for two periods) with its estimate.
-    job = settled(
+    estimate = wait_for(
+        lambda: (e := estimate_of(jobs, "huge")) and e.get("message") and e,
+        60,
+        "huge's start estimate, with the scheduler's words",
+    )
+    nodes = sorted(n["metadata"]["name"] for n in admin.list(NODES)["items"])
+    # The scheduler's own words, from a pod's PodScheduled condition.
+    assert "Insufficient nvidia.com/gpu" in estimate.pop("message", ""), estimate
+    assert estimate == {
+        "where": "scheduler",
+        "lacking": [
+            {
+                "resource": "nvidia.com/gpu",
+                "requested": "16",
+                "pods": 2,
+                "free": "8",
+                "nodes": nodes,
+            }
+        ],
+        "waitingFor": [],
+        "neverFits": True,
+        "reason": "never fits: asks 32 nvidia.com/gpu in pods of 16; the largest node has 8",
+    }
+    listed = t9k(cluster, namespace, "list")
+    row = next(line for line in listed.splitlines() if line.startswith("huge "))
+    assert " never " in f"{row} ", listed
+    described = t9k(cluster, namespace, "describe", f"{jobs.resource.plural}/huge")
+    assert (
+        "estimated start never, waiting for the scheduler: never fits: asks 32 nvidia.com/gpu "
+        "in pods of 16; the largest node has 8" in described
+    ), described
+    # Refreshed every period but written only when it changes: nothing is written while it waits.
+    settled(
         jobs,
         "huge",
         "its start estimate",
-        lambda j: ((j.get("status") or {}).get("startEstimate") or {}).get("lacking"),
+        lambda j: estimate_of(jobs, "huge"),
         operator=operator,
         quiet=2 * float(PERIOD) + 1,
     )
-    estimate = job["status"]["startEstimate"]
-    nodes = sorted(n["metadata"]["name"] for n in admin.list(NODES)["items"])
-    assert estimate["where"] == "scheduler"
-    assert estimate["lacking"] == [
-        {"resource": "nvidia.com/gpu", "requested": "16", "pods": 1, "free": "8", "nodes": nodes}
-    ]
-    assert "estimatedStartTime" not in estimate
-    assert "do not fit on the nodes even with every running pod ended" in estimate["reason"]
-    # The scheduler's own words, from the pod's PodScheduled condition.
-    assert "Insufficient nvidia.com/gpu" in estimate["message"], estimate
 
 
 def test_under_the_default_scheduler_a_waiting_job_waits_for_the_running_jobs_eta(

@@ -6,7 +6,8 @@ The part of the job's status the start-estimate integration
 ``Pending``, and removes once it runs: where it waits (``Kueue``, ``gang``
 or ``scheduler``), its positions in its LocalQueue and ClusterQueue, what
 its pods lack on which nodes, the running jobs whose end frees what it
-needs, and the estimated start time (absent when unknown) with its reason.
+needs, and the estimated start time (absent when unknown) with its reason;
+or that it never fits as it is (``neverFits``), and why.
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ class StartEstimateStatus(T9kModel):
         description="When it may start (RFC 3339, rounded to the minute); absent when "
         "unknown, and reason says why.",
     )
+    never_fits: bool | None = Field(
+        default=None,
+        description="True when it never starts as it is: its pods could not be placed even "
+        "on the empty nodes, or it asks more than its ClusterQueue's whole quota; reason "
+        "says what it asks and what there is. Absent otherwise.",
+    )
     reason: str = Field(description="How the estimate was made, or why there is none.")
     message: str | None = Field(
         default=None,
@@ -87,6 +94,8 @@ def _estimate_lines(part: Mapping[str, Any]) -> list[str]:
     at = part.get("estimatedStartTime")
     where = WAITS.get(str(part.get("where")), str(part.get("where")))
     head = f"estimated start {at}" if at else "estimated start unknown"
+    if part.get("neverFits"):
+        head = "estimated start never"
     lines = [f"{head}, waiting for {where}: {part.get('reason', '')}"]
     queues = []
     if part.get("localQueue"):
@@ -117,8 +126,8 @@ START_ESTIMATE_PART = StatusPart(
     description=(
         "While the job waits to start (Pending): where it waits (Kueue, its gang "
         "scheduler, the default scheduler), its queue positions, what its pods lack, "
-        "the running jobs whose end frees it, and the estimated start time "
-        "(docs/scheduling.md, When will my job start)."
+        "the running jobs whose end frees it, and the estimated start time, or that "
+        "it never fits as it is (docs/scheduling.md, When will my job start)."
     ),
     section=START,
     lines=_estimate_lines,

@@ -97,6 +97,13 @@ def cluster_queue_quota(cq: Mapping[str, Any]) -> tuple[dict[str, float], dict[s
     return quota, used
 
 
+def in_cohort(cq: Mapping[str, Any]) -> bool:
+    """Whether a ClusterQueue may borrow quota beyond its own: it is in a cohort
+    (``spec.cohort``; ``spec.cohortName`` in Kueue's later API)."""
+    spec = cq.get("spec") or {}
+    return bool(spec.get("cohort") or spec.get("cohortName"))
+
+
 def quota_holders(
     cluster_queue: str,
     used: Amounts,

@@ -9,7 +9,10 @@ for each job that is ``Pending``, where it waits and when it may start:
   at their progress ETAs (:func:`kueue_estimate`);
 * its pods waiting for the default or a gang scheduler: which resource its
   pods lack on which nodes, and when enough frees as the running jobs' pods
-  end (:func:`room_part`).
+  end (:func:`room_part`);
+* either way, a job that never fits as it is (its pods on the empty nodes,
+  its Workload in its ClusterQueue's whole quota) says so, and what it asks
+  of how much there is (``integrations/start_estimate/never.py``).
 
 The reads (the visibility API, the ClusterQueue, the nodes and every bound
 pod) are the server's, ``integrations/start_estimate/``: every period it estimates
@@ -43,9 +46,11 @@ from t9k_operator.integrations.start_estimate.arithmetic import (
 from t9k_operator.integrations.start_estimate.build import KUEUE, START_ESTIMATE_PART
 from t9k_operator.integrations.start_estimate.inputs import (
     cluster_queue_quota,
+    in_cohort,
     quota_holders,
     workload_needs,
 )
+from t9k_operator.integrations.start_estimate.never import quota_never_fits
 from t9k_operator.kinds.view import JobView
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.engine import fmt_time
@@ -101,7 +106,9 @@ def kueue_estimate(
     jobs: Mapping[tuple[str, str, str], Obj],
     now: datetime,
 ) -> Obj:
-    """``status.startEstimate`` of a job whose ``workload`` waits for Kueue."""
+    """``status.startEstimate`` of a job whose ``workload`` waits for Kueue; one
+    that asks more than its ClusterQueue's whole nominal quota (the queue in
+    no cohort it could borrow from) never fits, and says so."""
     out: Obj = {
         "where": KUEUE,
         "localQueue": place.local_queue,
@@ -113,6 +120,13 @@ def kueue_estimate(
         reason = f"its ClusterQueue {place.cluster_queue or '(unknown)'} cannot be read"
         return {**out, "reason": reason + _note(place)}
     quota, used = cluster_queue_quota(cluster_queue)
+    never = (
+        None
+        if in_cohort(cluster_queue)
+        else quota_never_fits(workload_needs(workload), quota, place.cluster_queue)
+    )
+    if never is not None:
+        return {**out, "waitingFor": [], "neverFits": True, "reason": never + _note(place)}
     needed = add(workload_needs(workload), *(workload_needs(w) for w in place.ahead))
     needed = {r: v for r, v in needed.items() if r in quota}  # Kueue charges only these
     holders = quota_holders(place.cluster_queue, used, workloads, jobs)
@@ -139,27 +153,35 @@ def room_part(
     room: Mapping[str, Amounts],
     holders: Sequence[Holder],
     now: datetime,
+    never: str | None = None,
 ) -> Obj:
     """``status.startEstimate`` of a job whose ``pods`` (their requests) wait to
-    be placed by a scheduler on nodes with ``room``."""
+    be placed by a scheduler on nodes with ``room``; ``never``: why the job
+    never fits even on empty nodes (:func:`~.never.never_fits`), which is then
+    its reason, with no time and no holder to wait for."""
     lacks = lacking(pods, room)
+    rendered = [
+        {
+            "resource": lack.resource,
+            "requested": show(lack.requested),
+            "pods": lack.pods,
+            "free": show(lack.most_free),
+            "nodes": list(lack.nodes),
+        }
+        for lack in lacks
+    ]
+    if never is not None:
+        return {
+            "where": where,
+            "lacking": rendered,
+            "waitingFor": [],
+            "neverFits": True,
+            "reason": never,
+        }
     short = {lack.resource for lack in lacks}
     relevant = [h for h in holders if not short or any(h.holds.get(r, 0) > 0 for r in short)]
     estimate = room_estimate(pods, room, relevant, now)
-    return {
-        "where": where,
-        "lacking": [
-            {
-                "resource": lack.resource,
-                "requested": show(lack.requested),
-                "pods": lack.pods,
-                "free": show(lack.most_free),
-                "nodes": list(lack.nodes),
-            }
-            for lack in lacks
-        ],
-        **_rendered(estimate, holders, now),
-    }
+    return {"where": where, "lacking": rendered, **_rendered(estimate, holders, now)}
 
 
 def unknown(where: str, reason: str, **fields: Any) -> Obj:

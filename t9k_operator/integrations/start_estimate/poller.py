@@ -14,7 +14,9 @@ functions of ``integrations/start_estimate/integration.py``:
   each (at most :data:`MAX_AHEAD`). Where the visibility API cannot be read
   the positions count this operator's Workloads only, and the estimate says so;
 * a job with pods no scheduler has placed: one LIST of the nodes and one of
-  every bound pod, once a period and only while such a job waits.
+  every bound pod, once a period and only while such a job waits; a job that
+  could not be placed even on the empty nodes never fits, and its estimate
+  says so.
 
 The estimate is kept in :class:`EstimateStore` (what the integration reads)
 and the job is queued only when it changed (its time bucketed to the
@@ -44,6 +46,7 @@ from t9k_operator.integrations.start_estimate.integration import (
     room_part,
     unknown,
 )
+from t9k_operator.integrations.start_estimate.never import never_fits
 from t9k_operator.integrations.start_estimate.queues import KueueReads
 from t9k_operator.kube import ApiError, KubeClient
 from t9k_operator.objects import Obj, make_key
@@ -145,7 +148,7 @@ class Poller:
                         continue  # placed, starting (or no pods yet): nothing to estimate
                     if cluster is None:
                         cluster = self._cluster()
-                    found = self._room(job, unplaced, cluster, jobs, now)
+                    found = self._room(job, mine, unplaced, cluster, jobs, now)
             except ApiError as exc:
                 found = unknown(SCHEDULER, f"the operator could not read what it needs: {exc}")
             # Unknowns are left out (the API server would drop a null).
@@ -194,17 +197,23 @@ class Poller:
     def _room(
         self,
         job: Obj,
+        mine: list[Obj],
         unplaced: list[Obj],
         cluster: tuple[list[Obj], list[Obj]],
         jobs: Mapping[tuple[str, str, str], Obj],
         now: datetime,
     ) -> Obj:
+        """The estimate of a job whose ``unplaced`` pods (of its pods ``mine``)
+        wait; it never fits when all its pods that have not ended could not be
+        placed at once on the empty nodes."""
         group = (job.get("status") or {}).get("podGroup")
         nodes, bound = cluster
         room = node_room(nodes, bound)
         requests = [pod_requests(p) for p in unplaced]
+        live = [pod_requests(p) for p in mine if not _ended(p)]
+        never = never_fits(live, node_room(nodes, ()))
         found = room_part(
-            GANG if group else SCHEDULER, requests, room, pod_holders(bound, jobs), now
+            GANG if group else SCHEDULER, requests, room, pod_holders(bound, jobs), now, never
         )
         found["message"] = (group or {}).get("message") or unschedulable(unplaced)
         return found
@@ -218,6 +227,10 @@ def unschedulable(pods: list[Obj]) -> str | None:
             if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable":
                 return str(c.get("message") or "") or None
     return None
+
+
+def _ended(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _uid(job: Obj) -> str:

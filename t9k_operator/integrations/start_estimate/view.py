@@ -1,7 +1,7 @@
 """What ``t9k`` and the SDK show of a waiting job's ``status.startEstimate``:
 the estimate typed (:func:`start_estimate`), and ``t9k list``'s START column
 (:func:`start_column`): ``~14:05Z (in 23m)``, else the job's place
-(``#3 in queue``) or what it lacks.
+(``#3 in queue``) or what it lacks, or ``never``.
 
 Pure: the job and its pods as listed, and the time.
 """
@@ -34,7 +34,8 @@ def start_estimate(job: Obj) -> StartEstimateStatus | None:
 
 def start_column(job: Obj, pods: Sequence[Obj], now: datetime) -> str:
     """``t9k list``'s START: ``~14:05Z (in 23m)``, else the job's place
-    (``#3 in queue``) or what it lacks; ``starting`` for a Pending job whose
+    (``#3 in queue``) or what it lacks; ``never`` for a job that never fits
+    as it is (``t9k describe`` says why); ``starting`` for a Pending job whose
     pods (among ``pods``) are all placed, ``unknown`` for one without an
     estimate; "" for a job that is not Pending."""
     if views.phase(job) != "Pending":
@@ -43,6 +44,8 @@ def start_column(job: Obj, pods: Sequence[Obj], now: datetime) -> str:
     if estimate is None:
         mine = views.job_pods(job, pods)
         return "starting" if mine and all(p["spec"].get("nodeName") for p in mine) else "unknown"
+    if estimate.never_fits:
+        return "never"
     at = parse_time(estimate.estimated_start_time)
     if at is not None:
         left = (at - now).total_seconds()
