@@ -15,9 +15,10 @@ for each job that is ``Pending``, where it waits and when it may start:
   of how much there is (``integrations/start_estimate/never.py``).
 
 The reads (the visibility API, the ClusterQueue, the nodes and every bound
-pod) are the server's, ``integrations/start_estimate/``: every period it estimates
-each waiting job with the functions here and queues the job when its
-estimate changed (the time bucketed to the minute). This integration only
+pod) are the server's, ``integrations/start_estimate/``: every period, and at
+once when a job starts to wait, it estimates each waiting job with the
+functions here and queues the job when its estimate changed (the time
+bucketed to the minute). This integration only
 reads that estimate back (``Caches.source``) and writes it into the job's
 status while the job is ``Pending``; a job that runs has none. Pure.
 """

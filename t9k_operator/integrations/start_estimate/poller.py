@@ -1,4 +1,5 @@
-"""The start estimates' reads: every period, each waiting job estimated.
+"""The start estimates' reads: every period, each waiting job estimated; a
+job that starts to wait, at once.
 
 A thread of the leader (a standby reads nothing) wakes every
 ``--start-estimate-period`` seconds and, for each job of the operator's
@@ -14,9 +15,14 @@ functions of ``integrations/start_estimate/integration.py``:
   each (at most :data:`MAX_AHEAD`). Where the visibility API cannot be read
   the positions count this operator's Workloads only, and the estimate says so;
 * a job with pods no scheduler has placed: one LIST of the nodes and one of
-  every bound pod, once a period and only while such a job waits; a job that
-  could not be placed even on the empty nodes never fits, and its estimate
-  says so.
+  every bound pod, once a period (or a round of jobs woken by their events)
+  and only while such a job waits; a job that could not be placed even on
+  the empty nodes never fits, and its estimate says so.
+
+Between the periods, the informers' events wake it for the jobs that start
+to wait, or wait in a new way (``integrations/start_estimate/wake.py``): a
+moment later it estimates those, with the same reads, once for the whole
+burst.
 
 The estimate is kept in :class:`EstimateStore` (what the integration reads)
 and the job is queued only when it changed (its time bucketed to the
@@ -25,7 +31,9 @@ minute), so a waiting job costs one status write per change, not per period.
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -48,6 +56,15 @@ from t9k_operator.integrations.start_estimate.integration import (
 )
 from t9k_operator.integrations.start_estimate.never import never_fits
 from t9k_operator.integrations.start_estimate.queues import KueueReads
+from t9k_operator.integrations.start_estimate.wake import (
+    DEBOUNCE,
+    NOT_WAITING,
+    JobKey,
+    Seen,
+    Wakes,
+    waiting_state,
+    watch,
+)
 from t9k_operator.kube import ApiError, KubeClient
 from t9k_operator.objects import Obj, make_key
 from t9k_operator.reconcilers.serving import Route
@@ -79,6 +96,18 @@ class EstimateStore:
             self._by_job = dict(estimates)
         return changed
 
+    def update(self, estimates: Mapping[JobKey, Obj], keys: set[JobKey]) -> set[JobKey]:
+        """Keep ``estimates`` of the jobs ``keys`` (those of them without one go;
+        the other jobs' stay); the jobs whose estimate changed."""
+        with self._lock:
+            changed = {k for k in keys if self._by_job.get(k) != estimates.get(k)}
+            for key in changed:
+                if key in estimates:
+                    self._by_job[key] = estimates[key]
+                else:
+                    self._by_job.pop(key, None)
+        return changed
+
 
 def _waiting(job: Obj) -> bool:
     """Whether a job waits to start (a paused one's phase is Paused)."""
@@ -98,43 +127,81 @@ class Poller:
         period: float,
         is_leader: Callable[[], bool],
         now: Callable[[], datetime],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client, self.routes, self.pods, self.workloads = client, routes, pods, workloads
         self.store, self.period, self.is_leader, self.now = store, period, is_leader, now
+        self.kinds = {route.resource.kind: route for route in routes.values()}
+        self.wakes, self.seen = Wakes(), Seen(period, monotonic)
+        self.monotonic = monotonic
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         log.info("start estimates", period=self.period)
+        watch(self.routes.values(), self.pods, self.workloads, self.wakes)
         self._thread = threading.Thread(target=self._run, name="start-estimates", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self.wakes.ready.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.period):
-            if not self.is_leader():
+        """Every period, a refresh of every waiting job; between them, once woken
+        and the burst gathered, an estimate of the jobs that are due."""
+        next_pass = self.monotonic() + self.period
+        while not self._stop.is_set():
+            left = next_pass - self.monotonic()
+            if left > 0 and self.wakes.ready.wait(left):
+                if self._stop.wait(DEBOUNCE):
+                    return
+                self._round(functools.partial(self.estimate_now, self.wakes.take()))
                 continue
-            try:
-                self.refresh()
-            except Exception as exc:  # never ends the thread: the next period tries again
-                log.warning("start estimates not refreshed", error=str(exc))
+            next_pass = self.monotonic() + self.period
+            self.seen.prune()
+            self._round(self.refresh)
 
-    def refresh(self) -> int:
-        """Estimate every waiting job; queue those whose estimate changed. Returns
-        how many changed."""
+    def _round(self, estimate: Callable[[], int]) -> None:
+        if not self.is_leader():
+            return
+        try:
+            estimate()
+        except Exception as exc:  # never ends the thread: the next period tries again
+            log.warning("start estimates not refreshed", error=str(exc))
+
+    def estimate_now(self, keys: set[JobKey]) -> int:
+        """Estimate those of the jobs ``keys`` that wait in a state they were not
+        estimated in for a period (:class:`~.wake.Seen`), or that have an
+        estimate and no longer wait as it says (it is made again, or dropped);
+        the others are left to the periodic pass. Returns how many estimates
+        changed."""
+        due: set[JobKey] = set()
+        for key in keys:
+            route = self.kinds.get(key[0])
+            job = route.jobs.get(key[1], key[2]) if route is not None else None
+            state = None
+            if job is not None:
+                mine = self.pods.by_index(CONTROLLER_UID_INDEX, _uid(job))
+                state = waiting_state(job, mine, self._workload(job))
+            if state is None and self.store.get(*key) is None:
+                continue  # nothing to estimate, nothing to drop
+            if self.seen.due(key, state or NOT_WAITING):
+                due.add(key)
+        return self.refresh(due) if due else 0
+
+    def refresh(self, only: set[JobKey] | None = None) -> int:
+        """Estimate every waiting job (``only``: of these jobs); queue those whose
+        estimate changed. Returns how many changed."""
         now = self.now()
-        jobs: dict[tuple[str, str, str], Obj] = {}
-        kinds: dict[str, Route] = {}
+        jobs: dict[JobKey, Obj] = {}
         for route in self.routes.values():
-            kinds[route.resource.kind] = route
             for job in route.jobs.list():
                 jobs[job_key(job)] = job
-        waiting = [k for k, job in jobs.items() if _waiting(job)]
-        estimates: dict[tuple[str, str, str], Obj] = {}
+        waiting = [k for k, job in jobs.items() if _waiting(job) and (only is None or k in only)]
+        estimates: dict[JobKey, Obj] = {}
         kueue = KueueReads(self.client, MAX_AHEAD)
         cluster: tuple[list[Obj], list[Obj]] | None = None
         for key in waiting:
@@ -153,13 +220,31 @@ class Poller:
                 found = unknown(SCHEDULER, f"the operator could not read what it needs: {exc}")
             # Unknowns are left out (the API server would drop a null).
             estimates[key] = {k: v for k, v in found.items() if v is not None}
-        changed = self.store.replace(estimates)
-        log.debug("start estimates made", waiting=len(waiting), changed=len(changed))
+        if only is None:
+            changed = self.store.replace(estimates)
+        else:
+            changed = self.store.update(estimates, only)
+        log.debug(
+            "start estimates made",
+            on="period" if only is None else "events",
+            waiting=len(waiting),
+            changed=len(changed),
+        )
         for kind, namespace, name in changed:
-            queue = kinds.get(kind)
+            queue = self.kinds.get(kind)
             if queue is not None:
                 queue.enqueue_after(make_key(namespace, name), 0.0)
         return len(changed)
+
+    def _workload(self, job: Obj) -> Obj | None:
+        """The job's Workload, from the cache (None without --kueue)."""
+        if self.workloads is None:
+            return None
+        meta = job["metadata"]
+        found: Obj | None = self.workloads.get(
+            meta["namespace"], scheduling.group_name(meta["name"], meta["uid"])
+        )
+        return found
 
     def _kueue(
         self,
@@ -170,13 +255,9 @@ class Poller:
     ) -> Obj | None:
         """The estimate of a job whose Workload waits for admission; None when it
         has none or is admitted."""
-        if self.workloads is None:
-            return None
-        meta = job["metadata"]
-        name = scheduling.group_name(meta["name"], meta["uid"])
-        workload = self.workloads.get(meta["namespace"], name)
+        workload = self._workload(job)
         status = (workload or {}).get("status") or {}
-        if workload is None or status.get("admission"):
+        if workload is None or self.workloads is None or status.get("admission"):
             return None
         own = list(self.workloads.list())
         place = kueue.place(workload, own)
@@ -200,7 +281,7 @@ class Poller:
         mine: list[Obj],
         unplaced: list[Obj],
         cluster: tuple[list[Obj], list[Obj]],
-        jobs: Mapping[tuple[str, str, str], Obj],
+        jobs: Mapping[JobKey, Obj],
         now: datetime,
     ) -> Obj:
         """The estimate of a job whose ``unplaced`` pods (of its pods ``mine``)

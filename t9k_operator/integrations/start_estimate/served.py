@@ -43,6 +43,7 @@ class ServedStartEstimate(StartEstimate):
             self.period,
             ctx.is_leader,
             ctx.clock.now,
+            ctx.clock.monotonic,
         )
         host.provide(self.name, store)
         return [poller]
