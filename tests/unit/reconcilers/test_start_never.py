@@ -132,32 +132,26 @@ def test_a_workload_larger_than_its_cluster_queue_never_fits_unless_it_may_borro
 
 
 NEVER = "never fits: asks 32 nvidia.com/gpu in pods of 16; the largest node has 8"
+ESTIMATE = {
+    "where": "scheduler",
+    "lacking": [
+        {"resource": GPU, "requested": "16", "pods": 2, "free": "8", "nodes": ["n0", "n1"]}
+    ],
+    "waitingFor": [],
+    "neverFits": True,
+    "reason": NEVER,
+}
+"""The estimate of two 16-GPU pods on two 8-GPU nodes, as its status carries it."""
 
 
 def test_the_room_part_of_a_job_that_never_fits() -> None:
     room = {"n0": {GPU: 8.0}, "n1": {GPU: 8.0}}
     got = room_part("scheduler", [{GPU: 16.0}] * 2, room, [], NOW, NEVER)
-    assert got == {
-        "where": "scheduler",
-        "lacking": [
-            {"resource": GPU, "requested": "16", "pods": 2, "free": "8", "nodes": ["n0", "n1"]}
-        ],
-        "waitingFor": [],
-        "neverFits": True,
-        "reason": NEVER,
-    }
+    assert got == ESTIMATE
 
 
 def test_t9k_shows_never_and_describe_says_why() -> None:
-    estimate = {
-        "where": "scheduler",
-        "lacking": [
-            {"resource": GPU, "requested": "16", "pods": 2, "free": "8", "nodes": ["n0", "n1"]}
-        ],
-        "waitingFor": [],
-        "neverFits": True,
-        "reason": NEVER,
-    }
+    estimate = ESTIMATE
     job = {
         "kind": "GenericJob",
         "metadata": {"name": "j", "namespace": "t"},
