@@ -198,7 +198,8 @@ class JobReconciler:
         now: datetime = self.clock.now()
         seen: tuple[planning.Seen, ...] = ()
         view = parsed.view
-        unserved = not_served(self.integrations, view)
+        # Told once, with the first status: no pass after it reads them.
+        unserved = () if job.get("status") else not_served(self.integrations, view)
         if parsed.job is not None:
             found = JobInput(self.kind, job, parsed.job, view, now)
             view, seen = planning.observe(self.integrations, found, self.caches)
