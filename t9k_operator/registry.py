@@ -27,6 +27,7 @@ from t9k_operator.integrations.checkpoint.integration import Checkpoint
 from t9k_operator.integrations.gang.integration import GangScheduling
 from t9k_operator.integrations.gpu_usage.served import ServedGPUUsage
 from t9k_operator.integrations.kueue.integration import Kueue
+from t9k_operator.integrations.notifications.served import ServedNotifications
 from t9k_operator.integrations.progress.served import ServedProgress
 from t9k_operator.integrations.start_estimate.served import ServedStartEstimate
 from t9k_operator.integrations.tensorboard.served import ServedTensorBoard
@@ -42,6 +43,7 @@ INTEGRATIONS: tuple[type[Setup], ...] = (
     ServedGPUUsage,
     Workdir,
     ServedStartEstimate,
+    ServedNotifications,
 )
 PARTS: tuple[StatusPart, ...] = tuple(part for setup in INTEGRATIONS for part in setup.parts)
 """Every built-in integration's part of a job's status, in registry order: the CRD

@@ -222,7 +222,12 @@ def test_every_integration_in_the_registry_is_configured_from_its_own_flags() ->
     assert defaults < set(registry.INTEGRATIONS)
     everything = registry.configure(
         parse_args(
-            ["--kueue", "--gang-scheduler=volcano", "--prometheus-url=http://prometheus:9090"]
+            [
+                "--kueue",
+                "--gang-scheduler=volcano",
+                "--prometheus-url=http://prometheus:9090",
+                "--notifications",
+            ]
         )
     )
     assert [type(i) for i in everything] == list(registry.INTEGRATIONS)
@@ -234,7 +239,12 @@ def every_integration_on() -> tuple[Any, ...]:
     """Each integration in the registry, configured on (its flags set)."""
     on = registry.configure(
         parse_args(
-            ["--kueue", f"--gang-scheduler={gang.BACKENDS[0]}", "--prometheus-url=http://p:9090"]
+            [
+                "--kueue",
+                f"--gang-scheduler={gang.BACKENDS[0]}",
+                "--prometheus-url=http://p:9090",
+                "--notifications",
+            ]
         )
     )
     assert {type(i) for i in on} == set(registry.INTEGRATIONS), "every one has a flag set here"
