@@ -22,8 +22,9 @@ import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
+from t9k_operator.api.parts import StatusPart
 from t9k_operator.integrations.notifications import annotations as notes
 from t9k_operator.integrations.notifications.build import NOTIFICATIONS_PART
 from t9k_operator.integrations.notifications.channels import (
@@ -131,7 +132,7 @@ class Notifications(Base[NotifyState]):
     """Tell people of their jobs: the record in the status; the deliverer sends."""
 
     name = "notifications"
-    parts = (NOTIFICATIONS_PART,)
+    parts: ClassVar[tuple[StatusPart, ...]] = (NOTIFICATIONS_PART,)
 
     def __init__(self, options: Options) -> None:
         self.options = options
