@@ -1,4 +1,5 @@
-"""The only package that talks to the Kubernetes API (and imports ``kubernetes``).
+"""The only package that talks to the Kubernetes API (and imports ``kubernetes``,
+only when called: for an auth-provider kubeconfig and for port-forwarding).
 May import ``foundation``, ``resources`` and ``objects``; never informers, runtime or job kinds.
 
 Public surface: :class:`KubeClient` (raw-JSON verbs, watches, pace,
@@ -6,7 +7,8 @@ timeouts), :class:`Resource` descriptors, and the error hierarchy in
 :mod:`t9k_operator.kube.errors`. The client's verbs live in ``client``, the
 connection and request machinery under them in ``transport``, its pace (the
 client-side limit, or the API server's, and the retries of 429s) in ``pace``,
-watch and log streams in ``streams``.
+watch and log streams in ``streams``; the connection settings in ``config``
+(kubeconfig and in-cluster loaders of its own, ``connection`` what they give).
 """
 
 from t9k_operator.kube.client import KubeClient

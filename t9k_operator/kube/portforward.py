@@ -3,7 +3,9 @@
 The one stream the raw-JSON client does not speak: the API server forwards a
 pod's port over a WebSocket channel protocol, which the ``kubernetes``
 package's ``portforward`` implements. Each call opens one WebSocket and gives
-back a connected socket to the pod's port; close it when done.
+back a connected socket to the pod's port; close it when done. That package is
+imported when a port is first forwarded (``t9k tensorboard``), never by the
+operator.
 """
 
 from __future__ import annotations
@@ -12,12 +14,9 @@ import contextlib
 import socket
 from typing import Any
 
-from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
-from kubernetes.stream import portforward
-
-from t9k_operator.kube.config import Connection
-from t9k_operator.kube.errors import ApiError, TransportError, error_from_response
+from t9k_operator.kube import provider_config
+from t9k_operator.kube.connection import Connection
+from t9k_operator.kube.errors import TransportError, error_from_response
 
 
 class PodPort:
@@ -34,9 +33,11 @@ class PodPort:
 
 def open_pod_port(connection: Connection, namespace: str, pod: str, port: int) -> PodPort:
     """A connection to ``port`` of the pod, through the API server."""
-    if connection.loaded is None:
-        raise ApiError("port-forwarding needs a connection loaded from a kubeconfig")
-    api = k8s_client.CoreV1Api(k8s_client.ApiClient(connection.loaded))
+    from kubernetes import client as k8s_client
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.stream import portforward
+
+    api = k8s_client.CoreV1Api(k8s_client.ApiClient(provider_config.configuration(connection)))
     try:
         forward = portforward(
             api.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
