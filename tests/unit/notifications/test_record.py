@@ -174,3 +174,30 @@ def test_the_record_keeps_the_latest_twenty_settled_messages() -> None:
         record, _ = merge(record, [due], lambda e: ("team-a/hook",), done, [], "t")
     assert record is not None
     assert [m["id"] for m in record["messages"]] == [f"id{n:02d}" for n in range(5, 25)]
+
+
+def test_t9k_describe_shows_each_message_and_each_endpoint() -> None:
+    from t9k_operator.integrations.notifications.build import NOTIFICATIONS_PART
+
+    part = {
+        "problems": ["annotation notifications.tensorstack.dev/to: no endpoint x"],
+        "messages": [
+            {
+                "id": FAILED_ID,
+                "event": "failed",
+                "time": "2026-01-01T00:00:00Z",
+                "state": "Pending",
+                "to": ["team-a/hook", "team-a/mail"],
+                "deliveries": [
+                    {"endpoint": "team-a/hook", "state": "GaveUp", "attempts": 7,
+                     "time": "t", "error": "HTTP 503 Service Unavailable"}
+                ],
+            }
+        ],
+    }  # fmt: skip
+    assert NOTIFICATIONS_PART.section == "Notifications"
+    assert NOTIFICATIONS_PART.lines(part) == [
+        "problem: annotation notifications.tensorstack.dev/to: no endpoint x",
+        "failed at 2026-01-01T00:00:00Z: Pending; team-a/hook GaveUp (7 attempts): "
+        "HTTP 503 Service Unavailable, team-a/mail pending",
+    ]
