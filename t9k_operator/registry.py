@@ -24,9 +24,9 @@ from typing import Any
 from t9k_operator import entry_points
 from t9k_operator.api.parts import CommandView, StatusPart
 from t9k_operator.integrations.checkpoint.integration import Checkpoint
-from t9k_operator.integrations.gang.integration import GangScheduling
+from t9k_operator.integrations.gang.served import ServedGangScheduling
 from t9k_operator.integrations.gpu_usage.served import ServedGPUUsage
-from t9k_operator.integrations.kueue.integration import Kueue
+from t9k_operator.integrations.kueue.served import ServedKueue
 from t9k_operator.integrations.notifications.served import ServedNotifications
 from t9k_operator.integrations.progress.served import ServedProgress
 from t9k_operator.integrations.start_estimate.served import ServedStartEstimate
@@ -35,8 +35,8 @@ from t9k_operator.integrations.workdir.integration import Workdir
 from t9k_operator.reconcilers.pipeline.contract import Integration, Rule, Setup
 
 INTEGRATIONS: tuple[type[Setup], ...] = (
-    Kueue,
-    GangScheduling,
+    ServedKueue,
+    ServedGangScheduling,
     ServedTensorBoard,
     ServedProgress,
     Checkpoint,

@@ -210,7 +210,11 @@ READY = "Ready"
 
 SUSPENDED = "Suspended"
 """The Ready condition's reason while ``spec.suspend`` holds."""
-PROGRESS_REASONS = frozenset({"Ready", "Creating", "Pending", "Starting", "Replacing", SUSPENDED})
+QUEUED = "Queued"
+"""Reason of the Ready condition while the pod waits in the queue the spec names."""
+PROGRESS_REASONS = frozenset(
+    {"Ready", "Creating", "Pending", "Starting", "Replacing", SUSPENDED, QUEUED}
+)
 """Reasons of the Ready condition that mean "on its way" (or there, or stopped on
 request); any other (Unschedulable, ImagePullBackOff, CrashLoopBackOff,
 FailedCreate, ...) means the TensorBoard is in trouble: a Warning."""

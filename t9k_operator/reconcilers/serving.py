@@ -82,14 +82,21 @@ class Controlling(Protocol):
 
     name: str
 
-    def controllers(self, ctx: ControllerContext) -> list[Controller]:
-        """Its controllers, built on ``ctx`` (the manager runs them)."""
+    def controllers(self, ctx: ControllerContext, peers: Sequence[object]) -> list[Controller]:
+        """Its controllers, built on ``ctx`` (the manager runs them); ``peers``:
+        every integration that is on, itself included, in registry order (for a
+        contract another one may offer: ``pipeline/queued_pods.py``)."""
         ...
 
 
 def controllers(ctx: ControllerContext, integrations: Sequence[object]) -> list[Controller]:
     """The controllers of every integration that has some, in registry order."""
-    return [c for i in integrations if isinstance(i, Controlling) for c in i.controllers(ctx)]
+    return [
+        c
+        for i in integrations
+        if isinstance(i, Controlling)
+        for c in i.controllers(ctx, integrations)
+    ]
 
 
 def start(host: Host, integrations: Sequence[object]) -> None:

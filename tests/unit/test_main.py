@@ -161,7 +161,7 @@ def test_kueue_whose_workload_api_is_not_served_is_refused_at_start() -> None:
         missing = kueue_not_served(_Discovery(answer), kueue)  # type: ignore[arg-type]
         assert missing is not None
         assert "/apis/kueue.x-k8s.io/v1beta1" in missing and "install Kueue" in missing
-    assert kueue_not_served(_Discovery({}), registry.Kueue.from_flags(parse_args([]))) is None
+    assert kueue_not_served(_Discovery({}), registry.ServedKueue.from_flags(parse_args([]))) is None
 
 
 def test_leader_election_flags_make_one_options_object() -> None:

@@ -35,9 +35,10 @@ from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.parts import DEFAULT_SCHEDULER, SCHEDULING, StatusPart
-from t9k_operator.builders.common import Job, child_metadata, job_labels
+from t9k_operator.builders.common import MANAGED_BY, OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.builders.scheduling import group_name
-from t9k_operator.objects import Obj
+from t9k_operator.objects import Obj, owner_reference
+from t9k_operator.reconcilers.pipeline.queued_pods import labelled
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,32 @@ def join(pod: Obj, be: Backend, group: str, priority_class_name: str | None) -> 
     if priority_class_name and not pod["spec"].get("priorityClassName"):
         pod["spec"]["priorityClassName"] = priority_class_name
     return pod
+
+
+def queue_pod(pod: Obj, be: Backend, queue: str) -> Obj:
+    """``pod`` (no job's) made the one member of a group of its own name, in
+    ``queue`` (``queued.py`` creates the group once the pod exists)."""
+    return labelled(join(pod, be, pod["metadata"]["name"], None), queue)
+
+
+def lone_group(pod: Obj, be: Backend, queue: str) -> Obj:
+    """The PodGroup of one queued pod that is no job's: ``minMember`` 1 in
+    ``queue``, named as the pod and owned by it (it goes with it; no
+    blockOwnerDeletion, which would need the pods' finalizers)."""
+    meta = pod["metadata"]
+    owner = owner_reference("v1", "Pod", meta["name"], meta["uid"])
+    owner["blockOwnerDeletion"] = False
+    return {
+        "apiVersion": be.api_version,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {MANAGED_BY: OPERATOR},
+            "ownerReferences": [owner],
+        },
+        "spec": {"minMember": 1, "queue": queue},
+    }
 
 
 # -- its part of the job's status ------------------------------------------------------

@@ -129,6 +129,17 @@ class GangScheduling(Base[GangState]):
         running them with the default scheduler."""
         self.resource = None if backend is None else podgroups(backend)
 
+    @property
+    def engine(self) -> str:
+        """It queues a pod that is no job's in a gang scheduler with queues
+        (Volcano): a PodGroup of one (``queued.py``)."""
+        be = self.backend
+        return f"{be.name.capitalize()} queue" if be is not None and be.queues else ""
+
+    def queue_pod(self, pod: Obj, queue: str) -> Obj:
+        assert self.backend is not None  # only asked when engine says it queues
+        return gang.queue_pod(pod, self.backend, queue)
+
     # -- configuration ---------------------------------------------------------------------
 
     @staticmethod
@@ -173,7 +184,8 @@ class GangScheduling(Base[GangState]):
                 ("get", "list", "watch", "create", "update", "delete"),
                 why="The job's PodGroup, with --gang-scheduler: created with the job, its\n"
                 "minMember updated as an elastic job scales, deleted when the job finishes\n"
-                "or pauses (a finished job holds no quota).",
+                "or pauses (a finished job holds no quota). With Volcano, a queued pod that\n"
+                "is no job's (a TensorBoard's naming a queue) gets a PodGroup of one.",
             ),
         )
 
@@ -183,14 +195,14 @@ class GangScheduling(Base[GangState]):
             return "--gang-scheduler-name needs --gang-scheduler"
         return None
 
-    @staticmethod
-    def from_flags(args: argparse.Namespace) -> GangScheduling:
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> GangScheduling:
         backend = (
             None
             if args.gang_scheduler == "none"
             else gang.backend(args.gang_scheduler, args.gang_scheduler_name)
         )
-        return GangScheduling(backend, hold=args.gang_unavailable == HOLD)
+        return cls(backend, hold=args.gang_unavailable == HOLD)
 
     @property
     def needs(self) -> tuple[Needs, ...]:

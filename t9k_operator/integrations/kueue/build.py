@@ -33,6 +33,7 @@ from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.builders.scheduling import priority_class
 from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.pipeline.queued_pods import labelled
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -109,6 +110,19 @@ def workload(
         "metadata": child_metadata(job, name, job_labels(job.kind, job.name)),
         "spec": spec,
     }
+
+
+GATE = "t9k.dev/kueue-admission"
+"""The scheduling gate a queued pod that is no job's waits behind until Kueue
+admits its Workload (``queued.py``)."""
+
+
+def queue_pod(pod: Obj, queue: str) -> Obj:
+    """``pod`` (no job's) labelled with its LocalQueue and held behind :data:`GATE`."""
+    gates = pod["spec"].setdefault("schedulingGates", [])
+    if {"name": GATE} not in gates:
+        gates.append({"name": GATE})
+    return labelled(pod, queue)
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,11 @@ class Kueue(Base[KueueState]):
     name = "kueue"
     serves: ClassVar[tuple[type, ...]] = (SchedulingRequest,)
     parts: ClassVar[tuple[StatusPart, ...]] = (kueue.WORKLOAD_PART,)
+    engine = "Kueue LocalQueue"
+    """It queues a pod that is no job's too (``queued.py``)."""
+
+    def queue_pod(self, pod: Obj, queue: str) -> Obj:
+        return kueue.queue_pod(pod, queue)
 
     @staticmethod
     def add_flags(p: argparse.ArgumentParser) -> None:
@@ -234,13 +239,22 @@ class Kueue(Base[KueueState]):
                 "from caches (list and watch), never read on a reconcile.",
             ),
             Rule((kueue.GROUP,), (f"{WORKLOADS.plural}/status",), ("update",)),
+            Rule(
+                ("",),
+                ("pods",),
+                ("patch",),
+                why="A queued pod that is no job's (a TensorBoard's naming a queue), with\n"
+                "--kueue: patched to take its scheduling gate off (with its admitted\n"
+                "flavors' node labels and tolerations) once Kueue admits its Workload,\n"
+                "and to say why it waits meanwhile.",
+            ),
             Rule((kueue.GROUP,), (WORKLOAD_PRIORITY_CLASSES.plural, RESOURCE_FLAVORS.plural), read),
             Rule((POD_PRIORITY_CLASSES.group,), (POD_PRIORITY_CLASSES.plural,), read),
         )
 
-    @staticmethod
-    def from_flags(args: argparse.Namespace) -> Kueue | None:
-        return Kueue() if args.kueue else None
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> Kueue | None:
+        return cls() if args.kueue else None
 
     @property
     def needs(self) -> tuple[Needs, ...]:

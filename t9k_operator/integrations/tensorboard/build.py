@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from t9k_operator.api.tensorboard import (
@@ -104,8 +105,9 @@ def spec_hash(pod_spec: Obj) -> str:
     return hashlib.sha256(json.dumps(pod_spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def build_pod(tb: TensorBoardObject) -> Obj:
-    """The TensorBoard's pod: its claims mounted read-only, TensorBoard on port 6006."""
+def build_pod(tb: TensorBoardObject, queue: Callable[[Obj], Obj] | None = None) -> Obj:
+    """The TensorBoard's pod: its claims mounted read-only, TensorBoard on port 6006;
+    made ready for its queue by ``queue`` (before its spec is hashed)."""
     spec = tb.spec
     volumes, mounts = [], []
     for i, claim in enumerate(claims(spec)):
@@ -137,8 +139,14 @@ def build_pod(tb: TensorBoardObject) -> Obj:
     containers = [container] if fetching is None else [container, fetching]
     pod_spec: Obj = {"restartPolicy": "Always", "containers": containers, "volumes": volumes}
     meta = child_metadata(tb, service_name(tb.name), labels(tb.name))
-    meta["annotations"] = {SPEC_HASH: spec_hash(pod_spec)}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    if queue is not None:
+        pod = queue(pod)
+    hashed = {"spec": pod["spec"], "labels": pod["metadata"].get("labels") or {}}
+    hashed["annotations"] = pod["metadata"].get("annotations") or {}
+    hash_of = spec_hash(pod["spec"]) if queue is None else spec_hash(hashed)
+    pod["metadata"].setdefault("annotations", {})[SPEC_HASH] = hash_of
+    return pod
 
 
 def build_service(tb: TensorBoardObject) -> Obj:

@@ -57,6 +57,7 @@ from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pipeline.applier import StatusWriter
 from t9k_operator.reconcilers.pipeline.children import Gone, InformerCaches, Writer
 from t9k_operator.reconcilers.pipeline.contract import Refusal, Watch
+from t9k_operator.reconcilers.pipeline.queued_pods import QueuesPods
 from t9k_operator.reconcilers.pipeline.writes import WrittenStatuses
 from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import Controller, ControllerContext, Result
@@ -79,7 +80,8 @@ class TensorBoardReconciler:
     """Every TensorBoard's pass: read from the caches, planned by ``plan.py``,
     written through the pipeline's writers."""
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, queuer: QueuesPods | None = None) -> None:
+        self.queuer = queuer  # what queues the pod of a TensorBoard that names a queue
         self.recorder = ctx.recorder
         self.clock = ctx.clock
         self.caches = InformerCaches(
@@ -134,10 +136,11 @@ class TensorBoardReconciler:
         problem, retry = self._carry_out(key, tb, service, rlog)
         if problem is not None:
             return problem, None, retry
-        pod = plan.pod_step(tb, self.caches.get(PODS, tb.namespace, name), now)
+        seen = self.caches.get(PODS, tb.namespace, name)
+        pod = plan.pod_step(tb, seen, now, self.queuer)
         readiness, retry = self._carry_out(key, tb, pod, rlog)
         assert readiness is not None  # the pod always has its word
-        return plan.queue_noted(tb, readiness), pod.requeue_after, retry
+        return plan.queued(tb, seen, readiness, self.queuer), pod.requeue_after, retry
 
     def _carry_out(
         self, key: str, tb: TensorBoardObject, step: plan.Step, rlog: Any

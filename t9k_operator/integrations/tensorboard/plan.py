@@ -29,6 +29,7 @@ from t9k_operator.integrations.tensorboard.status import (
 )
 from t9k_operator.objects import Obj, controller_ref
 from t9k_operator.reconcilers.pipeline.contract import Action, Refusal
+from t9k_operator.reconcilers.pipeline.queued_pods import QueuesPods, waiting
 from t9k_operator.resources import PODS, SERVICES, Resource
 
 POD = "the TensorBoard's pod"
@@ -88,10 +89,28 @@ SUSPENDED = Readiness(
 )
 
 
-def pod_step(tb: TensorBoardObject, seen: Obj | None, now: datetime) -> Step:
-    """The pod is created when missing, and replaced when built from an older
-    spec, or a while after it ended; deleted while the TensorBoard is suspended;
-    its readiness otherwise."""
+def queue_of(tb: TensorBoardObject) -> str | None:
+    """The queue the TensorBoard names (``spec.scheduler.t9kScheduler.queue``), or None."""
+    t9k = tb.spec.scheduler.t9k_scheduler if tb.spec.scheduler else None
+    return t9k.queue if t9k is not None and t9k.queue else None
+
+
+def wanted_pod(tb: TensorBoardObject, queuer: QueuesPods | None) -> Obj:
+    """The pod the TensorBoard should have: queued by ``queuer`` when it names a
+    queue and one is on (its spec hash covers what the queue adds, so an
+    operator that starts queueing it, or stops, replaces it)."""
+    queue = queue_of(tb)
+    if queue is None or queuer is None:
+        return build.build_pod(tb)
+    return build.build_pod(tb, lambda pod: queuer.queue_pod(pod, queue))
+
+
+def pod_step(
+    tb: TensorBoardObject, seen: Obj | None, now: datetime, queuer: QueuesPods | None = None
+) -> Step:
+    """The pod is created when missing (queued by ``queuer`` when the TensorBoard
+    names a queue), and replaced when built from an older spec, or a while after
+    it ended; deleted while the TensorBoard is suspended; its readiness otherwise."""
     if seen is not None:
         conflict = clash(seen, tb)
         if conflict is not None:
@@ -100,7 +119,7 @@ def pod_step(tb: TensorBoardObject, seen: Obj | None, now: datetime) -> Step:
         if seen is None or seen["metadata"].get("deletionTimestamp"):
             return Step(readiness=SUSPENDED)
         return Step(delete(seen), SUSPENDED)
-    want = build.build_pod(tb)
+    want = wanted_pod(tb, queuer)
     if seen is None:
         return Step(create(PODS, want, POD), pod_readiness(None))
     readiness = pod_readiness(seen)
@@ -120,17 +139,27 @@ def pod_step(tb: TensorBoardObject, seen: Obj | None, now: datetime) -> Step:
     return Step(readiness=readiness)
 
 
-def queue_noted(tb: TensorBoardObject, readiness: Readiness) -> Readiness:
-    """``readiness``, saying that the queue the spec names is not used: the
-    operator places a TensorBoard's pod with the default scheduler."""
-    t9k = tb.spec.scheduler.t9k_scheduler if tb.spec.scheduler else None
-    if t9k is None:
+def queued(
+    tb: TensorBoardObject, pod: Obj | None, readiness: Readiness, queuer: QueuesPods | None
+) -> Readiness:
+    """``readiness``, as the queue the spec names leaves it: ``Queued`` while the
+    pod waits in it (its engine's words), unchanged once it is let go; and, with no
+    integration that queues pods on, saying that the queue is not used."""
+    queue = queue_of(tb)
+    if queue is None:
         return readiness
-    note = (
-        f"spec.scheduler.t9kScheduler.queue {t9k.queue} is not used: a TensorBoard's "
-        "pod is placed by the default scheduler"
-    )
-    return Readiness(readiness.ready, readiness.reason, f"{readiness.message}; {note}")
+    if queuer is None:
+        note = (
+            f"spec.scheduler.t9kScheduler.queue {queue} is not used: the operator queues "
+            "a TensorBoard's pod only with --kueue or --gang-scheduler volcano; it is "
+            "placed by the default scheduler"
+        )
+        return Readiness(readiness.ready, readiness.reason, f"{readiness.message}; {note}")
+    why = waiting(pod) if pod is not None and not readiness.trouble else None
+    if why is None:
+        return readiness
+    name = pod["metadata"]["name"] if pod is not None else ""
+    return Readiness(False, api.QUEUED, f"pod {name} waits in {queuer.engine} {queue}: {why}")
 
 
 def refused(action: Action, refusal: Refusal) -> tuple[Readiness, bool]:

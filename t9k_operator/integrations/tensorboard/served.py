@@ -10,6 +10,7 @@ parts, never loads them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from t9k_operator.integrations.tensorboard.integration import JobTensorBoard
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 class ServedTensorBoard(JobTensorBoard):
     """A job's TensorBoard, and the controller of every TensorBoard."""
 
-    def controllers(self, ctx: ControllerContext) -> list[Controller]:
+    def controllers(self, ctx: ControllerContext, peers: Sequence[object]) -> list[Controller]:
         from t9k_operator.integrations.tensorboard.controller import TensorBoardReconciler
+        from t9k_operator.reconcilers.pipeline.queued_pods import queuer
 
-        return [TensorBoardReconciler(ctx).controller]
+        return [TensorBoardReconciler(ctx, queuer(peers)).controller]
