@@ -52,6 +52,8 @@ log = structlog.get_logger(__name__)
 
 RESYNC = 10.0
 """Seconds between two passes over every cached job."""
+LEADING_CHECK = 1.0
+"""Seconds between two looks at whether this replica leads."""
 IDLE = 60.0
 """Seconds an endpoint's thread waits for more before it ends."""
 
@@ -151,13 +153,21 @@ class Outbox:
                 thread.join(15)
 
     def _run(self) -> None:
+        """A pass over every job each resync period while leading, and at once
+        when this replica comes to lead (the informers' events before that
+        were not acted on)."""
+        leading, due = False, 0.0
         while not self._stop.is_set():
-            if self.host.ctx.is_leader():
+            now = self.clock.monotonic()
+            if not self.host.ctx.is_leader():
+                leading = False
+            elif not leading or now >= due:
+                leading, due = True, now + self._resync
                 try:
                     self.sweep()
                 except Exception as exc:  # never the end of the deliverer
                     log.error("notifications: a pass over the jobs failed", error=str(exc))
-            self.clock.wait(self._stop, self._resync)
+            self.clock.wait(self._stop, LEADING_CHECK)
 
     def sweep(self) -> None:
         """Offer every cached job's pending messages."""
