@@ -13,10 +13,12 @@ naming an endpoint that does not exist gets a Warning naming the annotation.
 
 from __future__ import annotations
 
+import contextlib
 import email
 import email.policy
 import hashlib
 import hmac
+import io
 import json
 import threading
 import time
@@ -25,8 +27,10 @@ from typing import Any
 
 import pytest
 
+from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import SECRETS
+from tests.integration.cluster import Cluster
 from tests.integration.conftest import OPERATOR_NAMESPACE
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.kubelet import Kubelet
@@ -100,6 +104,7 @@ def delivered(jobs: Jobs, name: str) -> Callable[[], dict[str, Any] | None]:
 
 
 def test_a_failed_job_is_told_once_to_a_signed_webhook_and_a_mailbox(
+    cluster: Cluster,
     admin: KubeClient,
     jobs: Jobs,
     kubelet: Kubelet,
@@ -153,6 +158,18 @@ def test_a_failed_job_is_told_once_to_a_signed_webhook_and_a_mailbox(
         assert mail["Subject"] == f"[t9k] Failed: PyTorchTrainingJob {ns}/broke"
         assert mail["X-T9k-Delivery"] == m["id"]
         assert KEY not in raw.decode(errors="replace")
+
+        # t9k describe shows the deliveries.
+        out = io.StringIO()
+        argv = ["--kubeconfig", str(cluster.kubeconfig), "-n", ns, "describe", "broke"]
+        with contextlib.redirect_stdout(out):
+            assert t9k_main(argv) == 0, out.getvalue()
+        shown = out.getvalue()
+        assert "Notifications:" in shown, shown
+        assert (
+            f"failed at {m['time']}: Delivered; {ns}/hook Delivered (1 attempt), "
+            f"{ns}/mail Delivered (1 attempt)"
+        ) in shown, shown
 
         # A restarted operator reads the record: nothing is sent again.
         operator.kill()
