@@ -306,3 +306,80 @@ def test_the_administrators_default_endpoint_hears_of_every_job(
         )
     finally:
         admin.delete(SECRETS, name, OPERATOR_NAMESPACE)
+
+
+def test_a_disruption_and_a_whole_job_restart_are_told(
+    admin: KubeClient,
+    jobs: Jobs,
+    kubelet: Kubelet,
+    receiver: HttpReceiver,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    endpoint(admin, jobs.namespace, "hook", type="webhook", url=receiver.url, secret=KEY)
+    operator = start_operator(*ARGS)
+    operator.wait_ready()
+    body = pytorch_job("whole", [("master", 1, "OnFailure"), ("worker", 1, "OnFailure")])
+    body["spec"]["runPolicy"] = {"restartScope": "Job"}
+    body["metadata"]["annotations"] = {
+        "notifications.tensorstack.dev/to": "hook",
+        "notifications.tensorstack.dev/on": "preempted,restarted",
+    }
+    jobs.create(body)
+    names = ["whole-master-0", "whole-worker-0"]
+    pods = jobs.wait_pods("whole", names)
+    for name in names:
+        kubelet.run(jobs.namespace, name)
+    jobs.wait_phase("whole", "Running")
+    kubelet.evict(jobs.namespace, "whole-worker-0")
+    jobs.wait_new_pod("whole", "whole-worker-0", pods["whole-worker-0"]["metadata"]["uid"], 30)
+
+    def told(event: str) -> Callable[[], dict[str, Any] | None]:
+        def check() -> dict[str, Any] | None:
+            for r in receiver.received:
+                doc = json.loads(r.body)
+                if doc["event"] == event:
+                    return dict(doc)
+            return None
+
+        return check
+
+    preempted = eventually(told("preempted"), 60, "the disruption told")
+    assert preempted["reason"] == "Disrupted"
+    assert "whole-worker-0" in preempted["message"]
+
+    pods = jobs.wait_pods("whole", names)
+    for name in names:
+        kubelet.run(jobs.namespace, name)
+    kubelet.fail(jobs.namespace, "whole-master-0", exit_code=2)
+    restarted = eventually(told("restarted"), 60, "the whole job's restart told")
+    assert restarted["reason"] == "Restarting"
+    assert "(exit code 2)" in restarted["message"] and "restart 1" in restarted["message"]
+    assert sorted(json.loads(r.body)["event"] for r in receiver.received) == [
+        "preempted",
+        "restarted",
+    ]
+
+
+def test_a_dead_endpoint_is_given_up_with_a_warning_and_a_metric(
+    admin: KubeClient,
+    jobs: Jobs,
+    kubelet: Kubelet,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/hook/t0ken"  # nothing listens there
+    endpoint(admin, jobs.namespace, "dead", type="webhook", url=url, secret=KEY)
+    operator = start_operator(*ARGS, "--notification-give-up", "6s")
+    operator.wait_ready()
+    submit(jobs, "lonely", "dead")
+    end(jobs, kubelet, "lonely")
+    warning = jobs.wait_event("lonely", "NotificationFailed", timeout=60)
+    assert warning[0] == "Warning"
+    assert warning[2].startswith(f"gave up telling {jobs.namespace}/dead of succeeded")
+    assert "cannot reach the endpoint" in warning[2]
+    assert "t0ken" not in warning[2]
+    m = message(jobs, "lonely")
+    assert m["state"] == "Failed"
+    assert m["deliveries"][0]["state"] == "GaveUp"
+    assert m["deliveries"][0]["attempts"] >= 3
+    assert operator.metric("t9k_notifications_total", {"result": "gave_up"}) == 1
+    assert "t0ken" not in operator.logs()
