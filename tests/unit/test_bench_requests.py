@@ -20,7 +20,9 @@ from hack.bench.job_start.integrations import (
     Integrations,
     job_body,
 )
-from hack.bench.job_start.plan import DEFAULT_PLAN, SCENARIOS, scenario_plan
+from hack.bench.job_start.kubeflow import job_body as kubeflow_job
+from hack.bench.job_start.kubeflow import running as kubeflow_running
+from hack.bench.job_start.plan import DEFAULT_PLAN, scenario_plan
 from hack.bench.job_start.prepare import kueue_queues, manifest_object, nodes_to_add
 from hack.bench.job_start.pyspy import profile_top
 from hack.bench.job_start.run import Run
@@ -130,7 +132,12 @@ def test_integrations_run_only_with_the_operator() -> None:
         scenario_plan(sizes, ["ceiling", "tuned", "baseline"], kueue)
     with pytest.raises(ValueError, match="writes"):
         scenario_plan(sizes, ["writes"], Integrations(gang="coscheduling"))
-    assert scenario_plan(["200x4"], None, Integrations()) == {"200x4": SCENARIOS}
+    assert scenario_plan(["200x4"], None, Integrations()) == {
+        "200x4": ("ceiling", "writes", "defaults", "tuned", "baseline")
+    }
+    assert scenario_plan(["200x4"], ["defaults", "kubeflow"], Integrations()) == {
+        "200x4": ("defaults", "kubeflow")
+    }
     with pytest.raises(ValueError, match="unknown scenario"):
         scenario_plan(sizes, ["fastest"], Integrations())
 
@@ -225,3 +232,23 @@ def test_a_run_of_10000_jobs_reports_its_rss_against_the_limit() -> None:
     assert line == (
         "10000x4 defaults: RSS at ready 84 MB, peak 419 MB (target < 450 MB), CPU 12.0 ms per job"
     )
+
+
+def test_the_kubeflow_scenario_runs_a_master_and_workers_running_by_condition() -> None:
+    job = kubeflow_job("job-7", 4)
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Master": 1, "Worker": 3}
+    for spec in specs.values():
+        assert spec["template"]["spec"]["schedulerName"] == SCHEDULER
+        assert spec["template"]["metadata"]["annotations"] == {"kwok.t9k.dev/manual": "true"}
+    assert list(kubeflow_job("one", 1)["spec"]["pytorchReplicaSpecs"]) == ["Master"]
+    created = {"type": "Created", "status": "True"}
+    assert not kubeflow_running({"status": {"conditions": [created]}})
+    assert not kubeflow_running(
+        {"status": {"conditions": [{"type": "Running", "status": "False"}]}}
+    )
+    assert kubeflow_running(
+        {"status": {"conditions": [created, {"type": "Running", "status": "True"}]}}
+    )
+    assert not kubeflow_running({})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from hack.bench.job_start.kubeflow import TRAINING_OPERATOR  # the job-start bench's
 from hack.cluster import ADDONS, GANGS, KWOK_BUILD, versions
 from hack.cluster import TOOLS as INSTALL_TOOLS  # Helm, kustomize, prometheus-operator's CRDs
 
@@ -385,7 +386,7 @@ def test_missing_install_tools_with_no_build_exit_3_with_the_remedy(env: dict[st
 
 
 def test_wrapper_modules_require_the_pinned_versions() -> None:
-    for g in [*ADDONS.values(), *INSTALL_TOOLS.values()]:
+    for g in [*ADDONS.values(), *INSTALL_TOOLS.values(), TRAINING_OPERATOR]:
         go_mod = (ROOT / "hack" / "third_party" / g.wrapper / "go.mod").read_text()
         assert f"{g.module} {g.version}" in go_mod, g.wrapper
         assert (ROOT / "hack" / "third_party" / g.wrapper / "go.sum").exists()

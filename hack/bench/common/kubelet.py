@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from t9k_operator.kube import KubeClient
-from t9k_operator.resources import PODS
+from t9k_operator.resources import PODS, Resource
 
 from .follower import Follower
 from .jobs import JOBS, NAMESPACE, SCHEDULER
@@ -24,7 +25,10 @@ class StandIn:
     With ``bound_only`` (a gang scheduler places the pods) it marks a pod only
     once a scheduler has bound it to a node, as a kubelet would. Pods whose
     ``schedulerName`` is not ``scheduler``, or whose node selector lacks
-    ``node_labels`` (a Kueue flavor's), are counted in ``misplaced``."""
+    ``node_labels`` (a Kueue flavor's), are counted in ``misplaced``. The jobs
+    followed are ``jobs`` (the operator's PyTorchTrainingJobs, or another
+    controller's kind), Running when ``running`` says so (by default, the
+    operator's ``status.phase``)."""
 
     def __init__(
         self,
@@ -35,8 +39,12 @@ class StandIn:
         bound_only: bool = False,
         scheduler: str = SCHEDULER,
         node_labels: dict[str, str] | None = None,
+        jobs: Resource = JOBS,
+        running: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self.client = client
+        self.jobs = jobs
+        self.running = running or _phase_running
         self.expect_pods, self.expect_jobs = expect_pods, expect_jobs
         self.bound_only, self.scheduler = bound_only, scheduler
         self.node_labels = node_labels or {}
@@ -61,7 +69,7 @@ class StandIn:
     def start(self) -> None:
         self._followers = [
             Follower(self.client, PODS, self._on_pod),
-            Follower(self.client, JOBS, self._on_job),
+            Follower(self.client, self.jobs, self._on_job),
         ]
         for f in self._followers:
             if not f.ready.wait(60):
@@ -135,8 +143,11 @@ class StandIn:
 
     def _on_job(self, kind: str, job: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
-        phase = (job.get("status") or {}).get("phase")
-        if kind != "DELETED" and phase == "Running" and name not in self.job_running:
+        if kind != "DELETED" and name not in self.job_running and self.running(job):
             self.job_running[name] = time.monotonic()
             if len(self.job_running) >= self.expect_jobs:
                 self.jobs_done.set()
+
+
+def _phase_running(job: dict[str, Any]) -> bool:
+    return (job.get("status") or {}).get("phase") == "Running"

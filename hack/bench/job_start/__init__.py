@@ -20,7 +20,12 @@ the run):
 * ``defaults``: this tree's operator at its default flags;
 * ``tuned``: this tree's operator with ``--kube-api-qps 1000 --kube-api-burst 2000``;
 * ``baseline``: the operator at ``--baseline`` (default a08a3ab, the
-  operator before its job-start work), checked out into a temporary git worktree, at its defaults.
+  operator before its job-start work), checked out into a temporary git worktree, at its defaults;
+* ``kubeflow``: Kubeflow's training-operator v1 (``kubeflow``: the release
+  hack/versions.env pins, built from its Go module the first time) on the
+  same jobs as PyTorchJobs (a Master and N - 1 Workers), side by side with
+  the operator: its RSS, CPU and times; run only when named
+  (``--scenarios defaults,kubeflow``).
 
 A stand-in kubelet in the bench marks every pod Running at once (one status
 patch, as a kubelet does). The pods carry ``schedulerName:
@@ -105,7 +110,8 @@ run's figures, ``operator_reads`` and ``informer_reads`` among them.
 
 Its modules: ``plan`` (sizes and scenarios), ``integrations`` and
 ``prepare`` (``--kueue``, ``--gang``), ``ceiling`` and ``writer`` (the
-scenarios without the operator), ``apiserver`` (the API server's figures),
+scenarios without the operator), ``kubeflow`` (Kubeflow's training-operator),
+``apiserver`` (the API server's figures),
 ``pyspy``, ``stores`` (the informer stores' memory), ``run`` (a run's
 figures), ``runner`` (a run), ``tables`` and ``compare`` (the printed
 figures) and ``cli`` (the command line).

@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from hack.bench.common.procstat import proc_cpu, proc_kib
 from hack.cluster import Cluster
@@ -19,7 +20,7 @@ from ..common.jobs import JOBS, NAMESPACE
 from ..common.kubelet import StandIn
 from ..common.log import log
 from ..common.operator import Operator
-from . import apiserver
+from . import apiserver, kubeflow
 from .ceiling import ceiling_pods
 from .integrations import FLAVOR_LABELS, job_body
 from .plan import TUNED, run_timeout
@@ -63,6 +64,8 @@ class Trial:
         flags = (f"--apiserver-flag={f}" for f in self.opts.server_flags)
         start_fresh(self.cluster, *self.using.cluster_flags(), *flags)
         self.client = bench_client(self.cluster)
+        theirs = self.scenario == "kubeflow"
+        self.job_resource = kubeflow.PYTORCHJOBS if theirs else JOBS
         self.standin = StandIn(
             self.client,
             self.jobs * self.replicas,
@@ -70,6 +73,8 @@ class Trial:
             bound_only=self.using.gang is not None,
             scheduler=self.using.scheduler(),
             node_labels=FLAVOR_LABELS if self.using.kueue else None,
+            jobs=self.job_resource,
+            running=kubeflow.running if theirs else None,
         )
         try:
             self._prepare()
@@ -90,10 +95,17 @@ class Trial:
         source = opts.sources["baseline" if scenario == "baseline" else "tree"]
         install_crds(self.cluster, self.client, source)
         self.pods = ceiling_pods(self.jobs, self.replicas) if scenario == "ceiling" else []
-        self.bodies = [job_body(f"job-{j}", self.replicas, self.using) for j in range(self.jobs)]
+        body = kubeflow.job_body if scenario == "kubeflow" else self._job_body
+        self.bodies = [body(f"job-{j}", self.replicas) for j in range(self.jobs)]
         prepare(self.client, self.using, self.jobs * self.replicas)
         log_path = opts.logs / f"{self.tag}.log"
-        if scenario == "writes":
+        if scenario == "kubeflow":
+            folder = kubeflow.install(self.cluster, self.client)
+            kubeconfig = self.cluster.kubeconfig
+            self.operator = kubeflow.TrainingOperator(folder, kubeconfig, log_path, self.client)
+            self.operator.wait_ready()
+            self.run.rss_ready_mib = proc_kib(self.operator.proc.pid, "VmRSS") / 1024
+        elif scenario == "writes":
             self.writer = Writer(self.cluster.kubeconfig, self.replicas, opts.concurrency, log_path)
         elif scenario != "ceiling":
             extra = opts.operator_flags if scenario != "baseline" else ()
@@ -104,6 +116,9 @@ class Trial:
             self.run.rss_ready_mib = proc_kib(self.operator.proc.pid, "VmRSS") / 1024
         self.standin.start()
         time.sleep(1.0)  # the watches are open
+
+    def _job_body(self, name: str, replicas: int) -> dict[str, Any]:
+        return job_body(name, replicas, self.using)
 
     def _measure(self) -> None:
         """Submit, wait, and take every figure."""
@@ -152,7 +167,8 @@ class Trial:
             if self.scenario == "ceiling":
                 list(pool.map(lambda p: client.create(PODS, p, NAMESPACE), self.pods))
             else:
-                list(pool.map(lambda body: client.create(JOBS, body, NAMESPACE), self.bodies))
+                jobs = self.job_resource
+                list(pool.map(lambda body: client.create(jobs, body, NAMESPACE), self.bodies))
         if standin.pods_done.wait(self.timeout):
             meter.mark("pods")
             run.pods_s = max(standin.pod_seen.values()) - t0
@@ -188,6 +204,8 @@ class Trial:
         pid, run = self.operator.proc.pid, self.run
         run.rss_peak_mib = proc_kib(pid, "VmHWM") / 1024
         run.rss_end_mib = proc_kib(pid, "VmRSS") / 1024
+        if self.scenario == "kubeflow":
+            return  # the stores measured are the operator's, of its own kinds
         traced, resident = cache_bytes(self.client)
         run.cache_mib, run.cache_rss_mib = traced / 2**20, resident / 2**20
 
