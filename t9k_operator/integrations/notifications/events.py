@@ -73,6 +73,10 @@ def _last_restart(status: Mapping[str, Any], counted: bool) -> Mapping[str, Any]
     return found[-1] if found else {}
 
 
+Mark = tuple[str, str, str, str, str]
+"""An event the status marks: event, mark, time, reason, message."""
+
+
 def derive(
     uid: str,
     status: Mapping[str, Any],
@@ -81,7 +85,22 @@ def derive(
     now: datetime,
 ) -> list[Due]:
     """The messages ``status`` calls for that the job chose, oldest first."""
-    found: list[tuple[str, str, str, str, str]] = []  # event, mark, time, reason, message
+    out = []
+    for event, mark, at, reason, message in [
+        *_conditions(status),
+        *_counts(status, restart_scope),
+        *_estimate(status, choice, now),
+    ]:
+        when = parse_time(at)
+        if event not in choice.on or when is None or now - when > MAX_AGE:
+            continue
+        out.append(Due(message_id(uid, mark), event, at, reason, message))
+    return sorted(out, key=lambda d: (d.time, d.id))
+
+
+def _conditions(status: Mapping[str, Any]) -> list[Mark]:
+    """The job's end, a hang, idle GPUs, an eviction by Kueue."""
+    found: list[Mark] = []
     phase = status.get("phase")
     if phase in ("Succeeded", "Failed"):
         cond = _condition(status, "Completed" if phase == "Succeeded" else "Failed")
@@ -102,6 +121,12 @@ def derive(
         found.append(
             (PREEMPTED, f"evicted@{at}", at, EVICTED_BY_KUEUE, str(running.get("message")))
         )
+    return found
+
+
+def _counts(status: Mapping[str, Any], restart_scope: str) -> list[Mark]:
+    """The latest disruption, the latest restart of the whole job."""
+    found: list[Mark] = []
     disruptions = int(status.get("disruptionCount") or 0)
     if disruptions:
         last = _last_restart(status, counted=False)
@@ -129,18 +154,16 @@ def derive(
                 f"restart {restarts}",
             )
         )
+    return found
+
+
+def _estimate(status: Mapping[str, Any], choice: Choice, now: datetime) -> list[Mark]:
+    """A waiting job's start estimated past the threshold it chose, or never."""
     estimate = status.get("startEstimate") or {}
-    if phase == "Pending" and estimate and choice.over is not None:
-        late = _late(estimate, choice.over, now)
-        if late:
-            found.append((START_ESTIMATE, "start-estimate", format_time(now), "StartLate", late))
-    out = []
-    for event, mark, at, reason, message in found:
-        when = parse_time(at)
-        if event not in choice.on or when is None or now - when > MAX_AGE:
-            continue
-        out.append(Due(message_id(uid, mark), event, at, reason, message))
-    return sorted(out, key=lambda d: (d.time, d.id))
+    if status.get("phase") != "Pending" or not estimate or choice.over is None:
+        return []
+    late = _late(estimate, choice.over, now)
+    return [(START_ESTIMATE, "start-estimate", format_time(now), "StartLate", late)] if late else []
 
 
 def _late(estimate: Mapping[str, Any], over: int, now: datetime) -> str:

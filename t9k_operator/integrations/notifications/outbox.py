@@ -2,8 +2,8 @@
 own, so a slow or dead endpoint never delays a reconcile.
 
 Each endpoint has its queue (at most ``--notification-queue`` deliveries)
-and one thread, started when something is queued for it and ended once it
-has been idle a while: an endpoint that is slow, down or asks to wait
+and up to :data:`WORKERS` threads, started when something is queued for it
+and ended once idle a while: an endpoint that is slow, down or asks to wait
 (``Retry-After``) holds only its own queue. A delivery is tried until the
 endpoint takes it or the message has waited ``--notification-give-up``
 since it was recorded, with exponential backoff and jitter between tries
@@ -46,12 +46,14 @@ from t9k_operator.integrations.notifications.record import (
 )
 from t9k_operator.integrations.notifications.send import Answer, mail, post
 from t9k_operator.objects import Obj, format_time, parse_time
-from t9k_operator.reconcilers.serving import Host
+from t9k_operator.reconcilers.serving import Host, Route
 
 log = structlog.get_logger(__name__)
 
 RESYNC = 10.0
 """Seconds between two passes over every cached job."""
+WORKERS = 4
+"""Threads an endpoint's queue has at most: its deliveries in flight at once."""
 LEADING_CHECK = 1.0
 """Seconds between two looks at whether this replica leads."""
 IDLE = 60.0
@@ -69,11 +71,11 @@ class Delivery:
 
 
 class _Lane:
-    """One endpoint's queue and its thread."""
+    """One endpoint's queue and its threads."""
 
     def __init__(self) -> None:
         self.items: deque[Delivery] = deque()
-        self.thread: threading.Thread | None = None
+        self.threads: set[threading.Thread] = set()
 
 
 class Outbox:
@@ -125,29 +127,15 @@ class Outbox:
 
     def start(self) -> None:
         for plural, route in self.host.routes.items():
-            route.jobs.add_event_handler(*self._handlers(plural))
+            route.jobs.add_event_handler(*handlers(self, plural))
         self._thread = threading.Thread(target=self._run, name="notifications", daemon=True)
         self._thread.start()
-
-    def _handlers(
-        self, plural: str
-    ) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
-        def added(job: Obj) -> None:
-            self.offer(plural, job)
-
-        def updated(_old: Obj, job: Obj) -> None:
-            self.offer(plural, job)
-
-        def deleted(job: Obj) -> None:
-            self._forget(str((job.get("metadata") or {}).get("uid")))
-
-        return added, updated, deleted
 
     def stop(self) -> None:
         self._stop.set()
         with self._lock:
             self._lock.notify_all()
-            threads = [lane.thread for lane in self._lanes.values() if lane.thread]
+            threads = [t for lane in self._lanes.values() for t in lane.threads]
         for thread in [self._thread, *threads]:
             if thread is not None:
                 thread.join(15)
@@ -207,11 +195,12 @@ class Outbox:
             self._known.add(key)
             lane.items.append(d)
             QUEUED.inc()
-            if lane.thread is None:
-                lane.thread = threading.Thread(
+            if len(lane.threads) < min(WORKERS, len(lane.items) + len(lane.threads)):
+                thread = threading.Thread(
                     target=self._drain, args=(d.endpoint,), name=f"notify {d.endpoint}", daemon=True
                 )
-                lane.thread.start()
+                lane.threads.add(thread)
+                thread.start()
             self._lock.notify_all()
 
     def _recorded(self, uid: str, record: Mapping[str, Any]) -> None:
@@ -232,7 +221,7 @@ class Outbox:
             if not found:
                 del self._outcomes[uid]
 
-    def _forget(self, uid: str) -> None:
+    def forget(self, uid: str) -> None:
         with self._lock:
             for mid, eps in self._outcomes.pop(uid, {}).items():
                 for ep in eps:
@@ -241,14 +230,15 @@ class Outbox:
     # -- delivering ------------------------------------------------------------------
 
     def _drain(self, ep: str) -> None:
+        me = threading.current_thread()
         while True:
             with self._lock:
                 lane = self._lanes[ep]
                 if not lane.items and not self._stop.is_set():
                     self._lock.wait(self._idle)
                 if self._stop.is_set() or not lane.items:
-                    lane.thread = None
-                    if not lane.items:
+                    lane.threads.discard(me)
+                    if not lane.items and not lane.threads:
                         del self._lanes[ep]
                     return
                 d = lane.items.popleft()
@@ -264,22 +254,10 @@ class Outbox:
         with self._lock:
             self._known.discard((d.id, d.endpoint))
 
-    def _entry(self, d: Delivery) -> tuple[Obj, Mapping[str, Any]] | None:
-        """The job and its record's message, while they still call for ``d``."""
-        route = self.host.routes.get(d.plural)
-        job = route.jobs.get(d.namespace, d.name) if route else None
-        if job is None or str(job["metadata"].get("uid")) != d.uid:
-            return None
-        for m in pending((job.get("status") or {}).get("notifications")):
-            if m.get("id") == d.id:
-                done = {x.get("endpoint") for x in m.get("deliveries") or []}
-                return (job, m) if d.endpoint not in done else None
-        return None
-
     def _deliver(self, d: Delivery) -> None:
         attempts = 0
         while True:
-            found = self._entry(d)
+            found = entry_of(self.host.routes, d)
             if found is None or self._stop.is_set() or not self.host.ctx.is_leader():
                 self._release(d)
                 return
@@ -344,3 +322,34 @@ class Outbox:
         route = self.host.routes.get(d.plural)
         if route is not None:
             route.enqueue_after(f"{d.namespace}/{d.name}", 0.0)
+
+
+def handlers(
+    box: Outbox, plural: str
+) -> tuple[Callable[[Obj], None], Callable[[Obj, Obj], None], Callable[[Obj], None]]:
+    """The informer's handlers of a job kind: offer the job's pending
+    messages; forget a deleted job's outcomes."""
+
+    def added(job: Obj) -> None:
+        box.offer(plural, job)
+
+    def updated(_old: Obj, job: Obj) -> None:
+        box.offer(plural, job)
+
+    def deleted(job: Obj) -> None:
+        box.forget(str((job.get("metadata") or {}).get("uid")))
+
+    return added, updated, deleted
+
+
+def entry_of(routes: Mapping[str, Route], d: Delivery) -> tuple[Obj, Mapping[str, Any]] | None:
+    """The cached job and its record's message, while they still call for ``d``."""
+    route = routes.get(d.plural)
+    job = route.jobs.get(d.namespace, d.name) if route else None
+    if job is None or str(job["metadata"].get("uid")) != d.uid:
+        return None
+    for m in pending((job.get("status") or {}).get("notifications")):
+        if m.get("id") == d.id:
+            done = {x.get("endpoint") for x in m.get("deliveries") or []}
+            return (job, m) if d.endpoint not in done else None
+    return None

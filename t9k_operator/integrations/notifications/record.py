@@ -93,31 +93,7 @@ def merge(
             }
         )
     for m in messages:
-        have = {d.get("endpoint") for d in m["deliveries"]}
-        for ep in m.get("to") or []:
-            got = outcomes.get(str(m["id"]), {}).get(ep)
-            if ep in have or got is None:
-                continue
-            entry: dict[str, Any] = {
-                "endpoint": ep,
-                "state": got.state,
-                "attempts": got.attempts,
-                "time": got.time,
-            }
-            if got.error:
-                entry["error"] = got.error
-            m["deliveries"].append(entry)
-            if got.state == DELIVERED:
-                events.append(("Normal", SENT, f"told {ep} of {m['event']} ({m['id'][:8]})"))
-            else:
-                events.append(
-                    (
-                        "Warning",
-                        NOT_SENT,
-                        f"gave up telling {ep} of {m['event']} ({m['id'][:8]}) after "
-                        f"{got.attempts} attempt(s): {got.error}",
-                    )
-                )
+        events.extend(_outcomes(m, outcomes))
         m["state"] = state_of(m)
     while len(messages) > KEPT:
         settled = [i for i, m in enumerate(messages) if m["state"] != PENDING]
@@ -134,3 +110,34 @@ def merge(
     if problems:
         record["problems"] = list(problems)
     return record, events
+
+
+def _outcomes(m: dict[str, Any], outcomes: Mapping[str, Mapping[str, Outcome]]) -> list[Event]:
+    """Record in ``m`` the outcomes of its endpoints that have none yet; their Events."""
+    events: list[Event] = []
+    have = {d.get("endpoint") for d in m["deliveries"]}
+    for ep in m.get("to") or []:
+        got = outcomes.get(str(m["id"]), {}).get(ep)
+        if ep in have or got is None:
+            continue
+        entry: dict[str, Any] = {
+            "endpoint": ep,
+            "state": got.state,
+            "attempts": got.attempts,
+            "time": got.time,
+        }
+        if got.error:
+            entry["error"] = got.error
+        m["deliveries"].append(entry)
+        if got.state == DELIVERED:
+            events.append(("Normal", SENT, f"told {ep} of {m['event']} ({m['id'][:8]})"))
+        else:
+            events.append(
+                (
+                    "Warning",
+                    NOT_SENT,
+                    f"gave up telling {ep} of {m['event']} ({m['id'][:8]}) after "
+                    f"{got.attempts} attempt(s): {got.error}",
+                )
+            )
+    return events

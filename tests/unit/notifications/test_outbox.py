@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from t9k_operator.integrations.notifications.formats import HttpRequest
 from t9k_operator.integrations.notifications.integration import Options
-from t9k_operator.integrations.notifications.outbox import Outbox
+from t9k_operator.integrations.notifications.outbox import WORKERS, Outbox
 from t9k_operator.integrations.notifications.record import Outcome
 from t9k_operator.integrations.notifications.send import Answer
 from t9k_operator.reconcilers.serving import Host, Route
@@ -176,34 +176,37 @@ def test_a_refusal_is_not_tried_again() -> None:
 
 
 def test_the_queue_is_bounded_and_what_it_turned_away_is_queued_later() -> None:
-    release, entered = threading.Event(), threading.Event()
+    release = threading.Event()
     sent: list[str] = []
+    entered: list[str] = []
 
     def post(req: HttpRequest) -> Answer:
-        entered.set()
+        entered.append(req.headers["X-T9k-Delivery"])
         release.wait(10)
         sent.append(req.headers["X-T9k-Delivery"])
         return Answer(ok=True)
 
-    jobs = [job("a", ["team/slow"], n=5)]
+    jobs = [job("a", ["team/slow"], n=9)]
     box, _ = outbox(jobs, post, FakeClock(NOW), queue=2)
     try:
-        box.sweep()
-        assert entered.wait(5)
-        box.sweep()  # one in hand: two more are queued, the other two wait in the record
+        # Passes until four are in hand, each on a thread of the endpoint.
+        wait_for(lambda: box.sweep() or len(entered) == WORKERS)
+        time.sleep(0.1)
+        assert len(entered) == WORKERS
+        box.sweep()  # two more are queued; the other three wait in the record
         assert len(box._lanes["team/slow"].items) == 2
-        assert len(box._known) == 3
+        assert len(box._known) == WORKERS + 2 == 6
         release.set()
-        wait_for(lambda: len(sent) == 3)
-        # The record now holds the three outcomes (the job's next reconcile wrote them).
-        messages = jobs[0]["status"]["notifications"]["messages"]
-        for m in messages[:3]:
-            got = box.outcomes("uid-a")[m["id"]]["team/slow"]
-            m["deliveries"] = [{"endpoint": "team/slow", "state": got.state, "attempts": 1}]
-            m["state"] = "Delivered"
+        wait_for(lambda: len(sent) == 6)
+        # The record now holds the six outcomes (the job's next reconcile wrote them).
+        for m in jobs[0]["status"]["notifications"]["messages"]:
+            got = box.outcomes("uid-a").get(m["id"], {}).get("team/slow")
+            if got is not None:
+                m["deliveries"] = [{"endpoint": "team/slow", "state": got.state, "attempts": 1}]
+                m["state"] = "Delivered"
         box.sweep()
-        wait_for(lambda: len(sent) == 5)
-        assert sorted(sent) == [f"a-m{i}" for i in range(5)]
+        wait_for(lambda: box.sweep() or len(sent) == 9)  # a pass queues what the bound left
+        assert sorted(sent) == [f"a-m{i}" for i in range(9)]
     finally:
         release.set()
         box.stop()
