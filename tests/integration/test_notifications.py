@@ -13,6 +13,7 @@ naming an endpoint that does not exist gets a Warning naming the annotation.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import email
 import email.policy
@@ -24,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -383,3 +385,42 @@ def test_a_dead_endpoint_is_given_up_with_a_warning_and_a_metric(
     assert m["deliveries"][0]["attempts"] >= 3
     assert operator.metric("t9k_notifications_total", {"result": "gave_up"}) == 1
     assert "t0ken" not in operator.logs()
+
+
+def test_feishu_dingtalk_and_wecom_get_their_own_payloads(
+    admin: KubeClient,
+    jobs: Jobs,
+    kubelet: Kubelet,
+    receiver: HttpReceiver,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    base = f"http://127.0.0.1:{receiver.port}"
+    ns = jobs.namespace
+    endpoint(admin, ns, "fs", type="feishu", url=f"{base}/feishu", secret="fs-sec")
+    endpoint(admin, ns, "dt", type="dingtalk", url=f"{base}/ding?access_token=t", secret="dt-sec")
+    endpoint(admin, ns, "wc", type="wecom", url=f"{base}/wecom?key=k")
+    operator = start_operator(*ARGS)
+    operator.wait_ready()
+    submit(jobs, "chat", "fs,dt,wc")
+    end(jobs, kubelet, "chat")
+    eventually(delivered(jobs, "chat"), 60, "the message delivered to the three")
+    got = {r.path.split("?")[0]: r for r in receiver.received}
+    assert sorted(got) == ["/ding", "/feishu", "/wecom"]
+    head = f"[t9k] Succeeded: PyTorchTrainingJob {ns}/chat"
+
+    feishu = json.loads(got["/feishu"].body)
+    assert feishu["msg_type"] == "text" and feishu["content"]["text"].startswith(head)
+    stamp = feishu["timestamp"]
+    key = f"{stamp}\nfs-sec".encode()
+    assert feishu["sign"] == base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+
+    query = parse_qs(urlsplit(got["/ding"].path).query)
+    assert query["access_token"] == ["t"]
+    signed = f"{query['timestamp'][0]}\ndt-sec".encode()
+    mac = hmac.new(b"dt-sec", signed, hashlib.sha256).digest()
+    assert query["sign"] == [base64.b64encode(mac).decode()]
+    ding = json.loads(got["/ding"].body)
+    assert ding["msgtype"] == "text" and ding["text"]["content"].startswith(head)
+
+    wecom = json.loads(got["/wecom"].body)
+    assert wecom["msgtype"] == "text" and wecom["text"]["content"].startswith(head)
