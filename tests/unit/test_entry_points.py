@@ -52,6 +52,7 @@ def test_without_plugins_the_registries_hold_the_built_ins() -> None:
         "gpu-usage",
         "workdir",
         "start-estimate",
+        "notifications",
     ]
 
 
@@ -77,6 +78,7 @@ def test_the_toy_kind_and_integration_load_through_their_entry_points(tmp_path: 
             "gpu-usage",
             "workdir",
             "start-estimate",
+            "notifications",
             "toy-seen",
         ]
     )
