@@ -17,7 +17,9 @@ Two sources, as the operator's flags choose:
   the CA is kept across renewals, so clients that trust it keep trusting.
 
 The certificates themselves are made and checked by
-:mod:`t9k_operator.runtime.certs`.
+:mod:`t9k_operator.runtime.certs`, imported when a Secret's certificate is
+first read: it loads ``cryptography`` (about 8 MiB of resident memory), which
+an operator whose progress endpoint is off never needs for it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from t9k_operator.kube import AlreadyExists, Conflict, KubeClient, NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.resources import SECRETS
 from t9k_operator.runtime import front
-from t9k_operator.runtime.certs import ca_usable, covers, new_ca, new_serving
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +78,8 @@ class SecretSource:
         """The certificate in the Secret, created or renewed first when it must be.
         Two replicas renewing at once meet in a conflict: the loser reads the
         winner's Secret."""
+        from t9k_operator.runtime.certs import ca_usable, covers, new_ca, new_serving
+
         for _ in range(5):
             try:
                 secret: Obj | None = self.client.get(SECRETS, self.name, self.namespace)
@@ -131,6 +134,8 @@ class SecretSource:
 
     def changed(self, current: Bundle) -> bool:
         """Whether :meth:`load` would now give another certificate (it nears its end)."""
+        from t9k_operator.runtime.certs import covers
+
         return not covers(current.cert, self.hosts)
 
 
