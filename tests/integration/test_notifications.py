@@ -1,14 +1,19 @@
 """Notifications for real: the operator (as its ServiceAccount, under the
 shipped RBAC, ``--notifications``) tells a real HTTP receiver and a real SMTP
-server (tests/integration/notification_receivers.py) of the jobs' ends.
+server (tests/integration/notification_receivers.py) of the jobs' events.
 
 A failed job's message reaches a signed webhook (the HMAC checked here) and
-a mailbox once, with the replica and exit code that failed it, and an
-operator restarted afterwards sends nothing again; an operator killed while
-the receiver holds the request sends it again after its restart under the
-same delivery id, and the record says it was delivered; an endpoint that is
-down and comes up later gets it; a 429 with Retry-After is waited out; a job
-naming an endpoint that does not exist gets a Warning naming the annotation.
+a mailbox once, with the replica and exit code that failed it, ``t9k
+describe`` shows the deliveries, and an operator restarted afterwards sends
+nothing again; an operator killed while the receiver holds the request, or
+a leader killed so that its standby takes over, sends it again under the
+same delivery id, once, and the record says it was delivered; an endpoint
+that is down and comes up later gets it; a 429 with Retry-After is waited
+out; a dead endpoint is given up with a Warning and a metric; a job naming
+an endpoint that does not exist gets a Warning naming the annotation; the
+administrator's default endpoint hears of a job that names none; a
+disruption and a whole-job restart are told; Feishu, DingTalk and WeCom
+robots get their own payloads and signatures.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.kubelet import Kubelet
 from tests.integration.notification_receivers import HttpReceiver, SmtpReceiver, eventually
 from tests.integration.operator_process import OperatorProcess, free_port
+from tests.integration.test_manager import FAST_ELECTION, leader_status
 
 KEY = "hmac-key-of-the-test"
 CONSOLE = "https://console.example/{namespace}/{plural}/{name}"
@@ -424,3 +430,38 @@ def test_feishu_dingtalk_and_wecom_get_their_own_payloads(
 
     wecom = json.loads(got["/wecom"].body)
     assert wecom["msgtype"] == "text" and wecom["text"]["content"].startswith(head)
+
+
+def test_a_leader_change_mid_delivery_sends_under_the_same_id_and_records_once(
+    admin: KubeClient,
+    jobs: Jobs,
+    kubelet: Kubelet,
+    receiver: HttpReceiver,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    lease = f"test-notify-{int(time.time())}"
+    args = (*ARGS, "--leader-elect", f"--leader-election-id={lease}", *FAST_ELECTION)
+    a, b = start_operator(*args), start_operator(*args)
+    a.wait_ready()
+    b.wait_ready()
+    eventually(lambda: leader_status(a, lease) + leader_status(b, lease) == 1, 30, "a leader")
+    leader, standby = (a, b) if leader_status(a, lease) == 1 else (b, a)
+    receiver.script.hold = threading.Event()
+    endpoint(admin, jobs.namespace, "hook", type="webhook", url=receiver.url, secret=KEY)
+    submit(jobs, "handover", "hook")
+    end(jobs, kubelet, "handover")
+    eventually(receiver.ids, 30, "the leader's try to reach the receiver")
+    time.sleep(2)
+    assert len(receiver.ids()) == 1  # the standby sends nothing
+    leader.kill()
+    receiver.script.hold.set()
+    receiver.script.hold = None
+    eventually(lambda: leader_status(standby, lease) == 1, 30, "the standby to lead")
+    m = eventually(delivered(jobs, "handover"), 60, "the new leader to deliver it")
+    assert set(receiver.ids()) == {m["id"]}
+    assert len(receiver.ids()) == 2
+    time.sleep(12)  # past the new leader's next pass over every job
+    assert len(receiver.ids()) == 2
+    assert [d["endpoint"] for d in message(jobs, "handover")["deliveries"]] == [
+        f"{jobs.namespace}/hook"
+    ]
