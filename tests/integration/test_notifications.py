@@ -12,7 +12,8 @@ that is down and comes up later gets it; a 429 with Retry-After is waited
 out; a dead endpoint is given up with a Warning and a metric; a job naming
 an endpoint that does not exist gets a Warning naming the annotation; the
 administrator's default endpoint hears of a job that names none; a
-disruption and a whole-job restart are told; Feishu, DingTalk and WeCom
+disruption, a whole-job restart and a start estimated never are told;
+Feishu, DingTalk and WeCom
 robots get their own payloads and signatures.
 """
 
@@ -465,3 +466,29 @@ def test_a_leader_change_mid_delivery_sends_under_the_same_id_and_records_once(
     assert [d["endpoint"] for d in message(jobs, "handover")["deliveries"]] == [
         f"{jobs.namespace}/hook"
     ]
+
+
+def test_a_job_that_never_fits_is_told_past_the_threshold_its_submitter_chose(
+    admin: KubeClient,
+    jobs: Jobs,
+    receiver: HttpReceiver,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    endpoint(admin, jobs.namespace, "hook", type="webhook", url=receiver.url, secret=KEY)
+    operator = start_operator(*ARGS)
+    operator.wait_ready()
+    body = pytorch_job("huge", [("worker", 2, "Never")])
+    container = body["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"nvidia.com/gpu": "16"}}  # a node has 8
+    body["metadata"]["annotations"] = {
+        "notifications.tensorstack.dev/to": "hook",
+        "notifications.tensorstack.dev/start-estimate-over": "30m",
+    }
+    jobs.create(body)
+    m = eventually(delivered(jobs, "huge"), 60, "the late start told")
+    assert m["event"] == "start-estimate"
+    assert m["message"].startswith("the job never starts as it is: "), m
+    doc = json.loads(receiver.received[0].body)
+    assert doc["event"] == "start-estimate" and doc["job"]["phase"] == "Pending"
+    time.sleep(5)
+    assert len(receiver.ids()) == 1  # told once, however often it is estimated again
