@@ -13,8 +13,7 @@ out; a dead endpoint is given up with a Warning and a metric; a job naming
 an endpoint that does not exist gets a Warning naming the annotation; the
 administrator's default endpoint hears of a job that names none; a
 disruption, a whole-job restart and a start estimated never are told;
-Feishu, DingTalk and WeCom
-robots get their own payloads and signatures.
+Feishu, DingTalk and WeCom robots get their own payloads and signatures.
 """
 
 from __future__ import annotations
