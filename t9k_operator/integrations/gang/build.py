@@ -35,10 +35,10 @@ from pydantic import Field
 
 from t9k_operator.api.base import T9kModel
 from t9k_operator.api.parts import DEFAULT_SCHEDULER, SCHEDULING, StatusPart
-from t9k_operator.builders.common import MANAGED_BY, OPERATOR, Job, child_metadata, job_labels
+from t9k_operator.builders.common import Job, child_metadata, job_labels
 from t9k_operator.builders.scheduling import group_name
-from t9k_operator.objects import Obj, owner_reference
-from t9k_operator.reconcilers.pipeline.queued_pods import labelled
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.pipeline.queued_pods import labelled, owned_by
 
 
 @dataclass(frozen=True)
@@ -156,20 +156,11 @@ def queue_pod(pod: Obj, be: Backend, queue: str) -> Obj:
 
 def lone_group(pod: Obj, be: Backend, queue: str) -> Obj:
     """The PodGroup of one queued pod that is no job's: ``minMember`` 1 in
-    ``queue``, named as the pod and owned by it (it goes with it; no
-    blockOwnerDeletion, which would need the pods' finalizers)."""
-    meta = pod["metadata"]
-    owner = owner_reference("v1", "Pod", meta["name"], meta["uid"])
-    owner["blockOwnerDeletion"] = False
+    ``queue``, named as the pod and owned by it."""
     return {
         "apiVersion": be.api_version,
         "kind": "PodGroup",
-        "metadata": {
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "labels": {MANAGED_BY: OPERATOR},
-            "ownerReferences": [owner],
-        },
+        "metadata": owned_by(pod, pod["metadata"]["name"]),
         "spec": {"minMember": 1, "queue": queue},
     }
 

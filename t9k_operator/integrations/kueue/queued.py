@@ -17,15 +17,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from t9k_operator.builders.common import MANAGED_BY, OPERATOR
 from t9k_operator.integrations.kueue import build as kueue
 from t9k_operator.integrations.kueue.build import GATE
 from t9k_operator.integrations.kueue.integration import (
     RESOURCE_FLAVORS,
     admission_state,
 )
-from t9k_operator.objects import Obj, owner_reference
-from t9k_operator.reconcilers.pipeline.queued_pods import WAITING, Get, Write, queue_of
+from t9k_operator.objects import Obj
+from t9k_operator.reconcilers.pipeline.queued_pods import WAITING, Get, Write, owned_by, queue_of
 from t9k_operator.resources import PODS, WORKLOADS
 
 POD_SET = "main"
@@ -39,20 +38,11 @@ def workload_name(pod: Obj) -> str:
 
 
 def workload(pod: Obj, queue: str) -> Obj:
-    """The Workload of one pod, in LocalQueue ``queue``, owned by the pod (it
-    goes with it; no blockOwnerDeletion, which would need the pods' finalizers)."""
-    meta = pod["metadata"]
-    owner = owner_reference("v1", "Pod", meta["name"], meta["uid"])
-    owner["blockOwnerDeletion"] = False
+    """The Workload of one pod, in LocalQueue ``queue``, owned by the pod."""
     return {
         "apiVersion": kueue.API_VERSION,
         "kind": "Workload",
-        "metadata": {
-            "name": workload_name(pod),
-            "namespace": meta["namespace"],
-            "labels": {MANAGED_BY: OPERATOR},
-            "ownerReferences": [owner],
-        },
+        "metadata": owned_by(pod, workload_name(pod)),
         "spec": {
             "queueName": queue,
             "podSets": [kueue.pod_set(kueue.PodSet(POD_SET, 1, pod))],

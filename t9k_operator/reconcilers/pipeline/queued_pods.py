@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from t9k_operator.objects import Obj
+from t9k_operator.builders.common import MANAGED_BY, OPERATOR
+from t9k_operator.objects import Obj, owner_reference
 from t9k_operator.resources import Resource
 
 QUEUE = "t9k.dev/queue"
@@ -57,6 +58,21 @@ def labelled(pod: Obj, queue: str) -> Obj:
     """``pod`` with the label :data:`QUEUE`."""
     pod["metadata"].setdefault("labels", {})[QUEUE] = queue
     return pod
+
+
+def owned_by(pod: Obj, name: str) -> Obj:
+    """The metadata of what a queued pod waits in (its Workload, its PodGroup):
+    ``name`` in the pod's namespace, the operator's label, owned by the pod, so
+    it goes with it (no blockOwnerDeletion, which would need the pods' finalizers)."""
+    meta = pod["metadata"]
+    owner = owner_reference("v1", "Pod", meta["name"], meta["uid"])
+    owner["blockOwnerDeletion"] = False
+    return {
+        "name": name,
+        "namespace": meta["namespace"],
+        "labels": {MANAGED_BY: OPERATOR},
+        "ownerReferences": [owner],
+    }
 
 
 def queue_of(pod: Mapping[str, Any]) -> str | None:

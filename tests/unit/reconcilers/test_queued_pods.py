@@ -23,6 +23,14 @@ SPEC = {
     "scheduler": {"t9kScheduler": {"queue": "gpu-a"}},
 }
 UID = "0123456789abcdef"
+OWNED_BY_THE_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "name": POD,
+    "uid": UID,
+    "controller": True,
+    "blockOwnerDeletion": False,
+}
 
 
 def created_pod(**changes: Any) -> dict[str, Any]:
@@ -155,16 +163,7 @@ def test_a_gated_pod_without_a_workload_gets_one_of_one_pod_owned_by_it() -> Non
             "name": "tb-tensorboard-01234567",
             "namespace": NS,
             "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": POD,
-                    "uid": UID,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [OWNED_BY_THE_POD],
         },
         "spec": {
             "queueName": "gpu-a",
@@ -300,16 +299,7 @@ def test_volcano_gives_a_queued_pod_a_podgroup_of_one_in_its_queue() -> None:
             "name": POD,
             "namespace": NS,
             "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": POD,
-                    "uid": UID,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [OWNED_BY_THE_POD],
         },
         "spec": {"minMember": 1, "queue": "gpu-a"},
     }
