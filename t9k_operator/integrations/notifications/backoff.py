@@ -17,12 +17,12 @@ RETRY_AFTER_CAP = 3600.0
 """A ``Retry-After`` longer than this is taken as this."""
 
 
-def backoff(attempt: int, rand: float) -> float:
+def backoff(attempt: int, rand: float, cap: float = CAP) -> float:
     """Seconds before try ``attempt + 1`` after ``attempt`` failed (1, 2, ...):
-    ``FIRST * 2 ** (attempt - 1)`` up to :data:`CAP`, less up to half of it by
-    ``rand`` (0 <= rand < 1), so receivers that failed together are not
-    retried together."""
-    ceiling = min(CAP, FIRST * 2.0 ** max(0, attempt - 1))
+    ``FIRST * 2 ** (attempt - 1)`` up to ``cap`` (``--notification-backoff-cap``,
+    :data:`CAP` by default), less up to half of it by ``rand`` (0 <= rand < 1),
+    so receivers that failed together are not retried together."""
+    ceiling = min(cap, FIRST * 2.0 ** max(0, attempt - 1))
     return ceiling - ceiling / 2 * rand
 
 
@@ -44,10 +44,10 @@ def retry_after(value: str | None, now: datetime) -> float | None:
     return min(max(0.0, (at - now).total_seconds()), RETRY_AFTER_CAP)
 
 
-def wait(attempt: int, asked: float | None, rand: float) -> float:
+def wait(attempt: int, asked: float | None, rand: float, cap: float = CAP) -> float:
     """Seconds before the next try: what the receiver asked (``Retry-After``),
-    never sooner; else the backoff."""
-    return asked if asked is not None else backoff(attempt, rand)
+    never sooner; else the backoff, up to ``cap``."""
+    return asked if asked is not None else backoff(attempt, rand, cap)
 
 
 def retryable(status: int) -> bool:

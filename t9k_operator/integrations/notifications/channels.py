@@ -14,7 +14,9 @@ namespace's jobs that name none). Its keys:
 - ``on``: the events it takes, comma-separated (default: all);
 - email: ``host``, ``port`` (default 25), ``from``, ``to`` (comma-separated),
   ``username`` and ``password`` (optional), ``starttls`` (``true``) or
-  ``tls`` (``true``: SMTP over TLS, port 465).
+  ``tls`` (``true``: SMTP over TLS, port 465), ``caCert`` (optional: the PEM
+  certificate(s) of the CA the server's certificate is checked against,
+  instead of the system's).
 
 Pure: :func:`endpoint` reads a Secret and says what is wrong with it, never
 quoting a value.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,9 +54,10 @@ class Smtp:
     sender: str
     to: tuple[str, ...]
     username: str = ""
-    password: str = ""
+    password: str = field(default="", repr=False)
     starttls: bool = False
     tls: bool = False
+    ca_cert: str = field(default="", repr=False)  # PEM; empty: the system's CAs
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,11 @@ def _smtp(data: Mapping[str, str]) -> Smtp:
         raise Invalid("keys from and to must be e-mail addresses")
     if bool(data.get("username")) != bool(data.get("password")):
         raise Invalid("keys username and password go together")
+    ca = data.get("caCert", "")
+    if ca and "-----BEGIN CERTIFICATE-----" not in ca:
+        raise Invalid("key caCert must be PEM certificate(s)")
+    if ca and not (_flag(data.get("starttls", "")) or _flag(data.get("tls", ""))):
+        raise Invalid("key caCert needs starttls or tls")
     return Smtp(
         data["host"],
         port,
@@ -143,4 +151,5 @@ def _smtp(data: Mapping[str, str]) -> Smtp:
         data.get("password", ""),
         _flag(data.get("starttls", "")),
         _flag(data.get("tls", "")),
+        ca,
     )

@@ -42,6 +42,7 @@ from t9k_operator.reconcilers.pipeline.contract import Base, Caches, Event, JobI
 
 DEFAULT_GIVE_UP = 3600
 DEFAULT_QUEUE = 1000
+DEFAULT_BACKOFF_CAP = 300
 
 
 class Directory(Protocol):
@@ -67,6 +68,7 @@ class Options:
     console_url: str | None = None
     give_up: int = DEFAULT_GIVE_UP
     queue: int = DEFAULT_QUEUE
+    backoff_cap: int = DEFAULT_BACKOFF_CAP
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,13 @@ class Notifications(Base[NotifyState]):
             help="messages queued per endpoint at most; the rest wait in the jobs' records "
             f"(default {DEFAULT_QUEUE})",
         )
+        g.add_argument(
+            "--notification-backoff-cap",
+            type=parse_duration,
+            default=DEFAULT_BACKOFF_CAP,
+            help="the longest wait between two tries of a delivery, however many "
+            "failed (default 5m; a Retry-After is still honoured)",
+        )
 
     @staticmethod
     def check_flags(args: argparse.Namespace) -> str | None:
@@ -182,13 +191,22 @@ class Notifications(Base[NotifyState]):
             return "--notification-give-up must be at least a second"
         if args.notification_queue < 1:
             return "--notification-queue must be at least 1"
+        if args.notification_backoff_cap < 1:
+            return "--notification-backoff-cap must be at least a second"
         return None
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace) -> Notifications | None:
         if not args.notifications:
             return None
-        return cls(Options(args.console_url, args.notification_give_up, args.notification_queue))
+        return cls(
+            Options(
+                args.console_url,
+                args.notification_give_up,
+                args.notification_queue,
+                args.notification_backoff_cap,
+            )
+        )
 
     @staticmethod
     def rbac() -> tuple[Rule, ...]:

@@ -284,7 +284,7 @@ class Outbox:
             if answer.ok:
                 self._done(d, DELIVERED, attempts, ep.type)
                 return
-            pause = wait(attempts, answer.asked, self._rand())
+            pause = wait(attempts, answer.asked, self._rand(), self.options.backoff_cap)
             waited = (now - queued).total_seconds()
             if not answer.retry or waited + pause > self.options.give_up:
                 why = answer.error if answer.retry else f"{answer.error}, not retried"

@@ -62,14 +62,12 @@ def mail(message: EmailMessage, smtp: Smtp, timeout: float = TIMEOUT) -> Answer:
     try:
         client: smtplib.SMTP
         if smtp.tls:
-            client = smtplib.SMTP_SSL(
-                smtp.host, smtp.port, timeout=timeout, context=ssl.create_default_context()
-            )
+            client = smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=timeout, context=_context(smtp))
         else:
             client = smtplib.SMTP(smtp.host, smtp.port, timeout=timeout)
         with client:
             if smtp.starttls and not smtp.tls:
-                client.starttls(context=ssl.create_default_context())
+                client.starttls(context=_context(smtp))
             if smtp.username:
                 client.login(smtp.username, smtp.password)
             client.send_message(message)
@@ -81,5 +79,14 @@ def mail(message: EmailMessage, smtp: Smtp, timeout: float = TIMEOUT) -> Answer:
     except smtplib.SMTPResponseException as exc:
         code = int(exc.smtp_code)
         return Answer(ok=False, retry=400 <= code < 500, error=f"SMTP {code}")
+    except ssl.SSLCertVerificationError as exc:
+        error = f"SMTP server's certificate not trusted: {exc.verify_message}"
+        return Answer(ok=False, retry=True, error=error)
     except (TimeoutError, smtplib.SMTPException, OSError) as exc:
         return Answer(ok=False, retry=True, error=f"SMTP server unreachable: {type(exc).__name__}")
+
+
+def _context(smtp: Smtp) -> ssl.SSLContext:
+    """The server's certificate checked against the endpoint's ``caCert``, or
+    the system's CAs without one; its name checked against ``host``."""
+    return ssl.create_default_context(cadata=smtp.ca_cert or None)

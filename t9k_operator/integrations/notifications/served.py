@@ -42,6 +42,7 @@ class ServedNotifications(Notifications):
             administrator_namespace=host.namespace,
             give_up_seconds=self.options.give_up,
             queue=self.options.queue,
+            backoff_cap_seconds=self.options.backoff_cap,
             console_url=bool(self.options.console_url),
         )
         return [outbox]

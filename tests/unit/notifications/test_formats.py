@@ -175,6 +175,16 @@ def test_email_names_the_delivery_in_its_message_id() -> None:
         ({"type": "webhook", "url": "https://x"}, "needs key secret"),
         ({"type": "email", "host": "h", "to": "a@b"}, "needs key(s) from"),
         ({"type": "slack", "url": "https://x", "on": "failed,exploded"}, "exploded"),
+        (
+            {"type": "email", "host": "h", "to": "a@b", "from": "c@d", "starttls": "true"}
+            | {"caCert": "not a certificate"},
+            "key caCert must be PEM certificate(s)",
+        ),
+        (
+            {"type": "email", "host": "h", "to": "a@b", "from": "c@d"}
+            | {"caCert": "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----"},
+            "key caCert needs starttls or tls",
+        ),
     ],
 )
 def test_a_malformed_endpoint_is_named_without_its_values(data: dict[str, str], says: str) -> None:
@@ -215,6 +225,34 @@ def test_backoff_doubles_from_one_second_to_five_minutes_less_the_jitter() -> No
     ]
     assert backoff(3, 0.5) == 3.0  # 4 less a quarter
     assert backoff(3, 0.999) == pytest.approx(2.002)
+
+
+def test_a_lower_backoff_cap_stops_the_doubling_there() -> None:
+    # --notification-backoff-cap 10s
+    assert [backoff(n, 0.0, 10.0) for n in (1, 4, 5, 6, 20)] == [1.0, 8.0, 10.0, 10.0, 10.0]
+    assert backoff(9, 0.5, 10.0) == 7.5  # the jitter still takes its part
+    assert wait(9, None, 0.0, 10.0) == 10.0
+    assert wait(9, 30.0, 0.0, 10.0) == 30.0  # a Retry-After above the cap is honoured
+
+
+def test_an_email_endpoints_password_and_ca_are_never_in_its_repr() -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----"
+    ep = endpoint(
+        secret(
+            "m",
+            type="email",
+            host="smtp.example",
+            port="587",
+            starttls="true",
+            username="t9k",
+            password="pa55-word",
+            caCert=pem,
+            to="a@example.com",
+            **{"from": "t9k@example.com"},
+        )
+    )
+    assert ep.smtp is not None and ep.smtp.ca_cert == pem and ep.smtp.starttls
+    assert "pa55-word" not in repr(ep.smtp) and "BEGIN" not in repr(ep.smtp)
 
 
 def test_retry_after_in_seconds_or_as_a_date_and_honoured() -> None:
