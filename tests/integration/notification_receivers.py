@@ -6,6 +6,7 @@ under test reaches them over the loopback as it would a Slack or a mail relay.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 @dataclass
@@ -95,18 +97,57 @@ class HttpReceiver:
 class _Mailbox:
     def __init__(self) -> None:
         self.messages: list[tuple[str, list[str], bytes]] = []
+        self.over_tls: list[bool] = []  # of each message: whether it came after STARTTLS
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        self.over_tls.append(session.ssl is not None)
         return "250 OK"
 
 
 class SmtpReceiver:
-    def __init__(self, port: int) -> None:
+    """An SMTP server; with ``tls`` (the server's certificate and key) it
+    offers STARTTLS and requires it, and with ``login`` (user, password) it
+    requires a login (AUTH LOGIN or PLAIN, over TLS only) and keeps the
+    mechanisms tried in ``logins``; ``exclude`` names mechanisms not offered."""
+
+    def __init__(
+        self,
+        port: int,
+        tls: ssl.SSLContext | None = None,
+        login: tuple[str, str] | None = None,
+        exclude: tuple[str, ...] = (),
+    ) -> None:
         self.mailbox = _Mailbox()
-        self.controller = Controller(self.mailbox, hostname="127.0.0.1", port=port)
+        self.logins: list[tuple[str, bool]] = []  # (mechanism, accepted)
+        extra: dict[str, Any] = {}
+        if tls is not None:
+            extra.update(tls_context=tls, require_starttls=True)
+        if login is not None:
+            extra.update(
+                auth_required=True,
+                auth_require_tls=True,
+                auth_exclude_mechanism=list(exclude),
+                authenticator=self._authenticator(login),
+            )
+        self.controller = Controller(self.mailbox, hostname="127.0.0.1", port=port, **extra)
         self.controller.start()
         self.port = port
+
+    def _authenticator(self, login: tuple[str, str]) -> Callable[..., AuthResult]:
+        def check(
+            server: Any, session: Any, envelope: Any, mechanism: str, data: Any
+        ) -> AuthResult:
+            given = (data.login, data.password) if isinstance(data, LoginPassword) else ()
+            ok = given == (login[0].encode(), login[1].encode())
+            self.logins.append((mechanism, ok))
+            return AuthResult(success=ok)
+
+        return check
+
+    @property
+    def over_tls(self) -> list[bool]:
+        return list(self.mailbox.over_tls)
 
     @property
     def messages(self) -> list[tuple[str, list[str], bytes]]:
