@@ -4,13 +4,17 @@ operator, each told once to a real HTTP receiver with the job's kind,
 namespace, name and phase, checked after the job has settled: a job whose
 progress reports stop (``Hung``, the reporter on the pod host as in
 test_progress), idle GPUs (``GPUsIdle``, a real Prometheus scraping DCGM
-stand-ins as in test_gpu_usage) and a preemption by the real Kueue (as in
-test_kueue_jobs). And the delivery's harder cases: e-mail through an SMTP
-server that requires STARTTLS, with a certificate of the test's own CA the
-endpoint's ``caCert`` trusts, and a login (LOGIN on one server, PLAIN on the
-other) whose password appears nowhere in the operator's log, the Events or
-the job; an endpoint down for over two minutes, the backoff capped by
-``--notification-backoff-cap``, delivered once within the cap of its coming up.
+stand-ins as in test_gpu_usage), a preemption by the real Kueue (as in
+test_kueue_jobs) and a waiting job's start estimated past the threshold it
+chose (behind a job whose reported progress ends in hours, as in
+test_start_estimate), while one that chose a longer threshold is not told.
+And the delivery's harder cases: e-mail through an SMTP server that
+requires STARTTLS, with a certificate of the test's own CA the endpoint's
+``caCert`` trusts, and a login (LOGIN on one server, PLAIN on the other)
+whose password appears nowhere in the operator's log, the Events or the
+job, the same server without the CA given up as untrusted; an endpoint down
+for over two minutes, the backoff capped by ``--notification-backoff-cap``,
+delivered once within the cap of its coming up.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from t9k_operator.kube import KubeClient
 from tests.integration.cluster import wait_for
 from tests.integration.dcgm_exporter import DCGMExporter
-from tests.integration.jobs import Jobs, finish, run_all
+from tests.integration.jobs import Jobs, finish, pytorch_job, run_all
 from tests.integration.kubelet import Kubelet
 from tests.integration.notification_receivers import HttpReceiver, SmtpReceiver, eventually
 from tests.integration.operator_process import OperatorProcess, free_port
@@ -56,9 +60,11 @@ from tests.integration.test_notifications import (
     submit,
 )
 from tests.integration.test_progress import SERVICE, job_body, start
+from tests.integration.test_start_estimate import PERIOD, reporting, run_with_eta, with_time
 from tests.kinds import kind_resource
 
 TO, ON = "notifications.tensorstack.dev/to", "notifications.tensorstack.dev/on"
+OVER = "notifications.tensorstack.dev/start-estimate-over"
 PASSWORD = "s3cret-Pa55-of-the-test"
 
 
@@ -208,6 +214,50 @@ def test_a_job_preempted_by_kueue_is_told_once(
     assert doc["job"]["kind"] == kind
     assert (doc["job"]["namespace"], doc["job"]["name"]) == (namespace, "low")
     assert doc["job"]["phase"] == "Pending"  # stopped, waiting to be admitted again
+
+
+@pytest.mark.xdist_group("add-ons")
+def test_a_waiting_jobs_start_estimate_past_its_threshold_is_told_once(
+    admin: KubeClient,
+    jobs: Jobs,
+    kubelet: Kubelet,
+    receiver: HttpReceiver,
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    wait_for(lambda: gpus_in_use(admin) == 0, 120, "the GPUs of earlier tests freed")
+    endpoint(admin, jobs.namespace, "hook", type="webhook", url=receiver.url, secret=KEY)
+    port, flags = reporting(*ARGS)
+    operator = start_operator(*flags)
+    operator.wait_ready()
+
+    def gpus(name: str, workers: int, over: str | None = None) -> dict[str, Any]:
+        body = pytorch_job(name, [("worker", workers, "Never")])
+        template = body["spec"]["replicaSpecs"][0]["template"]["spec"]
+        template["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+        if over:
+            body["metadata"]["annotations"] = {TO: "hook", OVER: over}
+        return body
+
+    # The holder takes every GPU of the four 8-GPU nodes and reports 20,000
+    # steps to go at a few steps a second: an ETA of one to a few hours.
+    jobs.create(gpus("holder", 4))
+    wait_for(lambda: bound(jobs, "holder") == 4, 60, "holder's pods bound")
+    ends = run_with_eta(admin, kubelet, jobs, "holder", port, 20110)
+    ahead = (ends - datetime.now(UTC)).total_seconds()
+    assert 3600 <= ahead <= 12 * 3600, f"the holder ends in {ahead:.0f} s"
+    # Both wait for it: told past 30 minutes, one is; past a day, the other is not.
+    jobs.create(gpus("impatient", 1, "30m"))
+    jobs.create(gpus("patient", 1, "24h"))
+    for name in ("impatient", "patient"):
+        wait_for(lambda n=name: with_time(jobs, n), 60, f"{name}'s start estimate")
+    m = eventually(delivered(jobs, "impatient"), 30, "impatient told its late start")
+    doc = told_once(receiver, settle=2 * int(PERIOD) + 2)  # two passes of the estimates more
+    assert (doc["event"], doc["reason"], doc["id"]) == ("start-estimate", "StartLate", m["id"])
+    assert doc["message"].startswith("the job is estimated to start at "), doc
+    assert doc["job"]["kind"] == "PyTorchTrainingJob"
+    assert (doc["job"]["namespace"], doc["job"]["name"]) == (jobs.namespace, "impatient")
+    assert doc["job"]["phase"] == "Pending"
+    assert message(jobs, "patient") == {}  # recorded nothing: nothing to tell
 
 
 # -- delivery -----------------------------------------------------------------------
