@@ -69,7 +69,7 @@ controllers and scheduler admit them. No job integration is enabled. Its
 visibility API (pending workloads' positions) is served through the API
 server's aggregation layer when its fixed port 8082 is free on this machine
 (``kueue_manager._serve_visibility``); its self-signed serving certificate is
-written to ``/visibility`` (a path fixed in Kueue v0.12).
+written to ``/visibility`` (a path fixed in Kueue, still in v0.17).
 
 The install tests' tools are cached the same way, never started: Helm
 (``HELM_VERSION``, hack/third_party/helm) and kustomize

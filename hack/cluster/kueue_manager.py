@@ -1,10 +1,11 @@
 """Kueue's manager in the cluster (the add-on ``KUEUE``): its namespace, its
-configuration and serving certificate, and its visibility API (pending
-workloads' positions), served through the API server's aggregation layer when
-its fixed port is free on this machine (``_serve_visibility``)."""
+configuration and serving certificate, the conversion webhook of its CRDs
+(``_conversion``), and its visibility API (pending workloads' positions),
+served through the API server's aggregation layer (``_serve_visibility``)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
@@ -15,30 +16,28 @@ from pathlib import Path
 from typing import Any
 
 from .common import log
-from .pki import issue_cert
+from .pki import _openssl
 from .ports import free_port
 from .processes import _alive, _Launch, _wait, kubectl
 
 KUEUE_NAMESPACE = "kueue-system"
 KUEUE_CERT_SECRET = "kueue-webhook-server-cert"  # Kueue's default name for it
-VISIBILITY_PORT = 8082  # Kueue's visibility server's, fixed (pkg/visibility/server.go)
+# The CRDs Kueue's certificate management injects its CA into, for their
+# conversion webhook (pkg/util/cert/cert.go in v0.17.0): the kinds whose
+# v1beta1 and v1beta2 differ in more than the version.
+CONVERTED_CRDS = ("localqueues", "clusterqueues", "workloads", "cohorts", "multikueueclusters")
+WEBHOOK_SERVICE = "kueue-webhook-service"  # Kueue's default; its certificate's DNS name
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_SERVICE = "kueue-visibility-server"
+VISIBILITY_VERSIONS = (("v1beta2", 200), ("v1beta1", 100))  # (version, versionPriority)
 
 
 def _visibility_address() -> str | None:
     """The machine's address the API server reaches Kueue's visibility server at,
-    or None when it cannot serve here: VISIBILITY_PORT is taken (another
-    cluster's Kueue has it), the machine has no address but loopback, which
-    an Endpoints may not name, or no mount namespace can be made."""
-    try:
-        with socket.socket() as s:
-            # As Go's listeners (Kueue's among them) do on Linux, so a connection
-            # of a cluster before, left in TIME_WAIT on the port, is no "taken".
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("0.0.0.0", VISIBILITY_PORT))
-    except OSError:
-        return _off(f"port {VISIBILITY_PORT} is taken")
+    or None when it cannot serve here: the machine has no address but
+    loopback, which an Endpoints may not name, or no mount namespace can be
+    made. (Its port is one of its own, ``--visibility-server-port``: until
+    Kueue v0.17 it was 8082, fixed, and one cluster of a machine had it.)"""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
             s.connect(("192.0.2.1", 9))  # a route's source address; nothing is sent
@@ -141,7 +140,7 @@ def _in_cluster(
     return env, ("unshare", "--mount", "--propagation=private", "sh", "-c", script, "sh")
 
 
-def _visibility_objects(address: str) -> dict[str, Any]:
+def _visibility_objects(address: str, port: int) -> dict[str, Any]:
     """Kueue's visibility API's APIService, behind the Service
     ``kueue-visibility-server`` without a selector, its Endpoints naming
     ``address`` (see ``_serve_visibility``)."""
@@ -149,7 +148,7 @@ def _visibility_objects(address: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
-        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": VISIBILITY_PORT}]},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]},
     }
     endpoints = {
         "apiVersion": "v1",
@@ -158,7 +157,7 @@ def _visibility_objects(address: str) -> dict[str, Any]:
         "subsets": [
             {
                 "addresses": [{"ip": address}],
-                "ports": [{"name": "https", "port": VISIBILITY_PORT}],
+                "ports": [{"name": "https", "port": port}],
             }
         ],
     }
@@ -176,13 +175,14 @@ def _visibility_objects(address: str) -> dict[str, Any]:
                 "service": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
             },
         }
-        for version, priority in (("v1beta1", 100),)  # the one version v0.12 serves
+        # Both versions v0.17 serves; v1beta2 preferred, as in Kueue's manifests.
+        for version, priority in VISIBILITY_VERSIONS
     ]
     return {"apiVersion": "v1", "kind": "List", "items": [service, endpoints, *services]}
 
 
 def _serve_visibility(
-    bin_dir: Path, kubeconfig: Path, address: str, workdir: Path, procs: dict[str, int]
+    bin_dir: Path, kubeconfig: Path, address: str, port: int, workdir: Path, procs: dict[str, int]
 ) -> None:
     """Register Kueue's visibility API with the API server, as Kueue's own
     manifests do (an APIService, behind the Service
@@ -190,7 +190,7 @@ def _serve_visibility(
     Endpoints naming this machine's ``address`` (no pods, no kube-proxy: the
     API server routes to endpoints). The server's certificate is self-signed,
     so the APIService skips verifying it, as Kueue's manifests do."""
-    body = _visibility_objects(address)
+    body = _visibility_objects(address, port)
     kubectl(bin_dir, kubeconfig, "apply", "--server-side", "-f", "-", input_=json.dumps(body))
 
     def available() -> bool:
@@ -199,7 +199,7 @@ def _serve_visibility(
             kubeconfig,
             "get",
             "--raw",
-            f"/apis/{VISIBILITY_GROUP}/v1beta1",
+            f"/apis/{VISIBILITY_GROUP}/{VISIBILITY_VERSIONS[0][0]}",
             check=False,
         )
         return proc.returncode == 0
@@ -218,9 +218,10 @@ def _visibility_served(
     """Kueue's visibility API served at ``info["visibility"]``; what the
     ready message adds. When it is not, while the manager itself serves,
     ``info`` (in the state ``save`` writes) records why."""
+    address, port = info["visibility"], int(info["visibilityPort"])
     try:
-        _serve_visibility(bin_dir, kubeconfig, info["visibility"], workdir, manager)
-        return f"; visibility API at {info['visibility']}:{VISIBILITY_PORT}"
+        _serve_visibility(bin_dir, kubeconfig, address, port, workdir, manager)
+        return f"; visibility API at {address}:{port}"
     except SystemExit as exc:  # Kueue itself serves: only this API is missing
         if not all(_alive(p) for p in manager.values()):
             raise
@@ -231,65 +232,201 @@ def _visibility_served(
 
 
 def _create_namespace(bin_dir: Path, kubeconfig: Path) -> None:
-    """Its namespace, and there the (empty) Secret its certificate
-    management fills in: it never creates that Secret itself."""
-    objects = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": KUEUE_CERT_SECRET, "namespace": KUEUE_NAMESPACE},
+    """Its namespace (the Secret of its certificates is applied at launch,
+    ``_webhook_certs``)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+    proc = kubectl(
+        bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(namespace), check=False
+    )
+    if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
+        raise SystemExit(f"cluster: creating the Namespace for Kueue:\n{proc.stderr}")
+
+
+CA_NAME = "kueue-ca"  # Kueue's certificate management's name (and DNS name) for its CA
+
+
+def _webhook_certs(pki: Path) -> None:
+    """A CA of Kueue's own (``kueue-ca.crt``) and, signed by it, its webhook
+    server's certificate (``kueue-webhook.crt``), in ``pki``, made once.
+
+    Kueue's certificate management (cert-controller's rotator) keeps the CA and
+    certificate it finds in its Secret when they are valid, as it checks them:
+    the CA for the DNS name ``kueue-ca``, the server's for
+    ``kueue-webhook-service.kueue-system.svc``, each beyond 90 days from now.
+    The server's also names 127.0.0.1, where the API server calls it."""
+    if (pki / "kueue-webhook.crt").exists():
+        return
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "kueue-ca.key",
+        "-out",
+        "kueue-ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        f"/O=kueue/CN={CA_NAME}",
+        "-addext",
+        f"subjectAltName=DNS:{CA_NAME}",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment",
+        cwd=pki,
+    )
+    # The rotator reads the CA's key as PKCS #1 only (openssl 3 writes PKCS #8).
+    _openssl("rsa", "-in", "kueue-ca.key", "-traditional", "-out", "kueue-ca.key", cwd=pki)
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "kueue-webhook.key",
+        "-out",
+        "kueue-webhook.csr",
+        "-subj",
+        f"/CN={WEBHOOK_SERVICE}.{KUEUE_NAMESPACE}.svc",
+        cwd=pki,
+    )
+    (pki / "kueue-webhook.ext").write_text(
+        f"subjectAltName=DNS:{WEBHOOK_SERVICE}.{KUEUE_NAMESPACE}.svc,IP:127.0.0.1\n"
+        "extendedKeyUsage=serverAuth\n"
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "kueue-webhook.csr",
+        "-CA",
+        "kueue-ca.crt",
+        "-CAkey",
+        "kueue-ca.key",
+        "-CAcreateserial",
+        "-out",
+        "kueue-webhook.crt",
+        "-days",
+        "3650",
+        "-extfile",
+        "kueue-webhook.ext",
+        cwd=pki,
+    )
+
+
+def _conversion(bin_dir: Path, kubeconfig: Path, pki: Path, port: int) -> None:
+    """Kueue's certificates in its Secret, and its CRDs' conversion webhook
+    registered: the manager's webhook server on 127.0.0.1:``port``.
+
+    Since v0.16 Kueue stores its objects as ``v1beta2`` and serves ``v1beta1``
+    beside it only through the conversion webhook its manager serves
+    (``/convert``); its release manifests register it (a CRD's
+    ``spec.conversion``) and its certificate management injects its CA into
+    those CRDs, and waits, before the manager starts at all, until it could
+    (v0.17.0: ``cert.BootstrapCerts``). So the webhook is registered here as
+    Kueue's manifests do, by URL instead of Service (the API server and the
+    manager share this machine), and the Secret holds a CA and certificate the
+    rotator keeps (``_webhook_certs``): it injects that CA, the manager serves
+    that certificate. Kueue's admission webhooks stay unregistered."""
+    _webhook_certs(pki)
+
+    def b64(name: str) -> str:
+        return base64.b64encode((pki / name).read_bytes()).decode()
+
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": KUEUE_CERT_SECRET, "namespace": KUEUE_NAMESPACE},
+        "data": {
+            "ca.crt": b64("kueue-ca.crt"),
+            "ca.key": b64("kueue-ca.key"),
+            "tls.crt": b64("kueue-webhook.crt"),
+            "tls.key": b64("kueue-webhook.key"),
         },
-    ]
-    for obj in objects:  # the namespace first: a List is not applied in order
-        proc = kubectl(
-            bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(obj), check=False
+    }
+    conversion = {
+        "spec": {
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/convert",
+                        "caBundle": b64("kueue-ca.crt"),
+                    },
+                },
+            }
+        }
+    }
+    kubectl(
+        bin_dir,
+        kubeconfig,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        input_=json.dumps(secret),
+    )
+    for plural in CONVERTED_CRDS:
+        kubectl(
+            bin_dir,
+            kubeconfig,
+            "patch",
+            "customresourcedefinition",
+            f"{plural}.kueue.x-k8s.io",
+            "--type=merge",
+            "-p",
+            json.dumps(conversion),
         )
-        if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
-            raise SystemExit(f"cluster: creating {obj['kind']} for Kueue:\n{proc.stderr}")
 
 
 def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: bool) -> Path:
-    """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta1),
+    """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta2),
     and the serving certificate its webhook server needs to start.
 
-    Kueue's webhooks are not registered with the API server: whoever uses it
-    here creates Workloads itself, so its controllers and scheduler are what
-    matter. Its internal certificate management stays on, only because with
-    it off the manager insists on a metrics certificate under
-    /etc/kueue/metrics/certs: it then fills in the Secret ``_prepare``
-    creates, and finds no webhook configuration to inject the CA into (an
-    error in its log, and no harm). The certificate it writes in that Secret
-    would reach the manager only as a mounted volume, so the files it waits
-    for in ``certDir`` are ours, signed by the cluster's CA. No job
-    integrations (``frameworks: []``): it manages no batch Jobs or pods of its
-    own accord, and needs no other operator's CRDs.
+    Kueue's admission webhooks are not registered with the API server: whoever
+    uses it here creates Workloads itself, so its controllers and scheduler
+    are what matter; its webhook server serves the CRDs' conversion
+    (``_conversion``). Its internal certificate management stays on: with it
+    off the manager insists on a metrics certificate under
+    /etc/kueue/metrics/certs, and the visibility server on one under
+    /visibility. It keeps the CA and certificate of the Secret ``_conversion``
+    fills, and finds no admission webhook configuration to inject that CA into
+    (an error in its log, and no harm). What it writes in that Secret would
+    reach the manager only as a mounted volume, so the files it waits for in
+    ``certDir`` are ours, the same certificate. No job integration is used:
+    in v1beta2 an empty ``frameworks`` means Kueue's default (``batch/job``),
+    which acts only on batch Jobs labelled with a queue, and nothing here
+    makes one.
     """
     certs = workdir / "kueue" / "certs"
     certs.mkdir(parents=True, exist_ok=True)
-    if not (pki / "kueue-webhook.crt").exists():
-        issue_cert(
-            pki, "kueue-webhook", "/CN=kueue-webhook", "subjectAltName=IP:127.0.0.1,DNS:localhost"
-        )
+    _webhook_certs(pki)
     shutil.copyfile(pki / "kueue-webhook.crt", certs / "tls.crt")
     shutil.copyfile(pki / "kueue-webhook.key", certs / "tls.key")
     config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": KUEUE_NAMESPACE,
         "leaderElection": {"leaderElect": False},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue-health']}"},
         "metrics": {"bindAddress": "0"},  # off
         "webhook": {"host": "127.0.0.1", "port": ports["kueue-webhook"], "certDir": str(certs)},
-        "internalCertManagement": {"enable": True},
+        "internalCertManagement": {
+            "enable": True,
+            "webhookServiceName": WEBHOOK_SERVICE,
+            "webhookSecretName": KUEUE_CERT_SECRET,
+        },
         "clientConnection": {"qps": 50, "burst": 100},
         "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": []},
         # The on-demand visibility API (pending workloads' positions) is an
-        # aggregated API server inside the manager, on its fixed port
-        # VISIBILITY_PORT of every address: on only when that port is free
-        # (one cluster of the machine has it) and the machine has an address
-        # an Endpoints may name (not loopback); see _serve_visibility.
+        # aggregated API server inside the manager, on a port of its own
+        # (--visibility-server-port) of every address: on when the machine has
+        # an address an Endpoints may name (not loopback); see _serve_visibility.
         "featureGates": {"VisibilityOnDemand": visibility},
     }
     conf = workdir / "kueue" / "config.yaml"
@@ -304,21 +441,26 @@ def _kueue_launches(
     (recorded under ``kueue`` in ``state``, or why not)."""
     pki, ports = workdir / "pki", state["ports"]
     ports["kueue-health"], ports["kueue-webhook"] = free_port(), free_port()
+    ports["kueue-visibility"] = free_port()
     address = _visibility_address()
     state["kueue"]["visibility"] = address or ""
+    state["kueue"]["visibilityPort"] = ports["kueue-visibility"]
     if not address:
         state["kueue"]["visibilityOff"] = VISIBILITY_OFF
+    bin_dir, kubeconfig = Path(state["bin_dir"]), workdir / "kubeconfig"
+    _conversion(bin_dir, kubeconfig, pki, ports["kueue-webhook"])
     conf = _kueue_config(workdir, ports, pki, bool(address))
     env: dict[str, str] = {}
     wrap: tuple[str, ...] = ()
     if address:
-        env, wrap = _in_cluster(Path(state["bin_dir"]), workdir, state["server"])
+        env, wrap = _in_cluster(bin_dir, workdir, state["server"])
     return [
         _Launch(
             "kueue-manager",
             [
                 f"--config={conf}",
                 f"--kubeconfig={kubeconfigs['kueue-manager']}",
+                f"--visibility-server-port={ports['kueue-visibility']}",
                 "--zap-log-level=2",  # each Workload's reconciles and status changes
             ],
             # readyz: its certificates are in place and its webhook server
