@@ -104,9 +104,10 @@ def _visibility_account() -> dict[str, Any]:
 def _in_cluster(
     bin_dir: Path, workdir: Path, server: str
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """What the Kueue manager needs for its visibility server: that server
-    (k8s.io/apiserver's delegated authentication and authorization) reads only
-    client-go's in-cluster configuration, never ``--kubeconfig``: the API
+    """What the Kueue manager needed for its visibility server up to v0.12: that
+    server (k8s.io/apiserver's delegated authentication and authorization)
+    read only client-go's in-cluster configuration, never ``--kubeconfig``
+    (v0.17 reads ``--kubeconfig`` too; kept, as it does no harm): the API
     server's address from ``KUBERNETES_SERVICE_HOST`` / ``_PORT`` and a token
     and CA from SERVICE_ACCOUNT_DIR. The token is the ServiceAccount
     VISIBILITY_ACCOUNT's (cluster-admin: this is a test cluster), and the files
