@@ -7,8 +7,9 @@ every namespace, and a LocalQueue in the test's namespace; each Workload asks
 for one pod set of 2 pods of 8 GPUs, so one fits and the next waits.
 
 What an owner of a Workload without a job integration must do, seen here and
-in Kueue's source (v0.12.3, and again in v0.17.0, whose v1beta2 API these
-tests use):
+in Kueue v0.12.3's source (the names below are v0.12.3's; some moved since).
+These tests check the behaviour against the Kueue the local cluster runs,
+v0.17.0, through its v1beta2 API:
 
 - Creating it: ``spec.priority`` is the creator's to set. The CRD refuses a
   ``priorityClassRef`` without it, and Kueue's webhooks (not registered

@@ -3,7 +3,8 @@ a queued job gets a Workload and no pod until Kueue admits it; admitted, it
 runs; evicted, it stops without a restart counted, gives its reservation back
 once its pods are gone, and runs again when readmitted; finishing or pausing
 deletes the Workload. Kueue's side (admitting, evicting) is played by writing
-the Workload's status the way Kueue v0.12 writes it."""
+the Workload's status the way Kueue writes it (v0.12 and v0.17 alike, as
+tests/integration/test_kueue.py checks against v0.17)."""
 
 from __future__ import annotations
 
