@@ -36,8 +36,9 @@ def _visibility_address() -> str | None:
     """The machine's address the API server reaches Kueue's visibility server at,
     or None when it cannot serve here: the machine has no address but
     loopback, which an Endpoints may not name, or no mount namespace can be
-    made. (Its port is one of its own, ``--visibility-server-port``: until
-    Kueue v0.17 it was 8082, fixed, and one cluster of a machine had it.)"""
+    made. (Its port is one of its own, ``visibilityServer.bindPort`` in the
+    configuration: until Kueue v0.17 it was 8082, fixed, and one cluster of a
+    machine had it.)"""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
             s.connect(("192.0.2.1", 9))  # a route's source address; nothing is sent
@@ -425,10 +426,12 @@ def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: b
         "clientConnection": {"qps": 50, "burst": 100},
         "manageJobsWithoutQueueName": False,
         # The on-demand visibility API (pending workloads' positions) is an
-        # aggregated API server inside the manager, on a port of its own
-        # (--visibility-server-port) of every address: on when the machine has
-        # an address an Endpoints may name (not loopback); see _serve_visibility.
+        # aggregated API server inside the manager, on a port of its own of
+        # every address (visibilityServer, new in v0.17, which deprecates its
+        # flag --visibility-server-port): on when the machine has an address an
+        # Endpoints may name (not loopback); see _serve_visibility.
         "featureGates": {"VisibilityOnDemand": visibility},
+        "visibilityServer": {"bindPort": ports["kueue-visibility"]},
     }
     conf = workdir / "kueue" / "config.yaml"
     conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
@@ -461,7 +464,6 @@ def _kueue_launches(
             [
                 f"--config={conf}",
                 f"--kubeconfig={kubeconfigs['kueue-manager']}",
-                f"--visibility-server-port={ports['kueue-visibility']}",
                 "--zap-log-level=2",  # each Workload's reconciles and status changes
             ],
             # readyz: its certificates are in place and its webhook server
