@@ -235,7 +235,7 @@ def _visibility_served(
 
 def _create_namespace(bin_dir: Path, kubeconfig: Path) -> None:
     """Its namespace (the Secret of its certificates is applied at launch,
-    ``_webhook_certs``)."""
+    ``_conversion``)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
     proc = kubectl(
         bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(namespace), check=False
@@ -255,8 +255,10 @@ def _webhook_certs(pki: Path) -> None:
     certificate it finds in its Secret when they are valid, as it checks them:
     the CA for the DNS name ``kueue-ca``, the server's for
     ``kueue-webhook-service.kueue-system.svc``, each beyond 90 days from now.
-    The server's also names 127.0.0.1, where the API server calls it."""
-    if (pki / "kueue-webhook.crt").exists():
+    The server's also names 127.0.0.1, where the API server calls it. (A
+    cluster's state from before Kueue v0.17 has a webhook certificate of the
+    cluster's CA and no ``kueue-ca.crt``: both are made anew.)"""
+    if (pki / "kueue-ca.crt").exists() and (pki / "kueue-webhook.crt").exists():
         return
     _openssl(
         "req",

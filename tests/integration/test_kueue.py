@@ -376,6 +376,38 @@ def test_a_workload_naming_a_priority_class_must_carry_its_priority(
     assert "priority should not be nil when priorityClassRef is set" in str(refused.value)
 
 
+def test_a_v1beta1_workload_is_converted_by_kueues_webhook_and_admitted(
+    admin: KubeClient, queues: Queues
+) -> None:
+    """Kueue stores v1beta2 and serves v1beta1 only through its manager's
+    conversion webhook, which the local cluster registers as Kueue's manifests
+    do (hack/cluster/kueue_manager.py): a Workload written as v1beta1 has its
+    priority class in v1beta2's priorityClassRef, is admitted, and reads back
+    as v1beta1 with its fields."""
+    q = queues
+    v1beta1 = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
+    body = workload(q, "old")
+    body["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+    body["spec"].update(
+        priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
+        priorityClassName=q.priority_classes["low"],
+        priority=PRIORITIES["low"],
+    )
+    admin.create(v1beta1, body, q.namespace)
+    stored = get(admin, q, "old")
+    assert stored["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": q.priority_classes["low"],
+    }
+    wait_for(lambda: admitted(admin, q, "old"), 30, "old Admitted")
+    old = admin.get(v1beta1, "old", q.namespace)
+    assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert old["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    assert old["spec"]["priorityClassName"] == q.priority_classes["low"]
+    assert old["status"]["admission"]["clusterQueue"] == q.cluster_queue
+
+
 # -- preemption ------------------------------------------------------------------------
 
 
