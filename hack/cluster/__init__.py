@@ -66,7 +66,7 @@ it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
 namespace ``kueue-system`` and waits for its ``/readyz``. Its admission
 webhooks are not registered with the API server: Workloads are created
 directly, and its controllers and scheduler admit them; its CRDs' conversion
-webhook is (``kueue_manager._conversion``). No job integration is used. Its
+webhook is (``kueue_webhook``). No job integration is used. Its
 visibility API (pending workloads' positions) is served through the API
 server's aggregation layer on a free port of its own
 (``kueue_manager._serve_visibility``); its self-signed serving certificate is

@@ -1,11 +1,10 @@
 """Kueue's manager in the cluster (the add-on ``KUEUE``): its namespace, its
-configuration and serving certificate, the conversion webhook of its CRDs
-(``_conversion``), and its visibility API (pending workloads' positions),
+configuration and serving certificate (with the conversion webhook of its
+CRDs, ``kueue_webhook``), and its visibility API (pending workloads' positions),
 served through the API server's aggregation layer (``_serve_visibility``)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import socket
@@ -16,17 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from .common import log
-from .pki import _openssl
+from .kueue_webhook import (
+    KUEUE_CERT_SECRET,
+    KUEUE_NAMESPACE,
+    WEBHOOK_SERVICE,
+    _conversion,
+    _webhook_certs,
+)
 from .ports import free_port
 from .processes import _alive, _Launch, _wait, kubectl
 
-KUEUE_NAMESPACE = "kueue-system"
-KUEUE_CERT_SECRET = "kueue-webhook-server-cert"  # Kueue's default name for it
-# The CRDs Kueue's certificate management injects its CA into, for their
-# conversion webhook (pkg/util/cert/cert.go in v0.17.0): the kinds whose
-# v1beta1 and v1beta2 differ in more than the version.
-CONVERTED_CRDS = ("localqueues", "clusterqueues", "workloads", "cohorts", "multikueueclusters")
-WEBHOOK_SERVICE = "kueue-webhook-service"  # Kueue's default; its certificate's DNS name
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_SERVICE = "kueue-visibility-server"
 VISIBILITY_VERSIONS = (("v1beta2", 200), ("v1beta1", 100))  # (version, versionPriority)
@@ -235,157 +233,13 @@ def _visibility_served(
 
 def _create_namespace(bin_dir: Path, kubeconfig: Path) -> None:
     """Its namespace (the Secret of its certificates is applied at launch,
-    ``_conversion``)."""
+    ``kueue_webhook._conversion``)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
     proc = kubectl(
         bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(namespace), check=False
     )
     if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
         raise SystemExit(f"cluster: creating the Namespace for Kueue:\n{proc.stderr}")
-
-
-CA_NAME = "kueue-ca"  # Kueue's certificate management's name (and DNS name) for its CA
-
-
-def _webhook_certs(pki: Path) -> None:
-    """A CA of Kueue's own (``kueue-ca.crt``) and, signed by it, its webhook
-    server's certificate (``kueue-webhook.crt``), in ``pki``, made once.
-
-    Kueue's certificate management (cert-controller's rotator) keeps the CA and
-    certificate it finds in its Secret when they are valid, as it checks them:
-    the CA for the DNS name ``kueue-ca``, the server's for
-    ``kueue-webhook-service.kueue-system.svc``, each beyond 90 days from now.
-    The server's also names 127.0.0.1, where the API server calls it. (A
-    cluster's state from before Kueue v0.17 has a webhook certificate of the
-    cluster's CA and no ``kueue-ca.crt``: both are made anew.)"""
-    if (pki / "kueue-ca.crt").exists() and (pki / "kueue-webhook.crt").exists():
-        return
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "kueue-ca.key",
-        "-out",
-        "kueue-ca.crt",
-        "-days",
-        "3650",
-        "-subj",
-        f"/O=kueue/CN={CA_NAME}",
-        "-addext",
-        f"subjectAltName=DNS:{CA_NAME}",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment",
-        cwd=pki,
-    )
-    # The rotator reads the CA's key as PKCS #1 only (openssl 3 writes PKCS #8).
-    _openssl("rsa", "-in", "kueue-ca.key", "-traditional", "-out", "kueue-ca.key", cwd=pki)
-    _openssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "kueue-webhook.key",
-        "-out",
-        "kueue-webhook.csr",
-        "-subj",
-        f"/CN={WEBHOOK_SERVICE}.{KUEUE_NAMESPACE}.svc",
-        cwd=pki,
-    )
-    (pki / "kueue-webhook.ext").write_text(
-        f"subjectAltName=DNS:{WEBHOOK_SERVICE}.{KUEUE_NAMESPACE}.svc,IP:127.0.0.1\n"
-        "extendedKeyUsage=serverAuth\n"
-    )
-    _openssl(
-        "x509",
-        "-req",
-        "-in",
-        "kueue-webhook.csr",
-        "-CA",
-        "kueue-ca.crt",
-        "-CAkey",
-        "kueue-ca.key",
-        "-CAcreateserial",
-        "-out",
-        "kueue-webhook.crt",
-        "-days",
-        "3650",
-        "-extfile",
-        "kueue-webhook.ext",
-        cwd=pki,
-    )
-
-
-def _conversion(bin_dir: Path, kubeconfig: Path, pki: Path, port: int) -> None:
-    """Kueue's certificates in its Secret, and its CRDs' conversion webhook
-    registered: the manager's webhook server on 127.0.0.1:``port``.
-
-    Since v0.16 Kueue stores its objects as ``v1beta2`` and serves ``v1beta1``
-    beside it only through the conversion webhook its manager serves
-    (``/convert``); its release manifests register it (a CRD's
-    ``spec.conversion``) and its certificate management injects its CA into
-    those CRDs, and waits, before the manager starts at all, until it could
-    (v0.17.0: ``cert.BootstrapCerts``). So the webhook is registered here as
-    Kueue's manifests do, by URL instead of Service (the API server and the
-    manager share this machine), and the Secret holds a CA and certificate the
-    rotator keeps (``_webhook_certs``): it injects that CA, the manager serves
-    that certificate. Kueue's admission webhooks stay unregistered."""
-    _webhook_certs(pki)
-
-    def b64(name: str) -> str:
-        return base64.b64encode((pki / name).read_bytes()).decode()
-
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": KUEUE_CERT_SECRET, "namespace": KUEUE_NAMESPACE},
-        "data": {
-            "ca.crt": b64("kueue-ca.crt"),
-            "ca.key": b64("kueue-ca.key"),
-            "tls.crt": b64("kueue-webhook.crt"),
-            "tls.key": b64("kueue-webhook.key"),
-        },
-    }
-    conversion = {
-        "spec": {
-            "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "url": f"https://127.0.0.1:{port}/convert",
-                        "caBundle": b64("kueue-ca.crt"),
-                    },
-                },
-            }
-        }
-    }
-    kubectl(
-        bin_dir,
-        kubeconfig,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        "-",
-        input_=json.dumps(secret),
-    )
-    for plural in CONVERTED_CRDS:
-        kubectl(
-            bin_dir,
-            kubeconfig,
-            "patch",
-            "customresourcedefinition",
-            f"{plural}.kueue.x-k8s.io",
-            "--type=merge",
-            "-p",
-            json.dumps(conversion),
-        )
 
 
 def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: bool) -> Path:
@@ -395,14 +249,15 @@ def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: b
     Kueue's admission webhooks are not registered with the API server: whoever
     uses it here creates Workloads itself, so its controllers and scheduler
     are what matter; its webhook server serves the CRDs' conversion
-    (``_conversion``). Its internal certificate management stays on: with it
+    (``kueue_webhook``). Its internal certificate management stays on: with it
     off the manager insists on a metrics certificate under
     /etc/kueue/metrics/certs, and the visibility server on one under
-    /visibility. It keeps the CA and certificate of the Secret ``_conversion``
-    fills, and finds no admission webhook configuration to inject that CA into
-    (an error in its log, and no harm). What it writes in that Secret would
-    reach the manager only as a mounted volume, so the files it waits for in
-    ``certDir`` are ours, the same certificate. No job integration is used:
+    /visibility. It keeps the CA and certificate of the Secret
+    ``kueue_webhook._conversion`` fills, and finds no admission webhook
+    configuration to inject that CA into (an error in its log, and no harm).
+    What it writes in that Secret would reach the manager only as a mounted
+    volume, so the files it waits for in ``certDir`` are ours, the same
+    certificate. No job integration is used:
     in v1beta2 an empty ``frameworks`` means Kueue's default (``batch/job``),
     which acts only on batch Jobs labelled with a queue, and nothing here
     makes one.
