@@ -125,14 +125,15 @@ class KueueReads:
         self, workload: Obj, own: Sequence[Obj], local: str, cluster: str, why: str
     ) -> QueuePlace:
         """The positions among this operator's own pending Workloads, in Kueue's
-        order: the higher priority first, then the older."""
+        order: the higher priority first, then the older, then (created in the
+        same second) the lower uid, as Kueue v0.17 breaks the tie."""
 
         def order(w: Obj) -> tuple[int, str, str]:
             spec = w.get("spec") or {}
             return (
                 -int(spec.get("priority") or 0),
                 str(w["metadata"].get("creationTimestamp") or ""),
-                _name(w)[1],
+                str(w["metadata"].get("uid") or _name(w)[1]),
             )
 
         same_cq = [
