@@ -64,4 +64,5 @@ CRDS = Resource(
 )
 # Kueue's Workload, read by more than one integration (Kueue's; the start
 # estimate, which reads a waiting job's place in its queue).
-WORKLOADS = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
+# kueue.x-k8s.io/v1beta2: Kueue's storage version since v0.16 (integrations/kueue/build.py).
+WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")

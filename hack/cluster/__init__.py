@@ -63,13 +63,14 @@ Kueue (``KUEUE_VERSION``) is added the same way: its manager
 ``kueue-manager``) and all its CRDs, cached in
 ``~/.cache/t9k-operator/bin/kueue-<version>-<digest>/``; ``binaries`` builds
 it too (``--no-kueue`` skips it), ``up --kueue`` or ``kueue`` starts it in the
-namespace ``kueue-system`` and waits for its ``/readyz``. Its webhooks are not
-registered with the API server: Workloads are created directly, and its
-controllers and scheduler admit them. No job integration is enabled. Its
+namespace ``kueue-system`` and waits for its ``/readyz``. Its admission
+webhooks are not registered with the API server: Workloads are created
+directly, and its controllers and scheduler admit them; its CRDs' conversion
+webhook is (``kueue_webhook``). No job integration is used. Its
 visibility API (pending workloads' positions) is served through the API
-server's aggregation layer when its fixed port 8082 is free on this machine
+server's aggregation layer on a free port of its own
 (``kueue_manager._serve_visibility``); its self-signed serving certificate is
-written to ``/visibility`` (a path fixed in Kueue v0.12).
+written to ``/visibility`` (a path fixed in Kueue, still in v0.17).
 
 The install tests' tools are cached the same way, never started: Helm
 (``HELM_VERSION``, hack/third_party/helm) and kustomize

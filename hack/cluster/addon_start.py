@@ -17,7 +17,8 @@ from typing import Any
 from .addons import Addon, Gang, ensure_addon_binaries
 from .cache import _locked
 from .common import log
-from .kueue_manager import KUEUE_NAMESPACE, _create_namespace, _visibility_served
+from .kueue_manager import _create_namespace, _visibility_served
+from .kueue_webhook import KUEUE_NAMESPACE
 from .launches import _launches
 from .processes import _healthy, _start, _stop, _wait, kubectl
 from .state import _running, _running_state, _save, state_dir

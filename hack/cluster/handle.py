@@ -79,8 +79,8 @@ class GangScheduler:
 @dataclass(frozen=True)
 class Kueue:
     """The Kueue manager running in the cluster (``hack.cluster kueue``): its
-    controllers and scheduler admit Workloads (kueue.x-k8s.io/v1beta1) within
-    their ClusterQueues' quota. Its webhooks are not registered, so nothing
+    controllers and scheduler admit Workloads (kueue.x-k8s.io/v1beta2) within
+    their ClusterQueues' quota. Its admission webhooks are not registered, so nothing
     defaults or validates a Workload beyond its CRD's schema."""
 
     version: str

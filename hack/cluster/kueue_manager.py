@@ -1,7 +1,7 @@
 """Kueue's manager in the cluster (the add-on ``KUEUE``): its namespace, its
-configuration and serving certificate, and its visibility API (pending
-workloads' positions), served through the API server's aggregation layer when
-its fixed port is free on this machine (``_serve_visibility``)."""
+configuration and serving certificate (with the conversion webhook of its
+CRDs, ``kueue_webhook``), and its visibility API (pending workloads' positions),
+served through the API server's aggregation layer (``_serve_visibility``)."""
 
 from __future__ import annotations
 
@@ -15,30 +15,28 @@ from pathlib import Path
 from typing import Any
 
 from .common import log
-from .pki import issue_cert
+from .kueue_webhook import (
+    KUEUE_CERT_SECRET,
+    KUEUE_NAMESPACE,
+    WEBHOOK_SERVICE,
+    _conversion,
+    _webhook_certs,
+)
 from .ports import free_port
 from .processes import _alive, _Launch, _wait, kubectl
 
-KUEUE_NAMESPACE = "kueue-system"
-KUEUE_CERT_SECRET = "kueue-webhook-server-cert"  # Kueue's default name for it
-VISIBILITY_PORT = 8082  # Kueue's visibility server's, fixed (pkg/visibility/server.go)
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_SERVICE = "kueue-visibility-server"
+VISIBILITY_VERSIONS = (("v1beta2", 200), ("v1beta1", 100))  # (version, versionPriority)
 
 
 def _visibility_address() -> str | None:
     """The machine's address the API server reaches Kueue's visibility server at,
-    or None when it cannot serve here: VISIBILITY_PORT is taken (another
-    cluster's Kueue has it), the machine has no address but loopback, which
-    an Endpoints may not name, or no mount namespace can be made."""
-    try:
-        with socket.socket() as s:
-            # As Go's listeners (Kueue's among them) do on Linux, so a connection
-            # of a cluster before, left in TIME_WAIT on the port, is no "taken".
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("0.0.0.0", VISIBILITY_PORT))
-    except OSError:
-        return _off(f"port {VISIBILITY_PORT} is taken")
+    or None when it cannot serve here: the machine has no address but
+    loopback, which an Endpoints may not name, or no mount namespace can be
+    made. (Its port is one of its own, ``visibilityServer.bindPort`` in the
+    configuration: until Kueue v0.17 it was 8082, fixed, and one cluster of a
+    machine had it.)"""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
             s.connect(("192.0.2.1", 9))  # a route's source address; nothing is sent
@@ -105,9 +103,10 @@ def _visibility_account() -> dict[str, Any]:
 def _in_cluster(
     bin_dir: Path, workdir: Path, server: str
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """What the Kueue manager needs for its visibility server: that server
-    (k8s.io/apiserver's delegated authentication and authorization) reads only
-    client-go's in-cluster configuration, never ``--kubeconfig``: the API
+    """What the Kueue manager needed for its visibility server up to v0.12: that
+    server (k8s.io/apiserver's delegated authentication and authorization)
+    read only client-go's in-cluster configuration, never ``--kubeconfig``
+    (v0.17 reads ``--kubeconfig`` too; kept, as it does no harm): the API
     server's address from ``KUBERNETES_SERVICE_HOST`` / ``_PORT`` and a token
     and CA from SERVICE_ACCOUNT_DIR. The token is the ServiceAccount
     VISIBILITY_ACCOUNT's (cluster-admin: this is a test cluster), and the files
@@ -141,7 +140,7 @@ def _in_cluster(
     return env, ("unshare", "--mount", "--propagation=private", "sh", "-c", script, "sh")
 
 
-def _visibility_objects(address: str) -> dict[str, Any]:
+def _visibility_objects(address: str, port: int) -> dict[str, Any]:
     """Kueue's visibility API's APIService, behind the Service
     ``kueue-visibility-server`` without a selector, its Endpoints naming
     ``address`` (see ``_serve_visibility``)."""
@@ -149,7 +148,7 @@ def _visibility_objects(address: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
-        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": VISIBILITY_PORT}]},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]},
     }
     endpoints = {
         "apiVersion": "v1",
@@ -158,7 +157,7 @@ def _visibility_objects(address: str) -> dict[str, Any]:
         "subsets": [
             {
                 "addresses": [{"ip": address}],
-                "ports": [{"name": "https", "port": VISIBILITY_PORT}],
+                "ports": [{"name": "https", "port": port}],
             }
         ],
     }
@@ -176,13 +175,14 @@ def _visibility_objects(address: str) -> dict[str, Any]:
                 "service": {"name": VISIBILITY_SERVICE, "namespace": KUEUE_NAMESPACE},
             },
         }
-        for version, priority in (("v1beta1", 100),)  # the one version v0.12 serves
+        # Both versions v0.17 serves; v1beta2 preferred, as in Kueue's manifests.
+        for version, priority in VISIBILITY_VERSIONS
     ]
     return {"apiVersion": "v1", "kind": "List", "items": [service, endpoints, *services]}
 
 
 def _serve_visibility(
-    bin_dir: Path, kubeconfig: Path, address: str, workdir: Path, procs: dict[str, int]
+    bin_dir: Path, kubeconfig: Path, address: str, port: int, workdir: Path, procs: dict[str, int]
 ) -> None:
     """Register Kueue's visibility API with the API server, as Kueue's own
     manifests do (an APIService, behind the Service
@@ -190,7 +190,7 @@ def _serve_visibility(
     Endpoints naming this machine's ``address`` (no pods, no kube-proxy: the
     API server routes to endpoints). The server's certificate is self-signed,
     so the APIService skips verifying it, as Kueue's manifests do."""
-    body = _visibility_objects(address)
+    body = _visibility_objects(address, port)
     kubectl(bin_dir, kubeconfig, "apply", "--server-side", "-f", "-", input_=json.dumps(body))
 
     def available() -> bool:
@@ -199,7 +199,7 @@ def _serve_visibility(
             kubeconfig,
             "get",
             "--raw",
-            f"/apis/{VISIBILITY_GROUP}/v1beta1",
+            f"/apis/{VISIBILITY_GROUP}/{VISIBILITY_VERSIONS[0][0]}",
             check=False,
         )
         return proc.returncode == 0
@@ -218,9 +218,10 @@ def _visibility_served(
     """Kueue's visibility API served at ``info["visibility"]``; what the
     ready message adds. When it is not, while the manager itself serves,
     ``info`` (in the state ``save`` writes) records why."""
+    address, port = info["visibility"], int(info["visibilityPort"])
     try:
-        _serve_visibility(bin_dir, kubeconfig, info["visibility"], workdir, manager)
-        return f"; visibility API at {info['visibility']}:{VISIBILITY_PORT}"
+        _serve_visibility(bin_dir, kubeconfig, address, port, workdir, manager)
+        return f"; visibility API at {address}:{port}"
     except SystemExit as exc:  # Kueue itself serves: only this API is missing
         if not all(_alive(p) for p in manager.values()):
             raise
@@ -231,66 +232,63 @@ def _visibility_served(
 
 
 def _create_namespace(bin_dir: Path, kubeconfig: Path) -> None:
-    """Its namespace, and there the (empty) Secret its certificate
-    management fills in: it never creates that Secret itself."""
-    objects = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": KUEUE_CERT_SECRET, "namespace": KUEUE_NAMESPACE},
-        },
-    ]
-    for obj in objects:  # the namespace first: a List is not applied in order
-        proc = kubectl(
-            bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(obj), check=False
-        )
-        if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
-            raise SystemExit(f"cluster: creating {obj['kind']} for Kueue:\n{proc.stderr}")
+    """Its namespace (the Secret of its certificates is applied at launch,
+    ``kueue_webhook._conversion``)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+    proc = kubectl(
+        bin_dir, kubeconfig, "create", "-f", "-", input_=json.dumps(namespace), check=False
+    )
+    if proc.returncode != 0 and "AlreadyExists" not in proc.stderr:
+        raise SystemExit(f"cluster: creating the Namespace for Kueue:\n{proc.stderr}")
 
 
 def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: bool) -> Path:
-    """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta1),
+    """The Kueue manager's configuration file (config.kueue.x-k8s.io/v1beta2),
     and the serving certificate its webhook server needs to start.
 
-    Kueue's webhooks are not registered with the API server: whoever uses it
-    here creates Workloads itself, so its controllers and scheduler are what
-    matter. Its internal certificate management stays on, only because with
-    it off the manager insists on a metrics certificate under
-    /etc/kueue/metrics/certs: it then fills in the Secret ``_prepare``
-    creates, and finds no webhook configuration to inject the CA into (an
-    error in its log, and no harm). The certificate it writes in that Secret
-    would reach the manager only as a mounted volume, so the files it waits
-    for in ``certDir`` are ours, signed by the cluster's CA. No job
-    integrations (``frameworks: []``): it manages no batch Jobs or pods of its
-    own accord, and needs no other operator's CRDs.
+    Kueue's admission webhooks are not registered with the API server: whoever
+    uses it here creates Workloads itself, so its controllers and scheduler
+    are what matter; its webhook server serves the CRDs' conversion
+    (``kueue_webhook``). Its internal certificate management stays on: with it
+    off the manager insists on a metrics certificate under
+    /etc/kueue/metrics/certs, and the visibility server on one under
+    /visibility. It keeps the CA and certificate of the Secret
+    ``kueue_webhook._conversion`` fills, and finds no admission webhook
+    configuration to inject that CA into (an error in its log, and no harm).
+    What it writes in that Secret would reach the manager only as a mounted
+    volume, so the files it waits for in ``certDir`` are ours, the same
+    certificate. No job integration is used:
+    in v1beta2 an empty ``frameworks`` means Kueue's default (``batch/job``),
+    which acts only on batch Jobs labelled with a queue, and nothing here
+    makes one.
     """
     certs = workdir / "kueue" / "certs"
     certs.mkdir(parents=True, exist_ok=True)
-    if not (pki / "kueue-webhook.crt").exists():
-        issue_cert(
-            pki, "kueue-webhook", "/CN=kueue-webhook", "subjectAltName=IP:127.0.0.1,DNS:localhost"
-        )
+    _webhook_certs(pki)
     shutil.copyfile(pki / "kueue-webhook.crt", certs / "tls.crt")
     shutil.copyfile(pki / "kueue-webhook.key", certs / "tls.key")
     config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": KUEUE_NAMESPACE,
         "leaderElection": {"leaderElect": False},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue-health']}"},
         "metrics": {"bindAddress": "0"},  # off
         "webhook": {"host": "127.0.0.1", "port": ports["kueue-webhook"], "certDir": str(certs)},
-        "internalCertManagement": {"enable": True},
+        "internalCertManagement": {
+            "enable": True,
+            "webhookServiceName": WEBHOOK_SERVICE,
+            "webhookSecretName": KUEUE_CERT_SECRET,
+        },
         "clientConnection": {"qps": 50, "burst": 100},
         "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": []},
         # The on-demand visibility API (pending workloads' positions) is an
-        # aggregated API server inside the manager, on its fixed port
-        # VISIBILITY_PORT of every address: on only when that port is free
-        # (one cluster of the machine has it) and the machine has an address
-        # an Endpoints may name (not loopback); see _serve_visibility.
+        # aggregated API server inside the manager, on a port of its own of
+        # every address (visibilityServer, new in v0.17, which deprecates its
+        # flag --visibility-server-port): on when the machine has an address an
+        # Endpoints may name (not loopback); see _serve_visibility.
         "featureGates": {"VisibilityOnDemand": visibility},
+        "visibilityServer": {"bindPort": ports["kueue-visibility"]},
     }
     conf = workdir / "kueue" / "config.yaml"
     conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
@@ -304,15 +302,19 @@ def _kueue_launches(
     (recorded under ``kueue`` in ``state``, or why not)."""
     pki, ports = workdir / "pki", state["ports"]
     ports["kueue-health"], ports["kueue-webhook"] = free_port(), free_port()
+    ports["kueue-visibility"] = free_port()
     address = _visibility_address()
     state["kueue"]["visibility"] = address or ""
+    state["kueue"]["visibilityPort"] = ports["kueue-visibility"]
     if not address:
         state["kueue"]["visibilityOff"] = VISIBILITY_OFF
+    bin_dir, kubeconfig = Path(state["bin_dir"]), workdir / "kubeconfig"
+    _conversion(bin_dir, kubeconfig, pki, ports["kueue-webhook"])
     conf = _kueue_config(workdir, ports, pki, bool(address))
     env: dict[str, str] = {}
     wrap: tuple[str, ...] = ()
     if address:
-        env, wrap = _in_cluster(Path(state["bin_dir"]), workdir, state["server"])
+        env, wrap = _in_cluster(bin_dir, workdir, state["server"])
     return [
         _Launch(
             "kueue-manager",

@@ -131,8 +131,9 @@ def gang_schedulers(
 def kueue(cluster: Cluster) -> Kueue:
     """The Kueue manager (its controllers and scheduler), running in the test
     cluster with all of Kueue's CRDs: Workloads naming a LocalQueue are
-    admitted within their ClusterQueue's quota. Its webhooks are not
-    registered; no job integration is on (it only admits Workloads)."""
+    admitted within their ClusterQueue's quota. Its admission webhooks are
+    not registered (its CRDs' conversion webhook is); no job integration is
+    used (it only admits Workloads)."""
     return _add("Kueue", cluster.start_kueue)
 
 

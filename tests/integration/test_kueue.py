@@ -7,10 +7,12 @@ every namespace, and a LocalQueue in the test's namespace; each Workload asks
 for one pod set of 2 pods of 8 GPUs, so one fits and the next waits.
 
 What an owner of a Workload without a job integration must do, seen here and
-in Kueue v0.12.3's source:
+in Kueue v0.12.3's source (the names below are v0.12.3's; some moved since).
+These tests check the behaviour against the Kueue the local cluster runs,
+v0.17.0, through its v1beta2 API:
 
 - Creating it: ``spec.priority`` is the creator's to set. The CRD refuses a
-  ``priorityClassName`` without it, and Kueue's webhooks (not registered
+  ``priorityClassRef`` without it, and Kueue's webhooks (not registered
   here anyway) would not fill it in; a job integration copies the
   WorkloadPriorityClass's value (``extractPriority`` in
   pkg/controller/jobframework/reconciler.go).
@@ -60,7 +62,7 @@ QUOTA = 16
 PODS_PER_WORKLOAD = 2
 GPUS_PER_POD = 8
 
-KUEUE_API = ("kueue.x-k8s.io", "v1beta1")
+KUEUE_API = ("kueue.x-k8s.io", "v1beta2")
 RESOURCE_FLAVORS = Resource(*KUEUE_API, "resourceflavors", "ResourceFlavor", namespaced=False)
 CLUSTER_QUEUES = Resource(*KUEUE_API, "clusterqueues", "ClusterQueue", namespaced=False)
 LOCAL_QUEUES = Resource(*KUEUE_API, "localqueues", "LocalQueue")
@@ -177,8 +179,11 @@ def workload(q: Queues, name: str, level: str | None = None) -> dict[str, Any]:
     }
     if level:
         body["spec"].update(
-            priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
-            priorityClassName=q.priority_classes[level],
+            priorityClassRef={
+                "group": "kueue.x-k8s.io",
+                "kind": "WorkloadPriorityClass",
+                "name": q.priority_classes[level],
+            },
             priority=PRIORITIES[level],
         )
     return body
@@ -368,7 +373,39 @@ def test_a_workload_naming_a_priority_class_must_carry_its_priority(
     del body["spec"]["priority"]
     with pytest.raises(Invalid) as refused:
         admin.create(WORKLOADS, body, queues.namespace)
-    assert "priority should not be nil when priorityClassName is set" in str(refused.value)
+    assert "priority should not be nil when priorityClassRef is set" in str(refused.value)
+
+
+def test_a_v1beta1_workload_is_converted_by_kueues_webhook_and_admitted(
+    admin: KubeClient, queues: Queues
+) -> None:
+    """Kueue stores v1beta2 and serves v1beta1 only through its manager's
+    conversion webhook, which the local cluster registers as Kueue's manifests
+    do (hack/cluster/kueue_manager.py): a Workload written as v1beta1 has its
+    priority class in v1beta2's priorityClassRef, is admitted, and reads back
+    as v1beta1 with its fields."""
+    q = queues
+    v1beta1 = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")
+    body = workload(q, "old")
+    body["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+    body["spec"].update(
+        priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
+        priorityClassName=q.priority_classes["low"],
+        priority=PRIORITIES["low"],
+    )
+    admin.create(v1beta1, body, q.namespace)
+    stored = get(admin, q, "old")
+    assert stored["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": q.priority_classes["low"],
+    }
+    wait_for(lambda: admitted(admin, q, "old"), 30, "old Admitted")
+    old = admin.get(v1beta1, "old", q.namespace)
+    assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert old["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    assert old["spec"]["priorityClassName"] == q.priority_classes["low"]
+    assert old["status"]["admission"]["clusterQueue"] == q.cluster_queue
 
 
 # -- preemption ------------------------------------------------------------------------
@@ -388,7 +425,11 @@ def test_preemption_evicts_but_the_quota_stays_reserved_until_the_owner_releases
     evicted, preempted = condition(low, "Evicted"), condition(low, "Preempted")
     assert evicted and evicted["reason"] == "Preempted", low["status"]
     assert f"Preempted to accommodate a workload (UID: {high_uid}" in evicted["message"]
-    assert evicted["message"].endswith("due to prioritization in the ClusterQueue")
+    # Kueue v0.17 adds the cohort paths of both (a ClusterQueue in no cohort: /<its name>).
+    assert "due to prioritization in the ClusterQueue" in evicted["message"]
+    assert evicted["message"].endswith(
+        f"; preemptor path: /{q.cluster_queue}; preemptee path: /{q.cluster_queue}"
+    )
     assert preempted and preempted["status"] == "True", low["status"]
     assert preempted["reason"] == "InClusterQueue"
     assert low["status"]["schedulingStats"]["evictions"] == [

@@ -45,6 +45,7 @@ from tests.kinds import KIND_NAMES, in_turn, kind_resource, spec_fields
 pytestmark = pytest.mark.xdist_group("add-ons")
 
 KUEUE = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"  # the operator's (t9k_operator/integrations/kueue/build.py)
 
 
 def one_kind(offset: int) -> list[str]:
@@ -52,9 +53,9 @@ def one_kind(offset: int) -> list[str]:
     return [kind for kind, _ in in_turn(["kueue"], offset)]
 
 
-FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", namespaced=False)
-CLUSTER_QUEUES = Resource(KUEUE, "v1beta1", "clusterqueues", "ClusterQueue", namespaced=False)
-LOCAL_QUEUES = Resource(KUEUE, "v1beta1", "localqueues", "LocalQueue")
+FLAVORS = Resource(KUEUE, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
+CLUSTER_QUEUES = Resource(KUEUE, KUEUE_VERSION, "clusterqueues", "ClusterQueue", namespaced=False)
+LOCAL_QUEUES = Resource(KUEUE, KUEUE_VERSION, "localqueues", "LocalQueue")
 QUOTA_GPUS = 24
 
 
@@ -69,7 +70,7 @@ def kueue_ready(kueue: Any, cluster: Cluster, admin: KubeClient) -> None:
         admin.create(
             FLAVORS,
             {
-                "apiVersion": f"{KUEUE}/v1beta1",
+                "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
                 "kind": "ResourceFlavor",
                 "metadata": {"name": "default-flavor"},
             },
@@ -83,7 +84,7 @@ def cluster_queue_body(name: str, preemption: str) -> dict[str, Any]:
         {"name": "nvidia.com/gpu", "nominalQuota": str(QUOTA_GPUS)},
     ]
     return {
-        "apiVersion": f"{KUEUE}/v1beta1",
+        "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
         "kind": "ClusterQueue",
         "metadata": {"name": name},
         "spec": {
@@ -107,7 +108,7 @@ def make_queue(admin: KubeClient, namespace: str, preemption: str = "Never") -> 
     admin.create(
         LOCAL_QUEUES,
         {
-            "apiVersion": f"{KUEUE}/v1beta1",
+            "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
             "kind": "LocalQueue",
             "metadata": {"name": "team"},
             "spec": {"clusterQueue": name},
@@ -221,7 +222,11 @@ def test_the_higher_priority_is_admitted_first(
         "high's Workload",
     )
     assert by_name["high"]["spec"]["priority"] == 90
-    assert by_name["high"]["spec"]["priorityClassName"] == scheduling.priority_class(90)
+    assert by_name["high"]["spec"]["priorityClassRef"] == {
+        "group": KUEUE,
+        "kind": "WorkloadPriorityClass",
+        "name": scheduling.priority_class(90),
+    }
     finish(kubelet, jobs, "blocker")
     first = wait_for(
         lambda: next((n for n in ("high", "low") if pods_of(jobs, n)), None),

@@ -30,7 +30,7 @@ import pytest
 from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient
 from t9k_operator.objects import parse_time
-from t9k_operator.resources import NODES, Resource
+from t9k_operator.resources import NODES, WORKLOADS, Resource
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import Jobs, finish, in_phase, pytorch_job, settled
 from tests.integration.kubelet import Kubelet
@@ -98,6 +98,12 @@ def seconds(text: str) -> int:
     """``12m05s``, ``3h02m``, ``45s`` (status.progress.eta) in seconds."""
     units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
     return sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([dhms])", text))
+
+
+def workload_of(admin: KubeClient, namespace: str, job: str) -> dict[str, Any]:
+    """The job's Kueue Workload (the operator names it ``<job>-<uid[:8]>``)."""
+    items = admin.list(WORKLOADS, namespace)["items"]
+    return next(w for w in items if w["metadata"]["name"].startswith(f"{job}-"))
 
 
 def estimate_of(jobs: Jobs, name: str) -> dict[str, Any] | None:
@@ -205,6 +211,14 @@ def test_under_kueue_a_waiting_job_has_its_place_and_the_running_jobs_eta(
         assert start is not None and abs((start - ends).total_seconds()) <= 90, (start, ends)
 
         # The one after it waits for two jobs' quota, and next's end is unknown.
+        # Kueue orders Workloads of one priority by creation time, in seconds,
+        # then (v0.17) by uid: third's is created in a later second than next's.
+        next_created = parse_time(
+            workload_of(admin, namespace, "next")["metadata"]["creationTimestamp"]
+        )
+        assert next_created is not None
+        while datetime.now(next_created.tzinfo) < next_created + timedelta(seconds=1):
+            time.sleep(0.1)
         jobs.create(gpu_job(KIND, "third", manual=True, queue=queue))
         third = wait_for(
             lambda: (

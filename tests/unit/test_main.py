@@ -160,7 +160,7 @@ def test_kueue_whose_workload_api_is_not_served_is_refused_at_start() -> None:
     for answer in ({"resources": [{"name": "localqueues"}]}, NotFound("404 page not found")):
         missing = kueue_not_served(_Discovery(answer), kueue)  # type: ignore[arg-type]
         assert missing is not None
-        assert "/apis/kueue.x-k8s.io/v1beta1" in missing and "install Kueue" in missing
+        assert "/apis/kueue.x-k8s.io/v1beta2" in missing and "install Kueue v0.15" in missing
     assert kueue_not_served(_Discovery({}), registry.ServedKueue.from_flags(parse_args([]))) is None
 
 

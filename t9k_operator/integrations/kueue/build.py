@@ -2,7 +2,7 @@
 
 With ``--kueue``, a job that names a queue (``spec.scheduler.t9kScheduler.queue``,
 MSJob's ``runPolicy.schedulingPolicy.queue``, or the label
-``kueue.x-k8s.io/queue-name``) gets a ``kueue.x-k8s.io/v1beta1`` Workload in
+``kueue.x-k8s.io/queue-name``) gets a ``kueue.x-k8s.io/v1beta2`` Workload in
 that LocalQueue, owned by the job: one pod set per replica type, with the
 count and the pod template (containers' requests, node selector,
 tolerations, affinity) Kueue charges against the ClusterQueue's quota. The
@@ -13,8 +13,13 @@ The job's priority becomes the Workload's: a T9k ``priority`` n names the
 WorkloadPriorityClass ``t9k-priority-<n>`` (value n, installed with
 manifests/kueue), MSJob's ``priorityClass`` names one itself. The reconciler
 reads its value; where no WorkloadPriorityClass has the name, it takes the
-PriorityClass of that name (source ``scheduling.k8s.io/priorityclass``), as
-Kueue does for a pod's priority class.
+PriorityClass of that name (``priorityClassRef`` of group
+``scheduling.k8s.io``), as Kueue does for a pod's priority class.
+
+``v1beta2``: Kueue's storage version since v0.16 (served since v0.15;
+``v1beta1`` is served only through Kueue's conversion webhook and is to go
+in v0.18). The operator writes and reads v1beta2 alone, so it needs no
+conversion webhook and Kueue v0.15 or later.
 
 Pure functions, like every builder.
 """
@@ -35,12 +40,14 @@ from t9k_operator.builders.scheduling import priority_class
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pipeline.queued_pods import labelled
 
-GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 API_VERSION = f"{GROUP}/{VERSION}"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The standard label by which a job names its LocalQueue."""
-WORKLOAD_PRIORITY_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
-POD_PRIORITY_SOURCE = "scheduling.k8s.io/priorityclass"
+WORKLOAD_PRIORITY_CLASS = ("kueue.x-k8s.io", "WorkloadPriorityClass")
+POD_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+"""The (group, kind) a Workload's ``spec.priorityClassRef`` names: a
+WorkloadPriorityClass, or a pod PriorityClass."""
 POD_SET_FIELDS = ("nodeSelector", "tolerations", "affinity", "overhead", "runtimeClassName")
 """What of a pod's spec, beside its containers, decides where it may run and
 what it costs: Kueue matches flavors and charges quota by these."""
@@ -54,7 +61,7 @@ class WorkloadPriority:
 
     name: str
     value: int
-    source: str = WORKLOAD_PRIORITY_SOURCE
+    source: tuple[str, str] = WORKLOAD_PRIORITY_CLASS  # (group, kind)
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,8 @@ def workload(
         "priority": 0,
     }
     if priority is not None:
-        spec["priorityClassSource"] = priority.source
-        spec["priorityClassName"] = priority.name
+        group, kind = priority.source
+        spec["priorityClassRef"] = {"group": group, "kind": kind, "name": priority.name}
         spec["priority"] = priority.value
     return {
         "apiVersion": API_VERSION,

@@ -137,7 +137,7 @@ def priority(caches: Caches, name: str) -> kueue.WorkloadPriority | None:
         return kueue.WorkloadPriority(name, int(found.get("value") or 0))
     found = caches.get(POD_PRIORITY_CLASSES, None, name)
     if found is not None:
-        return kueue.WorkloadPriority(name, int(found.get("value") or 0), kueue.POD_PRIORITY_SOURCE)
+        return kueue.WorkloadPriority(name, int(found.get("value") or 0), kueue.POD_PRIORITY_CLASS)
     return None
 
 
@@ -263,7 +263,8 @@ class Kueue(Base[KueueState]):
                 WORKLOADS,
                 lambda missing: (
                     f"--kueue needs the Workload API {missing}, which this cluster does not "
-                    "serve: install Kueue (docs/scheduling.md) or run the operator without --kueue"
+                    "serve: install Kueue v0.15 or later (docs/scheduling.md) or run the "
+                    "operator without --kueue"
                 ),
             ),
         )

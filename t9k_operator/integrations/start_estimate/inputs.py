@@ -99,9 +99,9 @@ def cluster_queue_quota(cq: Mapping[str, Any]) -> tuple[dict[str, float], dict[s
 
 def in_cohort(cq: Mapping[str, Any]) -> bool:
     """Whether a ClusterQueue may borrow quota beyond its own: it is in a cohort
-    (``spec.cohort``; ``spec.cohortName`` in Kueue's later API)."""
+    (``spec.cohortName``, v1beta2's name for v1beta1's ``spec.cohort``)."""
     spec = cq.get("spec") or {}
-    return bool(spec.get("cohort") or spec.get("cohortName"))
+    return bool(spec.get("cohortName"))
 
 
 def quota_holders(

@@ -1,7 +1,7 @@
 """Kueue's queues as a start estimate reads them, each object at most once
 per refresh: a LocalQueue's pending workloads (Kueue's visibility API,
-``visibility.kueue.x-k8s.io/v1beta1``), the LocalQueue, the ClusterQueue and
-its pending workloads.
+``visibility.kueue.x-k8s.io/v1beta2``), the LocalQueue, the ClusterQueue and
+its pending workloads (``kueue.x-k8s.io/v1beta2``, as the Workloads).
 
 Where the visibility API cannot be read (a Kueue without it, a missing
 APIService, no permission), a Workload's positions are counted among this
@@ -19,13 +19,17 @@ from t9k_operator.kube import ApiError, KubeClient, NotFound
 from t9k_operator.objects import Obj
 from t9k_operator.resources import WORKLOADS, Resource
 
-LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
+# Kueue v0.15 and later serve v1beta2 of both groups (the visibility API's
+# v1beta1 stays beside it in v0.17, Kueue's queues' only through its conversion
+# webhook).
+LOCAL_QUEUES = Resource(WORKLOADS.group, WORKLOADS.version, "localqueues", "LocalQueue")
 CLUSTER_QUEUES = Resource(
-    "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", namespaced=False
+    WORKLOADS.group, WORKLOADS.version, "clusterqueues", "ClusterQueue", namespaced=False
 )
-PENDING_IN_LOCAL = Resource(VISIBILITY_GROUP, "v1beta1", "localqueues", "LocalQueue")
+VISIBILITY_VERSION = "v1beta2"
+PENDING_IN_LOCAL = Resource(VISIBILITY_GROUP, VISIBILITY_VERSION, "localqueues", "LocalQueue")
 PENDING_IN_CLUSTER = Resource(
-    VISIBILITY_GROUP, "v1beta1", "clusterqueues", "ClusterQueue", namespaced=False
+    VISIBILITY_GROUP, VISIBILITY_VERSION, "clusterqueues", "ClusterQueue", namespaced=False
 )
 
 
@@ -121,14 +125,15 @@ class KueueReads:
         self, workload: Obj, own: Sequence[Obj], local: str, cluster: str, why: str
     ) -> QueuePlace:
         """The positions among this operator's own pending Workloads, in Kueue's
-        order: the higher priority first, then the older."""
+        order: the higher priority first, then the older, then (created in the
+        same second) the lower uid, as Kueue v0.17 breaks the tie."""
 
         def order(w: Obj) -> tuple[int, str, str]:
             spec = w.get("spec") or {}
             return (
                 -int(spec.get("priority") or 0),
                 str(w["metadata"].get("creationTimestamp") or ""),
-                _name(w)[1],
+                str(w["metadata"].get("uid") or _name(w)[1]),
             )
 
         same_cq = [

@@ -3,7 +3,8 @@ a queued job gets a Workload and no pod until Kueue admits it; admitted, it
 runs; evicted, it stops without a restart counted, gives its reservation back
 once its pods are gone, and runs again when readmitted; finishing or pausing
 deletes the Workload. Kueue's side (admitting, evicting) is played by writing
-the Workload's status the way Kueue v0.12 writes it."""
+the Workload's status the way Kueue writes it (v0.12 and v0.17 alike, as
+tests/integration/test_kueue.py checks against v0.17)."""
 
 from __future__ import annotations
 
@@ -251,14 +252,22 @@ def test_priority_names_a_workload_priority_class_else_a_priority_class() -> Non
     h.fake.put(WORKLOAD_PRIORITY_CLASSES, {"metadata": {"name": "t9k-priority-50"}, "value": 50})
     h.run()
     spec = workload(h)["spec"]
-    assert spec["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
-    assert (spec["priorityClassName"], spec["priority"]) == ("t9k-priority-50", 50)
+    assert spec["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "t9k-priority-50",
+    }
+    assert spec["priority"] == 50
 
     h = Harness("MSJob", queued("MSJob", priority=70), kueue=KUEUE)
     h.fake.put(POD_PRIORITY_CLASSES, {"metadata": {"name": "t9k-priority-70"}, "value": 70})
     h.run()
     spec = workload(h)["spec"]
-    assert spec["priorityClassSource"] == "scheduling.k8s.io/priorityclass"
+    assert spec["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "t9k-priority-70",
+    }
     assert spec["priority"] == 70
 
 
@@ -268,7 +277,7 @@ def test_a_job_naming_no_priority_gets_a_workload_of_priority_0() -> None:
     h = Harness("PyTorchTrainingJob", queued("PyTorchTrainingJob"), kueue=KUEUE)
     h.run()
     spec = workload(h)["spec"]
-    assert spec["priority"] == 0 and "priorityClassName" not in spec
+    assert spec["priority"] == 0 and "priorityClassRef" not in spec
 
 
 def test_a_priority_class_that_does_not_exist_is_said_and_waited_for() -> None:

@@ -157,7 +157,7 @@ def test_a_gated_pod_without_a_workload_gets_one_of_one_pod_owned_by_it() -> Non
     (write,) = queued.plan(created_pod(), None, no_caches)
     assert (write.verb, write.resource) == ("create", WORKLOADS)
     assert write.body == {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {
             "name": "tb-tensorboard-01234567",

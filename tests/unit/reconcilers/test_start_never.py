@@ -92,7 +92,7 @@ def _cluster_queue(gpus: str, cohort: str = "") -> dict[str, Any]:
     flavors = [{"resources": [{"name": GPU, "nominalQuota": gpus}]}]
     spec: dict[str, Any] = {"resourceGroups": [{"flavors": flavors}]}
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     return {"spec": spec, "status": {}}
 
 
