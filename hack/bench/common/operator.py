@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from hack.cluster import free_port
@@ -55,17 +56,7 @@ class Operator:
         )
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"operator exited with {self.proc.returncode}")
-            with contextlib.suppress(OSError):
-                url = f"http://127.0.0.1:{self.health}/readyz"
-                with urllib.request.urlopen(url, timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            time.sleep(0.2)
-        raise RuntimeError("operator not ready in time")
+        wait_ready(self.proc, self.health, timeout, "operator")
 
     def sums(self) -> dict[str, float]:
         """The job controller's reconciles and their time, its queue wait, and
@@ -121,3 +112,28 @@ class Operator:
                 self.proc.kill()
                 self.proc.wait(10)
         self._log.close()
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes],
+    health: int,
+    timeout: float,
+    what: str,
+    each: Callable[[], object] | None = None,
+) -> None:
+    """Wait until ``proc`` answers 200 on ``127.0.0.1:<health>/readyz``
+    (``each`` called on every try first); RuntimeError when it exits or the
+    time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        if each is not None:
+            each()
+        with contextlib.suppress(OSError):
+            url = f"http://127.0.0.1:{health}/readyz"
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} not ready in time")

@@ -26,7 +26,6 @@ import base64
 import contextlib
 import os
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from t9k_operator.kube import AlreadyExists, KubeClient, NotFound
 from t9k_operator.resources import NAMESPACES, SECRETS, Resource
 
 from ..common.jobs import NAMESPACE, SCHEDULER
-from ..common.operator import Operator
+from ..common.operator import Operator, wait_ready
 
 TRAINING_OPERATOR = Tool(
     name="kubeflow-training-operator",
@@ -147,18 +146,13 @@ class TrainingOperator(Operator):
         )
 
     def wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"training-operator exited with {self.proc.returncode}")
+        def mount() -> None:
             self.mounted = self.mounted or self._mount_certificates()
-            with contextlib.suppress(OSError):
-                url = f"http://127.0.0.1:{self.health}/readyz"
-                with urllib.request.urlopen(url, timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            time.sleep(0.2)
-        raise RuntimeError(f"training-operator not ready in time (its log: {self.log_path})")
+
+        try:
+            wait_ready(self.proc, self.health, timeout, "training-operator", each=mount)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc} (its log: {self.log_path})") from None
 
     def _mount_certificates(self) -> bool:
         """The Secret's certificates written to :data:`CERT_DIR`, as kubelet
