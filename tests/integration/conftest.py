@@ -44,6 +44,7 @@ from tests.integration.cluster import (
     admin as admin_client,
 )
 from tests.integration.kubelet import Kubelet
+from tests.integration.notification_receivers import HttpReceiver
 from tests.integration.operator_process import OperatorProcess
 
 OPERATOR_NAMESPACE = "t9k-system"
@@ -232,3 +233,12 @@ def operator_image() -> Path:
     if proc.returncode != 0:
         pytest.fail(f"hack/release/rootfs build failed:\n{proc.stderr[-4000:]}", pytrace=False)
     return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def receiver() -> Iterator[HttpReceiver]:
+    """A real HTTP server on a free port of this machine that keeps what it is
+    sent (the notifications' tests' endpoint)."""
+    r = HttpReceiver()
+    yield r
+    r.close()

@@ -28,7 +28,7 @@ import io
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -48,13 +48,6 @@ from tests.integration.test_manager import FAST_ELECTION, leader_status
 KEY = "hmac-key-of-the-test"
 CONSOLE = "https://console.example/{namespace}/{plural}/{name}"
 ARGS = ("--notifications", "--console-url", CONSOLE)
-
-
-@pytest.fixture
-def receiver() -> Iterator[HttpReceiver]:
-    r = HttpReceiver()
-    yield r
-    r.close()
 
 
 @pytest.fixture

@@ -69,13 +69,6 @@ PASSWORD = "s3cret-Pa55-of-the-test"
 
 
 @pytest.fixture
-def receiver() -> Iterator[HttpReceiver]:
-    r = HttpReceiver()
-    yield r
-    r.close()
-
-
-@pytest.fixture
 def jobs(admin: KubeClient, namespace: str) -> Jobs:
     return Jobs(admin, namespace)
 
