@@ -4,8 +4,9 @@ A kind's pod templates stay plain dicts, as the Pod API has them: the
 operator copies them into the pods it builds, and the API server checks the
 pod when it is created. What the operator itself reads of a template (labels,
 containers, their command, env and ports) must have the shape it expects, or
-no pod could be built from it; :func:`pod_template_shape_error` says where it
-has not, and :data:`PodTemplate` makes that a validation error of the model.
+no pod could be built from it, and Kueue's topology annotations must keep
+Kueue's rules (:mod:`~t9k_operator.api.topology`); :func:`pod_template_shape_error`
+says where they have not, and :data:`PodTemplate` makes that a validation error of the model.
 
 In the CRD a template field (declared with :func:`pod_template_field`) gets
 the full Kubernetes PodTemplateSpec schema (:func:`pod_template_schema`), so
@@ -21,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from t9k_operator.api.schema import KUBERNETES_SCHEMA, POD_TEMPLATE_SPEC
+from t9k_operator.api.topology import topology_error
 
 # -- shape --------------------------------------------------------------------------------
 
@@ -80,6 +82,9 @@ def pod_template_shape_error(template: Any, path: str = "template") -> str | Non
             for key in ("labels", "annotations"):
                 if meta.get(key) is not None:
                     _string_map(meta[key], f"{path}.metadata.{key}")
+            broken = topology_error(meta.get("annotations") or {})
+            if broken is not None:
+                raise ValueError(f"{path}.metadata.annotations[{broken[0]}] {broken[1]}")
         spec = template.get("spec")
         if spec is not None:
             _expect(spec, dict, f"{path}.spec", "a map (a PodSpec)")

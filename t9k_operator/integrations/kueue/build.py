@@ -37,6 +37,7 @@ from t9k_operator.api.parts import DEFAULT_SCHEDULER, SCHEDULING, StatusPart
 from t9k_operator.api.specs import MAX_PRIORITY
 from t9k_operator.builders.common import OPERATOR, Job, child_metadata, job_labels
 from t9k_operator.builders.scheduling import priority_class
+from t9k_operator.integrations.kueue import topology
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pipeline.queued_pods import labelled
 
@@ -83,13 +84,18 @@ def _container(container: Obj) -> Obj:
 
 
 def pod_set(ps: PodSet) -> Obj:
-    """A Workload pod set: the count and the parts of the pod that cost quota."""
+    """A Workload pod set: the count, the parts of the pod that cost quota, and
+    where its pods must be placed together (``topology.py``)."""
     spec = ps.pod["spec"]
     template: Obj = {"containers": [_container(c) for c in spec["containers"]]}
     if spec.get("initContainers"):
         template["initContainers"] = [_container(c) for c in spec["initContainers"]]
     template.update({k: spec[k] for k in POD_SET_FIELDS if spec.get(k)})
-    return {"name": ps.name, "count": ps.count, "template": {"spec": template}}
+    out: Obj = {"name": ps.name, "count": ps.count, "template": {"spec": template}}
+    placement = topology.request(ps.pod["metadata"].get("annotations") or {})
+    if placement is not None:
+        out["topologyRequest"] = placement
+    return out
 
 
 def workload(

@@ -19,6 +19,10 @@ loses its pods (its gate holds everything); once none is left the Workload's
 quota reservation is given back (what Kueue's own job integrations do), and
 Kueue queues the Workload again.
 
+A replica template's topology annotations become its pod set's topology
+request, and its pods wait for their domain behind Kueue's topology gate
+(:mod:`~t9k_operator.integrations.kueue.topology`).
+
 The Workload's priority, and the admitted flavors' node labels and
 tolerations its pods get, are read from caches of WorkloadPriorityClasses,
 PriorityClasses and ResourceFlavors, never from the API server.
@@ -36,6 +40,7 @@ from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import scheduling
 from t9k_operator.builders.common import REPLICA_TYPE
 from t9k_operator.integrations.kueue import build as kueue
+from t9k_operator.integrations.kueue import topology
 from t9k_operator.kinds.asks import SchedulingRequest
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
@@ -190,6 +195,7 @@ class KueueState:
     priority: kueue.WorkloadPriority | None = None
     priority_name: str | None = None  # the priority class the job names, if any
     placements: Mapping[str, kueue.Placement] = field(default_factory=dict)
+    by_topology: frozenset[str] = frozenset()  # pod sets Kueue placed by topology
     now: str = ""
 
 
@@ -296,6 +302,7 @@ class Kueue(Base[KueueState]):
             priority=priority(caches, named) if named else None,
             priority_name=named,
             placements=placements(caches, seen) if seen and admission.admitted else {},
+            by_topology=topology.assigned(seen) if seen and admission.admitted else frozenset(),
             now=fmt_time(job.now),
         )
         # Kueue serves the job's queue: the gang scheduler neither queues nor holds it.
@@ -364,9 +371,12 @@ class Kueue(Base[KueueState]):
 
     def decorate(self, state: KueueState, view: JobView, pod: Obj) -> None:
         labels = pod["metadata"].get("labels") or {}
-        placement = state.placements.get(kueue.pod_set_name(str(labels.get(REPLICA_TYPE))))
+        pod_set = kueue.pod_set_name(str(labels.get(REPLICA_TYPE)))
+        placement = state.placements.get(pod_set)
         if placement is not None:
             kueue.place(pod, placement)
+        if pod_set in state.by_topology and state.admission is not None:
+            topology.await_domain(pod, pod_set, state.admission.workload)
 
     def status(self, state: KueueState, view: JobView, status: Obj) -> list[Event]:
         """``status.workload``: the job's Kueue Workload as last seen, while it has one."""
