@@ -74,6 +74,15 @@ def workload_needs(workload: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def kueue_says(workload: Mapping[str, Any]) -> str | None:
+    """Kueue's own words on why it has not admitted a Workload (the message of
+    its ``QuotaReserved`` condition while False); None when it has said none."""
+    for c in (workload.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "QuotaReserved" and c.get("status") == "False":
+            return str(c.get("message") or "") or None
+    return None
+
+
 def workload_usage(workload: Mapping[str, Any]) -> dict[str, float]:
     """The quota an admitted Workload holds (its admission's resource usage)."""
     admission = (workload.get("status") or {}).get("admission") or {}

@@ -48,6 +48,7 @@ from t9k_operator.integrations.start_estimate.build import KUEUE, START_ESTIMATE
 from t9k_operator.integrations.start_estimate.inputs import (
     cluster_queue_quota,
     in_cohort,
+    kueue_says,
     quota_holders,
     workload_needs,
 )
@@ -109,7 +110,10 @@ def kueue_estimate(
 ) -> Obj:
     """``status.startEstimate`` of a job whose ``workload`` waits for Kueue; one
     that asks more than its ClusterQueue's whole nominal quota (the queue in
-    no cohort it could borrow from) never fits, and says so."""
+    no cohort it could borrow from) never fits, and says so. Kueue's own words
+    on why it waits are its ``message``; when the quota is free and Kueue still
+    does not admit it (its pods fit no topology domain, say), the start is
+    unknown, not now."""
     out: Obj = {
         "where": KUEUE,
         "localQueue": place.local_queue,
@@ -117,6 +121,9 @@ def kueue_estimate(
         "clusterQueue": place.cluster_queue or None,
         "clusterQueuePosition": place.cluster_position,
     }
+    said = kueue_says(workload)
+    if said:
+        out["message"] = said
     if cluster_queue is None:
         reason = f"its ClusterQueue {place.cluster_queue or '(unknown)'} cannot be read"
         return {**out, "reason": reason + _note(place)}
@@ -132,6 +139,10 @@ def kueue_estimate(
     needed = {r: v for r, v in needed.items() if r in quota}  # Kueue charges only these
     holders = quota_holders(place.cluster_queue, used, workloads, jobs)
     estimate = quota_estimate(needed, minus(quota, used), holders, now)
+    # Kueue's words on quota may lag the quota freed since its last pass; other
+    # words (no topology domain holds its pods) say the quota is not what holds it.
+    if said and "quota" not in said and estimate.at == now and not estimate.waiting_for:
+        estimate = Estimate(None, "the quota it needs is free, yet Kueue does not admit it")
     if place.cluster_position and len(place.ahead) < place.cluster_position - 1:
         estimate = Estimate(
             None,

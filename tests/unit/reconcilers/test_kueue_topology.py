@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.topology import topology_error
+from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 from tests.unit.reconcilers.test_kueue_reconciler import (
     ADMITTED,
     KUEUE,
@@ -25,7 +26,6 @@ from tests.unit.reconcilers.test_kueue_reconciler import (
     queued,
     workload,
 )
-from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 
 RACK = "cloud.example/rack"
 
@@ -126,8 +126,8 @@ def test_preferred_unconstrained_and_slices_are_requested_as_written() -> None:
             {"preferred": RACK, "podSetGroupName": "together"},
         ),
     ]
-    for annotations, request in cases:
-        h = Harness("PyTorchTrainingJob", annotated("PyTorchTrainingJob", annotations), kueue=KUEUE)
+    for notes, request in cases:
+        h = Harness("PyTorchTrainingJob", annotated("PyTorchTrainingJob", notes), kueue=KUEUE)
         h.run()
         (ps,) = workload(h)["spec"]["podSets"]
         assert ps["topologyRequest"] == {**request, "podIndexLabel": "t9k.dev/replica-index"}

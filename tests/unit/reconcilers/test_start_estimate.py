@@ -341,3 +341,33 @@ def test_the_store_says_which_jobs_changed_gone_ones_too() -> None:
     assert store.replace({a: {"reason": "x"}, b: {"reason": "y"}}) == set()
     assert store.replace({a: {"reason": "z"}}) == {a, b}  # b no longer waits
     assert store.get(*a) == {"reason": "z"} and store.get(*b) is None
+
+
+def test_kueue_estimate_carries_kueues_words_and_free_quota_kueue_refuses_is_no_start_now() -> None:
+    cq = {
+        "spec": {
+            "resourceGroups": [{"flavors": [{"resources": [{"name": GPU, "nominalQuota": "64"}]}]}]
+        },
+        "status": {"flavorsReservation": [{"resources": [{"name": GPU, "total": "16"}]}]},
+    }
+    mine = _workload("wide-00000000", 8, count=4)
+    place = QueuePlace("team", "cq", 1, 1)
+    # Kueue has said nothing yet: the quota is free, so it starts at Kueue's next pass.
+    got = kueue_estimate(mine, place, cq, [mine], {}, NOW)
+    assert got["estimatedStartTime"] == "2026-01-01T12:00:00Z" and "message" not in got
+    # Kueue tried and could not place it (no rack holds it): its words, and no time.
+    said = "couldn't assign flavors to pod set worker: topology \"racks\" doesn't allow to fit"
+    mine["status"] = {
+        "conditions": [
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": said}
+        ]
+    }
+    got = kueue_estimate(mine, place, cq, [mine], {}, NOW)
+    assert "estimatedStartTime" not in got
+    assert got["message"] == said
+    assert got["reason"] == "the quota it needs is free, yet Kueue does not admit it"
+    # Kueue's words on quota may be older than the quota freed since: the time stands.
+    mine["status"]["conditions"][0]["message"] = "insufficient unused quota for nvidia.com/gpu"
+    got = kueue_estimate(mine, place, cq, [mine], {}, NOW)
+    assert got["estimatedStartTime"] == "2026-01-01T12:00:00Z"
+    assert got["message"] == "insufficient unused quota for nvidia.com/gpu"
