@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from t9k_operator.api.schema import MAX_INT32
+
 PREFIX = "kueue.x-k8s.io/"
 REQUIRED = PREFIX + "podset-required-topology"
 PREFERRED = PREFIX + "podset-preferred-topology"
@@ -28,11 +30,11 @@ UNCONSTRAINED = PREFIX + "podset-unconstrained-topology"
 SLICE_REQUIRED = PREFIX + "podset-slice-required-topology"
 SLICE_SIZE = PREFIX + "podset-slice-size"
 GROUP_NAME = PREFIX + "podset-group-name"
+ANNOTATIONS = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
 
 TRUE = ("1", "t", "T", "TRUE", "true", "True")
 BOOLEANS = (*TRUE, "0", "f", "F", "FALSE", "false", "False")
 """What Kueue takes as a boolean (Go's strconv.ParseBool)."""
-MAX_INT32 = 2**31 - 1
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _PREFIX = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")

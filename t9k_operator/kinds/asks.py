@@ -99,6 +99,15 @@ def with_tensorboard(spec: object) -> WithTensorBoard | None:
     return WithTensorBoard(value) if isinstance(value, TensorBoardSpec) else None
 
 
+@dataclass(frozen=True)
+class TopologyPlacement:
+    """A job whose pod templates carry Kueue's topology annotations
+    (:mod:`t9k_operator.api.topology`): its pods ask to be placed close together."""
+
+    asked_by: str
+    """The first such annotation, by its path in the job."""
+
+
 def asked_by(ask: object) -> str | None:
     """The field of the job a request comes from; None when the user did not ask
     it (a request a kind makes on its own)."""

@@ -26,6 +26,11 @@ from t9k_operator.builders.common import PodMode as PodMode  # part of the contr
 from t9k_operator.kinds.command import CommandDefaults, CommandHooks
 from t9k_operator.kinds.local import EachReplica, LocalRun, Program
 from t9k_operator.kinds.pods import ReplicaState
+from t9k_operator.kinds.templates import (
+    each_at,
+    template_metadata_not_acted_on,
+    topology_placement,
+)
 from t9k_operator.kinds.view import JobView, Outcome, Role
 from t9k_operator.objects import Obj, training_container
 
@@ -60,6 +65,8 @@ class JobKind(CommandHooks[J], Protocol[J]):
     """Its API model of a whole object."""
     uses_ssh: bool
     """Whether replicas talk over ssh: the job then gets its own key Secret."""
+    pod_templates: tuple[str, ...]
+    """Where the job's pod templates are (``spec.replicaSpecs[].template``)."""
 
     @property
     def training_containers(self) -> tuple[str, ...]:
@@ -156,51 +163,6 @@ def present_fields(obj: Any, paths: Sequence[str]) -> list[str]:
     return found
 
 
-TEMPLATE_METADATA_NOT_ACTED_ON = ("name", "namespace", "finalizers")
-"""Pod template metadata the CRDs accept (as controller-gen's embedded ObjectMeta
-does) but the operator does not act on: it names the pods itself, in the job's
-namespace, and puts no finalizer on them. (Labels and annotations it copies.)"""
-
-
-def _each(obj: Any, pattern: str) -> list[tuple[str, Any]]:
-    """The nodes at ``pattern`` (dotted; ``[]`` after a part stands for every item
-    of a list, ``{}`` for every value of a map), each with its own path
-    (``spec.replicaSpecs[0].template``, ``spec.msReplicaSpecs[Worker].template``)."""
-    found: list[tuple[str, Any]] = [("", obj)]
-    for part in pattern.split("."):
-        key, each = (part[:-2], part[-2:]) if part.endswith(("[]", "{}")) else (part, "")
-        step = []
-        for path, node in found:
-            if not isinstance(node, Mapping) or node.get(key) is None:
-                continue
-            here, value = f"{path}.{key}" if path else key, node[key]
-            if each == "[]" and isinstance(value, list):
-                step += [(f"{here}[{i}]", item) for i, item in enumerate(value)]
-            elif each == "{}" and isinstance(value, Mapping):
-                step += [(f"{here}[{k}]", item) for k, item in value.items()]
-            elif not each:
-                step.append((here, value))
-        found = step
-    return found
-
-
-def template_metadata_not_acted_on(obj: Any, templates: Sequence[str]) -> list[str]:
-    """The :data:`TEMPLATE_METADATA_NOT_ACTED_ON` fields set in the pod templates at
-    ``templates`` (patterns as :func:`_each` takes them), each by its own path."""
-    found = []
-    for pattern in templates:
-        for path, template in _each(obj, pattern):
-            meta = template.get("metadata") if isinstance(template, Mapping) else None
-            if not isinstance(meta, Mapping):
-                continue
-            found += [
-                f"{path}.metadata.{key}"
-                for key in TEMPLATE_METADATA_NOT_ACTED_ON
-                if meta.get(key) not in (None, "", [])
-            ]
-    return found
-
-
 class KindBase(CommandDefaults[J]):
     """A kind's identity, given as class keywords (``class PyTorchKind(KindBase[Job],
     crd=CRD, model=Job, facts=build.FACTS)``: the facts its builders state), and
@@ -271,7 +233,7 @@ class CommandInTemplates(EachReplica):
     def program(self, manifest: Obj, argv: Sequence[str]) -> Program:
         out = copy.deepcopy(manifest)
         for pattern in self.templates:
-            for _, template in _each(out, pattern):
+            for _, template in each_at(out, pattern):
                 c = training_container(template, self.training)
                 if c is not None:
                     c["command"] = list(argv)
@@ -391,4 +353,5 @@ def read(kind: JobKind[J], stored: Stored) -> Read[J]:
     not parse gets a view with no roles and the error naming the user's field."""
     job, error = parse(kind.model, stored)
     view = job_view(kind.crd.kind, stored["metadata"], (), error) if job is None else kind.view(job)
+    view = view.asking(topology_placement(stored, kind.pod_templates))
     return Read(job, replace(view, status=kind.engine_status(stored)))

@@ -17,11 +17,7 @@ Eviction: Kueue marks an admitted Workload ``Evicted`` (preempted by a
 higher priority, deactivated, ...) and waits for its owner to stop. The job
 loses its pods (its gate holds everything); once none is left the Workload's
 quota reservation is given back (what Kueue's own job integrations do), and
-Kueue queues the Workload again.
-
-A replica template's topology annotations become its pod set's topology
-request, and its pods wait for their domain behind Kueue's topology gate
-(:mod:`~t9k_operator.integrations.kueue.topology`).
+Kueue queues the Workload again. Topology-aware placement: ``topology.py``.
 
 The Workload's priority, and the admitted flavors' node labels and
 tolerations its pods get, are read from caches of WorkloadPriorityClasses,
@@ -41,7 +37,7 @@ from t9k_operator.builders import scheduling
 from t9k_operator.builders.common import REPLICA_TYPE
 from t9k_operator.integrations.kueue import build as kueue
 from t9k_operator.integrations.kueue import topology
-from t9k_operator.kinds.asks import SchedulingRequest
+from t9k_operator.kinds.asks import SchedulingRequest, TopologyPlacement
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
@@ -59,6 +55,7 @@ from t9k_operator.reconcilers.pipeline.contract import (
     Watch,
     last_seen,
 )
+from t9k_operator.reconcilers.pipeline.unserved import NOT_ACTED_ON
 from t9k_operator.resources import WORKLOADS, Resource
 
 WORKLOAD_PRIORITY_CLASSES = Resource(
@@ -203,7 +200,7 @@ class Kueue(Base[KueueState]):
     """The Kueue integration (on with ``--kueue``)."""
 
     name = "kueue"
-    serves: ClassVar[tuple[type, ...]] = (SchedulingRequest,)
+    serves: ClassVar[tuple[type, ...]] = (SchedulingRequest, TopologyPlacement)
     parts: ClassVar[tuple[StatusPart, ...]] = (kueue.WORKLOAD_PART,)
     engine = "Kueue LocalQueue"
     """It queues a pod that is no job's too (``queued.py``)."""
@@ -377,6 +374,12 @@ class Kueue(Base[KueueState]):
             kueue.place(pod, placement)
         if pod_set in state.by_topology and state.admission is not None:
             topology.await_domain(pod, pod_set, state.admission.workload)
+
+    def accepted(self, state: KueueState, view: JobView) -> list[Event]:
+        placement = view.ask(TopologyPlacement)
+        if placement is None or state.admission is not None:
+            return []
+        return [("Warning", NOT_ACTED_ON, topology.unqueued(placement.asked_by))]
 
     def status(self, state: KueueState, view: JobView, status: Obj) -> list[Event]:
         """``status.workload``: the job's Kueue Workload as last seen, while it has one."""

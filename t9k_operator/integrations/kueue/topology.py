@@ -85,3 +85,11 @@ def await_domain(pod: Obj, pod_set: str, workload: str) -> Obj:
     if {"name": GATE} not in gates:
         gates.append({"name": GATE})
     return pod
+
+
+def unqueued(asked_by: str) -> str:
+    """What a job that asks for placement by ``asked_by`` but names no queue is told."""
+    return (
+        f"{asked_by}: stored as written, but the job names no Kueue queue, so Kueue does "
+        "not place its pods by topology: the job runs as if it were not set"
+    )

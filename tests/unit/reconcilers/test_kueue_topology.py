@@ -225,3 +225,44 @@ def test_good_annotations_and_other_annotations_pass() -> None:
         topology_error({"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"})
         is None
     )
+
+
+REQUIRED_RACK = {"kueue.x-k8s.io/podset-required-topology": RACK}
+
+
+def not_acted_on(h: Harness) -> list[str]:
+    return [e.message for e in h.recorder.events if e.reason == "FieldNotActedOn"]
+
+
+def test_without_kueue_the_annotation_is_named_as_not_acted_on() -> None:
+    job = annotated("PyTorchTrainingJob", REQUIRED_RACK)
+    h = Harness("PyTorchTrainingJob", job, integrations=())
+    h.run()
+    (said,) = not_acted_on(h)
+    # The queue it names is not acted on either (nothing here queues).
+    assert said.startswith(
+        "spec.scheduler.t9kScheduler, spec.replicaSpecs[0].template.metadata.annotations"
+        "[kueue.x-k8s.io/podset-required-topology]: stored as written, but no part of this "
+        "operator that is on acts on it"
+    ), said
+
+
+def test_with_kueue_a_job_naming_no_queue_is_told_kueue_does_not_place_it() -> None:
+    job = annotated("MSJob", REQUIRED_RACK)
+    del job["spec"]["runPolicy"]  # names no queue
+    h = Harness("MSJob", job, kueue=KUEUE)
+    h.run()
+    (said,) = not_acted_on(h)
+    assert said == (
+        "spec.msReplicaSpecs[Scheduler].template.metadata.annotations"
+        "[kueue.x-k8s.io/podset-required-topology]: stored as written, but the job names no "
+        "Kueue queue, so Kueue does not place its pods by topology: the job runs as if it "
+        "were not set"
+    )
+    assert h.fake.of_kind("Workload") == []
+
+
+def test_with_kueue_and_a_queue_nothing_is_said() -> None:
+    h = Harness("PyTorchTrainingJob", annotated("PyTorchTrainingJob", REQUIRED_RACK), kueue=KUEUE)
+    h.run()
+    assert not_acted_on(h) == []
