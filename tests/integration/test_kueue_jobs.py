@@ -77,11 +77,13 @@ def kueue_ready(kueue: Any, cluster: Cluster, admin: KubeClient) -> None:
         )
 
 
-def cluster_queue_body(name: str, preemption: str) -> dict[str, Any]:
+def cluster_queue_body(
+    name: str, preemption: str, flavor: str = "default-flavor", gpus: int = QUOTA_GPUS
+) -> dict[str, Any]:
     quota = [
         {"name": "cpu", "nominalQuota": "1000"},
         {"name": "memory", "nominalQuota": "10000Gi"},
-        {"name": "nvidia.com/gpu", "nominalQuota": str(QUOTA_GPUS)},
+        {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)},
     ]
     return {
         "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
@@ -94,17 +96,24 @@ def cluster_queue_body(name: str, preemption: str) -> dict[str, Any]:
             "resourceGroups": [
                 {
                     "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                    "flavors": [{"name": "default-flavor", "resources": quota}],
+                    "flavors": [{"name": flavor, "resources": quota}],
                 }
             ],
         },
     }
 
 
-def make_queue(admin: KubeClient, namespace: str, preemption: str = "Never") -> Iterator[str]:
-    """A ClusterQueue of its own for the test and the LocalQueue ``team`` in it."""
+def make_queue(
+    admin: KubeClient,
+    namespace: str,
+    preemption: str = "Never",
+    flavor: str = "default-flavor",
+    gpus: int = QUOTA_GPUS,
+) -> Iterator[str]:
+    """A ClusterQueue of its own for the test (``gpus`` of ``flavor``) and the
+    LocalQueue ``team`` in it."""
     name = f"cq-{namespace}"[:63]
-    admin.create(CLUSTER_QUEUES, cluster_queue_body(name, preemption))
+    admin.create(CLUSTER_QUEUES, cluster_queue_body(name, preemption, flavor, gpus))
     admin.create(
         LOCAL_QUEUES,
         {

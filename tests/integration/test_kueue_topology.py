@@ -12,14 +12,11 @@ them (and tolerates the taint), and the test's ClusterQueue has quota for all
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from t9k_operator.cli import main as t9k_main
 from t9k_operator.kube import KubeClient, Resource
 from t9k_operator.resources import NODES
 from tests.integration.cluster import Cluster, delete_quietly, wait_for
@@ -27,14 +24,9 @@ from tests.integration.jobs import Jobs
 from tests.integration.kubelet import MANUAL, Kubelet
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_gang_jobs import engine_condition
-from tests.integration.test_kueue_jobs import (
-    CLUSTER_QUEUES,
-    FLAVORS,
-    KUEUE,
-    KUEUE_VERSION,
-    LOCAL_QUEUES,
-)
+from tests.integration.test_kueue_jobs import FLAVORS, KUEUE, KUEUE_VERSION, make_queue
 from tests.integration.test_kueue_jobs import kueue_ready as kueue_ready  # the fixture
+from tests.integration.test_start_estimate import t9k
 from tests.kinds import kind_resource
 
 pytestmark = pytest.mark.xdist_group("add-ons")
@@ -121,43 +113,8 @@ def racks(kueue_ready: None, admin: KubeClient) -> Iterator[str]:
 
 @pytest.fixture
 def rack_queue(racks: str, admin: KubeClient, namespace: str) -> Iterator[str]:
-    """A ClusterQueue of the topology flavor, quota for all 64 GPUs; LocalQueue ``racks``."""
-    name = f"cq-{namespace}"[:63]
-    quota = [
-        {"name": "cpu", "nominalQuota": "1000"},
-        {"name": "memory", "nominalQuota": "10000Gi"},
-        {"name": GPU, "nominalQuota": "64"},
-    ]
-    admin.create(
-        CLUSTER_QUEUES,
-        {
-            "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", GPU],
-                        "flavors": [{"name": racks, "resources": quota}],
-                    }
-                ],
-            },
-        },
-    )
-    admin.create(
-        LOCAL_QUEUES,
-        {
-            "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
-            "kind": "LocalQueue",
-            "metadata": {"name": "racks"},
-            "spec": {"clusterQueue": name},
-        },
-        namespace,
-    )
-    yield "racks"
-    delete_quietly(admin, LOCAL_QUEUES, "racks", namespace)
-    delete_quietly(admin, CLUSTER_QUEUES, name, None)
+    """A ClusterQueue of the topology flavor, quota for all 64 GPUs; LocalQueue ``team``."""
+    yield from make_queue(admin, namespace, flavor=racks, gpus=64)
 
 
 def rack_job(name: str, queue: str, gpus: int, workers: int = 4) -> dict[str, Any]:
@@ -197,14 +154,6 @@ def operator(kueue_ready: None, start_operator: Callable[..., OperatorProcess]) 
     proc = start_operator("--kueue", "--start-estimate-period=5")
     proc.wait_ready()
     return proc
-
-
-def t9k(cluster: Cluster, namespace: str, *args: str) -> str:
-    out = io.StringIO()
-    argv = ["--kubeconfig", str(cluster.kubeconfig), "-n", namespace, *args]
-    with contextlib.redirect_stdout(out):
-        assert t9k_main(argv) == 0, out.getvalue()
-    return out.getvalue()
 
 
 def racks_of(admin: KubeClient, jobs: Jobs, name: str) -> set[str]:
@@ -260,8 +209,8 @@ def test_a_job_that_requires_a_rack_lands_in_one_and_one_no_rack_holds_waits_say
     assert kueues in described, described
 
     # Settled: the first running in one rack, the second still without pods.
-    for pod in jobs.pods("fits"):
-        kubelet.run(namespace, pod)
+    for pod_name in jobs.pods("fits"):
+        kubelet.run(namespace, pod_name)
     wait_for(lambda: jobs.status("fits").get("phase") == "Running", 30, "fits Running")
     assert len(racks_of(admin, jobs, "fits")) == 1
     assert jobs.pods("too-wide") == {}
