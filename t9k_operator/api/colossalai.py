@@ -80,6 +80,7 @@ from t9k_operator.api.crd import (
     pod_name_fits_cel,
     pod_name_length_rule,
 )
+from t9k_operator.api.managed_by import ManagedBy, managed_by_field
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import MAX_INT32
@@ -289,6 +290,7 @@ class ColossalAIJobSpec(T9kModel):
         ),
     )
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
     run_mode: ColossalAIRunMode | None = Field(
         default=None,
         description=(

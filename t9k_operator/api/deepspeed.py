@@ -44,6 +44,7 @@ from t9k_operator.api.deepspeed_worker import (
     is_reserved_mount_path,
     training_container,
 )
+from t9k_operator.api.managed_by import ManagedBy, managed_by_field
 from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import MAX_CONTAINERS, MAX_REPLICAS
 from t9k_operator.api.specs import (
@@ -187,6 +188,7 @@ class DeepSpeedJobSpec(T9kModel):
     )
     run_policy: RunPolicy = run_policy_field()
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
     run_mode: DeepSpeedRunMode | None = Field(
         default=None,
         description=(

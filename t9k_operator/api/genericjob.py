@@ -29,6 +29,7 @@ from t9k_operator.api.crd import (
     replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
+from t9k_operator.api.managed_by import ManagedBy, managed_by_field
 from t9k_operator.api.progress import ProgressPolicy, progress_field
 from t9k_operator.api.replica_specs import (
     DISTINCT_TYPES_RULE,
@@ -286,6 +287,7 @@ class GenericJobSpec(T9kModel):
         ),
     )
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
     run_policy: GenericRunPolicy = Field(
         default_factory=lambda: GenericRunPolicy(),
         description=(

@@ -51,6 +51,7 @@ from t9k_operator.api.crd import (
     pod_name_fits_cel,
     pod_name_length_rule,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE, ManagedBy, managed_by_field
 from t9k_operator.api.mpijob_replicas import (
     MPIConfig,
     MPIRun,
@@ -259,6 +260,7 @@ class MPIJobSpec(T9kModel):
         ),
     )
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
 
     @property
     def debug_enabled(self) -> bool:
@@ -294,7 +296,11 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class MPIJobObject(JobObject[MPIJobSpec, MPIJobStatus]):
     """An MPIJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        JOB_NAME_RULE,
+        POD_NAME_LENGTH_RULE,
+        MANAGED_BY_IMMUTABLE_RULE,
+    )
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-launcher`` and ``<job>-worker-<last index>`` fit in a DNS label."""

@@ -37,6 +37,7 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     reason_column,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE, ManagedBy, managed_by_field
 from t9k_operator.api.msjob_run_policy import CleanPodPolicy, MSRunPolicy, SchedulingPolicy
 from t9k_operator.api.msjob_status import MSJobCondition, MSJobStatus, ReplicaCounts
 from t9k_operator.api.rules import Rule, Rules
@@ -201,6 +202,7 @@ class MSJobSpec(T9kModel):
         default_factory=MSRunPolicy,
         description="Clean-up policy, restart limit and deadline of the job.",
     )
+    managed_by: ManagedBy | None = managed_by_field()
     success_policy: SuccessPolicy = Field(
         default="",
         description=(
@@ -270,7 +272,11 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class MSJobObject(JobObject[MSJobSpec, MSJobStatus]):
     """An MSJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        JOB_NAME_RULE,
+        POD_NAME_LENGTH_RULE,
+        MANAGED_BY_IMMUTABLE_RULE,
+    )
 
     def pod_names_fit(self) -> bool:
         return pod_names_fit(self.name, self.spec)

@@ -37,6 +37,7 @@ from t9k_operator.api.crd import (
     name_rule,
     pod_name_length_rule,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE
 from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import DNS_LABEL_MAX, KUBERNETES_SCHEMA, RESOURCE_REQUIREMENTS
 from t9k_operator.api.status import JobStatus
@@ -199,8 +200,9 @@ TENSORBOARD_NAME_RULE = name_rule(
 
 def t9k_job_rules(pod_name_length: Rule[Any]) -> tuple[Rule[Any], ...]:
     """The root rules of a T9k job kind with a TensorBoard: its name is a DNS
-    label, every pod name fits (``pod_name_length``), its TensorBoard's fits."""
-    return (JOB_NAME_RULE, pod_name_length, TENSORBOARD_NAME_RULE)
+    label, every pod name fits (``pod_name_length``), its TensorBoard's fits, and
+    ``spec.managedBy`` stays as created."""
+    return (JOB_NAME_RULE, pod_name_length, TENSORBOARD_NAME_RULE, MANAGED_BY_IMMUTABLE_RULE)
 
 
 # -- status ---------------------------------------------------------------------------

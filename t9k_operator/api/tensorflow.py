@@ -25,6 +25,7 @@ from t9k_operator.api.crd import (
     replica_specs_pod_names_fit,
     replica_specs_pod_names_fit_cel,
 )
+from t9k_operator.api.managed_by import ManagedBy, managed_by_field
 from t9k_operator.api.replica_specs import (
     DISTINCT_TYPES_RULE,
     TOO_MANY_REPLICAS_RULE,
@@ -121,6 +122,7 @@ class TensorFlowTrainingJobSpec(T9kModel):
     )
     run_policy: RunPolicy = run_policy_field()
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
     run_mode: RunMode | None = Field(
         default=None,
         description="Debug or pause mode. Unset: train normally.",

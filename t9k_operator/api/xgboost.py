@@ -29,6 +29,7 @@ from t9k_operator.api.crd import (
     pod_name_fits_cel,
     pod_name_length_rule,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE, ManagedBy, managed_by_field
 from t9k_operator.api.replica_specs import (
     DISTINCT_TYPES_RULE,
     TOO_MANY_REPLICAS_RULE,
@@ -109,6 +110,7 @@ class XGBoostTrainingJobSpec(T9kModel):
     )
     run_policy: RunPolicy = run_policy_field()
     scheduler: SchedulerPolicy | None = scheduler_field()
+    managed_by: ManagedBy | None = managed_by_field()
 
     def replicas_of(self, replica_type: str) -> int:
         """Replicas of one type (0 when the type has no spec)."""
@@ -137,7 +139,11 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(
 class XGBoostTrainingJobObject(JobObject[XGBoostTrainingJobSpec, XGBoostTrainingJobStatus]):
     """An XGBoostTrainingJob as stored by the API server."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        JOB_NAME_RULE,
+        POD_NAME_LENGTH_RULE,
+        MANAGED_BY_IMMUTABLE_RULE,
+    )
 
     def pod_names_fit(self) -> bool:
         """Whether ``<job>-<type>-<last index>`` fits in a DNS label for every type."""

@@ -153,3 +153,29 @@ def test_the_status_subresource_takes_the_status_and_leaves_the_spec(
     assert is_subset(load(case.example)["spec"], obj["spec"])
     row = cluster.kubectl("get", case.crd.plural, case.job, "-n", namespace, "--no-headers")
     assert row.stdout.split()[: len(case.row)] == case.row
+
+
+def test_managed_by_is_fixed_at_creation(cluster: Cluster, namespace: str, case: Case) -> None:
+    """spec.managedBy takes MultiKueue's name alone, and only when the job is created."""
+    text = next(iter(case.examples.values()))
+    if next(iter(case.examples)) in DOC_FRAGMENTS:
+        text = nameless_container_refused(cluster, namespace, text)
+    plain = load(text)
+    handed = load(text)
+    handed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    other = load(text)
+    other["spec"]["managedBy"] = "example.com/some-controller"
+    stderr = refused(cluster, namespace, yaml.safe_dump(other))
+    assert "spec.managedBy" in stderr and "kueue.x-k8s.io/multikueue" in stderr, stderr
+    applied(cluster, namespace, yaml.safe_dump(handed))
+    assert stored_object(cluster, case.crd, namespace, case.job)["spec"]["managedBy"] == (
+        "kueue.x-k8s.io/multikueue"
+    )
+    fixed = "spec.managedBy cannot be set, changed or removed after creation"
+    stderr = refused(cluster, namespace, yaml.safe_dump(plain))
+    assert fixed in stderr, stderr
+    cluster.kubectl("delete", case.crd.singular, case.job, "-n", namespace, "--wait=true")
+    applied(cluster, namespace, yaml.safe_dump(plain))
+    stderr = refused(cluster, namespace, yaml.safe_dump(handed))
+    assert fixed in stderr, stderr
+    assert "managedBy" not in stored_object(cluster, case.crd, namespace, case.job)["spec"]

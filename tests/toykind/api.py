@@ -22,6 +22,7 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     worker_pod_name_fits_cel,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE, ManagedBy, managed_by_field
 from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import MAX_REPLICAS
 from t9k_operator.api.specs import RunPolicy, run_policy_field
@@ -52,6 +53,7 @@ class ToyJobSpec(T9kModel):
 
     worker: WorkerSpec = Field(description="The workers; the job succeeds with worker-0.")
     run_policy: RunPolicy = run_policy_field()
+    managed_by: ManagedBy | None = managed_by_field()
 
 
 class ToyJobStatus(JobStatus):
@@ -65,6 +67,7 @@ class ToyJobObject(JobObject[ToyJobSpec, ToyJobStatus]):
     rules: ClassVar[tuple[Rule[Any], ...]] = (
         JOB_NAME_RULE,
         pod_name_length_rule(worker_pod_name_fits_cel(WORKER), MSG_POD_NAME_LENGTH),
+        MANAGED_BY_IMMUTABLE_RULE,
     )
 
     def pod_names_fit(self) -> bool:

@@ -89,6 +89,7 @@ from t9k_operator.api.crd import (
     pod_name_length_rule,
     worker_pod_name_fits_cel,
 )
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE, ManagedBy, managed_by_field
 from t9k_operator.api.rules import Rule
 from t9k_operator.api.schema import MAX_REPLICAS
 from t9k_operator.api.specs import RunPolicy, SchedulerPolicy, run_policy_field, scheduler_field
@@ -113,6 +114,7 @@ class ToyJobSpec(T9kModel):
 
     worker: WorkerSpec = Field(description="The workers; the job succeeds with worker-0.")
     run_policy: RunPolicy = run_policy_field()
+    managed_by: ManagedBy | None = managed_by_field()
     scheduler: SchedulerPolicy | None = scheduler_field()
 
 
@@ -126,7 +128,11 @@ POD_NAME_LENGTH_RULE = pod_name_length_rule(worker_pod_name_fits_cel(WORKER), MS
 class ToyJobObject(JobObject[ToyJobSpec, ToyJobStatus]):
     """A whole ToyTrainingJob."""
 
-    rules: ClassVar[tuple[Rule[Any], ...]] = (JOB_NAME_RULE, POD_NAME_LENGTH_RULE)
+    rules: ClassVar[tuple[Rule[Any], ...]] = (
+        JOB_NAME_RULE,
+        POD_NAME_LENGTH_RULE,
+        MANAGED_BY_IMMUTABLE_RULE,
+    )
 
     def pod_names_fit(self) -> bool:
         return last_pod_name_fits(self.name, WORKER, self.spec.worker.replicas)

@@ -898,5 +898,5 @@ def test_crd_rules(crd: dict[str, Any]) -> None:
     (immutable,) = resume["x-kubernetes-validations"]
     assert immutable["optionalOldSelf"] is True
     root = schema["x-kubernetes-validations"]
-    assert all(r["fieldPath"] == ".metadata.name" for r in root)
+    assert all(r["fieldPath"] in (".metadata.name", ".spec.managedBy") for r in root)
     assert "-launcher" in next(r for r in root if r["message"] == MSG_POD_NAME_LENGTH)["rule"]

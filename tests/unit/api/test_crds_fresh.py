@@ -163,7 +163,7 @@ def test_cel_rules(crd: dict[str, Any]) -> None:
     assert immutable["optionalOldSelf"] is True
     assert "self == oldSelf.value()" in immutable["rule"]
     root_rules = rules(schema_of(crd))
-    assert all(r["fieldPath"] == ".metadata.name" for r in root_rules.values())
+    assert all(r["fieldPath"] in (".metadata.name", ".spec.managedBy") for r in root_rules.values())
     for _, node in walk(schema_of(crd)):
         for rule in node.get("x-kubernetes-validations", []):
             assert rule["message"], rule

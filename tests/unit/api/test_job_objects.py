@@ -95,3 +95,20 @@ def test_the_crd_is_structural_and_described(kind: str) -> None:
     schema = schema_of(committed_crd(KINDS[kind].crd))
     assert_structural(schema)
     assert_described(schema)
+
+
+@pytest.mark.parametrize("kind", NAMES)
+def test_managed_by_takes_multikueue_alone_and_is_fixed_at_creation(kind: str) -> None:
+    case = KINDS[kind]
+    obj = load(next(iter(case.examples.values())))
+    obj["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert case.model.from_dict(obj).spec.managed_by == "kueue.x-k8s.io/multikueue"
+    obj["spec"]["managedBy"] = "example.com/other"
+    with pytest.raises(ValueError, match=r"kueue\.x-k8s\.io/multikueue"):
+        case.model.from_dict(obj)
+    schema = schema_of(committed_crd(case.crd))
+    assert schema["properties"]["spec"]["properties"]["managedBy"]["enum"] == [
+        "kueue.x-k8s.io/multikueue"
+    ]
+    (rule,) = [r for r in schema["x-kubernetes-validations"] if "managedBy" in r["rule"]]
+    assert rule["fieldPath"] == ".spec.managedBy" and "oldSelf.spec.managedBy" in rule["rule"]

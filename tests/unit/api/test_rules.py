@@ -26,6 +26,7 @@ from t9k_operator.api import colossalai, deepspeed, elastic, mpijob, pytorch, sp
 from t9k_operator.api import tensorboard as tb
 from t9k_operator.api import tensorboard_logdir as logdir
 from t9k_operator.api.crd import JOB_NAME_RULE
+from t9k_operator.api.managed_by import MANAGED_BY_IMMUTABLE_RULE
 from tests.kinds import kind_table
 from tests.kinds.colossalai import COLOSSALAI
 from tests.kinds.common import LONG, RuleCase, at_key, merged, wire_job
@@ -49,6 +50,7 @@ _SUB_PATH = lambda d: d["pvc"][0]["subPath"][0]  # noqa: E731
 _CLAIM = lambda d: d["pvc"][0]["name"]  # noqa: E731
 _S3_URI = lambda d: d["s3"]["uri"][0]  # noqa: E731
 _HTTP_URL = lambda d: d["http"]["url"][0]  # noqa: E731
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 RESUME_ARGS = {"pause": {"resumeSpecs": [{"type": "worker", "args": ["--lr", "1"]}]}}
 
 # -- the cases ------------------------------------------------------------------------------------
@@ -110,6 +112,13 @@ SHARED: list[RuleCase] = [
         colossalai.ColossalAIJobObject,
         wire_job("ColossalAIJob", merged(COLOSSALAI, tensorboardSpec=TENSORBOARD), LONG[:51]),
         wire_job("ColossalAIJob", merged(COLOSSALAI, tensorboardSpec=TENSORBOARD), LONG[:52]),
+    ),
+    RuleCase(
+        MANAGED_BY_IMMUTABLE_RULE,
+        colossalai.ColossalAIJobObject,
+        wire_job("ColossalAIJob", merged(COLOSSALAI, managedBy=MULTIKUEUE), "a"),
+        wire_job("ColossalAIJob", COLOSSALAI, "a"),
+        old=wire_job("ColossalAIJob", merged(COLOSSALAI, managedBy=MULTIKUEUE), "a"),
     ),
     # TensorBoard
     *(
