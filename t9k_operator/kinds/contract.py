@@ -117,6 +117,11 @@ class JobKind(CommandHooks[J], Protocol[J]):
         raise :class:`ChildNotReady` when it is not there yet."""
         ...
 
+    def role_pod(self, job: J, type_: str) -> Obj:
+        """The first pod of a replica type, built without the job's Services (what
+        every pod of the type shares: its resources, its scheduling fields)."""
+        ...
+
     def extras(self, job: J) -> list[Obj]:
         """Children besides pods: Services (created once) and ConfigMaps (kept
         equal to what is built, so a hostfile follows scaling)."""

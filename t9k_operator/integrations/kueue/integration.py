@@ -27,7 +27,6 @@ PriorityClasses and ResourceFlavors, never from the API server.
 from __future__ import annotations
 
 import argparse
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -36,12 +35,18 @@ from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import scheduling
 from t9k_operator.builders.common import REPLICA_TYPE
 from t9k_operator.integrations.kueue import build as kueue
-from t9k_operator.integrations.kueue import topology
+from t9k_operator.integrations.kueue import prebuilt, topology
+from t9k_operator.integrations.kueue.admission import (
+    AdmissionState,
+    admission_state,
+    give_back,
+    holds_quota,
+)
 from t9k_operator.kinds.asks import SchedulingRequest, TopologyPlacement
 from t9k_operator.kinds.contract import ChildNotReady
 from t9k_operator.kinds.view import Gate, Hold, JobView
 from t9k_operator.objects import Obj
-from t9k_operator.reconcilers.engine import fmt_time
+from t9k_operator.reconcilers.engine import TERMINAL, fmt_time
 from t9k_operator.reconcilers.pipeline.contract import (
     Action,
     Base,
@@ -82,55 +87,6 @@ def queue_of(job: Mapping[str, Any], asked: str | None) -> str | None:
     return labels.get(kueue.QUEUE_LABEL) or asked
 
 
-def _true(conditions: list[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
-    """The condition ``type_`` when it is True."""
-    found = (c for c in conditions if c.get("type") == type_ and c.get("status") == "True")
-    return next(found, None)
-
-
-@dataclass(frozen=True)
-class AdmissionState:
-    """The job's Kueue Workload as last seen."""
-
-    workload: str
-    queue: str  # the LocalQueue it waits in
-    admitted: bool = False
-    evicted: str = ""  # Kueue took the admission back: its reason (Preempted, ...)
-    message: str = ""  # Kueue's word on why it is not admitted (or was evicted)
-    cluster_queue: str = ""  # where it was admitted
-
-
-def admission_state(name: str, queue: str, workload: Mapping[str, Any] | None) -> AdmissionState:
-    """A Workload (or its absence) as the job reads it."""
-    status = (workload or {}).get("status") or {}
-    conditions = list(status.get("conditions") or [])
-    evicted = _true(conditions, "Evicted")
-    admitted = _true(conditions, "Admitted") is not None and evicted is None
-    pending = next((c for c in conditions if c.get("type") == "QuotaReserved"), None)
-    if evicted is not None:
-        message = str(evicted.get("message") or "")
-    elif pending is not None and pending.get("status") != "True":
-        message = str(pending.get("message") or pending.get("reason") or "")
-    else:
-        message = ""
-    return AdmissionState(
-        workload=name,
-        queue=queue,
-        admitted=admitted,
-        evicted=str(evicted.get("reason") or "Evicted") if evicted is not None else "",
-        message=message,
-        cluster_queue=str((status.get("admission") or {}).get("clusterQueue") or ""),
-    )
-
-
-def holds_quota(workload: Mapping[str, Any]) -> bool:
-    """Whether a Workload still holds a quota reservation."""
-    status = workload.get("status") or {}
-    return bool(status.get("admission")) or (
-        _true(list(status.get("conditions") or []), "QuotaReserved") is not None
-    )
-
-
 def priority(caches: Caches, name: str) -> kueue.WorkloadPriority | None:
     """The WorkloadPriorityClass ``name``, else the PriorityClass ``name`` (Kueue's
     order), with its value; None when there is neither."""
@@ -160,28 +116,6 @@ def placements(caches: Caches, workload: Obj) -> dict[str, kueue.Placement]:
     return out
 
 
-def give_back(workload: Obj, admission: AdmissionState, now: str) -> Obj:
-    """An evicted Workload without its quota reservation, so Kueue queues it again."""
-    updated = copy.deepcopy(workload)
-    status = updated.setdefault("status", {})
-    status.pop("admission", None)
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "QuotaReserved"]
-    conditions.append(
-        {
-            "type": "QuotaReserved",
-            "status": "False",
-            "reason": "Pending",
-            "message": admission.message or "evicted",
-            "lastTransitionTime": now,
-        }
-    )
-    for c in conditions:
-        if c.get("type") == "Admitted" and c.get("status") == "True":
-            c.update(status="False", reason="NoReservation", lastTransitionTime=now)
-    status["conditions"] = conditions
-    return updated
-
-
 @dataclass(frozen=True)
 class KueueState:
     """A queued job as Kueue sees it (``admission`` None: it names no queue)."""
@@ -194,6 +128,8 @@ class KueueState:
     placements: Mapping[str, kueue.Placement] = field(default_factory=dict)
     by_topology: frozenset[str] = frozenset()  # pod sets Kueue placed by topology
     now: str = ""
+    prebuilt: bool = False  # its Workload is MultiKueue's (``prebuilt.py``)
+    adopt: Obj | None = None  # that Workload, once the job is its owner, when it is not yet
 
 
 class Kueue(Base[KueueState]):
@@ -232,10 +168,12 @@ class Kueue(Base[KueueState]):
             Rule(
                 (kueue.GROUP,),
                 (WORKLOADS.plural,),
-                ("get", "list", "watch", "create", "delete"),
+                ("get", "list", "watch", "create", "update", "delete"),
                 why="The job's Kueue Workload, with --kueue: created when the job is queued,\n"
                 "deleted when it finishes, pauses or changes size; its status written only\n"
                 "to give an evicted job's quota reservation back once its pods are gone.\n"
+                "On a MultiKueue worker the Workload MultiKueue made for a job is updated\n"
+                "once, to make the job its owner, and its status marked Finished at the end.\n"
                 "The WorkloadPriorityClass a job's priority names is read for its value\n"
                 "(else the PriorityClass of that name, as Kueue does), and the\n"
                 "ResourceFlavors an admission assigns for their node labels and tolerations:\n"
@@ -286,7 +224,8 @@ class Kueue(Base[KueueState]):
         queue = queue_of(job.stored, request.queue if request is not None else None)
         if not queue:
             return KueueState(), view
-        name = scheduling.group_name(view.name, view.uid)  # the PodGroup's name too
+        made = prebuilt.prebuilt(job.stored)  # MultiKueue's, on a worker cluster
+        name = made or scheduling.group_name(view.name, view.uid)  # the PodGroup's name too
         seen = caches.get(WORKLOADS, view.namespace, name)
         if seen is not None and seen["metadata"].get("deletionTimestamp"):
             seen = None  # on its way out: the next one waits afresh
@@ -301,6 +240,8 @@ class Kueue(Base[KueueState]):
             placements=placements(caches, seen) if seen and admission.admitted else {},
             by_topology=topology.assigned(seen) if seen and admission.admitted else frozenset(),
             now=fmt_time(job.now),
+            prebuilt=made is not None,
+            adopt=prebuilt.adopted(seen, job.stored) if made and seen else None,
         )
         # Kueue serves the job's queue: the gang scheduler neither queues nor holds it.
         if request is not None:
@@ -335,6 +276,8 @@ class Kueue(Base[KueueState]):
         if admission is None:
             return []
         what = "the job's Workload"
+        if state.prebuilt:
+            return _prebuilt_children(state, admission, pods)
         roles = [r for r in view.roles if r.replicas]
         if seen is not None:
             if kueue.counts(seen) != {kueue.pod_set_name(r.type): r.replicas for r in roles}:
@@ -364,7 +307,21 @@ class Kueue(Base[KueueState]):
         seen = state.seen
         if seen is None:
             return []
+        if state.prebuilt:  # MultiKueue's: marked Finished once the job's end is stored
+            phase = view.status.get("phase")
+            if view.paused or phase not in TERMINAL:
+                return []
+            done = prebuilt.finished(seen, phase == "Succeeded", f"The job {phase}.", state.now)
+            return [Action("replace_status", WORKLOADS, done, "the job's Workload")] if done else []
         return [Action("delete", WORKLOADS, seen, "the job's Workload")]
+
+    def handed_over(
+        self, state: KueueState, view: JobView, templates: Templates, ended: bool
+    ) -> list[Action] | None:
+        """A job MultiKueue runs on a worker: its Workload alone, while it is active."""
+        if state.admission is None:
+            return None  # names no queue: MultiKueue does not take it
+        return self.release(state, view) if ended else self.children(state, view, templates, 0)
 
     def decorate(self, state: KueueState, view: JobView, pod: Obj) -> None:
         labels = pod["metadata"].get("labels") or {}
@@ -397,3 +354,20 @@ class Kueue(Base[KueueState]):
                 seen["message"] = admission.message
         last_seen(status, view, kueue.WORKLOAD_PART.key, seen)
         return []
+
+
+def _prebuilt_children(state: KueueState, admission: AdmissionState, pods: int) -> list[Action]:
+    """A worker's job waits for the Workload MultiKueue makes, and takes it as its own."""
+    seen, what = state.seen, "the job's Workload"
+    if seen is None:
+        raise Unavailable(
+            what,
+            f"Workload {admission.workload}",
+            f"MultiKueue has not created it on this cluster yet (the job's label "
+            f"{prebuilt.PREBUILT_LABEL} names it)",
+        )
+    if state.adopt is not None:
+        return [Action("replace", WORKLOADS, state.adopt, what)]
+    if admission.evicted and not pods and holds_quota(seen):
+        return [Action("replace_status", WORKLOADS, give_back(seen, admission, state.now), what)]
+    return []

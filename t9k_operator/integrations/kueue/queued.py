@@ -18,11 +18,9 @@ import copy
 from collections.abc import Sequence
 
 from t9k_operator.integrations.kueue import build as kueue
+from t9k_operator.integrations.kueue.admission import admission_state
 from t9k_operator.integrations.kueue.build import GATE
-from t9k_operator.integrations.kueue.integration import (
-    RESOURCE_FLAVORS,
-    admission_state,
-)
+from t9k_operator.integrations.kueue.integration import RESOURCE_FLAVORS
 from t9k_operator.objects import Obj
 from t9k_operator.reconcilers.pipeline.queued_pods import WAITING, Get, Write, owned_by, queue_of
 from t9k_operator.resources import PODS, WORKLOADS

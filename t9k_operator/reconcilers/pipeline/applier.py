@@ -130,7 +130,7 @@ class Applier:
     def _tell(self, job: Obj, steps: Steps) -> None:
         """The pass's Events and figures, once its status is stored."""
         plan = steps.plan
-        if not job.get("status"):
+        if not job.get("status") and not steps.quiet:
             self.lifecycle.accepted(job, self.kind, self.recorder)
             self._record(job, steps.told)
         self._record(job, plan.events)

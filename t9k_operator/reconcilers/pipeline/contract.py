@@ -30,6 +30,10 @@ on, in registry order:
    ``children`` while the job is active, ``release`` once it has finished or
    is paused (what it gives back); ``decorate`` on every pod created.
 
+A job handed to another controller (``spec.managedBy``) skips all of that:
+only ``observe`` and ``handed_over`` are asked
+(:mod:`~t9k_operator.reconcilers.pipeline.handed_over`).
+
 Everything here is pure, and the pipeline's own: an integration returns
 :class:`Action` s, the plan (:mod:`~t9k_operator.reconcilers.pipeline.plan`)
 puts them in the pass's one ordered list, and the apply step
@@ -240,6 +244,14 @@ class Integration(Protocol[S]):
         """Events told once, when the job's first status is stored."""
         ...
 
+    def handed_over(
+        self, state: S, view: JobView, templates: Templates, ended: bool
+    ) -> list[Action] | None:
+        """What it does for a job another controller runs (``spec.managedBy``),
+        whose pods and status are not this operator's: the job has ended or is
+        paused with ``ended``. None: it does nothing for such a job."""
+        ...
+
 
 class Base(Generic[S]):
     """The hook defaults: an integration overrides what it does."""
@@ -295,6 +307,11 @@ class Base(Generic[S]):
 
     def accepted(self, state: S, view: JobView) -> list[Event]:
         return []
+
+    def handed_over(
+        self, state: S, view: JobView, templates: Templates, ended: bool
+    ) -> list[Action] | None:
+        return None
 
 
 @dataclass(frozen=True)

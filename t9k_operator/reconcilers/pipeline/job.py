@@ -33,6 +33,7 @@ from t9k_operator.kinds.contract import JobKind, pod_start_timeout, read
 from t9k_operator.kinds.pods import ReplicaState, node_draining, node_trouble, replica_state
 from t9k_operator.objects import Obj, controller_ref, make_key
 from t9k_operator.reconcilers import engine
+from t9k_operator.reconcilers.pipeline import handed_over
 from t9k_operator.reconcilers.pipeline import plan as planning
 from t9k_operator.reconcilers.pipeline.applier import Applier
 from t9k_operator.reconcilers.pipeline.children import CREATE_PARALLEL, InformerCaches, Writer
@@ -174,7 +175,7 @@ class JobReconciler:
             return Result(requeue_after=CACHE_CATCH_UP)
         self.lifecycle.series_at_zero(namespace)
         rlog = log.bind(kind=self.resource.kind, namespace=namespace, name=name)
-        steps = planning.assemble(self._observe(job), self._refused.take(key), generate_keypair)
+        steps = handed_over.assemble(self._observe(job), self._refused.take(key), generate_keypair)
         applied = self.applier.apply(key, job, steps, rlog)
         recorded = applied.recorded()
         if recorded is not None and not applied.gone:

@@ -114,6 +114,7 @@ class Steps:
     waiting: str = ""  # a child the pods need is not ready: look again shortly
     retry: bool = False  # what the last pass could not do may be cured by trying again
     held: bool = False  # held for a child it cannot have yet: retried with backoff
+    quiet: bool = False  # a job another controller runs: not counted or told as accepted
 
 
 def observe(

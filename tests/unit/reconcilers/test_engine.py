@@ -16,7 +16,8 @@ from t9k_operator.integrations.gang.integration import (
     GangState,
     GroupState,
 )
-from t9k_operator.integrations.kueue.integration import AdmissionState, Kueue, KueueState
+from t9k_operator.integrations.kueue.admission import AdmissionState
+from t9k_operator.integrations.kueue.integration import Kueue, KueueState
 from t9k_operator.integrations.tensorboard.integration import (
     JobTensorBoard,
     JobTensorBoardState,

@@ -1,0 +1,180 @@
+"""MultiKueue in the apply path, for every kind, with the fake at the kube/
+boundary. On the manager, a job whose spec.managedBy hands it to MultiKueue
+gets its Workload and nothing else: no pod, Service, ConfigMap or Secret, no
+status write and no Event, whatever Kueue says of the Workload; its
+Workload goes once the status MultiKueue copies from the worker says it
+ended, or when it is paused; one that names no queue, or meets an operator
+without --kueue, fails naming spec.managedBy. On a worker, the job
+MultiKueue created waits for the Workload MultiKueue made for it, takes it
+as its own (never creating or deleting one), runs once it is admitted and
+marks it Finished at the end. Kueue's and MultiKueue's sides are played by
+writing the objects the way they write them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from t9k_operator.resources import WORKLOADS
+from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
+from tests.unit.reconcilers.test_kueue_reconciler import (
+    ADMITTED,
+    KUEUE,
+    POD_SETS,
+    WORKLOAD,
+    queued,
+    workload,
+)
+
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+PREBUILT = "j-uid-7-on-manager"
+"""The name MultiKueue gives the worker's Workload (the manager's Workload's)."""
+
+
+def handed(kind: str, queue: bool = True) -> dict[str, Any]:
+    job = queued(kind) if queue else copy.deepcopy(JOBS[kind][1])
+    job["spec"]["managedBy"] = MULTIKUEUE
+    return job
+
+
+def no_children(h: Harness) -> None:
+    for kind in ("Pod", "Service", "ConfigMap", "Secret"):
+        assert h.fake.of_kind(kind) == [], kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_manager_keeps_the_workload_and_nothing_else(kind: str) -> None:
+    h = Harness(kind, handed(kind), kueue=KUEUE)
+    h.run()
+    wl = workload(h)
+    assert {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]} == POD_SETS[kind]
+    assert wl["spec"]["queueName"] == "team-a"
+    assert wl["metadata"]["ownerReferences"][0]["kind"] == kind
+    # MultiKueue admits it on the manager once a worker has admitted its copy.
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = ADMITTED
+    h.sync()
+    h.run()
+    no_children(h)
+    assert "status" not in h.job()
+    assert h.fake.writes == [("create", "Workload", WORKLOAD)]
+    assert h.recorder.reasons() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_status_the_worker_reports_ends_it_on_the_manager(kind: str) -> None:
+    h = Harness(kind, handed(kind), kueue=KUEUE)
+    h.run()
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = ADMITTED
+    mirrored = {"phase": "Running"}
+    h.fake.objects[(kind, "ns", "j")]["status"] = mirrored
+    h.sync()
+    h.run()
+    assert len(h.fake.of_kind("Workload")) == 1, "a running job keeps its Workload"
+    mirrored = {"phase": "Succeeded"}
+    h.fake.objects[(kind, "ns", "j")]["status"] = mirrored
+    h.sync()
+    h.run()
+    assert h.fake.of_kind("Workload") == []
+    assert h.job()["status"] == {"phase": "Succeeded"}, "the mirrored status is left as it is"
+    assert [w for w in h.fake.writes if w[0] != "delete"] == [("create", "Workload", WORKLOAD)]
+    no_children(h)
+
+
+def test_pausing_on_the_manager_takes_the_workload_back() -> None:
+    kind = "PyTorchTrainingJob"
+    h = Harness(kind, handed(kind), kueue=KUEUE)
+    h.run()
+    job = h.job()
+    job["spec"]["runMode"] = {"pause": {"enabled": True}}
+    h.fake.put(h.reconciler.resource, job)
+    h.sync()
+    h.run()
+    assert h.fake.of_kind("Workload") == []
+    job = h.job()
+    job["spec"]["runMode"] = {"pause": {"enabled": False}}
+    h.fake.put(h.reconciler.resource, job)
+    h.sync()
+    h.run()
+    assert len(h.fake.of_kind("Workload")) == 1, "resumed: dispatched again"
+    assert "status" not in h.job()
+    no_children(h)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kueue_on", [True, False], ids=["no-queue", "no-kueue"])
+def test_a_handed_over_job_nothing_takes_fails_naming_the_field(kind: str, kueue_on: bool) -> None:
+    job = handed(kind, queue=not kueue_on)
+    h = Harness(kind, job, kueue=KUEUE if kueue_on else None)
+    h.run()
+    status = h.job()["status"]
+    assert status["phase"] == "Failed"
+    conditions = status.get("t9kConditions") or status["conditions"]
+    failed = next(c for c in conditions if c["type"] == "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "spec.managedBy: kueue.x-k8s.io/multikueue" in failed["message"]
+    assert "kueue.x-k8s.io/queue-name" in failed["message"]
+    assert h.fake.of_kind("Workload") == [] and h.pod_names() == []
+
+
+def dispatched(kind: str) -> dict[str, Any]:
+    """The job as MultiKueue creates it on a worker: managedBy gone, two labels on."""
+    job = queued(kind)
+    job["metadata"] = {
+        "labels": {
+            "kueue.x-k8s.io/prebuilt-workload-name": PREBUILT,
+            "kueue.x-k8s.io/multikueue-origin": "manager",
+        }
+    }
+    return job
+
+
+def prebuilt_workload(kind: str) -> dict[str, Any]:
+    """The Workload MultiKueue creates on the worker: the manager's, without owners."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": PREBUILT,
+            "namespace": "ns",
+            "labels": {"kueue.x-k8s.io/multikueue-origin": "manager"},
+        },
+        "spec": {
+            "queueName": "team-a",
+            "podSets": [{"name": n, "count": c} for n, c in POD_SETS[kind].items()],
+        },
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_worker_runs_the_job_in_the_workload_multikueue_made(kind: str) -> None:
+    h = Harness(kind, dispatched(kind), kueue=KUEUE)
+    h.run()
+    assert h.fake.of_kind("Workload") == [] and h.pod_names() == []
+    told = " ".join(e.message for e in h.recorder.events)
+    assert "MultiKueue has not created it on this cluster yet" in told
+    h.fake.put(WORKLOADS, prebuilt_workload(kind))
+    h.sync()
+    h.run()
+    (wl,) = h.fake.of_kind("Workload")
+    uid = h.job()["metadata"]["uid"]
+    owners = [
+        (r["kind"], r["name"], r["uid"], r["controller"]) for r in wl["metadata"]["ownerReferences"]
+    ]
+    assert owners == [(kind, "j", uid, True)]
+    assert h.pod_names() == []
+    h.fake.objects[("Workload", "ns", PREBUILT)]["status"] = ADMITTED
+    h.sync()
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+    for key, obj in h.fake.objects.items():
+        if key[0] == "Pod":
+            obj["status"] = {"phase": "Succeeded"}
+    h.sync()
+    h.run()
+    assert h.job()["status"]["phase"] == "Succeeded"
+    (wl,) = h.fake.of_kind("Workload")
+    finished = [c for c in wl["status"]["conditions"] if c["type"] == "Finished"]
+    assert [(c["status"], c["reason"]) for c in finished] == [("True", "Succeeded")]
+    assert not [w for w in h.fake.writes if w[1] == "Workload" and w[0] in ("create", "delete")]
