@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import socket
 import sys
@@ -31,8 +32,6 @@ from t9k_operator.sdk.errors import call
 DEFAULT_PORT = 8890
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SYNC_SECONDS = 30.0
-
-log = structlog.get_logger(__name__)
 
 
 def listen(address: str, port: int | None) -> socket.socket:
@@ -69,7 +68,23 @@ def allowed_hosts(address: str) -> list[str] | None:
     return ["127.0.0.1", "localhost", "[::1]", "::1"]
 
 
+def quiet_logs() -> None:
+    """Warnings and errors only, on stderr: the terminal is the user's, and the
+    informers' routine lines (a watch renewed) are not news to them."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    quiet_logs()
     client = Client(args.kubeconfig, args.context, args.namespace)
     board = JobBoard()
     watches = call(lambda: watch_jobs(client.kube, board, client.namespace))
