@@ -27,9 +27,10 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Change:
-    """A row added or changed (``upsert``, with the row), or gone (``delete``)."""
+    """A row added or changed (``upsert``, with the row), or gone (``delete``);
+    or the console closing (``close``: every stream ends)."""
 
-    type: Literal["upsert", "delete"]
+    type: Literal["upsert", "delete", "close"]
     key: str
     row: Row | None = None
 
@@ -86,6 +87,11 @@ class JobBoard:
                     self._listeners.remove(listener)
 
         return rows, unsubscribe
+
+    def close(self) -> None:
+        """Tell every listener the console is closing (its streams end)."""
+        with self._lock:
+            self._emit(Change("close", ""))
 
     # -- what the informers write -------------------------------------------------------
 

@@ -7,6 +7,8 @@ informers see, as it happens, and a comment line every
 from the informers' threads; each reaches the stream's event loop through
 ``call_soon_threadsafe``, so the board's lock is never held across an await.
 The browser's ``EventSource`` reconnects by itself and gets a fresh snapshot.
+A stream ends when the board closes (the console stops), so the server's
+shutdown need not cut it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ async def stream(
             except TimeoutError:
                 yield ": keep-alive\n\n"
                 continue
+            if change.type == "close":
+                return
             yield event(change.type, change.to_json())
     finally:
         unsubscribe()

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import webbrowser
+from types import FrameType
 
 import structlog
 import uvicorn
@@ -83,6 +84,19 @@ def quiet_logs() -> None:
     )
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server that, on Ctrl-C, first ends the open event streams
+    (else it waits for them, then cancels them with a traceback)."""
+
+    def __init__(self, config: uvicorn.Config, board: JobBoard) -> None:
+        super().__init__(config)
+        self.board = board
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.board.close()
+        super().handle_exit(sig, frame)
+
+
 def run(args: argparse.Namespace) -> int:
     quiet_logs()
     client = Client(args.kubeconfig, args.context, args.namespace)
@@ -120,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             lifespan="off",
             timeout_graceful_shutdown=1,
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config, board).run(sockets=[sock])
     finally:
         watches.stop()
         client.close()

@@ -90,3 +90,18 @@ def test_a_closed_stream_unsubscribes() -> None:
     assert len(board._listeners) == 1
     unsubscribe()
     assert board._listeners == []
+
+
+def test_closing_the_board_ends_every_stream() -> None:
+    board = board_of([f.MNIST])
+
+    async def read() -> list[str]:
+        events = stream(board, [], keepalive=5)
+        got = [await anext(events)]
+        threading.Timer(0.1, board.close).start()
+        got += [text async for text in events]  # ends, well before the keep-alive
+        return got
+
+    (snap,) = asyncio.run(asyncio.wait_for(read(), 2.0))
+    assert _parse(snap)[0] == "snapshot"
+    assert board._listeners == []
