@@ -5,8 +5,8 @@ commands live by group in :mod:`~t9k_operator.cli.create` (submit, create),
 :mod:`~t9k_operator.cli.show` (list, describe, top),
 :mod:`~t9k_operator.cli.follow` (wait, logs),
 :mod:`~t9k_operator.cli.control` (pause, resume, delete),
-:mod:`~t9k_operator.cli.tensorboard` and :mod:`~t9k_operator.cli.run`, on the
-helpers of :mod:`~t9k_operator.cli.common`.
+:mod:`~t9k_operator.cli.tensorboard`, :mod:`~t9k_operator.cli.console` and
+:mod:`~t9k_operator.cli.run`, on the helpers of :mod:`~t9k_operator.cli.common`.
 
 Global flags (``--kubeconfig``, ``--context``, ``-n/--namespace``) go before
 or after the command. Exit codes: 0 done; 1 the request failed (refused by
@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from t9k_operator.cli import control, create, follow, run, show, tensorboard
+from t9k_operator.cli import console, control, create, follow, run, show, tensorboard
 from t9k_operator.cli.common import EXIT_OK, EXIT_USAGE, Command, name_arg
 from t9k_operator.cli.completion import completion_script
 from t9k_operator.sdk import T9kError
@@ -100,6 +100,13 @@ COMMANDS: tuple[Command, ...] = (
         "t9k tensorboard mnist",
         tensorboard.tensorboard_args,
         tensorboard.cmd_tensorboard,
+    ),
+    Command(
+        "console",
+        "serve the web console of jobs on this machine and open it",
+        "t9k console --no-browser",
+        console.console_args,
+        console.cmd_console,
     ),
     Command(
         "completion",

@@ -136,6 +136,15 @@ def job_row(
     return ([s.namespace] if all_namespaces else []) + row
 
 
+def list_row(
+    job: Obj, pods: Sequence[Obj], now: datetime, *, all_namespaces: bool, wide: bool
+) -> list[str]:
+    """A job's row of ``t9k list`` (and of the console's Jobs page), under
+    :func:`job_headers`: its summary's cells, then the integrations'."""
+    cells = list_cells(job, pods, now)
+    return job_row(views.summarize(job, pods, now), all_namespaces, wide, cells)
+
+
 def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
     head = ["NAMESPACE"] * all_namespaces + list(JOB_HEADERS)
     return head + [c.header for c in list_columns()] + ["NODES", "QUEUE"] + ["AGE"] * wide
@@ -152,10 +161,7 @@ def jobs_table(
 ) -> str:
     if not jobs:
         return ""
-    rows = [
-        job_row(views.summarize(j, pods, now), all_namespaces, wide, list_cells(j, pods, now))
-        for j in jobs
-    ]
+    rows = [list_row(j, pods, now, all_namespaces=all_namespaces, wide=wide) for j in jobs]
     return table(job_headers(all_namespaces, wide), rows, colour)
 
 

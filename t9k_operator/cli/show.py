@@ -87,10 +87,8 @@ def _key(job: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
-    now = views.now_utc()
-    cells = render.list_cells(job, pods, now)
-    return render.job_row(
-        views.summarize(job, pods, now), args.all_namespaces, args.output == "wide", cells
+    return render.list_row(
+        job, pods, views.now_utc(), all_namespaces=args.all_namespaces, wide=args.output == "wide"
     )
 
 

@@ -1,0 +1,84 @@
+"""The console's Starlette application: its routes, behind the :class:`~.guard.Guard`.
+
+==========================  ====================================================
+``GET /``                   the Jobs page (HTML; its script and style are files)
+``GET /api/jobs``           the rows as JSON: ``{"headers", "kinds", "rows"}``
+``GET /api/jobs/events``    the same, then each change, as Server-Sent Events
+``POST /api/logout``        ends the session (needs the CSRF token, as every
+                            request that changes something)
+``GET /static/...``         the page's script and style sheet
+==========================  ====================================================
+
+The page gets its CSRF token in a ``<meta>`` element of its HTML, escaped;
+everything from the cluster reaches it as JSON data, which its script writes
+with ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from t9k_operator.console.board import JobBoard
+from t9k_operator.console.events import snapshot, stream
+from t9k_operator.console.guard import COOKIE, Guard, session_of
+from t9k_operator.console.sessions import Sessions
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+JOBS_PAGE = HERE / "pages" / "jobs.html"
+
+
+def create_app(
+    board: JobBoard,
+    sessions: Sessions,
+    kinds: Sequence[str],
+    *,
+    secure_cookie: bool = False,
+    allowed_hosts: Sequence[str] | None = None,
+) -> Starlette:
+    """The console over ``board``'s rows; ``kinds``: the job kinds watched (the
+    kind filter's choices); ``allowed_hosts``: the Host headers served (all
+    when ``None``), against DNS rebinding of a console on loopback."""
+    page = JOBS_PAGE.read_text()
+
+    async def jobs_page(request: Request) -> Response:
+        token = html.escape(session_of(request).csrf_token, quote=True)
+        return HTMLResponse(page.replace("{{csrf_token}}", token))
+
+    async def jobs(request: Request) -> Response:
+        return JSONResponse(snapshot(board.rows(), kinds))
+
+    async def job_events(request: Request) -> Response:
+        return StreamingResponse(
+            stream(board, kinds),
+            media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"},
+        )
+
+    async def logout(request: Request) -> Response:
+        sessions.end(session_of(request))
+        response = Response(status_code=204)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    middleware = [Middleware(Guard, sessions=sessions, secure_cookie=secure_cookie)]
+    if allowed_hosts is not None:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    routes = [
+        Route("/", jobs_page, methods=["GET"]),
+        Route("/api/jobs", jobs, methods=["GET"]),
+        Route("/api/jobs/events", job_events, methods=["GET"]),
+        Route("/api/logout", logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=middleware)

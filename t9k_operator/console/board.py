@@ -1,0 +1,151 @@
+"""The Jobs page's state: every job watched, its pods, its row, and listeners.
+
+Informer handlers (in their threads) put and drop jobs and pods; each change
+that moves a job's row is handed to every listener as a :class:`Change`, in
+the order the changes happened. :meth:`JobBoard.subscribe` returns the rows of
+that moment together with the registration, under one lock, so a listener
+misses no change and sees none twice. Listeners run under that lock and must
+be quick (hand the change to an event loop, no I/O).
+
+Objects given to the board are the informers' cached ones: read, never changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.console.rows import Row, job_key, key_of, row_of
+from t9k_operator.sdk import views
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A row added or changed (``upsert``, with the row), or gone (``delete``);
+    or the console closing (``close``: every stream ends)."""
+
+    type: Literal["upsert", "delete", "close"]
+    key: str
+    row: Row | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.row is not None:
+            return {"key": self.key, "row": self.row.to_json()}
+        return {"key": self.key}
+
+
+Listener = Callable[[Change], None]
+
+
+def _pod_key(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _job_of_pod(pod: Obj) -> str | None:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if not labels.get(JOB_NAME) or not labels.get(JOB_KIND):
+        return None
+    return job_key(str(meta.get("namespace") or ""), labels[JOB_KIND], labels[JOB_NAME])
+
+
+class JobBoard:
+    """The rows of the watched jobs, kept current; thread-safe."""
+
+    def __init__(self, now: Callable[[], datetime] = views.now_utc) -> None:
+        self._now = now
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Obj] = {}
+        self._pods: dict[str, dict[str, Obj]] = {}  # job key -> pod key -> pod
+        self._rows: dict[str, Row] = {}
+        self._listeners: list[Listener] = []
+
+    # -- what the page reads ---------------------------------------------------------
+
+    def rows(self) -> list[Row]:
+        """Every job's row as of now (durations and ages computed afresh)."""
+        with self._lock:
+            return self._fresh_rows()
+
+    def subscribe(self, listener: Listener) -> tuple[list[Row], Callable[[], None]]:
+        """The rows as of now, and from then on each change; call the returned
+        function to stop listening."""
+        with self._lock:
+            self._listeners.append(listener)
+            rows = self._fresh_rows()
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return rows, unsubscribe
+
+    def close(self) -> None:
+        """Tell every listener the console is closing (its streams end)."""
+        with self._lock:
+            self._emit(Change("close", ""))
+
+    # -- what the informers write -------------------------------------------------------
+
+    def put_job(self, job: Obj) -> None:
+        key = key_of(job)
+        with self._lock:
+            self._jobs[key] = job
+            self._refresh(key)
+
+    def drop_job(self, job: Obj) -> None:
+        key = key_of(job)
+        with self._lock:
+            self._jobs.pop(key, None)
+            if self._rows.pop(key, None) is not None:
+                self._emit(Change("delete", key))
+
+    def put_pod(self, pod: Obj) -> None:
+        job = _job_of_pod(pod)
+        if job is None:
+            return
+        with self._lock:
+            self._pods.setdefault(job, {})[_pod_key(pod)] = pod
+            self._refresh(job)
+
+    def drop_pod(self, pod: Obj) -> None:
+        job = _job_of_pod(pod)
+        if job is None:
+            return
+        with self._lock:
+            pods = self._pods.get(job, {})
+            pods.pop(_pod_key(pod), None)
+            if not pods:
+                self._pods.pop(job, None)
+            self._refresh(job)
+
+    # -- under the lock -----------------------------------------------------------------
+
+    def _fresh_rows(self) -> list[Row]:
+        now = self._now()
+        rows = [self._row(key, now) for key in self._jobs]
+        self._rows.update((r.key, r) for r in rows)
+        return sorted(rows, key=lambda r: r.key)
+
+    def _row(self, key: str, now: datetime) -> Row:
+        return row_of(self._jobs[key], list(self._pods.get(key, {}).values()), now)
+
+    def _refresh(self, key: str) -> None:
+        if key not in self._jobs:
+            return
+        row = self._row(key, self._now())
+        if self._rows.get(key) != row:
+            self._rows[key] = row
+            self._emit(Change("upsert", key, row))
+
+    def _emit(self, change: Change) -> None:
+        for listener in list(self._listeners):
+            listener(change)
