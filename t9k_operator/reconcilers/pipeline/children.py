@@ -147,10 +147,15 @@ class Writer:
         self.on_created = on_created
         """Told the pods a batch created, by job key (the cache is to show them)."""
 
-    def foreign_owner(self, resource: Resource, child: Obj, uid: str) -> str | Gone | None:
+    def foreign_owner(
+        self, resource: Resource, child: Obj, uid: str
+    ) -> str | Gone | Problem | None:
         """A message naming the other owner when a child of this name exists
         but is not the owner ``uid``'s (two jobs of different kinds with one
-        name); :class:`Gone` when nothing of that name is there any more."""
+        name); :class:`Gone` when nothing of that name is there any more; a
+        hold when it is a previous job's of this kind and name (deleted, and
+        its children not yet collected: a job recreated under the same name,
+        as MultiKueue does on a worker when it dispatches a job again)."""
         meta = child["metadata"]
         existing = self.caches.get(resource, meta["namespace"], meta["name"])
         if existing is None:  # not in the cache yet (or not ours): ask the API server
@@ -161,6 +166,16 @@ class Writer:
         owner = controller_ref(existing)
         if owner is not None and owner.get("uid") == uid:
             return None
+        mine = controller_ref(child) or {}
+        if owner is not None and (owner.get("kind"), owner.get("name")) == (
+            mine.get("kind"),
+            mine.get("name"),
+        ):
+            message = (
+                f"waiting for {child['kind']} {meta['name']} of the previous {owner['kind']} "
+                f"{owner['name']} (uid {owner.get('uid')}, deleted) to be collected; retrying"
+            )
+            return Problem("FailedCreate", message, fail=False)
         return clash(child["kind"], meta["name"], owner)
 
     def act(self, action: Action, key: str, uid: str, rlog: Any) -> Problem | Refusal | Gone | None:
@@ -190,6 +205,8 @@ class Writer:
                 raise ValueError(f"unknown action {action.verb!r}")
         except AlreadyExists:
             found = self.foreign_owner(resource, body, uid)
+            if isinstance(found, Problem) and action.soft:
+                return Refusal(found.message, permanent=False)
             if not isinstance(found, str):
                 return found
             if action.soft:
@@ -240,6 +257,8 @@ class Writer:
         for pod, new in outcome.done:
             if not new:
                 found = self.foreign_owner(PODS, pod, uid)
+                if isinstance(found, Problem):
+                    return found
                 if isinstance(found, str):
                     return cannot_have("a pod of the job", f"Pod {pod['metadata']['name']}", found)
         if outcome.failed is not None:

@@ -223,6 +223,47 @@ def test_a_pod_name_held_by_another_job_fails_with_name_conflict(kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_pod_of_a_deleted_job_of_the_same_name_holds_the_new_job_until_it_goes(
+    kind: str,
+) -> None:
+    """A job recreated under its name (MultiKueue dispatching it again) meets the
+    previous one's pods until the garbage collector takes them: it waits."""
+    clock = FakeClock()
+    h = Harness(kind, clock=clock)
+    name = JOBS[kind][2][-1]
+    previous = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
+            "ownerReferences": [
+                {
+                    "apiVersion": h.kind.crd.api_version,
+                    "kind": kind,
+                    "name": "j",
+                    "uid": "the-previous-j",
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    h.fake.put(PODS, previous)
+    h.run()
+    status = h.job()["status"]
+    assert status["phase"] not in ("Failed", "Succeeded"), status
+    assert "NameConflict" not in h.recorder.reasons()
+    told = [e.message for e in h.recorder.events if e.reason == "FailedCreate"]
+    assert any("the previous" in m and "the-previous-j" in m for m in told), told
+    del h.fake.objects[("Pod", NS, name)]  # collected
+    h.sync()
+    clock.step(60)  # the hold's retry is due
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_pod_the_api_server_refuses_as_invalid_fails_the_job(kind: str) -> None:
     h = Harness(kind)
     h.fake.fail_next("create", "Pod", Invalid('Pod "j-worker-0" is invalid: spec.x: bad'))
