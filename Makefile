@@ -64,11 +64,14 @@ unit: $(STAMP) ## unit tests only (no cluster)
 integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
 	$(PYTEST_INTEGRATION)
 
-cluster: binaries-core ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue)
+cluster: binaries-core ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue; CLUSTERS=3: and two MultiKueue workers, docs/scheduling.md)
 	$(PYTHON) -m hack.cluster up --name $(CLUSTER)$(if $(GANG), --gang $(GANG))$(if $(KUEUE), --kueue)
+	$(if $(filter 3,$(CLUSTERS)),$(PYTHON) -m hack.cluster multikueue --name $(CLUSTER))
 
-cluster-down: ## stop the local cluster and remove its state
+cluster-down: ## stop the local cluster (and its MultiKueue workers) and remove its state
 	$(PYTHON) -m hack.cluster down --name $(CLUSTER)
+	$(PYTHON) -m hack.cluster down --name $(CLUSTER)-worker-1 >/dev/null 2>&1
+	$(PYTHON) -m hack.cluster down --name $(CLUSTER)-worker-2 >/dev/null 2>&1
 
 run: $(STAMP) ## run the operator against the current kubeconfig context
 	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081

@@ -11,6 +11,7 @@ Used by the tests, the demo and the benchmarks alike::
     python3 -m hack.cluster gang [--name t9k] volcano        # add one to a running cluster
     python3 -m hack.cluster up --kueue                       # ... with Kueue too
     python3 -m hack.cluster kueue [--name t9k]               # add Kueue to a running cluster
+    python3 -m hack.cluster multikueue [--name t9k]   # a MultiKueue manager and two workers
     python3 -m hack.cluster up --apiserver-flag=--max-requests-inflight=5   # kube-apiserver flag
 
 (from the repository root). Its parts, a module each: ``common`` (paths,
@@ -19,7 +20,8 @@ cache), ``binaries`` (the control plane's), ``addons`` (the add-ons and
 tools, and their builds), ``pki``, ``ports``, ``processes``, ``state``
 (``cluster.json``), ``control_plane`` and ``nodes`` (the start), ``launches``,
 ``kueue_manager`` and ``addon_start`` (add-ons in a running cluster),
-``lifecycle`` (up, down, status), ``__main__`` (the command line) and
+``lifecycle`` (up, down, status), ``multikueue`` (a manager and two workers),
+``__main__`` (the command line) and
 ``handle`` (:class:`Cluster`: a running cluster as the demo, the benchmarks
 and the tests use it, through the command line).
 

@@ -15,6 +15,7 @@ from .cache import EXIT_MISSING_BINARIES, MissingBinaries
 from .common import log
 from .gotool import drop_go_caches
 from .lifecycle import down, gang, kueue, status, up
+from .multikueue import multikueue
 from .state import state_dir
 
 
@@ -29,7 +30,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "command",
-        choices=["up", "down", "status", "kubeconfig", "binaries", "gang", "kueue", "tool"],
+        choices=[
+            "up",
+            "down",
+            "status",
+            "kubeconfig",
+            "binaries",
+            "gang",
+            "kueue",
+            "multikueue",
+            "tool",
+        ],
     )
     parser.add_argument(
         "schedulers",
@@ -97,6 +108,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         gang(args.name, parse_gangs(args.schedulers or "all"))
     elif args.command == "kueue":
         kueue(args.name)
+    elif args.command == "multikueue":
+        for role, kubeconfig in multikueue(args.name).items():
+            print(f"{role} {kubeconfig}")
     elif args.command == "tool":
         unknown = [t for t in args.schedulers if t not in TOOLS]
         if unknown or not args.schedulers:

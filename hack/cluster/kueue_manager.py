@@ -25,6 +25,7 @@ from .kueue_webhook import (
 from .ports import free_port
 from .processes import _alive, _Launch, _wait, kubectl
 
+MULTIKUEUE_CONFIG = Path(__file__).resolve().parents[2] / "manifests/kueue-config/multikueue.json"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_SERVICE = "kueue-visibility-server"
 VISIBILITY_VERSIONS = (("v1beta2", 200), ("v1beta1", 100))  # (version, versionPriority)
@@ -290,6 +291,11 @@ def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: b
         "featureGates": {"VisibilityOnDemand": visibility},
         "visibilityServer": {"bindPort": ports["kueue-visibility"]},
     }
+    # MultiKueue may dispatch every kind of the operator (the generated part of a
+    # manager's configuration, docs/scheduling.md): it acts only on a
+    # ClusterQueue with a MultiKueue admission check, which nothing makes but
+    # the tests of MultiKueue.
+    config.update(json.loads(MULTIKUEUE_CONFIG.read_text()))
     conf = workdir / "kueue" / "config.yaml"
     conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
     return conf

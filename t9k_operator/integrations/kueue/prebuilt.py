@@ -16,7 +16,7 @@ Pure functions, like every builder.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from t9k_operator.objects import Obj, controller_ref, owner_reference
@@ -26,6 +26,14 @@ PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """The label naming the manager cluster MultiKueue dispatched the job from."""
 FINISHED = "Finished"
+
+
+def multikueue_frameworks(kinds: Iterable[tuple[str, str, str]]) -> Obj:
+    """The part of the manager's Kueue Configuration that lets MultiKueue's generic
+    adapter dispatch the ``kinds`` (group, version, kind): ``multiKueue.externalFrameworks``,
+    each named ``Kind.version.group``."""
+    names = [f"{kind}.{version}.{group}" for group, version, kind in kinds]
+    return {"multiKueue": {"externalFrameworks": [{"name": n} for n in names]}}
 
 
 def prebuilt(job: Mapping[str, Any]) -> str | None:

@@ -1,0 +1,229 @@
+"""MultiKueue across three local clusters, with the real Kueue manager in each:
+the session's cluster is the manager, two more (``<session>-worker-1`` and
+``-worker-2``, each its own control plane with KWOK nodes, Kueue and this
+operator under the ServiceAccount it ships with) are its workers.
+
+``hack.cluster multikueue`` connects them as a user would (docs/scheduling.md):
+on the manager a MultiKueueCluster per worker with a real kubeconfig Secret (a
+worker ServiceAccount's token under the ClusterRole the install ships, the
+worker's CA inline, as MultiKueue demands), a MultiKueueConfig and the
+AdmissionCheck, every Kueue configured with the generated
+``manifests/kueue-config/multikueue.json``; the test adds a ClusterQueue that
+names the check. worker-1 has no GPU quota, worker-2 has. A job of each of
+two kinds with ``spec.managedBy`` runs on worker-2 only, the manager's copy
+has no pod and shows the worker's status; pausing the manager's job stops the
+worker's and gives its quota back, resuming queues it again, and deleting it
+deletes the worker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from t9k_operator.kube import KubeClient, NotFound, Resource
+from t9k_operator.resources import NAMESPACES
+from tests.integration.cluster import (
+    ROOT,
+    Cluster,
+    delete_quietly,
+    request_token,
+    wait_for,
+)
+from tests.integration.cluster import admin as admin_client
+from tests.integration.conftest import OPERATOR_NAMESPACE, OPERATOR_SA
+from tests.integration.jobs import Jobs
+from tests.integration.operator_process import OperatorProcess
+from tests.integration.test_gang_jobs import gpu_job
+from tests.integration.test_kueue_jobs import (
+    CLUSTER_QUEUES,
+    FLAVORS,
+    KUEUE,
+    KUEUE_VERSION,
+    LOCAL_QUEUES,
+    cluster_queue_body,
+)
+from tests.integration.test_kueue_jobs import kueue_ready as kueue_ready  # the fixture
+from tests.kinds import by_kind, kind_resource
+
+pytestmark = pytest.mark.xdist_group("add-ons")
+
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+WORKERS = ("worker-1", "worker-2")
+MK_CLUSTERS = Resource(
+    KUEUE, KUEUE_VERSION, "multikueueclusters", "MultiKueueCluster", namespaced=False
+)
+WORKLOADS = Resource(KUEUE, KUEUE_VERSION, "workloads", "Workload")
+KINDS = ("PyTorchTrainingJob", "MSJob")
+
+
+@dataclass
+class Worker:
+    name: str
+    cluster: Cluster
+    admin: KubeClient
+    operator: OperatorProcess | None = None
+
+
+@pytest.fixture(scope="module")
+def workers(
+    kueue_ready: None, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Worker]]:
+    """The trio as ``hack.cluster multikueue`` (``make cluster CLUSTERS=3``) makes
+    it, and on each worker a flavor, the ClusterQueue ``cq`` (worker-1 without
+    GPU quota, worker-2 with 24 GPUs) and the operator with ``--kueue`` under
+    the ServiceAccount it ships with."""
+    clusters = {name: Cluster(f"{cluster.name}-{name}") for name in WORKERS}
+    started: list[Worker] = []
+    tmp = tmp_path_factory.mktemp("workers")
+    try:
+        cluster.command("multikueue")
+        for name, c in clusters.items():
+            c.up()  # running already: reads its state
+            worker = Worker(name, c, admin_client(c))
+            started.append(worker)
+            c.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "scheduling"))
+            c.wait_established("crd", "-l", "app.kubernetes.io/part-of=t9k-operator")
+            worker.admin.create(
+                FLAVORS,
+                {
+                    "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
+                    "kind": "ResourceFlavor",
+                    "metadata": {"name": "default-flavor"},
+                },
+            )
+            gpus = 0 if name == "worker-1" else 24
+            worker.admin.create(CLUSTER_QUEUES, cluster_queue_body("cq", "Never", gpus=gpus))
+            token = request_token(worker.admin, OPERATOR_NAMESPACE, OPERATOR_SA)
+            kubeconfig = c.token_kubeconfig(tmp / f"{name}-operator", token)
+            log = tmp / f"{name}-operator.log"
+            worker.operator = OperatorProcess(kubeconfig, log, "--kueue")
+            worker.operator.wait_ready()
+        yield {w.name: w for w in started}
+    finally:
+        for w in started:
+            if w.operator is not None:
+                w.operator.stop()
+        for c in clusters.values():
+            c.stop()
+
+
+@pytest.fixture(scope="module")
+def multikueue(workers: dict[str, Worker], admin: KubeClient) -> Iterator[str]:
+    """The manager's ClusterQueue ``mk``, which names MultiKueue's check, once
+    both MultiKueueClusters are Active."""
+
+    def active() -> bool:
+        for name in WORKERS:
+            status = admin.get(MK_CLUSTERS, name).get("status") or {}
+            if not any(
+                c["type"] == "Active" and c["status"] == "True"
+                for c in status.get("conditions") or []
+            ):
+                return False
+        return True
+
+    wait_for(active, 60, "both MultiKueueClusters Active")
+    body = cluster_queue_body("mk", "Never", gpus=48)
+    body["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "multikueue"}]}
+    admin.create(CLUSTER_QUEUES, body)
+    yield "mk"
+    delete_quietly(admin, CLUSTER_QUEUES, "mk", None)
+
+
+@pytest.fixture
+def queue(
+    multikueue: str, workers: dict[str, Worker], admin: KubeClient, namespace: str
+) -> Iterator[str]:
+    """LocalQueue ``team`` in the test's namespace, on the manager and both workers
+    (MultiKueue creates the worker's copies in the namespace of the same name)."""
+    local = {
+        "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
+        "kind": "LocalQueue",
+        "metadata": {"name": "team"},
+    }
+    admin.create(LOCAL_QUEUES, {**local, "spec": {"clusterQueue": multikueue}}, namespace)
+    for worker in workers.values():
+        worker.admin.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+        worker.admin.create(LOCAL_QUEUES, {**local, "spec": {"clusterQueue": "cq"}}, namespace)
+    yield "team"
+    for worker in workers.values():
+        delete_quietly(worker.admin, NAMESPACES, namespace, None)
+
+
+@pytest.fixture
+def manager_operator(
+    multikueue: str, start_operator: Callable[..., OperatorProcess]
+) -> OperatorProcess:
+    proc = start_operator("--kueue")
+    proc.wait_ready()
+    return proc
+
+
+def handed_job(kind: str, name: str, queue: str) -> dict[str, Any]:
+    job = gpu_job(kind, name, queue=queue, pods=2, run="600s")
+    job["spec"]["managedBy"] = MULTIKUEUE
+    return job
+
+
+def phase(jobs: Jobs, name: str) -> str | None:
+    """The job's phase; None while it does not exist."""
+    try:
+        return jobs.status(name).get("phase")
+    except NotFound:
+        return None
+
+
+def _gone(client: KubeClient, resource: Resource, name: str, namespace: str) -> bool:
+    try:
+        client.get(resource, name, namespace)
+    except NotFound:
+        return True
+    return False
+
+
+@pytest.mark.usefixtures("manager_operator")
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
+    kind: str, queue: str, workers: dict[str, Worker], admin: KubeClient, namespace: str
+) -> None:
+    name, resource = "mk", kind_resource(kind)
+    worker = workers["worker-2"].admin
+    manager, there = Jobs(admin, namespace, resource), Jobs(worker, namespace, resource)
+    manager.create(handed_job(kind, name, queue))
+    wait_for(lambda: phase(there, name) == "Running", 120, f"{name} Running on worker-2")
+    remote = worker.get(resource, name, namespace)
+    assert "managedBy" not in remote["spec"], "MultiKueue hands the worker a job to run"
+    labels = remote["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/multikueue-origin"]
+    wl_name = labels["kueue.x-k8s.io/prebuilt-workload-name"]
+    wl = worker.get(WORKLOADS, wl_name, namespace)
+    assert wl["metadata"]["ownerReferences"][0]["uid"] == remote["metadata"]["uid"]
+    assert len(there.pods(name)) == 2
+    # The manager's copy shows the worker's status, and has no pod of its own.
+    wait_for(lambda: phase(manager, name) == "Running", 60, "the status mirrored on the manager")
+    assert manager.status(name)["tasks"] == there.status(name)["tasks"]
+    assert manager.pods(name) == {}
+    assert _gone(workers["worker-1"].admin, resource, name, namespace)
+    manager_wl = admin.get(WORKLOADS, wl_name, namespace)
+    assert manager_wl["status"].get("clusterName") == "worker-2", manager_wl["status"]
+
+    if by_kind(kind).pausable:  # pausing the manager's job stops the worker's
+        manager.patch_spec(name, {"runMode": {"pause": {"enabled": True}}})
+        wait_for(lambda: _gone(worker, resource, name, namespace), 90, "paused: gone on worker-2")
+        wait_for(lambda: _gone(admin, WORKLOADS, wl_name, namespace), 30, "paused: quota back")
+        manager.patch_spec(name, {"runMode": {"pause": {"enabled": False}}})
+        wait_for(
+            lambda: not _gone(admin, WORKLOADS, wl_name, namespace), 30, "resumed: queued again"
+        )
+
+    admin.delete(resource, name, namespace)  # deleting the manager's job deletes the worker's
+    wait_for(lambda: _gone(worker, resource, name, namespace), 90, "deleted on worker-2")
+    events = admin.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+    ours = [e["message"] for e in events if e.get("reportingComponent") == "t9k-operator"]
+    assert ours == [], "the manager's operator tells nothing of a job it does not run"
