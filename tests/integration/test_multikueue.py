@@ -47,6 +47,7 @@ from tests.integration.test_kueue_jobs import (
     cluster_queue_body,
 )
 from tests.integration.test_kueue_jobs import kueue_ready as kueue_ready  # the fixture
+from tests.integration.test_tensorboard_queue import gone
 from tests.kinds import by_kind, kind_resource
 
 pytestmark = pytest.mark.xdist_group("add-ons")
@@ -179,14 +180,6 @@ def phase(jobs: Jobs, name: str) -> str | None:
         return None
 
 
-def _gone(client: KubeClient, resource: Resource, name: str, namespace: str) -> bool:
-    try:
-        client.get(resource, name, namespace)
-    except NotFound:
-        return True
-    return False
-
-
 @pytest.mark.usefixtures("manager_operator")
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
@@ -209,21 +202,21 @@ def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
     wait_for(lambda: phase(manager, name) == "Running", 60, "the status mirrored on the manager")
     assert manager.status(name)["tasks"] == there.status(name)["tasks"]
     assert manager.pods(name) == {}
-    assert _gone(workers["worker-1"].admin, resource, name, namespace)
+    assert gone(workers["worker-1"].admin, resource, name, namespace)
     manager_wl = admin.get(WORKLOADS, wl_name, namespace)
     assert manager_wl["status"].get("clusterName") == "worker-2", manager_wl["status"]
 
     if by_kind(kind).pausable:  # pausing the manager's job stops the worker's
         manager.patch_spec(name, {"runMode": {"pause": {"enabled": True}}})
-        wait_for(lambda: _gone(worker, resource, name, namespace), 90, "paused: gone on worker-2")
-        wait_for(lambda: _gone(admin, WORKLOADS, wl_name, namespace), 30, "paused: quota back")
+        wait_for(lambda: gone(worker, resource, name, namespace), 90, "paused: gone on worker-2")
+        wait_for(lambda: gone(admin, WORKLOADS, wl_name, namespace), 30, "paused: quota back")
         manager.patch_spec(name, {"runMode": {"pause": {"enabled": False}}})
         wait_for(
-            lambda: not _gone(admin, WORKLOADS, wl_name, namespace), 30, "resumed: queued again"
+            lambda: not gone(admin, WORKLOADS, wl_name, namespace), 30, "resumed: queued again"
         )
 
     admin.delete(resource, name, namespace)  # deleting the manager's job deletes the worker's
-    wait_for(lambda: _gone(worker, resource, name, namespace), 90, "deleted on worker-2")
+    wait_for(lambda: gone(worker, resource, name, namespace), 90, "deleted on worker-2")
     events = admin.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
     ours = [e["message"] for e in events if e.get("reportingComponent") == "t9k-operator"]
     assert ours == [], "the manager's operator tells nothing of a job it does not run"

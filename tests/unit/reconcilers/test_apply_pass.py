@@ -31,7 +31,7 @@ from t9k_operator.reconcilers.pipeline.contract import (
 from t9k_operator.resources import PODS
 from t9k_operator.runtime.controller import Result
 from tests.fakes import FakeClock
-from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, NS, Harness
+from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, NS, Harness, held_pod
 from tests.unit.reconcilers.test_job_tensorboard import with_tensorboard
 
 
@@ -52,25 +52,7 @@ def passes(h: Harness, n: int = 5) -> list[int]:
 
 
 def _clash(h: Harness, name: str) -> None:
-    other = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "OtherJob",
-                    "name": "x",
-                    "uid": "o",
-                    "controller": True,
-                }
-            ],
-        },
-    }
-    h.fake.put(PODS, other)
+    h.fake.put(PODS, held_pod(name, "OtherJob", "x", "o"))
 
 
 SCENARIOS = {

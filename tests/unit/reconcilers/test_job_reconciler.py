@@ -190,28 +190,25 @@ def test_an_invalid_spec_fails_the_job_naming_the_field() -> None:
     assert h.pod_names() == []
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_pod_name_held_by_another_job_fails_with_name_conflict(kind: str) -> None:
-    h = Harness(kind)
-    other = {
+def held_pod(name: str, kind: str, owner: str, uid: str, api_version: str = "v1") -> dict[str, Any]:
+    """A pod of the operator's named ``name``, whose controller is ``kind`` ``owner`` (``uid``)."""
+    ref = {"apiVersion": api_version, "kind": kind, "name": owner, "uid": uid, "controller": True}
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": JOBS[kind][2][-1],
+            "name": name,
             "namespace": NS,
             "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "OtherJob",
-                    "name": "x",
-                    "uid": "other",
-                    "controller": True,
-                }
-            ],
+            "ownerReferences": [ref],
         },
     }
-    h.fake.put(PODS, other)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_pod_name_held_by_another_job_fails_with_name_conflict(kind: str) -> None:
+    h = Harness(kind)
+    h.fake.put(PODS, held_pod(JOBS[kind][2][-1], "OtherJob", "x", "other"))
     h.run()
     conditions = {c["type"]: c for c in h.job()["status"].get("conditions") or []}
     reason = conditions.get("Failed", {}).get("reason")
@@ -231,24 +228,7 @@ def test_a_pod_of_a_deleted_job_of_the_same_name_holds_the_new_job_until_it_goes
     clock = FakeClock()
     h = Harness(kind, clock=clock)
     name = JOBS[kind][2][-1]
-    previous = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "labels": {"app.kubernetes.io/managed-by": "t9k-operator"},
-            "ownerReferences": [
-                {
-                    "apiVersion": h.kind.crd.api_version,
-                    "kind": kind,
-                    "name": "j",
-                    "uid": "the-previous-j",
-                    "controller": True,
-                }
-            ],
-        },
-    }
+    previous = held_pod(name, kind, "j", "the-previous-j", h.kind.crd.api_version)
     h.fake.put(PODS, previous)
     h.run()
     status = h.job()["status"]

@@ -99,6 +99,15 @@ def running(h: Harness) -> None:
     h.sync()
 
 
+def set_paused(h: Harness, paused: bool) -> None:
+    """The user pauses (or resumes) the job, and the operator takes it in."""
+    job = h.job()
+    job["spec"]["runMode"] = {"pause": {"enabled": paused}}
+    h.fake.put(h.reconciler.resource, job)
+    h.sync()
+    h.run()
+
+
 def engine_condition(h: Harness, type_: str) -> dict[str, Any]:
     status = h.job()["status"]
     conditions = status.get("t9kConditions") or status["conditions"]
@@ -216,18 +225,10 @@ def test_pausing_gives_the_quota_back_and_resuming_queues_again() -> None:
     h.run()
     kueue_sets(h, ADMITTED)
     h.run()
-    job = h.job()
-    job["spec"]["runMode"] = {"pause": {"enabled": True}}
-    h.fake.put(h.reconciler.resource, job)
-    h.sync()
-    h.run()
+    set_paused(h, True)
     assert h.job()["status"]["phase"] == "Paused"
     assert h.fake.of_kind("Workload") == [] and h.pod_names() == []
-    job = h.job()
-    job["spec"]["runMode"] = {"pause": {"enabled": False}}
-    h.fake.put(h.reconciler.resource, job)
-    h.sync()
-    h.run()
+    set_paused(h, False)
     assert workload(h).get("status") is None, "a new Workload, waiting"
     assert h.pod_names() == []
 

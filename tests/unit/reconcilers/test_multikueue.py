@@ -25,6 +25,7 @@ from tests.unit.reconcilers.test_kueue_reconciler import (
     POD_SETS,
     WORKLOAD,
     queued,
+    set_paused,
     workload,
 )
 
@@ -86,17 +87,9 @@ def test_pausing_on_the_manager_takes_the_workload_back() -> None:
     kind = "PyTorchTrainingJob"
     h = Harness(kind, handed(kind), kueue=KUEUE)
     h.run()
-    job = h.job()
-    job["spec"]["runMode"] = {"pause": {"enabled": True}}
-    h.fake.put(h.reconciler.resource, job)
-    h.sync()
-    h.run()
+    set_paused(h, True)
     assert h.fake.of_kind("Workload") == []
-    job = h.job()
-    job["spec"]["runMode"] = {"pause": {"enabled": False}}
-    h.fake.put(h.reconciler.resource, job)
-    h.sync()
-    h.run()
+    set_paused(h, False)
     assert len(h.fake.of_kind("Workload")) == 1, "resumed: dispatched again"
     assert "status" not in h.job()
     no_children(h)
