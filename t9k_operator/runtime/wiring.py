@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from t9k_operator.informers.informer import SharedInformer
-from t9k_operator.objects import Obj, object_key
+from t9k_operator.objects import Obj, controller_ref, object_key
 from t9k_operator.runtime.controller import Controller, controller_owner_key
 
 
@@ -29,6 +29,9 @@ class Owns:
     """Seconds a change waits before its owner is reconciled (0: at once)."""
     on_delete: Callable[[Obj], None] | None = None
     """Called with a deleted child before its owner is enqueued."""
+    unowned: Callable[[Obj], str | None] | None = None
+    """The key of a child that has no controller owner yet, if it names one
+    otherwise (another controller made it for the owner to take)."""
 
 
 class _ToOwner:
@@ -39,6 +42,8 @@ class _ToOwner:
 
     def changed(self, obj: Obj) -> None:
         key = controller_owner_key(obj, api_group=self.group, kind=self.kind)
+        if key is None and self.spec.unowned is not None and controller_ref(obj) is None:
+            key = self.spec.unowned(obj)
         if key is None:
             return
         if self.spec.batch > 0:

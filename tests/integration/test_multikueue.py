@@ -12,8 +12,9 @@ AdmissionCheck, every Kueue configured with the generated
 names the check. worker-1 has no GPU quota, worker-2 has. A job of each of
 two kinds with ``spec.managedBy`` runs on worker-2 only, the manager's copy
 has no pod and shows the worker's status; pausing the manager's job stops the
-worker's and gives its quota back, resuming queues it again, and deleting it
-deletes the worker's.
+worker's and gives its quota back, resuming dispatches it again (the worker's
+new copy waits for the previous one's pods and Workload to go), and deleting
+it deletes the worker's.
 """
 
 from __future__ import annotations
@@ -211,9 +212,7 @@ def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
         wait_for(lambda: gone(worker, resource, name, namespace), 90, "paused: gone on worker-2")
         wait_for(lambda: gone(admin, WORKLOADS, wl_name, namespace), 30, "paused: quota back")
         manager.patch_spec(name, {"runMode": {"pause": {"enabled": False}}})
-        wait_for(
-            lambda: not gone(admin, WORKLOADS, wl_name, namespace), 30, "resumed: queued again"
-        )
+        wait_for(lambda: phase(there, name) == "Running", 120, "resumed: Running on worker-2")
 
     admin.delete(resource, name, namespace)  # deleting the manager's job deletes the worker's
     wait_for(lambda: gone(worker, resource, name, namespace), 90, "deleted on worker-2")

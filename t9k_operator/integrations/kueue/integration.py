@@ -253,6 +253,11 @@ class Kueue(Base[KueueState]):
         if admission is None or admission.admitted:
             return None
         why = admission.message or "not evaluated yet"
+        if state.prebuilt and state.seen is None:
+            why = (
+                f"MultiKueue has not created it on this cluster yet (the job's label "
+                f"{prebuilt.PREBUILT_LABEL} names it)"
+            )
         if admission.evicted:
             message = (
                 f"Kueue evicted Workload {admission.workload} ({admission.evicted}: {why}): "
@@ -360,12 +365,7 @@ def _prebuilt_children(state: KueueState, admission: AdmissionState, pods: int) 
     """A worker's job waits for the Workload MultiKueue makes, and takes it as its own."""
     seen, what = state.seen, "the job's Workload"
     if seen is None:
-        raise Unavailable(
-            what,
-            f"Workload {admission.workload}",
-            f"MultiKueue has not created it on this cluster yet (the job's label "
-            f"{prebuilt.PREBUILT_LABEL} names it)",
-        )
+        return []  # MultiKueue makes it; its event wakes the job (its labels name it)
     if state.adopt is not None:
         return [Action("replace", WORKLOADS, state.adopt, what)]
     if admission.evicted and not pods and holds_quota(seen):

@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from t9k_operator.builders.common import JOB_KIND, REPLICA_INDEX, REPLICA_TYPE
+from t9k_operator.builders.common import JOB_KIND, JOB_NAME, REPLICA_INDEX, REPLICA_TYPE
 from t9k_operator.foundation import metrics_jobs
 from t9k_operator.informers.informer import SharedInformer
 from t9k_operator.kinds.contract import JobKind, pod_start_timeout, read
@@ -120,7 +120,11 @@ class JobReconciler:
             owns=[
                 Owns(self.pods, POD_BATCH_PERIOD, on_delete=self._pod_gone),
                 *owned,
-                *(self.caches.informer(w.resource) for w in watches if w.owned),
+                *(
+                    Owns(self.caches.informer(w.resource), unowned=self._named)
+                    for w in watches
+                    if w.owned
+                ),
             ],
             owner=(self.resource.group, self.resource.kind),
         )
@@ -151,6 +155,16 @@ class JobReconciler:
             key = controller_owner_key(pod, api_group=group, kind=kind)
             if key is not None:
                 self.controller.enqueue(key)
+
+    def _named(self, child: Obj) -> str | None:
+        """The job a child without an owner names by the operator's labels: a
+        Workload MultiKueue made on a worker for the job it dispatches, which the
+        job takes once it sees it."""
+        meta = child.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if labels.get(JOB_KIND) != self.resource.kind or not labels.get(JOB_NAME):
+            return None
+        return make_key(meta.get("namespace"), str(labels[JOB_NAME]))
 
     def _pod_gone(self, pod: Obj) -> None:
         """A pod deleted before the cache showed its creation: stop waiting for it."""

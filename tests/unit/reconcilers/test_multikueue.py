@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.resources import WORKLOADS
+from t9k_operator.runtime.wiring import Owns, _ToOwner
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 from tests.unit.reconcilers.test_kueue_reconciler import (
     ADMITTED,
@@ -171,3 +172,41 @@ def test_a_worker_runs_the_job_in_the_workload_multikueue_made(kind: str) -> Non
     finished = [c for c in wl["status"]["conditions"] if c["type"] == "Finished"]
     assert [(c["status"], c["reason"]) for c in finished] == [("True", "Succeeded")]
     assert not [w for w in h.fake.writes if w[1] == "Workload" and w[0] in ("create", "delete")]
+
+
+class Enqueued:
+    """Stands in for the controller: keeps what a handler enqueues."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def enqueue(self, key: str) -> None:
+        self.keys.append(key)
+
+
+def test_the_workload_multikueue_makes_wakes_the_job_that_waits_for_it() -> None:
+    """It has no owner yet: the job is found by the operator's labels it carries
+    (MultiKueue copies them from the manager's Workload); an owned child still
+    goes to its owner alone, and a Workload naming another kind's job to none."""
+    kind = "PyTorchTrainingJob"
+    h = Harness(kind, dispatched(kind), kueue=KUEUE)
+    made = prebuilt_workload(kind)
+    made["metadata"]["labels"].update({"t9k.dev/job-kind": kind, "t9k.dev/job-name": "j"})
+    foreign = copy.deepcopy(made)
+    foreign["metadata"]["labels"]["t9k.dev/job-kind"] = "MSJob"
+    owned = copy.deepcopy(made)
+    owned["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": h.kind.crd.api_version,
+            "kind": kind,
+            "name": "k",
+            "uid": "u",
+            "controller": True,
+        }
+    ]
+    queue = Enqueued()
+    spec = Owns(h.reconciler.caches.informer(WORKLOADS), unowned=h.reconciler._named)
+    handler = _ToOwner(queue, (h.kind.crd.group, kind), spec)  # type: ignore[arg-type]
+    for obj in (made, foreign, owned):
+        handler.changed(obj)
+    assert queue.keys == ["ns/j", "ns/k"]
