@@ -281,16 +281,19 @@ class Kueue(Base[KueueState]):
         if admission is None:
             return []
         what = "the job's Workload"
-        if state.prebuilt:
-            return _prebuilt_children(state, admission, pods)
         roles = [r for r in view.roles if r.replicas]
+        if state.adopt is not None:  # MultiKueue's (prebuilt.py): taken as the job's
+            return [Action("replace", WORKLOADS, state.adopt, what)]
         if seen is not None:
-            if kueue.counts(seen) != {kueue.pod_set_name(r.type): r.replicas for r in roles}:
+            resized = kueue.counts(seen) != {kueue.pod_set_name(r.type): r.replicas for r in roles}
+            if resized and not state.prebuilt:  # MultiKueue's is never resized here
                 return [Action("delete", WORKLOADS, seen, what)]
             if admission.evicted and not pods and holds_quota(seen):
                 body = give_back(seen, admission, state.now)
                 return [Action("replace_status", WORKLOADS, body, what)]
             return []
+        if state.prebuilt:
+            return []  # MultiKueue makes it; its event wakes the job (its labels name it)
         if state.priority_name and state.priority is None:
             raise Unavailable(
                 what,
@@ -359,15 +362,3 @@ class Kueue(Base[KueueState]):
                 seen["message"] = admission.message
         last_seen(status, view, kueue.WORKLOAD_PART.key, seen)
         return []
-
-
-def _prebuilt_children(state: KueueState, admission: AdmissionState, pods: int) -> list[Action]:
-    """A worker's job waits for the Workload MultiKueue makes, and takes it as its own."""
-    seen, what = state.seen, "the job's Workload"
-    if seen is None:
-        return []  # MultiKueue makes it; its event wakes the job (its labels name it)
-    if state.adopt is not None:
-        return [Action("replace", WORKLOADS, state.adopt, what)]
-    if admission.evicted and not pods and holds_quota(seen):
-        return [Action("replace_status", WORKLOADS, give_back(seen, admission, state.now), what)]
-    return []

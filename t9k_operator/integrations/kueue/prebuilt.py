@@ -23,8 +23,6 @@ from t9k_operator.objects import Obj, controller_ref, owner_reference
 
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 """The label naming the Workload MultiKueue made for the job."""
-ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
-"""The label naming the manager cluster MultiKueue dispatched the job from."""
 FINISHED = "Finished"
 
 
@@ -42,12 +40,6 @@ def prebuilt(job: Mapping[str, Any]) -> str | None:
     return labels.get(PREBUILT_LABEL) or None
 
 
-def origin(job: Mapping[str, Any]) -> str | None:
-    """The manager cluster a stored job was dispatched from, if any."""
-    labels = job["metadata"].get("labels") or {}
-    return labels.get(ORIGIN_LABEL) or None
-
-
 def adopted(workload: Obj, job: Mapping[str, Any]) -> Obj | None:
     """The Workload with the stored job as its controller owner; None when it
     already is, or another object controls it (then it is not the job's to take)."""
@@ -60,11 +52,6 @@ def adopted(workload: Obj, job: Mapping[str, Any]) -> Obj | None:
     refs = updated["metadata"].get("ownerReferences") or []
     updated["metadata"]["ownerReferences"] = [*refs, owner]
     return updated
-
-
-def owned_by(workload: Obj, uid: str) -> bool:
-    """Whether the job of ``uid`` controls the Workload."""
-    return (controller_ref(workload) or {}).get("uid") == uid
 
 
 def finished(workload: Obj, succeeded: bool, message: str, now: str) -> Obj | None:
