@@ -13,6 +13,9 @@ Server-Sent Events.
 * :mod:`~t9k_operator.console.guard` - the ASGI middleware every request passes:
   security headers, token exchange, session and CSRF checks.
 * :mod:`~t9k_operator.console.events` - the Server-Sent Events stream.
+* :mod:`~t9k_operator.console.detail` - a job's page data, as ``t9k describe`` reads it.
+* :mod:`~t9k_operator.console.job_page` - the Job page's routes: its data, its
+  updates, its pods' logs.
 * :mod:`~t9k_operator.console.app` - the Starlette application and its routes.
 * :mod:`~t9k_operator.console.serve` - ``t9k console``: the cluster, the
   server, the URL printed and opened.

@@ -7,6 +7,8 @@
 ``POST /api/logout``        ends the session (needs the CSRF token, as every
                             request that changes something)
 ``GET /static/...``         the page's script and style sheet
+``GET /jobs/{ns}/{k}/{n}``  a job's page; its data, updates and logs under
+                            ``/api/jobs/{ns}/{k}/{n}`` (:mod:`~.job_page`)
 ==========================  ====================================================
 
 The page gets its CSRF token in a ``<meta>`` element of its HTML, escaped;
@@ -31,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.events import snapshot, stream
 from t9k_operator.console.guard import COOKIE, Guard, session_of
+from t9k_operator.console.job_page import JobReads, job_routes
 from t9k_operator.console.sessions import Sessions
 
 HERE = Path(__file__).parent
@@ -45,6 +48,7 @@ def create_app(
     *,
     secure_cookie: bool = False,
     allowed_hosts: Sequence[str] | None = None,
+    reads: JobReads | None = None,
 ) -> Starlette:
     """The console over ``board``'s rows; ``kinds``: the job kinds watched (the
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
@@ -79,6 +83,7 @@ def create_app(
         Route("/api/jobs", jobs, methods=["GET"]),
         Route("/api/jobs/events", job_events, methods=["GET"]),
         Route("/api/logout", logout, methods=["POST"]),
+        *job_routes(board, reads),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, middleware=middleware)

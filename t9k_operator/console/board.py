@@ -5,7 +5,9 @@ that moves a job's row is handed to every listener as a :class:`Change`, in
 the order the changes happened. :meth:`JobBoard.subscribe` returns the rows of
 that moment together with the registration, under one lock, so a listener
 misses no change and sees none twice. Listeners run under that lock and must
-be quick (hand the change to an event loop, no I/O).
+be quick (hand the change to an event loop, no I/O). A Job page
+watches one job (:meth:`~JobBoard.watch`): it is told of every change to the
+job or its pods, even one that leaves the row as it was.
 
 Objects given to the board are the informers' cached ones: read, never changed.
 """
@@ -41,6 +43,9 @@ class Change:
 
 
 Listener = Callable[[Change], None]
+Watcher = Callable[[bool], None]
+"""Told each time one job or one of its pods is put or dropped (``False``), or
+that the console closes (``True``); run under the board's lock, as listeners."""
 
 
 def _pod_key(pod: Obj) -> str:
@@ -66,6 +71,7 @@ class JobBoard:
         self._pods: dict[str, dict[str, Obj]] = {}  # job key -> pod key -> pod
         self._rows: dict[str, Row] = {}
         self._listeners: list[Listener] = []
+        self._watchers: dict[str, list[Watcher]] = {}  # job key -> a Job page's watchers
 
     # -- what the page reads ---------------------------------------------------------
 
@@ -88,10 +94,37 @@ class JobBoard:
 
         return rows, unsubscribe
 
+    def job(self, key: str) -> tuple[Obj, list[Obj]] | None:
+        """The job of that key and its pods, as the informers have them; ``None``
+        for a job not watched (or gone)."""
+        with self._lock:
+            if key not in self._jobs:
+                return None
+            return self._jobs[key], list(self._pods.get(key, {}).values())
+
+    def watch(self, key: str, watcher: Watcher) -> Callable[[], None]:
+        """Tell ``watcher`` of every change to the job of that key or its pods
+        (a Job page); call the returned function to stop."""
+        with self._lock:
+            self._watchers.setdefault(key, []).append(watcher)
+
+        def unwatch() -> None:
+            with self._lock:
+                watchers = self._watchers.get(key, [])
+                if watcher in watchers:
+                    watchers.remove(watcher)
+                if not watchers:
+                    self._watchers.pop(key, None)
+
+        return unwatch
+
     def close(self) -> None:
         """Tell every listener the console is closing (its streams end)."""
         with self._lock:
             self._emit(Change("close", ""))
+            for watchers in self._watchers.values():
+                for watcher in list(watchers):
+                    watcher(True)
 
     # -- what the informers write -------------------------------------------------------
 
@@ -100,6 +133,7 @@ class JobBoard:
         with self._lock:
             self._jobs[key] = job
             self._refresh(key)
+            self._touch(key)
 
     def drop_job(self, job: Obj) -> None:
         key = key_of(job)
@@ -107,6 +141,7 @@ class JobBoard:
             self._jobs.pop(key, None)
             if self._rows.pop(key, None) is not None:
                 self._emit(Change("delete", key))
+            self._touch(key)
 
     def put_pod(self, pod: Obj) -> None:
         job = _job_of_pod(pod)
@@ -115,6 +150,7 @@ class JobBoard:
         with self._lock:
             self._pods.setdefault(job, {})[_pod_key(pod)] = pod
             self._refresh(job)
+            self._touch(job)
 
     def drop_pod(self, pod: Obj) -> None:
         job = _job_of_pod(pod)
@@ -126,6 +162,7 @@ class JobBoard:
             if not pods:
                 self._pods.pop(job, None)
             self._refresh(job)
+            self._touch(job)
 
     # -- under the lock -----------------------------------------------------------------
 
@@ -149,3 +186,7 @@ class JobBoard:
     def _emit(self, change: Change) -> None:
         for listener in list(self._listeners):
             listener(change)
+
+    def _touch(self, key: str) -> None:
+        for watcher in list(self._watchers.get(key, ())):
+            watcher(False)

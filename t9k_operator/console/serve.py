@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             watches.kinds,
             secure_cookie=secure,
             allowed_hosts=allowed_hosts(args.address),
+            reads=client,
         )
         sock = listen(args.address, args.port)
         port = sock.getsockname()[1]

@@ -230,13 +230,16 @@ class KubeClient(Transport):
         since_seconds: int | None = None,
         timestamps: bool = False,
         tail_lines: int | None = None,
+        previous: bool = False,
     ) -> LogStream:
         """A pod's container log, line by line, as kubelet serves it through the
         API server (``pods/log``); ``follow`` keeps reading until the container
-        ends or the stream is closed."""
+        ends or the stream is closed; ``previous``: the log of the container's
+        run before its last restart."""
         query = {
             "container": container,
             "follow": "true" if follow else None,
+            "previous": "true" if previous else None,
             "sinceSeconds": since_seconds,
             "timestamps": "true" if timestamps else None,
             "tailLines": tail_lines,

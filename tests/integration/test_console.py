@@ -23,15 +23,19 @@ from typing import Any
 import httpx2
 import pytest
 
+from t9k_operator.builders.common import JOB_KIND, JOB_NAME, REPLICA_INDEX, REPLICA_TYPE
 from t9k_operator.kube import KubeClient
-from tests.integration.cluster import Cluster
+from t9k_operator.resources import PODS, SECRETS
+from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
+from tests.integration.test_cli import LOG_TEXTS, log_lines
 
 pytestmark = pytest.mark.usefixtures("crds_installed")
 
 T9K = Path(sys.executable).with_name("t9k")
 URL = re.compile(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)")
 PHASE = 3  # the PHASE column of t9k list -A
+MARKUP = "<script>alert(1)</script><img src=x onerror=alert(1)>"
 
 
 @pytest.fixture
@@ -136,3 +140,98 @@ def test_a_jobs_row_and_its_phase_change_arrive_on_the_stream(
         assert moved["row"]["cells"][:3] == [namespace, "console-mnist", "PyTorchTrainingJob"]
         rows = {r["key"]: r["cells"] for r in client.get("/api/jobs").json()["rows"]}
         assert rows[key][PHASE] == "Running"
+
+
+def _pod_of(job: dict[str, Any], replica: str, index: int) -> dict[str, Any]:
+    """A pod of ``job`` as the operator labels its pods (no operator runs here):
+    on a KWOK node, which logs tests/integration/test_cli.py's LOG_TEXTS."""
+    name = job["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{replica}-{index}",
+            "labels": {
+                JOB_NAME: name,
+                JOB_KIND: job["kind"],
+                REPLICA_TYPE: replica,
+                REPLICA_INDEX: str(index),
+            },
+            "annotations": {"kwok.t9k.dev/run-duration": "600s"},
+        },
+        "spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.4.0"}]},
+    }
+
+
+def test_a_jobs_page_shows_it_live_with_its_pods_events_and_logs(
+    console_url: tuple[str, str], admin: KubeClient, namespace: str
+) -> None:
+    base, token = console_url
+    secret = "c2VjcmV0LWtleS1vZi10aGUtdGVzdA=="
+    admin.create(
+        SECRETS,
+        {"metadata": {"name": "console-page-ssh"}, "data": {"id_rsa": secret}},
+        namespace,
+    )
+    job = pytorch_job("console-page", [("worker", 1, "Never")], annotations={"note": MARKUP})
+    created = Jobs(admin, namespace).create(job)
+    pod = admin.create(PODS, _pod_of(created, "worker", 0), namespace)
+    pod_name = pod["metadata"]["name"]
+    api = f"/api/jobs/{namespace}/PyTorchTrainingJob/console-page"
+    with httpx2.Client(base_url=base, follow_redirects=False) as client:
+        assert client.get(f"/?token={token}").status_code == 303
+        page = client.get(f"/jobs/{namespace}/PyTorchTrainingJob/console-page")
+        assert page.status_code == 200 and '<script src="/static/job.js" defer>' in page.text
+
+        def ready() -> dict[str, Any] | None:
+            detail: dict[str, Any] = client.get(api).json()
+            replicas = {r["pod"]: r for r in detail["replicas"]}
+            scheduled = any(e["reason"] == "Scheduled" for e in detail["events"])
+            mine = replicas.get(pod_name) or {}
+            return detail if mine.get("phase") == "Running" and scheduled else None
+
+        detail = wait_for(ready, 60, "the pod Running and Scheduled on the Job page")
+        replica = next(r for r in detail["replicas"] if r["pod"] == pod_name)
+        assert (replica["type"], replica["index"]) == ("worker", "0")
+        assert replica["node"] != "<none>"
+        assert [c["name"] for c in replica["containers"]] == ["pytorch"]
+        assert detail["scheduling"][0]["section"] == "Scheduling"
+        raw = client.get(api).text
+        assert "<script" not in raw and MARKUP in json.loads(raw)["yaml"]
+
+        # Live: the status written shows on the page's stream within seconds.
+        events: queue.Queue[Any] = queue.Queue()
+        reader = threading.Thread(
+            target=_read_events, args=(client, f"{api}/events", events), daemon=True
+        )
+        reader.start()
+        _, first = _next(events, lambda n, d: n == "job", 10)
+        assert first["name"] == "console-page"
+        created["status"] = {"phase": "Running"}
+        written = time.monotonic()
+        admin.replace_status(PYTORCH, created)
+        arrived, _ = _next(events, lambda n, d: n == "job" and d["phase"] == "Running", 10)
+        assert arrived - written < 3.0, f"the phase change took {arrived - written:.2f}s"
+
+        # Logs: read once, followed (the stream stays open on KWOK: the test leaves
+        # after the lines), downloaded.
+        params = {"pod": pod_name, "container": "pytorch"}
+        log = client.get(f"{api}/logs", params=params)
+        assert log.status_code == 200
+        assert log.text.splitlines() == log_lines(pod_name, "pytorch")
+        with client.stream(
+            "GET", f"{api}/logs", params={**params, "follow": "1"}, timeout=10
+        ) as followed:
+            lines = []
+            for line in followed.iter_lines():
+                lines.append(line)
+                if len(lines) == len(LOG_TEXTS):
+                    break
+        assert lines == log_lines(pod_name, "pytorch")
+        download = client.get(f"{api}/logs", params={**params, "download": "1"})
+        assert download.headers["content-disposition"] == (
+            f'attachment; filename="{pod_name}_pytorch.log"'
+        )
+        assert client.get(f"{api}/logs", params={"pod": "elsewhere"}).status_code == 404
+        for path in (api, f"{api}/logs?pod={pod_name}"):
+            assert secret not in client.get(path).text

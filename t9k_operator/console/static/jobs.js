@@ -58,6 +58,15 @@
     return state.ascending ? order : -order;
   }
 
+  // The Job page of a row's job: /jobs/<namespace>/<kind>/<name>.
+  function jobLink(cells, text) {
+    const a = document.createElement("a");
+    const parts = [cells[column("NAMESPACE")], cells[column("KIND")], text];
+    a.href = "/jobs/" + parts.map((p) => encodeURIComponent(p)).join("/");
+    a.textContent = text;
+    return a;
+  }
+
   function render() {
     document.querySelectorAll("#jobs thead th").forEach((th) => {
       const sorted = th.textContent === state.sortBy;
@@ -71,7 +80,8 @@
       r.cells.forEach((text, i) => {
         const td = document.createElement(i === column("NAME") ? "th" : "td");
         if (i === column("NAME")) td.scope = "row";
-        td.textContent = text;
+        if (i === column("NAME")) td.append(jobLink(r.cells, text));
+        else td.textContent = text;
         if (i === phase && PHASES.includes(text)) td.classList.add("phase-" + text);
         tr.append(td);
       });
