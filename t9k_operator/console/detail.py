@@ -138,6 +138,7 @@ def replicas(job: Obj, pods: Sequence[Obj]) -> list[dict[str, Any]]:
                 "exitCode": r.exit_code or "-",
                 "restarts": r.restarts,
                 "node": r.node or "<none>",
+                "uid": str(((pod or {}).get("metadata") or {}).get("uid") or ""),
                 "exists": pod is not None,
                 "containers": containers,
             }

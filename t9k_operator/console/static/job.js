@@ -10,7 +10,7 @@
   const [namespace, kind, name] = parts;
   const api = "/api/jobs/" + parts.map(encodeURIComponent).join("/");
   const MAX_LINES = 20000;
-  const log = { lines: [], controller: null, sources: [], wanted: "" };
+  const log = { lines: [], controller: null, sources: [], wanted: "", version: "" };
   let events = null;
 
   function el(tag, text, cls) {
@@ -77,21 +77,29 @@
     }));
   }
 
+  // The logs to choose from: each replica's containers. A source's version is
+  // its pod's UID and the container's restarts: a followed log whose pod was
+  // replaced, or whose container restarted, is opened again.
   function renderSources(replicas) {
     const sources = replicas.flatMap((r) => r.containers.map((c) => ({
       pod: r.pod, container: c.name, label: r.replica + " / " + c.name + (c.init ? " (init)" : ""),
+      version: r.uid + ":" + c.restarts,
     })));
     const key = (s) => s.pod + "/" + s.container;
-    if (sources.map(key).join() === log.sources.map(key).join()) return;
-    const current = $("log-source").value;
+    const same = sources.map(key).join() === log.sources.map(key).join();
+    if (!same) {
+      const current = $("log-source").value;
+      $("log-source").replaceChildren(...sources.map((s) => {
+        const o = el("option", s.label);
+        o.value = key(s);
+        return o;
+      }));
+      if (sources.some((s) => key(s) === current)) $("log-source").value = current;
+    }
     log.sources = sources;
-    $("log-source").replaceChildren(...sources.map((s) => {
-      const o = el("option", s.label);
-      o.value = key(s);
-      return o;
-    }));
-    if (sources.some((s) => key(s) === current)) $("log-source").value = current;
-    if (key(sources[$("log-source").selectedIndex] || {}) !== log.wanted) openLog();
+    const chosen = sources[$("log-source").selectedIndex] || {};
+    const moved = chosen.version !== log.version && $("log-follow").checked;
+    if (key(chosen) !== log.wanted || moved) openLog();
   }
 
   function render(job) {
@@ -171,6 +179,7 @@
     renderLog();
     const source = log.sources[$("log-source").selectedIndex];
     log.wanted = source ? source.pod + "/" + source.container : "";
+    log.version = source ? source.version : "";
     if (!source) {
       $("log-status").textContent = "No pod yet.";
       $("log-download").removeAttribute("href");

@@ -18,7 +18,7 @@ from t9k_operator import kube
 from t9k_operator.console.app import create_app
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.detail import events, job_detail
-from t9k_operator.console.job_page import JobData, job_updates, safe_json
+from t9k_operator.console.job_page import JobData, job_updates, log_lines, safe_json
 from t9k_operator.console.sessions import Sessions
 from tests.unit.cli import fixtures as f
 from tests.unit.console.helpers import KINDS, TOKEN, board_of
@@ -315,3 +315,43 @@ def test_safe_json_escapes_markup_and_reads_back() -> None:
     text = safe_json({"a": SCRIPT + "&" + IMG})
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text) == {"a": SCRIPT + "&" + IMG}
+
+
+class BlockingStream(FakeStream):
+    """A followed log: its lines, then nothing until it is closed."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(lines)
+        self.ended = threading.Event()
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.lines
+        self.ended.wait(5)
+
+    def close(self) -> None:
+        super().close()
+        self.ended.set()
+
+
+def test_a_followed_log_is_closed_when_the_page_stops_reading() -> None:
+    stream = BlockingStream(["epoch 1", "epoch 2"])
+
+    async def read() -> list[bytes]:
+        lines = log_lines(stream)  # type: ignore[arg-type]
+        got = [await anext(lines), await anext(lines)]
+        assert not stream.closed
+        await lines.aclose()  # what the server does when the client goes
+        return got
+
+    assert asyncio.run(read()) == [b"epoch 1\n", b"epoch 2\n"]
+    assert stream.closed and stream.ended.is_set()
+
+
+def test_a_replaced_pod_has_a_new_uid_on_the_page() -> None:
+    pods = [copy.deepcopy(p) for p in f.PODS[:2]]
+    pods[1]["metadata"]["uid"] = "second"
+    replicas = job_detail(f.MNIST, pods, [], f.NOW)["replicas"]
+    assert [(r["replica"], r["uid"]) for r in replicas][:2] == [
+        ("master-0", ""),
+        ("worker-0", "second"),
+    ]
