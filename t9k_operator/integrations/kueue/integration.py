@@ -35,7 +35,7 @@ from t9k_operator.api.parts import StatusPart
 from t9k_operator.builders import scheduling
 from t9k_operator.builders.common import REPLICA_TYPE
 from t9k_operator.integrations.kueue import build as kueue
-from t9k_operator.integrations.kueue import prebuilt, topology
+from t9k_operator.integrations.kueue import dispatch, prebuilt, topology
 from t9k_operator.integrations.kueue.admission import (
     AdmissionState,
     admission_state,
@@ -52,6 +52,7 @@ from t9k_operator.reconcilers.pipeline.contract import (
     Base,
     Caches,
     Event,
+    HandedOver,
     JobInput,
     Needs,
     Rule,
@@ -173,7 +174,9 @@ class Kueue(Base[KueueState]):
                 "deleted when it finishes, pauses or changes size; its status written only\n"
                 "to give an evicted job's quota reservation back once its pods are gone.\n"
                 "On a MultiKueue worker the Workload MultiKueue made for a job is updated\n"
-                "once, to make the job its owner, and its status marked Finished at the end.\n"
+                "once, to make the job its owner, and its status marked Finished at the end;\n"
+                "on the manager a dispatched job's is annotated with the worker holding it,\n"
+                "and with the count of workers lost.\n"
                 "The WorkloadPriorityClass a job's priority names is read for its value\n"
                 "(else the PriorityClass of that name, as Kueue does), and the\n"
                 "ResourceFlavors an admission assigns for their node labels and tolerations:\n"
@@ -325,11 +328,19 @@ class Kueue(Base[KueueState]):
 
     def handed_over(
         self, state: KueueState, view: JobView, templates: Templates, ended: bool
-    ) -> list[Action] | None:
-        """A job MultiKueue runs on a worker: its Workload alone, while it is active."""
-        if state.admission is None:
+    ) -> HandedOver | None:
+        """A job MultiKueue runs on a worker: its Workload alone, while it is
+        active, remembering the worker that holds it (``dispatch.py``)."""
+        admission, seen = state.admission, state.seen
+        if admission is None:
             return None  # names no queue: MultiKueue does not take it
-        return self.release(state, view) if ended else self.children(state, view, templates, 0)
+        if ended:
+            return HandedOver(self.release(state, view))
+        due = dispatch.due(seen, admission.evicted, admission.admitted) if seen else None
+        if due is not None:
+            updated, events = due
+            return HandedOver([Action("replace", WORKLOADS, updated, "the job's Workload")], events)
+        return HandedOver(self.children(state, view, templates, 0))
 
     def decorate(self, state: KueueState, view: JobView, pod: Obj) -> None:
         labels = pod["metadata"].get("labels") or {}
@@ -361,4 +372,9 @@ class Kueue(Base[KueueState]):
             if admission.message and not admission.admitted:
                 seen["message"] = admission.message
         last_seen(status, view, kueue.WORKLOAD_PART.key, seen)
+        if state.prebuilt and state.seen is not None:
+            # Workers lost before this one, counted on the manager (dispatch.py).
+            carried = dispatch.disruptions(state.seen)
+            if carried > int(status.get("disruptionCount") or 0):
+                status["disruptionCount"] = carried
         return []

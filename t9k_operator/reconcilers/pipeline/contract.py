@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -130,6 +130,15 @@ class Action:
     @property
     def label(self) -> str:
         return f"{self.resource.kind} {self.body['metadata']['name']}"
+
+
+@dataclass(frozen=True)
+class HandedOver:
+    """What an integration does for a job another controller runs: its writes,
+    and the Events they are told with."""
+
+    actions: list[Action]
+    events: list[Event] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -246,7 +255,7 @@ class Integration(Protocol[S]):
 
     def handed_over(
         self, state: S, view: JobView, templates: Templates, ended: bool
-    ) -> list[Action] | None:
+    ) -> HandedOver | None:
         """What it does for a job another controller runs (``spec.managedBy``),
         whose pods and status are not this operator's: the job has ended or is
         paused with ``ended``. None: it does nothing for such a job."""
@@ -310,7 +319,7 @@ class Base(Generic[S]):
 
     def handed_over(
         self, state: S, view: JobView, templates: Templates, ended: bool
-    ) -> list[Action] | None:
+    ) -> HandedOver | None:
         return None
 
 

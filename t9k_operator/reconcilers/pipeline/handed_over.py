@@ -5,7 +5,8 @@ MultiKueue, which dispatches it to a worker cluster (where this operator runs
 it like any job) and copies the worker's status onto this copy whole. Here
 the operator builds no pod, Service, ConfigMap or Secret for it, writes no
 status (that would fight the mirrored status) and counts it nowhere; an
-Event says when its Workload cannot be made. Each integration that is on
+Event says when its Workload cannot be made, or an integration's (Kueue's,
+when a worker cluster stops holding the job). Each integration that is on
 says what it does for such a job (``handed_over``): Kueue keeps the job's
 Workload while the job is active and deletes it once the job has ended (by
 the status the worker reported) or is paused, which stops the worker's copy.
@@ -76,5 +77,6 @@ def steps(obs: Observed, seen: Sequence[Seen]) -> Steps | None:
             continue
         if made is not None:
             taken = True
-            out.actions.extend(replace(a, by=s.integration.name) for a in made)
+            out.actions.extend(replace(a, by=s.integration.name) for a in made.actions)
+            out.plan.events.extend(made.events)
     return out if taken else None

@@ -22,9 +22,11 @@ from t9k_operator.runtime.wiring import Owns, _ToOwner
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, Harness
 from tests.unit.reconcilers.test_kueue_reconciler import (
     ADMITTED,
+    EVICTED,
     KUEUE,
     POD_SETS,
     WORKLOAD,
+    cond,
     queued,
     set_paused,
     workload,
@@ -210,3 +212,102 @@ def test_the_workload_multikueue_makes_wakes_the_job_that_waits_for_it() -> None
     for obj in (made, foreign, owned):
         handler.changed(obj)
     assert queue.keys == ["ns/j", "ns/k"]
+
+
+WORKER_ANNOTATION = "batch.tensorstack.dev/worker-cluster"
+DISRUPTIONS_ANNOTATION = "batch.tensorstack.dev/dispatch-disruptions"
+LOST = {
+    # Kueue's eviction after MultiKueue's check turned Retry: clusterName emptied,
+    # the check reset to Pending, the quota still reserved until the owner gives it back.
+    **ADMITTED,
+    "admissionChecks": [
+        {
+            "name": "multikueue",
+            "state": "Pending",
+            "message": "Reset to Pending after eviction. Previously: Retry",
+            "retryCount": 1,
+        }
+    ],
+    "conditions": [
+        *ADMITTED["conditions"],
+        cond("Evicted", "True", "AdmissionCheck", "At least one admission check is false"),
+    ],
+}
+
+
+def test_a_lost_worker_is_named_counted_and_the_job_dispatched_again() -> None:
+    kind = "PyTorchTrainingJob"
+    h = Harness(kind, handed(kind), kueue=KUEUE)
+    h.run()
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-2"}
+    h.sync()
+    h.run()
+    annotations = workload(h)["metadata"]["annotations"]
+    assert annotations == {WORKER_ANNOTATION: "worker-2"}, "the holder, remembered"
+    assert h.recorder.reasons() == []
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = copy.deepcopy(LOST)
+    h.sync()
+    h.reconcile()
+    h.sync()
+    wl = workload(h)
+    assert wl["metadata"]["annotations"] == {DISRUPTIONS_ANNOTATION: "1"}
+    assert "admission" in wl["status"], "counted before the quota goes back"
+    assert h.recorder.reasons() == ["WorkerLost"]
+    (told,) = [e.message for e in h.recorder.events]
+    assert "Worker cluster worker-2 no longer holds the job" in told
+    assert "disruption 1, not against backoffLimit" in told
+    h.run()
+    status = workload(h)["status"]
+    assert "admission" not in status, "given back: Kueue queues it again"
+    assert h.recorder.reasons() == ["WorkerLost"], "told once"
+    # Dispatched again, to worker-1, and lost again: counted twice.
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-1"}
+    h.sync()
+    h.run()
+    assert workload(h)["metadata"]["annotations"] == {
+        DISRUPTIONS_ANNOTATION: "1",
+        WORKER_ANNOTATION: "worker-1",
+    }
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = copy.deepcopy(LOST)
+    h.sync()
+    h.run()
+    assert workload(h)["metadata"]["annotations"] == {DISRUPTIONS_ANNOTATION: "2"}
+    assert "worker-1" in h.recorder.events[-1].message
+    assert "status" not in h.job(), "the mirrored status is never written here"
+    no_children(h)
+
+
+def test_a_preemption_on_the_manager_is_no_lost_worker() -> None:
+    kind = "PyTorchTrainingJob"
+    h = Harness(kind, handed(kind), kueue=KUEUE)
+    h.run()
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-2"}
+    h.sync()
+    h.run()
+    preempted = copy.deepcopy(EVICTED)
+    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = preempted
+    h.sync()
+    h.run()
+    wl = workload(h)
+    assert "admission" not in wl["status"], "given back at once"
+    assert DISRUPTIONS_ANNOTATION not in wl["metadata"]["annotations"]
+    assert h.recorder.reasons() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_next_worker_starts_with_the_disruptions_counted_on_the_manager(kind: str) -> None:
+    h = Harness(kind, dispatched(kind), kueue=KUEUE)
+    made = prebuilt_workload(kind)
+    made["metadata"]["annotations"] = {
+        DISRUPTIONS_ANNOTATION: "1",
+        WORKER_ANNOTATION: "worker-2",  # copied from the manager's: not this worker's
+    }
+    h.fake.put(WORKLOADS, made)
+    h.run()
+    assert h.job()["status"]["disruptionCount"] == 1
+    h.fake.objects[("Workload", "ns", PREBUILT)]["status"] = ADMITTED
+    h.sync()
+    h.run()
+    assert h.pod_names() == JOBS[kind][2]
+    status = h.job()["status"]
+    assert status["disruptionCount"] == 1 and status.get("restartCount", 0) == 0
