@@ -4,11 +4,12 @@ by its replicas' output."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import Any
 
-from t9k_operator.cli import render
+from t9k_operator.cli import dispatch, render
 from t9k_operator.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
@@ -97,6 +98,12 @@ def cmd_logs(args: argparse.Namespace) -> int:
     palette = ("36", "35", "34", "33", "32", "31")
     seen: dict[str, str] = {}
     with client_for(args) as client:
+        job = client.get(name, kind)
+        if views.handed_over(job):  # on MultiKueue's manager: its pods are in a worker cluster
+            again = _again(args, str(job["metadata"]["namespace"]))
+            text = dispatch.logs_elsewhere(job, client.workloads(job), again)
+            print(f"error: {text}", file=sys.stderr)
+            return EXIT_ERROR
         since = int(args.since) if args.since else None
         for line in client.logs(
             name,
@@ -119,3 +126,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 sys.stdout.write(line.text + "\n")
             sys.stdout.flush()
     return EXIT_OK
+
+
+def _again(args: argparse.Namespace, namespace: str) -> str:
+    """The same ``t9k logs`` command, for another cluster's kubeconfig or context."""
+    words = ["t9k", "logs", args.name, "-n", namespace]
+    words += ["--replica", args.replica] if args.replica else []
+    words += ["--all"] * bool(args.all) + ["-f"] * bool(args.follow) + ["--prefix"] * args.prefix
+    if args.since:
+        words += ["--since", f"{args.since:g}s"]
+    return shlex.join(words)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from t9k_operator.api.parts import Columns, ListColumn
+from t9k_operator.cli import dispatch
 from t9k_operator.cli.describe_rows import (
     age,
     condition_rows,
@@ -102,7 +103,8 @@ JOB_HEADERS = (
     "DURATION",
 )
 """``t9k list``'s columns of the job's own figures; the integrations' columns
-follow (:func:`list_columns`), then NODES and QUEUE."""
+follow (:func:`list_columns`), then NODES and QUEUE, and CLUSTER where
+:func:`~t9k_operator.cli.dispatch.shows_cluster`."""
 
 
 def list_columns() -> tuple[ListColumn, ...]:
@@ -137,17 +139,29 @@ def job_row(
 
 
 def list_row(
-    job: Obj, pods: Sequence[Obj], now: datetime, *, all_namespaces: bool, wide: bool
+    job: Obj,
+    pods: Sequence[Obj],
+    now: datetime,
+    *,
+    all_namespaces: bool,
+    wide: bool,
+    cluster: bool = False,
+    workloads: Sequence[Obj] = (),
 ) -> list[str]:
     """A job's row of ``t9k list`` (and of the console's Jobs page), under
-    :func:`job_headers`: its summary's cells, then the integrations'."""
+    :func:`job_headers`: its summary's cells, then the integrations'; with
+    ``cluster``, its CLUSTER from ``workloads`` (the Kueue Workloads listed)."""
     cells = list_cells(job, pods, now)
-    return job_row(views.summarize(job, pods, now), all_namespaces, wide, cells)
+    row = job_row(views.summarize(job, pods, now), all_namespaces, wide, cells)
+    if cluster:  # after QUEUE, before AGE
+        row.insert(len(row) - wide, dispatch.cluster_cell(job, workloads))
+    return row
 
 
-def job_headers(all_namespaces: bool, wide: bool) -> list[str]:
+def job_headers(all_namespaces: bool, wide: bool, cluster: bool = False) -> list[str]:
     head = ["NAMESPACE"] * all_namespaces + list(JOB_HEADERS)
-    return head + [c.header for c in list_columns()] + ["NODES", "QUEUE"] + ["AGE"] * wide
+    tail = ["NODES", "QUEUE"] + ["CLUSTER"] * cluster + ["AGE"] * wide
+    return head + [c.header for c in list_columns()] + tail
 
 
 def jobs_table(
@@ -158,11 +172,17 @@ def jobs_table(
     all_namespaces: bool = False,
     wide: bool = False,
     colour: bool = False,
+    workloads: Sequence[Obj] = (),
 ) -> str:
     if not jobs:
         return ""
-    rows = [list_row(j, pods, now, all_namespaces=all_namespaces, wide=wide) for j in jobs]
-    return table(job_headers(all_namespaces, wide), rows, colour)
+    cluster = dispatch.shows_cluster(jobs, wide)
+    rows = [
+        list_row(j, pods, now, all_namespaces=all_namespaces, wide=wide, cluster=cluster,
+                 workloads=workloads)
+        for j in jobs
+    ]  # fmt: skip
+    return table(job_headers(all_namespaces, wide, cluster), rows, colour)
 
 
 def names(objs: Sequence[Obj]) -> str:
@@ -213,13 +233,18 @@ def describe(
     tensorboard: Obj | None = None,
     colour: bool = False,
     fields: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    workloads: Sequence[Obj] = (),
 ) -> str:
     """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard
     and Events (``fields``: the integrations' lines of its head, as (label,
-    value), under the label of the line they follow)."""
+    value), under the label of the line they follow; ``workloads``: its Kueue
+    Workloads, which name the worker cluster of a job handed over to MultiKueue)."""
     s = views.summarize(job, pods, now)
     status = job.get("status") or {}
-    out = _fields(job, s, now, colour, fields or {})
+    head = dispatch.with_cluster_field(
+        fields or {}, job, workloads, "Queue" if s.queue else "Nodes"
+    )
+    out = _fields(job, s, now, colour, head)
     out += _section(
         "Conditions",
         ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],

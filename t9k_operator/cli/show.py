@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from t9k_operator.cli import render
+from t9k_operator.cli import dispatch, render
 from t9k_operator.cli.common import (
     EXIT_OK,
     client_for,
@@ -19,7 +19,7 @@ from t9k_operator.cli.common import (
     use_colour,
 )
 from t9k_operator.registry import views as views_of_integrations
-from t9k_operator.sdk import T9kError, views
+from t9k_operator.sdk import Client, T9kError, views
 
 
 def list_args(p: argparse.ArgumentParser) -> None:
@@ -47,9 +47,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             return EXIT_OK
         wide = args.output == "wide"
         colour = use_colour(sys.stdout)
-        headers = render.job_headers(args.all_namespaces, wide)
+        cluster = dispatch.shows_cluster(jobs, wide)  # decided once: --watch keeps the columns
+        headers = render.job_headers(args.all_namespaces, wide, cluster)
         pods = client.pods(all_namespaces=args.all_namespaces)
-        rows = {_key(j): _row(j, pods, args) for j in jobs}
+        workloads = _workloads(client, jobs, args)
+        rows = {_key(j): _row(j, pods, args, cluster, workloads) for j in jobs}
         if not rows and not args.watch:
             where = "any namespace" if args.all_namespaces else f"namespace {client.namespace}"
             print(f"No jobs found in {where}.", file=sys.stderr)
@@ -70,7 +72,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
             jobs = client.list(all_namespaces=args.all_namespaces, kinds=args.kind)
             pods = client.pods(all_namespaces=args.all_namespaces)
-            now_rows = {_key(j): _row(j, pods, args) for j in jobs}
+            workloads = _workloads(client, jobs, args) if cluster else []
+            now_rows = {_key(j): _row(j, pods, args, cluster, workloads) for j in jobs}
             for key, row in now_rows.items():
                 if key not in rows or steady(rows[key]) != steady(row):
                     sys.stdout.write(
@@ -86,9 +89,29 @@ def _key(job: dict[str, Any]) -> tuple[str, str, str]:
     return (str(job["metadata"].get("namespace")), str(job["kind"]), str(job["metadata"]["name"]))
 
 
-def _row(job: dict[str, Any], pods: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+def _workloads(client: Client, jobs: list[dict[str, Any]], args: argparse.Namespace) -> list[Any]:
+    """The Workloads that say where the listed jobs handed over to MultiKueue
+    run; none read when no job is."""
+    if not any(views.handed_over(j) for j in jobs):
+        return []
+    return client.workloads(all_namespaces=args.all_namespaces)
+
+
+def _row(
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    args: argparse.Namespace,
+    cluster: bool,
+    workloads: list[Any],
+) -> list[str]:
     return render.list_row(
-        job, pods, views.now_utc(), all_namespaces=args.all_namespaces, wide=args.output == "wide"
+        job,
+        pods,
+        views.now_utc(),
+        all_namespaces=args.all_namespaces,
+        wide=args.output == "wide",
+        cluster=cluster,
+        workloads=workloads,
     )
 
 
@@ -104,6 +127,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         job = client.get(name, kind)
         pods = client.pods(job)
         events = client.events(job, pods)
+        workloads = client.workloads(job) if views.handed_over(job) else []
         fields: dict[str, list[tuple[str, str]]] = {}
         for view in views_of_integrations():
             fields.setdefault(view.head_after, []).extend(view.fields(args, job, pods))
@@ -122,6 +146,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
             tensorboard=tb,
             colour=use_colour(sys.stdout),
             fields=fields,
+            workloads=workloads,
         )
     )
     return EXIT_OK

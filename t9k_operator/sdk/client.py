@@ -26,11 +26,11 @@ import yaml
 
 from t9k_operator import kube
 from t9k_operator.api.crd import JobObject
-from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.builders.common import CHILD_SELECTOR, JOB_KIND, JOB_NAME
 from t9k_operator.kinds.command import Served
 from t9k_operator.kinds.registry import KINDS, TENSORBOARD, job_kind_of, of_object
 from t9k_operator.objects import parse_time
-from t9k_operator.resources import EVENTS, NODES, PODS
+from t9k_operator.resources import EVENTS, NODES, PODS, WORKLOADS
 from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import BadJob, NotFound, call, from_api
 from t9k_operator.sdk.forward import Forwarder, to_tensorboard
@@ -168,6 +168,32 @@ class Client(Writing, LogReads):
             return items
         ns = None if all_namespaces else (namespace or self.namespace)
         items, _ = call(lambda: self.kube.list_all(PODS, ns))
+        return items
+
+    def workloads(
+        self,
+        job: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+    ) -> builtins.list[Obj]:
+        """The Kueue Workloads the operator made for a job (or for every job of
+        the namespace, or of the cluster): on MultiKueue's manager, where each
+        says which worker cluster runs its job (:func:`views.worker_cluster`).
+        None on a cluster without Kueue's Workload API."""
+        if job is not None:
+            meta = job["metadata"]
+            ns: str | None = meta["namespace"]
+            selector = f"{JOB_NAME}={meta['name']},{JOB_KIND}={job['kind']}"
+        else:
+            ns = None if all_namespaces else (namespace or self.namespace)
+            selector = CHILD_SELECTOR
+        try:
+            items, _ = self.kube.list_all(WORKLOADS, ns, label_selector=selector)
+        except kube.NotFound:
+            return []  # Kueue is not installed
+        except kube.ApiError as exc:
+            raise from_api(exc) from None
         return items
 
     def events(

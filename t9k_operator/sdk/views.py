@@ -2,7 +2,8 @@
 
 A :class:`JobSummary` is one row of ``t9k list``; :func:`replica_rows` the
 per-replica table of ``t9k describe``; :func:`node_usage` and :func:`job_usage`
-what ``t9k top`` shows. Each takes the objects as the API server returns them
+what ``t9k top`` shows; :func:`worker_cluster` where MultiKueue runs a job
+handed over to it. Each takes the objects as the API server returns them
 and the time ``now``, so the tables are the same for the same objects
 (tests/unit/cli's golden files).
 """
@@ -14,7 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from t9k_operator.api.managed_by import MULTIKUEUE
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.builders.scheduling import group_name
 from t9k_operator.kinds.gpus import GPU, pod_gpus
 from t9k_operator.kinds.registry import KINDS, job_kind_of
 from t9k_operator.objects import parse_time
@@ -299,6 +302,45 @@ def sort_jobs(jobs: Iterable[Obj]) -> list[Obj]:
             order.get(str(j.get("kind")), 99),
         ),
     )
+
+
+def handed_over(job: Obj) -> bool:
+    """Whether the job is handed over to Kueue's MultiKueue (``spec.managedBy``):
+    on MultiKueue's manager cluster, a worker cluster runs it."""
+    return (job.get("spec") or {}).get("managedBy") == MULTIKUEUE
+
+
+def job_workload(job: Obj, workloads: Iterable[Obj]) -> Obj | None:
+    """The job's own Kueue Workload among ``workloads``: in its namespace, of
+    the name the operator gives it (its name and the start of its uid)."""
+    meta = _meta(job)
+    if not meta.get("uid") or not meta.get("name"):
+        return None
+    name = group_name(str(meta["name"]), str(meta["uid"]))
+    for w in workloads:
+        if _meta(w).get("name") == name and _meta(w).get("namespace") == meta.get("namespace"):
+            return w
+    return None
+
+
+def worker_cluster(job: Obj, workloads: Iterable[Obj]) -> str | None:
+    """The worker cluster that holds a job handed over to MultiKueue, as its
+    Workload on the manager says (``status.clusterName``); None for a job not
+    handed over, or not dispatched yet (or whose Workload is gone)."""
+    if not handed_over(job):
+        return None
+    return str(_status(job_workload(job, workloads) or {}).get("clusterName") or "") or None
+
+
+def nominated_clusters(job: Obj, workloads: Iterable[Obj]) -> tuple[str, ...]:
+    """The worker clusters MultiKueue still chooses among for a handed-over job
+    (its Workload's ``status.nominatedClusterNames``); none once one holds it."""
+    if not handed_over(job):
+        return ()
+    status = _status(job_workload(job, workloads) or {})
+    if status.get("clusterName"):
+        return ()
+    return tuple(str(n) for n in status.get("nominatedClusterNames") or [])
 
 
 def now_utc() -> datetime:
