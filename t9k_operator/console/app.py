@@ -9,6 +9,8 @@
 ``GET /static/...``         the page's script and style sheet
 ``GET /jobs/{ns}/{k}/{n}``  a job's page; its data, updates and logs under
                             ``/api/jobs/{ns}/{k}/{n}`` (:mod:`~.job_page`)
+``POST /api/jobs/.../...``  pause, resume, delete a job (:mod:`~.actions`)
+``GET /new``                a new job from YAML or a form (:mod:`~.creating`)
 ==========================  ====================================================
 
 The page gets its CSRF token in a ``<meta>`` element of its HTML, escaped;
@@ -30,10 +32,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from t9k_operator.console.actions import JobWrites, action_routes
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.events import snapshot, stream
 from t9k_operator.console.guard import COOKIE, Guard, session_of
 from t9k_operator.console.job_page import JobReads, job_routes
+from t9k_operator.console.new_page import new_routes
 from t9k_operator.console.sessions import Sessions
 
 HERE = Path(__file__).parent
@@ -49,11 +53,15 @@ def create_app(
     secure_cookie: bool = False,
     allowed_hosts: Sequence[str] | None = None,
     reads: JobReads | None = None,
+    writes: JobWrites | None = None,
 ) -> Starlette:
     """The console over ``board``'s rows; ``kinds``: the job kinds watched (the
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
-    when ``None``), against DNS rebinding of a console on loopback."""
+    when ``None``), against DNS rebinding of a console on loopback;
+    ``writes``: the client of its actions (``reads`` when that is the SDK's)."""
     page = JOBS_PAGE.read_text()
+    if writes is None and isinstance(reads, JobWrites):
+        writes = reads
 
     async def jobs_page(request: Request) -> Response:
         token = html.escape(session_of(request).csrf_token, quote=True)
@@ -84,6 +92,8 @@ def create_app(
         Route("/api/jobs/events", job_events, methods=["GET"]),
         Route("/api/logout", logout, methods=["POST"]),
         *job_routes(board, reads),
+        *action_routes(writes, kinds),
+        *new_routes(writes, kinds),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, middleware=middleware)

@@ -152,14 +152,19 @@ class KubeClient(Transport):
         *,
         field_validation: str | None = None,
         answer: bool = True,
+        dry_run: bool = False,
     ) -> Obj:
         """POST ``body``; the object created (``answer=False``: ``{}``, its
         answer not decoded, for a caller that does not read it).
         ``field_validation="Strict"`` makes the API server refuse a field it
-        does not know instead of dropping it in silence."""
+        does not know instead of dropping it in silence; ``dry_run``: every
+        check and admission, nothing stored (``dryRun=All``)."""
         ns = namespace or (body.get("metadata") or {}).get("namespace")
-        query = {"fieldValidation": field_validation} if field_validation else None
-        return self.request("POST", resource.path(ns), body=body, query=query, decode=answer)
+        asked = {"fieldValidation": field_validation, "dryRun": "All" if dry_run else None}
+        query = {k: v for k, v in asked.items() if v}
+        return self.request(
+            "POST", resource.path(ns), body=body, query=query or None, decode=answer
+        )
 
     def replace(self, resource: Resource, body: Obj, subresource: str | None = None) -> Obj:
         meta = body["metadata"]
@@ -181,9 +186,11 @@ class KubeClient(Transport):
         field_manager: str | None = None,
         force: bool | None = None,
         field_validation: str | None = None,
+        dry_run: bool = False,
     ) -> Obj:
         """PATCH ``patch``; ``patch_type="apply"`` is server-side apply (with
-        ``field_manager``), and ``field_validation="Strict"`` refuses unknown fields."""
+        ``field_manager``), and ``field_validation="Strict"`` refuses unknown fields;
+        ``dry_run``: the object as it would be, nothing stored (``dryRun=All``)."""
         content_type = {
             "merge": "application/merge-patch+json",
             "json": "application/json-patch+json",
@@ -194,6 +201,7 @@ class KubeClient(Transport):
             "fieldManager": field_manager,
             "force": None if force is None else str(force).lower(),
             "fieldValidation": field_validation,
+            "dryRun": "All" if dry_run else None,
         }
         return self.request(
             "PATCH",

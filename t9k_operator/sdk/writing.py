@@ -48,12 +48,17 @@ class Writing(ABC):
         source: str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | JobObject[Any, Any],
         *,
         workdir: str | os.PathLike[str] | Packed | None = None,
+        dry_run: bool = False,
     ) -> list[Obj]:
         """Server-side apply each job (or TensorBoard) in ``source`` (YAML or JSON
         text, one manifest or a list, or a model), with strict field validation:
         an unknown field is refused, with the API server's message. ``workdir``:
         a directory every job's replicas find unpacked at their working directory
-        (docs/workdir.md), packed and checked before anything is written."""
+        (docs/workdir.md), packed and checked before anything is written.
+        ``dry_run``: the API server checks and answers each as it would be
+        stored, and stores nothing (no ``workdir`` then)."""
+        if dry_run and workdir is not None:
+            raise BadJob("a dry run writes no workdir: leave it out")
         archive = workdirs.packed(workdir) if workdir is not None else None
         applied: list[Obj] = []
         for manifest in manifests(source):
@@ -62,11 +67,11 @@ class Writing(ABC):
                 raise BadJob(f"a {kind.crd.kind} without metadata.name")
             body, namespace = _placed(manifest, self.namespace)
             packed = None if kind is TENSORBOARD else archive
-            write = lambda b, k=kind, ns=namespace: self._apply(k, b, ns)  # noqa: E731
+            write = lambda b, k=kind, ns=namespace: self._apply(k, b, ns, dry_run)  # noqa: E731
             applied.append(workdirs.write(self.kube, kind.resource, body, write, packed))
         return applied
 
-    def _apply(self, kind: Served, body: Obj, namespace: str) -> Obj:
+    def _apply(self, kind: Served, body: Obj, namespace: str, dry_run: bool = False) -> Obj:
         return call(
             lambda: self.kube.patch(
                 kind.resource,
@@ -76,6 +81,7 @@ class Writing(ABC):
                 patch_type="apply",
                 field_manager=FIELD_MANAGER,
                 field_validation="Strict",
+                dry_run=dry_run,
             )
         )
 

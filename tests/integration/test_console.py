@@ -24,7 +24,7 @@ import httpx2
 import pytest
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME, REPLICA_INDEX, REPLICA_TYPE
-from t9k_operator.kube import KubeClient
+from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import PODS, SECRETS
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
@@ -235,3 +235,98 @@ def test_a_jobs_page_shows_it_live_with_its_pods_events_and_logs(
         assert client.get(f"{api}/logs", params={"pod": "elsewhere"}).status_code == 404
         for path in (api, f"{api}/logs?pod={pod_name}"):
             assert secret not in client.get(path).text
+
+
+# -- actions -----------------------------------------------------------------------------
+
+TYPO_YAML = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: console-typo
+spec:
+  replicaSpecs:
+  - type: worker
+    replicas: 1
+    restartPolicy: Never
+    templat:
+      spec:
+        containers:
+        - name: pytorch
+          image: pytorch/pytorch:2.4.0
+"""
+
+
+def _sign_in(client: httpx2.Client, token: str) -> dict[str, str]:
+    """Exchange the token for the session cookie; the CSRF header its pages carry."""
+    assert client.get(f"/?token={token}").status_code == 303
+    found = re.search(r'<meta name="csrf-token" content="([^"]+)">', client.get("/new").text)
+    assert found
+    return {"X-CSRF-Token": found.group(1)}
+
+
+def test_a_misspelt_field_is_refused_with_its_path_and_nothing_is_made(
+    console_url: tuple[str, str], admin: KubeClient, namespace: str
+) -> None:
+    base, token = console_url
+    with httpx2.Client(base_url=base, follow_redirects=False, timeout=30) as client:
+        csrf = _sign_in(client, token)
+        for action in ("preview", "create"):
+            response = client.post(f"/api/new/{action}", json={"yaml": TYPO_YAML}, headers=csrf)
+            assert response.status_code == 422, response.text
+            data = response.json()
+            assert ".spec.replicaSpecs[0].templat" in data["error"], data
+            assert data["fields"] == [".spec.replicaSpecs[0].templat"]
+        fixed = TYPO_YAML.replace("templat:", "template:")
+        preview = client.post("/api/new/preview", json={"yaml": fixed}, headers=csrf)
+        assert preview.status_code == 200, preview.text
+        assert "name: console-typo" in preview.json()["yaml"]
+        # Without the CSRF token the create is refused before anything is asked.
+        assert client.post("/api/new/create", json={"yaml": fixed}).status_code == 403
+    with pytest.raises(NotFound):
+        admin.get(PYTORCH, "console-typo", namespace)
+
+
+def test_a_job_made_from_the_form_is_paused_resumed_and_deleted(
+    console_url: tuple[str, str], admin: KubeClient, namespace: str, operator: object
+) -> None:
+    base, token = console_url
+    form = {
+        "kind": "pytorch",
+        "name": "console-acts",
+        "image": "t:1",
+        "command": "python x.py",
+        "annotations": "kwok.t9k.dev/run-duration=600s",
+    }
+    api = f"/api/jobs/{namespace}/PyTorchTrainingJob/console-acts"
+
+    with httpx2.Client(base_url=base, follow_redirects=False, timeout=30) as client:
+
+        def phase() -> str:
+            response = client.get(api)
+            return str(response.json()["phase"]) if response.status_code == 200 else ""
+
+        csrf = _sign_in(client, token)
+        made = client.post("/api/new/create", json={"form": form}, headers=csrf)
+        assert made.status_code == 201, made.text
+        assert made.json()["url"] == f"/jobs/{namespace}/PyTorchTrainingJob/console-acts"
+        again = client.post("/api/new/create", json={"form": form}, headers=csrf)
+        assert again.status_code == 409 and "already exists" in again.json()["error"]
+        wait_for(lambda: phase() == "Running", 60, "the job Running on its page")
+
+        assert client.post(f"{api}/pause").status_code == 403  # no CSRF token
+        assert phase() == "Running"
+        paused = client.post(f"{api}/pause", headers=csrf)
+        assert paused.status_code == 200, paused.text
+        wait_for(lambda: phase() == "Paused", 60, "the job Paused on its page")
+        resumed = client.post(f"{api}/resume", headers=csrf)
+        assert resumed.status_code == 200, resumed.text
+        wait_for(lambda: phase() == "Running", 60, "the job Running again")
+
+        deleted = client.post(f"{api}/delete", headers=csrf)
+        assert deleted.status_code == 202, deleted.text
+        wait_for(lambda: client.get(api).status_code == 404, 30, "the job gone from its page")
+        gone = client.post(f"{api}/delete", headers=csrf)
+        assert gone.status_code == 404 and "not found" in gone.json()["error"]
+    with pytest.raises(NotFound):
+        admin.get(PYTORCH, "console-acts", namespace)

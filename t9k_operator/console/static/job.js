@@ -115,6 +115,7 @@
       e.object, e.count, e.message]));
     $("yaml").textContent = job.yaml;
     renderSources(job.replicas);
+    renderActions(job);
   }
 
   // -- the log ----------------------------------------------------------------------
@@ -215,6 +216,63 @@
     }
   }
 
+  // -- actions ----------------------------------------------------------------------
+  // Pause, resume and delete, each after a confirmation in a modal dialog (the
+  // keyboard's: Tab between its buttons, Escape cancels), as POST requests that
+  // carry the session's CSRF token. A refusal shows the API server's message.
+
+  const PROMPTS = {
+    pause: "Pause this job? Its pods are deleted until it is resumed.",
+    resume: "Resume this job? Its pods are created again.",
+    delete: "Delete this job? Its pods, Services and TensorBoard go with it; this cannot be undone.",
+  };
+
+  function renderActions(job) {
+    const ended = job.phase === "Succeeded" || job.phase === "Failed";
+    const paused = job.phase === "Paused" || job.phase === "Pausing";
+    $("action-pause").disabled = ended || paused;
+    $("action-resume").disabled = ended || !paused;
+  }
+
+  async function act(verb) {
+    $("action-error").hidden = true;
+    $("action-status").textContent = verb[0].toUpperCase() + verb.slice(1) + "\u2026";
+    let response, data;
+    try {
+      response = await fetch(api + "/" + verb, {
+        method: "POST",
+        headers: { "X-CSRF-Token": document.querySelector('meta[name="csrf-token"]').content },
+        credentials: "same-origin",
+      });
+      data = await response.json().catch(() => ({}));
+    } catch (e) {
+      $("action-status").textContent = "The console did not answer: " + e.message;
+      return;
+    }
+    if (response.ok) {
+      $("action-status").textContent = data.message || verb + ": done";
+      return;
+    }
+    $("action-status").textContent = "Refused (HTTP " + response.status + ")";
+    $("action-error").textContent = data.error || ("HTTP " + response.status);
+    $("action-error").hidden = false;
+    $("action-error").focus();
+  }
+
+  function confirmAction(verb, opener) {
+    const dialog = $("confirm");
+    $("confirm-title").textContent = verb[0].toUpperCase() + verb.slice(1) + " " + kind + " " +
+      namespace + "/" + name + "?";
+    $("confirm-text").textContent = PROMPTS[verb];
+    $("confirm-ok").textContent = verb[0].toUpperCase() + verb.slice(1);
+    dialog.returnValue = "";
+    dialog.showModal();
+    dialog.addEventListener("close", () => {
+      opener.focus();
+      if (dialog.returnValue === "ok") act(verb);
+    }, { once: true });
+  }
+
   // -- live -------------------------------------------------------------------------
 
   function connect() {
@@ -225,6 +283,7 @@
       $("status").classList.remove("offline");
     });
     events.addEventListener("gone", () => {
+      document.querySelectorAll("#actions button").forEach((b) => { b.disabled = true; });
       $("status").textContent = "This job has been deleted.";
       $("status").classList.add("offline");
     });
@@ -237,6 +296,9 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("title").textContent = kind + " " + namespace + "/" + name;
     $("log-form").addEventListener("submit", (e) => e.preventDefault());
+    document.querySelectorAll("#actions button[data-verb]").forEach((b) => {
+      b.addEventListener("click", () => confirmAction(b.dataset.verb, b));
+    });
     $("log-source").addEventListener("change", openLog);
     $("log-previous").addEventListener("change", openLog);
     $("log-follow").addEventListener("change", openLog);
