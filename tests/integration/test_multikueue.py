@@ -38,6 +38,7 @@ from tests.integration.cluster import admin as admin_client
 from tests.integration.conftest import OPERATOR_NAMESPACE, OPERATOR_SA
 from tests.integration.jobs import Jobs
 from tests.integration.operator_process import OperatorProcess
+from tests.integration.test_cli import Run
 from tests.integration.test_gang_jobs import gpu_job
 from tests.integration.test_kueue_jobs import (
     CLUSTER_QUEUES,
@@ -184,7 +185,12 @@ def phase(jobs: Jobs, name: str) -> str | None:
 @pytest.mark.usefixtures("manager_operator")
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
-    kind: str, queue: str, workers: dict[str, Worker], admin: KubeClient, namespace: str
+    kind: str,
+    queue: str,
+    workers: dict[str, Worker],
+    admin: KubeClient,
+    namespace: str,
+    cluster: Cluster,
 ) -> None:
     name, resource = "mk", kind_resource(kind)
     worker = workers["worker-2"].admin
@@ -206,6 +212,17 @@ def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
     assert gone(workers["worker-1"].admin, resource, name, namespace)
     manager_wl = admin.get(WORKLOADS, wl_name, namespace)
     assert manager_wl["status"].get("clusterName") == "worker-2", manager_wl["status"]
+    # t9k on the manager names the worker: in its list, its describe, and its
+    # logs, which are there and not here.
+    t9k = Run(cluster, namespace)
+    listed = [row.split() for row in t9k.ok("list").splitlines()]
+    assert listed[0][-1] == "CLUSTER" and [r[-1] for r in listed[1:]] == ["worker-2"], listed
+    described = t9k.ok("describe", name)
+    assert "\nCluster:     worker-2 (MultiKueue worker)\n" in described, described
+    logs = t9k("logs", name)
+    assert (logs.returncode, logs.stdout) == (1, ""), logs
+    assert f"error: job {name} runs in worker cluster worker-2 " in logs.stderr, logs.stderr
+    assert f"t9k logs {name} -n {namespace} --kubeconfig <worker-2's kubeconfig>" in logs.stderr
 
     if by_kind(kind).pausable:  # pausing the manager's job stops the worker's
         manager.patch_spec(name, {"runMode": {"pause": {"enabled": True}}})
