@@ -181,21 +181,11 @@ def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
         )
 
     async def logs(request: Request) -> Response:
-        found = board.job(_key(request))
-        if found is None:
-            return PlainTextResponse("no such job", status_code=404)
-        job, pods = found
+        chosen = _log_source(board, request)
+        if isinstance(chosen, Response):
+            return chosen
+        pod, container = chosen
         q = request.query_params
-        pod = next(
-            (p for p in views.job_pods(job, pods) if p["metadata"]["name"] == q.get("pod")), None
-        )
-        if pod is None:
-            return PlainTextResponse("no such pod of this job", status_code=404)
-        spec = pod.get("spec") or {}
-        names = [c.get("name") for k in ("initContainers", "containers") for c in spec.get(k) or []]
-        container = q.get("container") or (names[0] if names else "")
-        if container not in names:
-            return PlainTextResponse("no such container in this pod", status_code=404)
         if reads is None:
             return PlainTextResponse("the console reads no logs", status_code=503)
         previous, follow = q.get("previous") == "1", q.get("follow") == "1"
@@ -224,6 +214,27 @@ def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
         Route("/api/jobs/{namespace}/{kind}/{name}/events", job_events, methods=["GET"]),
         Route("/api/jobs/{namespace}/{kind}/{name}/logs", logs, methods=["GET"]),
     ]
+
+
+def _log_source(board: JobBoard, request: Request) -> tuple[Obj, str] | Response:
+    """The job's pod and container a log request names (its first container
+    when it names none), or why there is none: only the job's own are read."""
+    found = board.job(_key(request))
+    if found is None:
+        return PlainTextResponse("no such job", status_code=404)
+    job, pods = found
+    q = request.query_params
+    pod = next(
+        (p for p in views.job_pods(job, pods) if p["metadata"]["name"] == q.get("pod")), None
+    )
+    if pod is None:
+        return PlainTextResponse("no such pod of this job", status_code=404)
+    spec = pod.get("spec") or {}
+    names = [c.get("name") for k in ("initContainers", "containers") for c in spec.get(k) or []]
+    container = q.get("container") or (names[0] if names else "")
+    if container not in names:
+        return PlainTextResponse("no such container in this pod", status_code=404)
+    return pod, str(container)
 
 
 async def log_lines(stream: kube.LogStream) -> AsyncIterator[bytes]:
