@@ -27,6 +27,7 @@ from .chart_text import (
     RULE_TEMPLATE,
     values_text,
 )
+from .console import console_template, console_values
 from .install_sources import (
     CHART,
     DASHBOARD,
@@ -158,6 +159,7 @@ def chart_values(deployment: dict[str, Any]) -> tuple[dict[str, Any], str]:
         "serviceMonitor": {"enabled": False, "interval": "30s", "labels": {}},
         "prometheusRule": {"enabled": False, "labels": {}},
         "grafanaDashboard": {"enabled": False, "labels": {"grafana_dashboard": "1"}},
+        "console": console_values(),
     }
     return values, tag
 
@@ -310,6 +312,7 @@ def _object_templates(
     )
     progress = [o for o in objs if o["metadata"]["name"] == f"{NAME}-progress"]
     out[t / "progress.yaml"] = head + "---\n".join(_template(o) for o in progress)
+    out[t / "console.yaml"] = head + console_template(_template)
     return out
 
 

@@ -15,6 +15,10 @@ VALUES_HEAD = f"""\
 """
 
 VALUES_NOTES = {
+    "console": (
+        "the web console for everyone (t9k console --in-cluster, docs/console.md):\n"
+        "# people sign in with their own token; its ServiceAccount is bound to nothing"
+    ),
     "image": "tag: empty for the chart's appVersion",
     "replicas": "one leads and reconciles; the others keep a warm cache (needs leaderElection)",
     "leaderElection": "the Lease is in the release's namespace",

@@ -16,14 +16,43 @@ def console_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--address",
-        default="127.0.0.1",
-        help="the address to listen on (default: 127.0.0.1, this machine only)",
+        default=None,
+        help="the address to listen on (default: 127.0.0.1, this machine only; "
+        "0.0.0.0 with --in-cluster)",
     )
     p.add_argument("--no-browser", action="store_true", help="print the URL, do not open it")
     p.add_argument(
         "--secure-cookie",
         action="store_true",
         help="mark the session cookie Secure (behind a proxy that serves https)",
+    )
+
+    cluster = p.add_argument_group(
+        "in-cluster",
+        "the console for everyone, in a pod behind a Service: each person signs in "
+        "with their own token and acts with it only (docs/console.md)",
+    )
+    cluster.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="serve people who sign in with their own token; no kubeconfig is read",
+    )
+    cluster.add_argument(
+        "--api-server",
+        default=None,
+        help="the API server's URL (default: the pod's KUBERNETES_SERVICE_HOST and _PORT)",
+    )
+    cluster.add_argument(
+        "--ca-file",
+        default=None,
+        help="the CA that signs the API server's certificate "
+        "(default: the pod's service account's ca.crt)",
+    )
+    cluster.add_argument(
+        "--session-hours",
+        type=float,
+        default=8.0,
+        help="a session ends after this long at most, or when its token expires (default: 8)",
     )
 
 

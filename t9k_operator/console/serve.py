@@ -1,10 +1,11 @@
 """``t9k console``: watch the cluster, serve the console, print and open its URL.
 
-The user's kubeconfig (``--kubeconfig``, ``--context``, as every ``t9k``
-command) reaches the API server through the SDK's client; the informers
-start and fill the board before the server listens. The server listens on
-``127.0.0.1`` unless ``--address`` says otherwise, on ``--port`` (default
-:data:`DEFAULT_PORT`, or any free port when that one is taken). The URL it
+``--in-cluster`` runs the console for everyone instead (:mod:`~.incluster`).
+Otherwise, the user's kubeconfig (``--kubeconfig``, ``--context``, as every
+``t9k`` command) reaches the API server through the SDK's client; the
+informers start and fill the board before the server listens. The server
+listens on ``127.0.0.1`` unless ``--address`` says otherwise, on ``--port``
+(default :data:`DEFAULT_PORT`, or any free port when that one is taken). The URL it
 prints carries the one-time token; uvicorn's access log is off, so the token
 is never written to a log, and neither is the session.
 """
@@ -69,6 +70,13 @@ def allowed_hosts(address: str) -> list[str] | None:
     return ["127.0.0.1", "localhost", "[::1]", "::1"]
 
 
+def address_of(args: argparse.Namespace) -> str:
+    """``--address``, else ``127.0.0.1`` (this machine only), or ``0.0.0.0``
+    with ``--in-cluster`` (behind a Service)."""
+    given: str | None = args.address
+    return given or ("0.0.0.0" if getattr(args, "in_cluster", False) else "127.0.0.1")
+
+
 def quiet_logs() -> None:
     """Warnings and errors only, on stderr: the terminal is the user's, and the
     informers' routine lines (a watch renewed) are not news to them."""
@@ -98,6 +106,11 @@ class _Server(uvicorn.Server):
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "in_cluster", False):
+        from t9k_operator.console import incluster
+
+        return incluster.run(args)
+    args.address = address_of(args)
     quiet_logs()
     client = Client(args.kubeconfig, args.context, args.namespace)
     board = JobBoard()
@@ -108,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
             print("warning: some jobs are not listed yet; the page adds them as they come")
         where = {
             "all namespaces" if s == ALL_NAMESPACES else f"namespace {s}"
-            for s in watches.scopes.values()
+            for scopes in watches.scopes.values()
+            for s in scopes
         }
         sessions = Sessions()
         secure = args.secure_cookie or bool(os.environ.get("KUBERNETES_SERVICE_HOST"))

@@ -11,7 +11,7 @@ serve (its CRD not installed) is left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,21 @@ def readable_scope(client: kube.KubeClient, resource: Resource, namespace: str) 
     return None
 
 
+def readable_scopes(
+    client: kube.KubeClient, resource: Resource, namespaces: Sequence[str]
+) -> list[str]:
+    """Where the user may list ``resource``: ``[ALL_NAMESPACES]``, else those of
+    ``namespaces`` they may list it in (none when the cluster does not serve it)."""
+    scopes: list[str] = []
+    for namespace in dict.fromkeys(namespaces):
+        scope = readable_scope(client, resource, namespace)
+        if scope == ALL_NAMESPACES:
+            return [ALL_NAMESPACES]
+        if scope is not None:
+            scopes.append(scope)
+    return scopes
+
+
 class _KindHandlers:
     """An informer's handlers for one kind: its jobs onto the board, each with
     its ``apiVersion`` and ``kind`` (a list's items lack them) in a new dict."""
@@ -73,11 +88,25 @@ class Watches:
     """The console's informers, and what each kind is watched over."""
 
     informers: list[SharedInformer] = field(default_factory=list)
-    scopes: dict[str, str] = field(default_factory=dict)  # kind -> ALL_NAMESPACES | namespace
+    # kind -> [ALL_NAMESPACES] or the namespaces it is watched in
+    scopes: dict[str, list[str]] = field(default_factory=dict)
+    pod_scopes: list[str] = field(default_factory=list)
 
     @property
     def kinds(self) -> list[str]:
         return list(self.scopes)
+
+    def watching(self, kind: str, scope: str) -> bool:
+        """Jobs of ``kind`` (``""``: the jobs' pods) in ``scope`` are watched already."""
+        had = self.scopes.get(kind, []) if kind else self.pod_scopes
+        return ALL_NAMESPACES in had or scope in had
+
+    def add(self, more: Watches) -> None:
+        """``more``'s informers and scopes, to stop with these."""
+        self.informers += more.informers
+        for kind, scopes in more.scopes.items():
+            self.scopes.setdefault(kind, []).extend(scopes)
+        self.pod_scopes += more.pod_scopes
 
     def start(self) -> None:
         for informer in self.informers:
@@ -101,24 +130,45 @@ def _informer(
 def watch_jobs(client: kube.KubeClient, board: JobBoard, namespace: str) -> Watches:
     """Informers (not started) that feed ``board`` with the jobs and pods the
     user may read: cluster-wide where allowed, else in ``namespace``."""
+    return watch_namespaces(client, board, [namespace])
+
+
+def watch_namespaces(
+    client: kube.KubeClient,
+    board: JobBoard,
+    namespaces: Sequence[str],
+    watched: Watches | None = None,
+) -> Watches:
+    """Informers (not started) that feed ``board`` with the jobs and pods the
+    user may read: cluster-wide where allowed, else in each of ``namespaces``
+    they may list them in; none for what ``watched`` watches already."""
+    before = watched or Watches()
     watches = Watches()
     for kind in KINDS:
-        scope = readable_scope(client, kind.resource, namespace)
-        if scope is None:
-            log.info("console does not watch a kind", kind=kind.crd.kind)
+        name = kind.crd.kind
+        scopes = [
+            s
+            for s in readable_scopes(client, kind.resource, namespaces)
+            if not before.watching(name, s)
+        ]
+        if not scopes:
+            log.info("console does not watch a kind", kind=name)
             continue
-        handlers = _KindHandlers(board, kind.crd.api_version, kind.crd.kind)
-        informer = _informer(client, kind.resource, scope)
-        informer.add_event_handler(handlers.add, handlers.update, handlers.delete)
-        watches.informers.append(informer)
-        watches.scopes[kind.crd.kind] = scope
-    pod_scope = readable_scope(client, PODS, namespace)
-    if pod_scope is not None:
-        pods = _informer(client, PODS, pod_scope, selector=JOB_NAME)
+        handlers = _KindHandlers(board, kind.crd.api_version, name)
+        for scope in scopes:
+            informer = _informer(client, kind.resource, scope)
+            informer.add_event_handler(handlers.add, handlers.update, handlers.delete)
+            watches.informers.append(informer)
+        watches.scopes[name] = scopes
+    for scope in readable_scopes(client, PODS, namespaces):
+        if before.watching("", scope):
+            continue
+        pods = _informer(client, PODS, scope, selector=JOB_NAME)
         pods.add_event_handler(
             on_add=board.put_pod,
             on_update=_put_pod_update(board),
             on_delete=board.drop_pod,
         )
         watches.informers.append(pods)
+        watches.pod_scopes.append(scope)
     return watches

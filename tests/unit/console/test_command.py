@@ -20,12 +20,14 @@ from t9k_operator.resources import PODS
 
 def test_console_is_a_t9k_command_on_loopback_by_default() -> None:
     args = build_parser().parse_args(["console", "--no-browser"])
-    assert (args.subcommand, args.address, args.port, args.no_browser) == (
+    assert (args.subcommand, serve.address_of(args), args.port, args.no_browser) == (
         "console",
         "127.0.0.1",
         None,
         True,
     )
+    in_cluster = build_parser().parse_args(["console", "--in-cluster"])
+    assert serve.address_of(in_cluster) == "0.0.0.0"
     args = build_parser().parse_args(["console", "--address", "0.0.0.0", "--port", "9000"])
     assert (args.address, args.port, args.no_browser) == ("0.0.0.0", 9000, False)
 
@@ -52,7 +54,7 @@ def test_each_kind_is_watched_where_the_user_may_read_it() -> None:
     watches = watch_jobs(fake, JobBoard(), "team-a")  # type: ignore[arg-type]
     served = [k.crd.kind for k in KINDS if k.crd.kind != "MSJob"]
     assert watches.kinds == served
-    assert set(watches.scopes.values()) == {"team-a"}
+    assert {s for scopes in watches.scopes.values() for s in scopes} == {"team-a"}
     assert len(watches.informers) == len(served) + 1  # and the jobs' pods, cluster-wide
     assert readable_scope(fake, PODS, "team-a") == ALL_NAMESPACES  # type: ignore[arg-type]
 
