@@ -16,10 +16,13 @@ import structlog
 from starlette.testclient import TestClient
 
 from t9k_operator import kube
+from t9k_operator.console.board import JobBoard
 from t9k_operator.console.guard import COOKIE, CSRF_HEADER
-from t9k_operator.console.identity import Person, token_expiry
+from t9k_operator.console.identity import Person, person_client, token_expiry
 from t9k_operator.console.people import PersonSessions, Workspace
 from t9k_operator.console.signin import SIGNIN_COOKIE, SignInConsole
+from t9k_operator.console.watch import watch_namespaces
+from t9k_operator.kinds.registry import KINDS
 from tests.unit.console.helpers import csrf_token_of
 
 ALICE = "alice-token-0123456789-do-not-show"
@@ -205,3 +208,33 @@ def test_a_session_lasts_no_longer_than_its_token() -> None:
     assert token_expiry(_jwt({"sub": "x"})) is None
     assert Person("system:serviceaccount:a:alice").home_namespace == "a"
     assert Person("oidc:alice@example.com").home_namespace is None
+
+
+class TwoNamespaces:
+    """Lists as a person who may read jobs and pods in a and b only."""
+
+    def list(self, resource: Any, namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        if namespace not in ("a", "b"):
+            raise kube.Forbidden("forbidden", status=403)
+        return {"items": []}
+
+
+def test_a_person_is_watched_in_each_namespace_they_may_list_once() -> None:
+    fake = TwoNamespaces()
+    board = JobBoard()
+    watches = watch_namespaces(fake, board, ["a", "b", "c", "a"])  # type: ignore[arg-type]
+    assert set(watches.kinds) == {k.crd.kind for k in KINDS}
+    assert all(scopes == ["a", "b"] for scopes in watches.scopes.values())
+    assert watches.pod_scopes == ["a", "b"]
+    assert len(watches.informers) == 2 * (len(KINDS) + 1)
+    again = watch_namespaces(fake, board, ["b", "a"], watches)  # type: ignore[arg-type]
+    assert (again.informers, again.scopes, again.pod_scopes) == ([], {}, [])
+
+
+def test_a_persons_client_carries_their_token_and_shows_it_nowhere() -> None:
+    client = person_client("https://api.example:6443", None, ALICE)
+    try:
+        assert client.connection.authorization() == f"Bearer {ALICE}"
+        assert ALICE not in repr(client.connection) + repr(client)
+    finally:
+        client.close()
