@@ -15,7 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import urllib3
 
 from t9k_operator import kube
 
@@ -42,12 +46,29 @@ class Person:
         return namespace or None
 
 
-def person_client(server: str, ca_file: str | None, token: str) -> kube.KubeClient:
+class PersonClient(kube.KubeClient):
+    """A client whose every request carries one person's token; the first
+    time the API server no longer accepts it (401: revoked, expired), it
+    calls :attr:`on_refused` (the console ends the person's session)."""
+
+    on_refused: Callable[[], None] | None = None
+
+    def _open(self, *args: Any, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        try:
+            return super()._open(*args, **kwargs)
+        except kube.Unauthorized:
+            refused, self.on_refused = self.on_refused, None
+            if refused is not None:
+                refused()
+            raise
+
+
+def person_client(server: str, ca_file: str | None, token: str) -> PersonClient:
     """A client of the API server at ``server`` (trusting ``ca_file``) whose
     every request carries ``token``."""
     header = f"Bearer {token}"
     connection = kube.Connection(host=server, ca_file=ca_file, authorization=lambda: header)
-    return kube.KubeClient(connection, OPTIONS)
+    return PersonClient(connection, OPTIONS)
 
 
 def who_is(client: kube.KubeClient) -> Person:

@@ -14,7 +14,8 @@ Signing in: the token pasted is tried on the API server (:func:`~.identity.who_i
 with that token); a token it refuses gets the form again, 401. One it accepts
 opens the person's :class:`~.people.Workspace` and a session (its cookie
 HttpOnly, Secure, SameSite=Strict, lasting at most the session's time and
-never past the token's own expiry). The token stays in the workspace's client,
+never past the token's own expiry; ended as soon as the API server refuses
+the token, revoked, with a 401). The token stays in the workspace's client,
 server-side: it is never written to a page, a header or a log. The form's CSRF
 token is an HMAC, under a key of this process, of a random value in a
 SameSite=Strict cookie that only the form's page sets.
@@ -53,7 +54,7 @@ from starlette.types import Message, Receive, Scope, Send
 from t9k_operator import kube
 from t9k_operator.console.app import STATIC, create_app
 from t9k_operator.console.guard import COOKIE, SECURITY_HEADERS
-from t9k_operator.console.identity import Person, seconds_left, who_is
+from t9k_operator.console.identity import Person, PersonClient, seconds_left, who_is
 from t9k_operator.console.people import PersonSessions, Workspace
 from t9k_operator.console.rows import job_key
 from t9k_operator.kinds.registry import KINDS
@@ -170,6 +171,8 @@ class SignInConsole:
             log.warning("console sign-in failed", user=person.username, error=str(exc))
             return self._form(f"Your jobs could not be listed: {exc}", 502, wanted)
         session = self.people.start(workspace, time.time() + seconds)
+        if isinstance(client, PersonClient):
+            client.on_refused = lambda: self.people.end(session)
         log.info("console sign-in", user=person.username, kinds=len(workspace.kinds))
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(

@@ -23,6 +23,8 @@ from t9k_operator.console.people import PersonSessions, Workspace
 from t9k_operator.console.signin import SIGNIN_COOKIE, SignInConsole
 from t9k_operator.console.watch import watch_namespaces
 from t9k_operator.kinds.registry import KINDS
+from t9k_operator.kube.transport import Transport
+from t9k_operator.resources import PODS
 from tests.unit.console.helpers import csrf_token_of
 
 ALICE = "alice-token-0123456789-do-not-show"
@@ -238,3 +240,20 @@ def test_a_persons_client_carries_their_token_and_shows_it_nowhere() -> None:
         assert ALICE not in repr(client.connection) + repr(client)
     finally:
         client.close()
+
+
+def test_a_token_the_api_server_stops_accepting_ends_the_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise kube.Unauthorized("Unauthorized", status=401)
+
+    monkeypatch.setattr(Transport, "_open", refused)
+    client = person_client("https://api.example:6443", None, ALICE)
+    ended: list[str] = []
+    client.on_refused = lambda: ended.append("ended")
+    for _ in range(2):
+        with pytest.raises(kube.Unauthorized):
+            client.get(PODS, "p", "a")
+    assert ended == ["ended"]
+    client.close()
