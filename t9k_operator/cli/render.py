@@ -354,18 +354,28 @@ def _tensorboard_section(status: Obj, tensorboard: Obj | None, s: views.JobSumma
     return out
 
 
+TOP_NODES_HEADERS = ("NODE", "GPUS", "ALLOCATED", "FREE", "JOBS")
+
+
+def top_node_cells(u: views.NodeUsage) -> list[str]:
+    """One node's row of ``t9k top nodes`` (and the console's GPUs page)."""
+    free = str(u.allocatable - u.allocated)
+    return [u.node, str(u.allocatable), str(u.allocated), free, ",".join(u.jobs) or "<none>"]
+
+
 def top_nodes(usage: Sequence[views.NodeUsage]) -> str:
-    rows = [
-        [
-            u.node,
-            str(u.allocatable),
-            str(u.allocated),
-            str(u.allocatable - u.allocated),
-            ",".join(u.jobs) or "<none>",
-        ]
-        for u in usage
-    ]
-    return table(["NODE", "GPUS", "ALLOCATED", "FREE", "JOBS"], rows)
+    return table(list(TOP_NODES_HEADERS), [top_node_cells(u) for u in usage])
+
+
+def top_job_headers(all_namespaces: bool) -> list[str]:
+    """``t9k top jobs``' columns before the integrations' and NODES."""
+    return ["NAMESPACE"] * all_namespaces + ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED"]
+
+
+def top_job_cells(r: views.JobSummary, all_namespaces: bool) -> list[str]:
+    """A job's cells of ``t9k top jobs`` under :func:`top_job_headers`."""
+    row = [r.namespace] * all_namespaces + [r.name, r.kind, r.phase]
+    return [*row, str(r.gpus_requested), str(r.gpus_allocated)]
 
 
 def top_jobs(
@@ -379,11 +389,9 @@ def top_jobs(
         return ""
     body = []
     for r in rows:
-        row = [r.namespace] * all_namespaces + [r.name, r.kind, r.phase]
-        row += [str(r.gpus_requested), str(r.gpus_allocated)]
+        row = top_job_cells(r, all_namespaces)
         for c in columns:
             row += c.cells.get((r.namespace, r.kind, r.name), ("-",) * len(c.headers))
         body.append([*row, ",".join(r.nodes) or "<none>"])
-    headers = ["NAMESPACE"] * all_namespaces + ["NAME", "KIND", "PHASE", "GPUS", "ALLOCATED"]
-    headers += [h for c in columns for h in c.headers]
+    headers = top_job_headers(all_namespaces) + [h for c in columns for h in c.headers]
     return table([*headers, "NODES"], body)

@@ -11,6 +11,7 @@
                             ``/api/jobs/{ns}/{k}/{n}`` (:mod:`~.job_page`)
 ``POST /api/jobs/.../...``  pause, resume, delete a job (:mod:`~.actions`)
 ``GET /new``                a new job from YAML or a form (:mod:`~.creating`)
+``GET /gpus``               nodes' GPUs and the jobs holding them (:mod:`~.gpus`)
 ==========================  ====================================================
 
 The page gets its CSRF token in a ``<meta>`` element of its HTML, escaped;
@@ -35,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from t9k_operator.console.actions import JobWrites, action_routes
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.events import snapshot, stream
+from t9k_operator.console.gpus import gpu_routes
 from t9k_operator.console.guard import COOKIE, Guard, session_of
 from t9k_operator.console.job_page import JobReads, job_routes
 from t9k_operator.console.new_page import new_routes
@@ -92,6 +94,7 @@ def create_app(
         Route("/api/jobs/events", job_events, methods=["GET"]),
         Route("/api/logout", logout, methods=["POST"]),
         *job_routes(board, reads),
+        *gpu_routes(board, reads),
         *action_routes(writes, kinds),
         *new_routes(writes, kinds),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
+from t9k_operator.console.progress_history import ProgressHistory
 from t9k_operator.console.rows import Row, job_key, key_of, row_of
 from t9k_operator.sdk import views
 
@@ -72,6 +73,7 @@ class JobBoard:
         self._rows: dict[str, Row] = {}
         self._listeners: list[Listener] = []
         self._watchers: dict[str, list[Watcher]] = {}  # job key -> a Job page's watchers
+        self.progress = ProgressHistory()  # each job's steps, as the console saw them
 
     # -- what the page reads ---------------------------------------------------------
 
@@ -93,6 +95,24 @@ class JobBoard:
                     self._listeners.remove(listener)
 
         return rows, unsubscribe
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Each change from now on, without the rows (the GPUs page reads
+        :meth:`objects`); call the returned function to stop listening."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unlisten() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unlisten
+
+    def objects(self) -> list[tuple[Obj, list[Obj]]]:
+        """Every job and its pods, as the informers have them."""
+        with self._lock:
+            return [(job, list(self._pods.get(k, {}).values())) for k, job in self._jobs.items()]
 
     def job(self, key: str) -> tuple[Obj, list[Obj]] | None:
         """The job of that key and its pods, as the informers have them; ``None``
@@ -130,6 +150,7 @@ class JobBoard:
 
     def put_job(self, job: Obj) -> None:
         key = key_of(job)
+        self.progress.record(key, job, self._now())
         with self._lock:
             self._jobs[key] = job
             self._refresh(key)
@@ -137,6 +158,7 @@ class JobBoard:
 
     def drop_job(self, job: Obj) -> None:
         key = key_of(job)
+        self.progress.forget(key)
         with self._lock:
             self._jobs.pop(key, None)
             if self._rows.pop(key, None) is not None:
