@@ -14,7 +14,10 @@
 # (hack/ensure-frameworks.py installs the frameworks the training tests import
 # for Debian's python3), and openmpi-bin with python3-mpi4py (the MPIJob
 # launch-path test runs a real mpirun all-reduce over the pods' sshd; `t9k
-# run --local` of an MPIJob runs mpirun here).
+# run --local` of an MPIJob runs mpirun here), and chromium (the console's
+# browser tests, tests/integration/test_console_browser.py, and
+# `python -m hack.screenshots` drive /usr/bin/chromium headless with
+# Playwright's Python package; Playwright's own browser download is never used).
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -30,6 +33,7 @@ command -v buildah >/dev/null || missing+=(buildah)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v mpirun >/dev/null || missing+=(openmpi-bin)
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || missing+=(python3-mpi4py)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing ${missing[*]} (apt-get)" >&2
 sudo=""
