@@ -111,3 +111,15 @@ class CommandView:
         """Its columns of ``t9k top jobs`` (asked only when some job holds GPUs
         or pods; ``namespace`` None: every namespace's jobs)."""
         return None
+
+    def charts(
+        self,
+        prometheus_url: str,
+        job: Mapping[str, Any],
+        pods: Sequence[Mapping[str, Any]],
+        span: tuple[float, float, int],
+    ) -> dict[str, Any]:
+        """Its series of the console's Job page over the job's life, asked of the
+        Prometheus at ``prometheus_url``: ``span`` is (start, end, step), unix
+        seconds; JSON data by name (an ``...Error`` name: why a series is missing)."""
+        return {}

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def console_args(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,13 @@ def console_args(p: argparse.ArgumentParser) -> None:
         "--secure-cookie",
         action="store_true",
         help="mark the session cookie Secure (behind a proxy that serves https)",
+    )
+    p.add_argument(
+        "--prometheus-url",
+        default=None,
+        help="a Prometheus that scrapes the operator and NVIDIA's DCGM exporter "
+        "(http://host:9090): the Job page charts steps and GPU utilization over the "
+        "job's life (default $T9K_PROMETHEUS_URL)",
     )
 
     cluster = p.add_argument_group(
@@ -58,5 +66,8 @@ def console_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_console(args: argparse.Namespace) -> int:
     from t9k_operator.console.serve import run
+
+    if args.prometheus_url:  # the console's app reads it (console.app.create_app)
+        os.environ["T9K_PROMETHEUS_URL"] = args.prometheus_url
 
     return run(args)

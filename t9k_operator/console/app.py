@@ -11,6 +11,8 @@
                             ``/api/jobs/{ns}/{k}/{n}`` (:mod:`~.job_page`)
 ``POST /api/jobs/.../...``  pause, resume, delete a job (:mod:`~.actions`)
 ``GET /new``                a new job from YAML or a form (:mod:`~.creating`)
+``GET /api/jobs/.../charts`` a job's steps, GPUs, idle flag (:mod:`~.charts`)
+``GET /tensorboard/...``    a job's TensorBoard, proxied (:mod:`~.tensorboard_proxy`)
 ``GET /gpus``               nodes' GPUs and the jobs holding them (:mod:`~.gpus`)
 ==========================  ====================================================
 
@@ -22,6 +24,7 @@ with ``textContent`` only.
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,12 +38,14 @@ from starlette.staticfiles import StaticFiles
 
 from t9k_operator.console.actions import JobWrites, action_routes
 from t9k_operator.console.board import JobBoard
+from t9k_operator.console.charts import chart_routes
 from t9k_operator.console.events import snapshot, stream
 from t9k_operator.console.gpus import gpu_routes
 from t9k_operator.console.guard import COOKIE, Guard, session_of
 from t9k_operator.console.job_page import JobReads, job_routes
 from t9k_operator.console.new_page import new_routes
 from t9k_operator.console.sessions import Sessions
+from t9k_operator.console.tensorboard_proxy import tensorboard_routes
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -56,12 +61,16 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     reads: JobReads | None = None,
     writes: JobWrites | None = None,
+    prometheus_url: str | None = None,
 ) -> Starlette:
     """The console over ``board``'s rows; ``kinds``: the job kinds watched (the
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
     when ``None``), against DNS rebinding of a console on loopback;
-    ``writes``: the client of its actions (``reads`` when that is the SDK's)."""
+    ``writes``: the client of its actions (``reads`` when that is the SDK's);
+    ``prometheus_url``: the Prometheus of the Job page's charts (default
+    ``$T9K_PROMETHEUS_URL``, which ``t9k console --prometheus-url`` sets)."""
     page = JOBS_PAGE.read_text()
+    prometheus_url = prometheus_url or os.environ.get("T9K_PROMETHEUS_URL") or None
     if writes is None and isinstance(reads, JobWrites):
         writes = reads
 
@@ -94,6 +103,8 @@ def create_app(
         Route("/api/jobs/events", job_events, methods=["GET"]),
         Route("/api/logout", logout, methods=["POST"]),
         *job_routes(board, reads),
+        *chart_routes(board, prometheus_url),
+        *tensorboard_routes(board, reads),
         *gpu_routes(board, reads),
         *action_routes(writes, kinds),
         *new_routes(writes, kinds),

@@ -1,5 +1,6 @@
 """A Prometheus server's HTTP API, as the operator and the t9k command ask it:
-one instant query (``/api/v1/query``), its vector back, or a
+one instant query (``/api/v1/query``), its vector back (or a range query,
+``/api/v1/query_range``, its matrix back, for the console's charts), or a
 :class:`PrometheusError` saying what went wrong (unreachable, an HTTP error,
 an answer that is not a success). Knows nothing of jobs."""
 
@@ -31,8 +32,23 @@ def query(url: str, expr: str, *, timeout: float = TIMEOUT) -> list[dict[str, An
     """The instant vector ``expr`` evaluates to now at the Prometheus at ``url``
     (its base: ``http://prometheus:9090``, or with a path prefix). Sent as a
     form POST, so a long expression fits."""
-    endpoint = url.rstrip("/") + "/api/v1/query"
-    body = urllib.parse.urlencode({"query": expr}).encode()
+    return _ask(url, "query", {"query": expr}, "vector", timeout)
+
+
+def query_range(
+    url: str, expr: str, start: float, end: float, step: int, *, timeout: float = TIMEOUT
+) -> list[dict[str, Any]]:
+    """The range vector (matrix) ``expr`` evaluates to from ``start`` to ``end``
+    (unix seconds) every ``step`` seconds, at the Prometheus at ``url``."""
+    form = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": str(step)}
+    return _ask(url, "query_range", form, "matrix", timeout)
+
+
+def _ask(
+    url: str, api: str, form: dict[str, str], result_type: str, timeout: float
+) -> list[dict[str, Any]]:
+    endpoint = url.rstrip("/") + "/api/v1/" + api
+    body = urllib.parse.urlencode(form).encode()
     request = urllib.request.Request(
         endpoint,
         data=body,
@@ -50,8 +66,9 @@ def query(url: str, expr: str, *, timeout: float = TIMEOUT) -> list[dict[str, An
     if not isinstance(answer, dict) or answer.get("status") != "success":
         raise PrometheusError(f"{endpoint}: {_error_of(answer) or 'not a success'}")
     data = answer.get("data") or {}
-    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise PrometheusError(f"{endpoint}: not an instant vector ({data.get('resultType')})")
+    if data.get("resultType") != result_type or not isinstance(data.get("result"), list):
+        what = "an instant vector" if result_type == "vector" else "a range vector"
+        raise PrometheusError(f"{endpoint}: not {what} ({data.get('resultType')})")
     return list(data["result"])
 
 

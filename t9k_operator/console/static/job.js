@@ -279,6 +279,7 @@
     events = new EventSource(api + "/events");
     events.addEventListener("job", (e) => {
       render(JSON.parse(e.data));
+      document.dispatchEvent(new CustomEvent("t9k:job"));  // chart.js reads its charts again
       $("status").textContent = "Live";
       $("status").classList.remove("offline");
     });

@@ -1,9 +1,10 @@
 """What ``t9k`` shows of the jobs' GPUs, asked of the Prometheus that scrapes
 NVIDIA's DCGM exporter (``--prometheus-url``, default ``$T9K_PROMETHEUS_URL``):
 a ``GPU usage`` line in ``t9k describe``, and PROGRESS, GPU UTIL and GPU
-MEMORY columns in ``t9k top jobs``. Without a Prometheus, a hint where to
-get them for a job holding GPUs; with one that does not answer, a warning
-on stderr and the command's other figures.
+MEMORY columns in ``t9k top jobs``; each GPU over the job's life on ``t9k
+console``'s Job page (:mod:`~t9k_operator.integrations.gpu_usage.history`).
+Without a Prometheus, a hint where to get them for a job holding GPUs; with
+one that does not answer, a warning on stderr and the command's other figures.
 
 Only ``t9k`` loads this module (:func:`t9k_operator.registry.views`); the
 queries and their reading are the operator's own (``usage.py``).
@@ -18,6 +19,7 @@ from typing import Any
 
 from t9k_operator.api.parts import Columns, CommandView, JobKey
 from t9k_operator.integrations.gpu_usage import sdk as gpu_usage
+from t9k_operator.integrations.gpu_usage.history import gpu_history
 from t9k_operator.integrations.gpu_usage.usage import Usage, describe_usage, memory_text, util_text
 from t9k_operator.sdk import views
 
@@ -107,6 +109,12 @@ class GPUUsageView(CommandView):
             return None
         rows = views.job_usage(jobs, pods, views.now_utc())
         return Columns(HEADERS, cells(rows, jobs, found))
+
+    def charts(
+        self, prometheus_url: str, job: Obj, pods: Sequence[Obj], span: tuple[float, float, int]
+    ) -> dict[str, Any]:
+        """Each GPU of the job's pods over its life (``gpus``), for ``t9k console``."""
+        return gpu_history(prometheus_url, job, pods, span)
 
 
 VIEW = GPUUsageView()

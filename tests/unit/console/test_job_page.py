@@ -151,7 +151,7 @@ def test_a_job_named_with_markup_is_never_markup_in_the_page() -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "<img" not in page.text and "<script>" not in page.text
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page.text, re.S)
-    assert scripts == [(' src="/static/job.js" defer', "")]
+    assert scripts == [(' src="/static/job.js" defer', ""), (' src="/static/chart.js" defer', "")]
     assert not re.search(r"\s(on\w+|style)=", page.text)
     data = client.get("/api/jobs/" + path)
     assert data.status_code == 200 and "<img" not in data.text
@@ -170,7 +170,7 @@ def test_a_log_line_with_markup_is_plain_text() -> None:
 
 def test_the_script_writes_text_never_html() -> None:
     client, _ = page_client()
-    for path in ("/static/job.js", "/static/jobs.js"):
+    for path in ("/static/job.js", "/static/jobs.js", "/static/chart.js"):
         script = client.get(path).text
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
             assert sink not in script, (path, sink)
