@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME
@@ -26,6 +26,9 @@ from t9k_operator.console.rows import Row, job_key, key_of, row_of
 from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
+REUSE = timedelta(seconds=1)
+"""Pages opened within this long of each other, with no change between, share
+one computation of the rows (and their durations)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class JobBoard:
         self._rows: dict[str, Row] = {}
         self._listeners: list[Listener] = []
         self._watchers: dict[str, list[Watcher]] = {}  # job key -> a Job page's watchers
+        self._changes = 0  # rows moved so far
+        self._fresh: tuple[int, datetime, list[Row]] | None = None
         self.progress = ProgressHistory()  # each job's steps, as the console saw them
 
     # -- what the page reads ---------------------------------------------------------
@@ -189,10 +194,25 @@ class JobBoard:
     # -- under the lock -----------------------------------------------------------------
 
     def _fresh_rows(self) -> list[Row]:
+        """Every row, sorted; the same list (not to be changed) as the last
+        call's when no row moved since and it is under :data:`REUSE` old. A row
+        equal to the one kept is that one: the rows kept live on, the new
+        ones made here go (thousands of them, at each page opened)."""
         now = self._now()
-        rows = [self._row(key, now) for key in self._jobs]
-        self._rows.update((r.key, r) for r in rows)
-        return sorted(rows, key=lambda r: r.key)
+        if (fresh := self._fresh) and fresh[0] == self._changes and abs(now - fresh[1]) < REUSE:
+            return fresh[2]
+        rows = []
+        for key in self._jobs:
+            row = self._row(key, now)
+            kept = self._rows.get(key)
+            if kept == row:
+                row = kept
+            else:
+                self._rows[key] = row
+            rows.append(row)
+        rows.sort(key=lambda r: r.key)
+        self._fresh = (self._changes, now, rows)
+        return rows
 
     def _row(self, key: str, now: datetime) -> Row:
         return row_of(self._jobs[key], list(self._pods.get(key, {}).values()), now)
@@ -206,6 +226,7 @@ class JobBoard:
             self._emit(Change("upsert", key, row))
 
     def _emit(self, change: Change) -> None:
+        self._changes += 1
         for listener in list(self._listeners):
             listener(change)
 

@@ -10,6 +10,8 @@ and the time ``now``, so the tables are the same for the same objects
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -144,14 +146,35 @@ SPEC_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
 (a pydantic ValidationError is a ValueError) or has a shape no pod is built from."""
 
 
+_GPUS_REQUESTED: dict[bytes, int] = {}
+GPUS_REQUESTED_CACHE = 50_000
+"""Jobs whose GPUs :func:`gpus_requested` remembers (a console's board asks
+again at each change of each job, with the same spec)."""
+
+
 def gpus_requested(job: Obj) -> int:
     """GPUs the job's pods ask for, as the operator creates them (its kind's
-    ``gpus``: elastic clamping included); 0 for a job no pod can be built from."""
+    ``gpus``: elastic clamping included); 0 for a job no pod can be built from.
+    Remembered by a digest of what they are computed from (kind, spec, labels
+    and annotations): building a job's pods to count them is what costs."""
+    meta = _meta(job)
+    text = json.dumps(
+        [job.get("kind"), job.get("spec"), meta.get("labels"), meta.get("annotations")],
+        sort_keys=True,
+        default=str,
+    )
+    key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    if (known := _GPUS_REQUESTED.get(key)) is not None:
+        return known
     kind = job_kind_of(job)
     try:
-        return kind.gpus(kind.model.from_dict(job))
+        gpus = kind.gpus(kind.model.from_dict(job))
     except SPEC_ERRORS:
-        return 0
+        gpus = 0
+    if len(_GPUS_REQUESTED) >= GPUS_REQUESTED_CACHE:
+        _GPUS_REQUESTED.clear()
+    _GPUS_REQUESTED[key] = gpus
+    return gpus
 
 
 def summarize(job: Obj, pods: Iterable[Obj], now: datetime) -> JobSummary:
