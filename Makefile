@@ -96,11 +96,12 @@ deploy: ## install into the current kubeconfig's cluster with image IMG (kustomi
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
 	$(PYTHON) -m hack.release.deploy delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
-bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS), and the notifications' deliverer with 10,000 jobs ending within a minute and one slow endpoint (NOTIFY_ARGS), and the console's Jobs page with 5,000 jobs in headless Chromium and its memory with 10,000 jobs and 20 open pages (CONSOLE_ARGS) (docs/benchmarks.md)
+bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS), and the notifications' deliverer with 10,000 jobs ending within a minute and one slow endpoint (NOTIFY_ARGS), and MultiKueue's dispatch of 1,000 jobs to two workers (MK_ARGS), and the console's Jobs page with 5,000 jobs in headless Chromium and its memory with 10,000 jobs and 20 open pages (CONSOLE_ARGS) (docs/benchmarks.md)
 	$(PY) -m hack.bench.job_start $(BENCH_ARGS)
 	$(PY) -m hack.bench.progress $(PROGRESS_ARGS)
 	$(PY) -m hack.bench.progress_beside $(BESIDE_ARGS)
 	$(PY) -m hack.bench.notifications $(NOTIFY_ARGS)
+	$(PY) -m hack.bench.multikueue $(MK_ARGS)
 	$(PY) -m hack.bench.console $(CONSOLE_ARGS)
 
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
