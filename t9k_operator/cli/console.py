@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from urllib.parse import urlsplit
 
 
 def console_args(p: argparse.ArgumentParser) -> None:
@@ -68,6 +69,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     from t9k_operator.console.serve import run
 
     if args.prometheus_url:  # the console's app reads it (console.app.create_app)
+        if urlsplit(args.prometheus_url).scheme not in ("http", "https"):
+            raise SystemExit("t9k console: --prometheus-url must be an http:// or https:// address")
         os.environ["T9K_PROMETHEUS_URL"] = args.prometheus_url
 
     return run(args)

@@ -22,9 +22,10 @@
     return e;
   }
 
-  function clock(t) {
+  function clock(t, long) {
     const d = new Date(t * 1000);
-    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    return long ? d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time : time;
   }
 
   function ticks(lo, hi, n) {
@@ -42,8 +43,10 @@
       root.append(svg("line", { x1: L, x2: W - R, y1: sy(v), y2: sy(v), class: "grid" }));
       root.append(svg("text", { x: L - 6, y: sy(v) + 4, class: "tick y" }, yText(v)));
     });
-    ticks(box.x0, box.x1, 4).forEach((t) => {
-      root.append(svg("text", { x: sx(t), y: H - B + 18, class: "tick x" }, clock(t)));
+    const long = box.x1 - box.x0 > 20 * 3600;
+    ticks(box.x0, box.x1, 4).forEach((t, i) => {
+      const where = i === 0 ? " first" : i === 4 ? " last" : "";
+      root.append(svg("text", { x: sx(t), y: H - B + 18, class: "tick x" + where }, clock(t, long)));
     });
     root.append(svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
     root.append(svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));

@@ -5,6 +5,7 @@ answering range queries), the GPUs' series, the idle-GPU flag, the ETA
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import threading
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from t9k_operator.cli.console import cmd_console
 from t9k_operator.console.app import create_app
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.charts import NEEDS_PROMETHEUS, chart_data, merged
@@ -237,3 +239,9 @@ def test_a_prometheus_that_fails_leaves_the_consoles_points(prometheus: FakeProm
     assert [p[1] for p in data["progress"]["points"]] == [420]
     assert "boom" in data["progress"]["error"] and "boom" in data["gpu"]["error"]
     assert data["gpu"]["series"] == []
+
+
+def test_a_prometheus_url_that_is_not_http_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("T9K_PROMETHEUS_URL", raising=False)
+    with pytest.raises(SystemExit, match="--prometheus-url must be an http"):
+        cmd_console(argparse.Namespace(prometheus_url="prometheus:9090"))
