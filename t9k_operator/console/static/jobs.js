@@ -11,7 +11,7 @@
 (function () {
   const PHASES = ["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"];
   const FULL_MS = 250;
-  const PAGE = 500;
+  const PAGE = 200;
   const state = { headers: [], rows: new Map(), sortBy: "NAMESPACE", ascending: true, limit: PAGE };
   // key -> { row, tr }: each row's element, built from that row object.
   const built = new Map();
@@ -23,8 +23,13 @@
     return state.headers.indexOf(name);
   }
 
+  // The values each select offers already (thousands of rows ask).
+  const offered = new WeakMap();
+
   function option(select, value) {
-    if ([...select.options].some((o) => o.value === value)) return;
+    if (!offered.has(select)) offered.set(select, new Set([...select.options].map((o) => o.value)));
+    if (offered.get(select).has(value)) return;
+    offered.get(select).add(value);
     const o = document.createElement("option");
     o.value = value;
     o.textContent = value;
