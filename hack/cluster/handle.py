@@ -14,13 +14,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .cache import EXIT_MISSING_BINARIES
 from .common import HACK
+from .processes import _start, _stop
+from .state import _save
 
 ROOT = HACK.parent  # the command line runs from the repository root
 
@@ -152,6 +155,29 @@ class Cluster:
         """What ``cluster.json`` records now."""
         state: dict[str, Any] = json.loads((self.kubeconfig.parent / "cluster.json").read_text())
         return state
+
+    @contextmanager
+    def apiserver_down(self) -> Iterator[None]:
+        """Its kube-apiserver stopped for the ``with`` block (every client of it
+        meets refused connections, as when a cluster's API server is lost), then
+        started again with the same command line and waited for; ``down``
+        stops the new one."""
+        workdir = self.kubeconfig.parent
+        pid = self.pids["kube-apiserver"]
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[1:-1]
+        _stop([pid], workdir)
+        try:
+            yield
+        finally:
+            started = _start(self.bin_dir, "kube-apiserver", args, workdir)
+            state = self.state()
+            state["pids"]["kube-apiserver"] = self.pids["kube-apiserver"] = started
+            _save(workdir, state)
+            deadline = time.monotonic() + 60
+            while self.kubectl("get", "--raw", "/readyz", check=False).returncode != 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name}'s kube-apiserver did not come back in 60 s")
+                time.sleep(0.5)
 
     @property
     def ca_file(self) -> Path:

@@ -31,6 +31,10 @@ VISIBILITY_SERVICE = "kueue-visibility-server"
 VISIBILITY_VERSIONS = (("v1beta2", 200), ("v1beta1", 100))  # (version, versionPriority)
 
 
+WORKER_LOST_TIMEOUT = "30s"
+"""MultiKueue's worker-lost timeout on the local clusters."""
+
+
 def _visibility_address() -> str | None:
     """The machine's address the API server reaches Kueue's visibility server at,
     or None when it cannot serve here: the machine has no address but
@@ -295,7 +299,10 @@ def _kueue_config(workdir: Path, ports: dict[str, int], pki: Path, visibility: b
     # manager's configuration, docs/scheduling.md): it acts only on a
     # ClusterQueue with a MultiKueue admission check, which nothing makes but
     # the tests of MultiKueue.
-    config.update(json.loads(MULTIKUEUE_CONFIG.read_text()))
+    multikueue: dict[str, Any] = json.loads(MULTIKUEUE_CONFIG.read_text())["multiKueue"]
+    # A worker unreachable this long loses its jobs to another worker (Kueue's
+    # default, 15 minutes, is longer than a test should wait for it).
+    config["multiKueue"] = {**multikueue, "workerLostTimeout": WORKER_LOST_TIMEOUT}
     conf = workdir / "kueue" / "config.yaml"
     conf.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
     return conf

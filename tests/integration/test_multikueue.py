@@ -236,3 +236,66 @@ def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
     events = admin.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
     ours = [e["message"] for e in events if e.get("reportingComponent") == "t9k-operator"]
     assert ours == [], "the manager's operator tells nothing of a job it does not run"
+
+
+@pytest.mark.timeout(900)  # a worker lost, then reconnected after Kueue's backoff
+@pytest.mark.usefixtures("manager_operator")
+def test_a_lost_worker_s_job_runs_again_on_the_other_and_is_not_left_running_there(
+    queue: str, workers: dict[str, Worker], admin: KubeClient, namespace: str
+) -> None:
+    """worker-2's API server stopped past MultiKueue's worker-lost timeout (30 s
+    on the local clusters): the job runs again on worker-1 (given quota first),
+    the manager's job tells which worker was lost and counts one disruption, and
+    once worker-2 is back its copy is deleted. Last of the module: it changes
+    worker-1's quota."""
+    kind = "PyTorchTrainingJob"
+    name, resource = "lost", kind_resource(kind)
+    lost, spare = workers["worker-2"], workers["worker-1"]
+    manager = Jobs(admin, namespace, resource)
+    on_lost = Jobs(lost.admin, namespace, resource)
+    on_spare = Jobs(spare.admin, namespace, resource)
+    manager.create(handed_job(kind, name, queue))
+    wait_for(lambda: phase(on_lost, name) == "Running", 120, f"{name} Running on worker-2")
+    cq = spare.admin.get(CLUSTER_QUEUES, "cq")
+    cq["spec"] = cluster_queue_body("cq", "Never", gpus=24)["spec"]
+    spare.admin.replace(CLUSTER_QUEUES, cq)
+    with lost.cluster.apiserver_down():
+        wait_for(lambda: phase(on_spare, name) == "Running", 180, "dispatched again to worker-1")
+        (told,) = [e for e in manager.events(name) if e[1] == "WorkerLost"]
+        assert told[0] == "Warning" and "Worker cluster worker-2 no longer holds" in told[2]
+        wait_for(
+            lambda: manager.status(name).get("disruptionCount") == 1,
+            60,
+            "the loss counted in the status that comes home",
+        )
+        assert manager.status(name).get("restartCount", 0) == 0, "not against backoffLimit"
+        assert on_spare.status(name)["disruptionCount"] == 1
+        assert workload_of(admin, namespace, name)["status"].get("clusterName") == "worker-1"
+
+    # worker-2 back: once MultiKueue reconnects (5 s after losing it, then twice
+    # as long each time, up to 320 s) it keeps one copy and deletes the other.
+    # Kueue v0.17 keeps the first admitted (worker-2's, which ran on through the
+    # outage; its Workload on the manager still names worker-1, which Kueue
+    # never changes once set): whichever it keeps, one copy runs, and the
+    # manager's job shows that one's status.
+    def copies() -> list[Worker]:
+        return [w for w in (lost, spare) if not gone(w.admin, resource, name, namespace)]
+
+    wait_for(lambda: len(copies()) == 1, 400, "one copy left, on one worker")
+    (kept,) = copies()
+    on_kept = Jobs(kept.admin, namespace, resource)
+    wait_for(
+        lambda: manager.status(name).get("tasks") == on_kept.status(name).get("tasks"),
+        60,
+        f"the manager's job showing the status of {kept.name}'s copy",
+    )
+    assert phase(on_kept, name) == "Running"
+    admin.delete(resource, name, namespace)
+    wait_for(lambda: gone(kept.admin, resource, name, namespace), 90, f"deleted on {kept.name}")
+
+
+def workload_of(admin: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    """The manager's Workload of the job ``name``."""
+    items, _ = admin.list_all(WORKLOADS, namespace, label_selector=f"t9k.dev/job-name={name}")
+    (found,) = items
+    return found
