@@ -48,7 +48,7 @@ test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests
 	$(VENV)/bin/pytest tests/unit
 	$(PYTEST_INTEGRATION)
 
-test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image), and the frameworks the training tests import (tensorflow-cpu; boto3 for the TensorBoard S3 test)
+test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image; chromium for the console's browser tests), and the frameworks the training tests import (tensorflow-cpu; boto3 for the TensorBoard S3 test)
 	bash hack/ensure-test-deps.sh
 	/usr/bin/python3 hack/ensure-frameworks.py
 
