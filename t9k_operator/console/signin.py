@@ -63,6 +63,8 @@ log = structlog.get_logger(__name__)
 
 SIGNIN_PAGE = Path(__file__).parent / "pages" / "signin.html"
 SIGNIN_COOKIE = "t9k_console_signin"
+NONCE = re.compile(r"[A-Za-z0-9_-]{43}")
+"""A nonce as :func:`secrets.token_urlsafe` (32 bytes) makes it."""
 MAX_FORM_BYTES = 64 * 1024
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 RESOURCES = {k.crd.kind: k.resource for k in KINDS}
@@ -111,8 +113,13 @@ class SignInConsole:
     def _csrf_for(self, nonce: str) -> str:
         return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()
 
-    def _form(self, message: str, status: int = 200, namespaces: str = "") -> Response:
-        nonce = secrets.token_urlsafe(32)
+    def _form(
+        self, message: str, status: int = 200, namespaces: str = "", nonce: str = ""
+    ) -> Response:
+        """The form, its CSRF token that of ``nonce`` when it is one this
+        process could have made (the browser's cookie), else of a new one."""
+        if not NONCE.fullmatch(nonce):
+            nonce = secrets.token_urlsafe(32)
         page = (
             self._page.replace("{{csrf_token}}", self._csrf_for(nonce))
             .replace("{{message}}", html.escape(message))
@@ -130,7 +137,11 @@ class SignInConsole:
         return response
 
     async def signin_page(self, request: Request) -> Response:
-        return self._form("Paste your token to sign in.")
+        # The browser's nonce is kept: a form already open stays valid when
+        # /signin is read again behind it (the favicon's request, redirected
+        # here, or a second tab).
+        nonce = request.cookies.get(SIGNIN_COOKIE, "")
+        return self._form("Paste your token to sign in.", nonce=nonce)
 
     async def sign_in(self, request: Request) -> Response:
         fields = await _form_fields(request)

@@ -105,6 +105,21 @@ def test_the_form_sets_a_secure_strict_cookie_for_its_csrf_token(console: Any) -
     assert "<script" not in page.text
 
 
+def test_a_form_read_again_behind_an_open_one_keeps_it_valid(console: Any) -> None:
+    """A browser reads /signin again behind the form it shows (its favicon's
+    request, redirected there; a second tab): that form still signs in."""
+    client, _ = console
+    first = _form(client)
+    favicon = client.get("/favicon.ico")
+    assert (favicon.status_code, favicon.headers["location"]) == (303, "/signin")
+    assert _form(client) == first
+    assert _sign_in(client, ALICE, csrf=first).status_code == 303
+    # A cookie this process could not have made is replaced, never echoed.
+    other = TestClient(client.app, base_url=BASE, cookies={SIGNIN_COOKIE: "x\n<b>"})
+    cookie = other.get("/signin").headers["set-cookie"]
+    assert re.match(rf"{SIGNIN_COOKIE}=[A-Za-z0-9_-]{{43}};", cookie), cookie
+
+
 def test_sign_in_without_or_with_a_wrong_csrf_token_is_refused(console: Any, made: Any) -> None:
     client, people = console
     assert _sign_in(client, ALICE, csrf="forged").status_code == 403
