@@ -17,6 +17,7 @@ tests skip, which under CI=true is a failure (tests/conftest.py).
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import subprocess
 import threading
@@ -184,11 +185,11 @@ class Tab:
         )
 
 
-@pytest.fixture
-def tab(browser: Any, console: Console) -> Iterator[Tab]:
-    """A fresh browser context signed in to ``console`` by the URL it printed.
-    After the test: no CSP violation (as an event or a console message), no
-    error of the page's scripts, and no dialog."""
+@contextlib.contextmanager
+def browsing(browser: Any, console: Console) -> Iterator[Tab]:
+    """A fresh browser context's page on ``console``, not yet signed in. After
+    the test: no CSP violation (as an event or a console message), no error of
+    the page's scripts, and no dialog."""
     context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(WATCH_CSP)
     page = context.new_page()
@@ -208,9 +209,6 @@ def tab(browser: Any, console: Console) -> Iterator[Tab]:
             tab.headers[response.url] = response.all_headers()
 
     page.on("response", document)
-    signed_in = page.goto(f"{console.base}/?token={console.token}")
-    assert signed_in is not None and signed_in.ok
-    assert page.url == f"{console.base}/", "the token stays out of the address bar"
     try:
         yield tab
         assert page.evaluate("window.__csp") == [], "CSP violations"
@@ -219,6 +217,16 @@ def tab(browser: Any, console: Console) -> Iterator[Tab]:
         assert tab.dialogs == [], "a dialog opened"
     finally:
         context.close()
+
+
+@pytest.fixture
+def tab(browser: Any, console: Console) -> Iterator[Tab]:
+    """A page signed in to ``console`` by the URL it printed (:func:`browsing`)."""
+    with browsing(browser, console) as tab:
+        signed_in = tab.page.goto(f"{console.base}/?token={console.token}")
+        assert signed_in is not None and signed_in.ok
+        assert tab.page.url == f"{console.base}/", "the token stays out of the address bar"
+        yield tab
 
 
 def _phase_changes(admin: KubeClient, namespace: str, name: str, stop: threading.Event) -> Any:
