@@ -27,6 +27,7 @@ from tests.unit.reconcilers.test_kueue_reconciler import (
     POD_SETS,
     WORKLOAD,
     cond,
+    kueue_sets,
     queued,
     set_paused,
     workload,
@@ -235,18 +236,23 @@ LOST = {
 }
 
 
-def test_a_lost_worker_is_named_counted_and_the_job_dispatched_again() -> None:
+def admitted_on(cluster: str) -> Harness:
+    """A handed-over job whose Workload a worker ``cluster`` admitted, as
+    MultiKueue marks it on the manager."""
     kind = "PyTorchTrainingJob"
     h = Harness(kind, handed(kind), kueue=KUEUE)
     h.run()
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-2"}
-    h.sync()
+    kueue_sets(h, {**ADMITTED, "clusterName": cluster})
     h.run()
+    return h
+
+
+def test_a_lost_worker_is_named_counted_and_the_job_dispatched_again() -> None:
+    h = admitted_on("worker-2")
     annotations = workload(h)["metadata"]["annotations"]
     assert annotations == {WORKER_ANNOTATION: "worker-2"}, "the holder, remembered"
     assert h.recorder.reasons() == []
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = copy.deepcopy(LOST)
-    h.sync()
+    kueue_sets(h, copy.deepcopy(LOST))
     h.reconcile()
     h.sync()
     wl = workload(h)
@@ -261,15 +267,13 @@ def test_a_lost_worker_is_named_counted_and_the_job_dispatched_again() -> None:
     assert "admission" not in status, "given back: Kueue queues it again"
     assert h.recorder.reasons() == ["WorkerLost"], "told once"
     # Dispatched again, to worker-1, and lost again: counted twice.
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-1"}
-    h.sync()
+    kueue_sets(h, {**ADMITTED, "clusterName": "worker-1"})
     h.run()
     assert workload(h)["metadata"]["annotations"] == {
         DISRUPTIONS_ANNOTATION: "1",
         WORKER_ANNOTATION: "worker-1",
     }
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = copy.deepcopy(LOST)
-    h.sync()
+    kueue_sets(h, copy.deepcopy(LOST))
     h.run()
     assert workload(h)["metadata"]["annotations"] == {DISRUPTIONS_ANNOTATION: "2"}
     assert "worker-1" in h.recorder.events[-1].message
@@ -278,15 +282,8 @@ def test_a_lost_worker_is_named_counted_and_the_job_dispatched_again() -> None:
 
 
 def test_a_preemption_on_the_manager_is_no_lost_worker() -> None:
-    kind = "PyTorchTrainingJob"
-    h = Harness(kind, handed(kind), kueue=KUEUE)
-    h.run()
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = {**ADMITTED, "clusterName": "worker-2"}
-    h.sync()
-    h.run()
-    preempted = copy.deepcopy(EVICTED)
-    h.fake.objects[("Workload", "ns", WORKLOAD)]["status"] = preempted
-    h.sync()
+    h = admitted_on("worker-2")
+    kueue_sets(h, copy.deepcopy(EVICTED))
     h.run()
     wl = workload(h)
     assert "admission" not in wl["status"], "given back at once"
