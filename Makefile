@@ -43,9 +43,11 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 # cluster, so two workers take about half the time on two cores.
 TEST_WORKERS ?= 2
 PYTEST_INTEGRATION = $(VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) tests/integration
+# The unit tests, on as many workers (each process of its own: nothing shared).
+PYTEST_UNIT = $(VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) tests/unit
 
 test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on local clusters it starts (TEST_WORKERS=2)
-	$(VENV)/bin/pytest tests/unit
+	$(PYTEST_UNIT)
 	$(PYTEST_INTEGRATION)
 
 test-deps: ## system packages the tests need (openssh-server, pdsh for launch-path tests; prometheus for the monitoring tests; debootstrap, buildah for the image; chromium for the console's browser tests), and the frameworks the training tests import (tensorflow-cpu; boto3 for the TensorBoard S3 test)
@@ -59,7 +61,7 @@ binaries-core: ## the control plane's binaries alone (etcd, Kubernetes, KWOK): w
 	$(PYTHON) -m hack.cluster binaries --gang none --no-kueue --no-tools
 
 unit: $(STAMP) ## unit tests only (no cluster)
-	$(VENV)/bin/pytest tests/unit
+	$(PYTEST_UNIT)
 
 integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
 	$(PYTEST_INTEGRATION)
