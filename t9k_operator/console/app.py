@@ -36,6 +36,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from t9k_operator.console import layout
 from t9k_operator.console.actions import JobWrites, action_routes
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.charts import chart_routes
@@ -49,7 +50,6 @@ from t9k_operator.console.tensorboard_proxy import tensorboard_routes
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
-JOBS_PAGE = HERE / "pages" / "jobs.html"
 
 
 def create_app(
@@ -69,7 +69,7 @@ def create_app(
     ``writes``: the client of its actions (``reads`` when that is the SDK's);
     ``prometheus_url``: the Prometheus of the Job page's charts (default
     ``$T9K_PROMETHEUS_URL``, which ``t9k console --prometheus-url`` sets)."""
-    page = JOBS_PAGE.read_text()
+    page = layout.page("jobs", "Jobs", scripts=["jobs"])
     prometheus_url = prometheus_url or os.environ.get("T9K_PROMETHEUS_URL") or None
     if writes is None and isinstance(reads, JobWrites):
         writes = reads

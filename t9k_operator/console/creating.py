@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -35,7 +34,6 @@ from t9k_operator.sdk import JobRequest, build_job
 from t9k_operator.sdk.errors import BadJob
 from t9k_operator.sdk.manifests import kind_of
 
-NEW_PAGE = Path(__file__).parent / "pages" / "new.html"
 MAX_BODY = 256 * 1024
 """The largest request body the page may send (a job's YAML is a few KiB)."""
 ALWAYS = ("MSJob",)

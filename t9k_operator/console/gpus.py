@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import html
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -31,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from t9k_operator.cli import render
+from t9k_operator.console import layout
 from t9k_operator.console.board import Change, JobBoard
 from t9k_operator.console.events import KEEPALIVE_SECONDS, event
 from t9k_operator.console.guard import session_of
@@ -40,7 +40,6 @@ from t9k_operator.kinds.gpus import GPU
 from t9k_operator.sdk import views
 
 Obj = Mapping[str, Any]
-GPUS_PAGE = Path(__file__).parent / "pages" / "gpus.html"
 SETTLE_SECONDS = 0.5
 """Changes within this long make one update (a burst of pods scheduled)."""
 
@@ -148,7 +147,7 @@ async def gpu_updates(
 def gpu_routes(board: JobBoard, reads: Any) -> list[Route]:
     """The GPUs page's routes over ``board``; nodes are listed and watched with
     ``reads.kube`` (the SDK's client), from the page's first request."""
-    page = GPUS_PAGE.read_text()
+    page = layout.page("gpus", "GPUs", scripts=["gpus"], nav=[("/", "Jobs"), ("/new", "New job")])
     watch = NodeWatch(getattr(reads, "kube", None), board)
 
     async def gpus_page(request: Request) -> Response:

@@ -28,7 +28,6 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -42,6 +41,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from t9k_operator import kube
+from t9k_operator.console import layout
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.detail import job_detail
 from t9k_operator.console.guard import session_of
@@ -49,7 +49,6 @@ from t9k_operator.console.rows import job_key
 from t9k_operator.sdk import views
 from t9k_operator.sdk.errors import T9kError
 
-JOB_PAGE = Path(__file__).parent / "pages" / "job.html"
 SETTLE_SECONDS = 0.3
 """A burst of changes (a pod's status written, then its job's) makes one update."""
 REFRESH_SECONDS = 10.0
@@ -157,7 +156,14 @@ async def job_updates(
 def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
     """The Job page's routes over ``board``'s jobs, asking ``reads`` for Events
     and logs (``None``: neither, the page says so)."""
-    page = JOB_PAGE.read_text()
+    page = layout.page(
+        "job",
+        "Job",
+        styles=["job", "actions"],
+        scripts=["job", "chart"],
+        nav=[("/", "Jobs")],
+        confirm=("Confirm", "OK"),
+    )
     data = JobData(board, reads)
 
     async def job_page(request: Request) -> Response:

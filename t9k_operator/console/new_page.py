@@ -13,10 +13,10 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from t9k_operator.cli import render
+from t9k_operator.console import layout
 from t9k_operator.console.actions import JobWrites, attempt, refused
 from t9k_operator.console.creating import (
     MAX_BODY,
-    NEW_PAGE,
     accepted,
     form_manifest,
     one_manifest,
@@ -69,7 +69,14 @@ def _apply(writes: JobWrites, manifest: Obj, real: bool) -> Obj:
 
 def new_routes(writes: JobWrites | None, kinds: Sequence[str]) -> list[Route]:
     """The New job page over ``writes`` (``None``: the page says it makes nothing)."""
-    page = NEW_PAGE.read_text()
+    page = layout.page(
+        "new",
+        "New job",
+        styles=["job", "actions"],
+        scripts=["new"],
+        nav=[("/", "Jobs"), ("/gpus", "GPUs")],
+        confirm=("Create this job?", "Create"),
+    )
 
     async def new_page(request: Request) -> Response:
         token = html.escape(session_of(request).csrf_token, quote=True)

@@ -35,7 +35,6 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import structlog
@@ -52,6 +51,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from t9k_operator import kube
+from t9k_operator.console import layout
 from t9k_operator.console.app import STATIC, create_app
 from t9k_operator.console.guard import COOKIE, SECURITY_HEADERS
 from t9k_operator.console.identity import Person, PersonClient, seconds_left, who_is
@@ -61,7 +61,6 @@ from t9k_operator.kinds.registry import KINDS
 
 log = structlog.get_logger(__name__)
 
-SIGNIN_PAGE = Path(__file__).parent / "pages" / "signin.html"
 SIGNIN_COOKIE = "t9k_console_signin"
 NONCE = re.compile(r"[A-Za-z0-9_-]{43}")
 """A nonce as :func:`secrets.token_urlsafe` (32 bytes) makes it."""
@@ -92,7 +91,7 @@ class SignInConsole:
         self.session_seconds = session_seconds
         self.secure_cookie = secure_cookie
         self._key = secrets.token_bytes(32)
-        self._page = SIGNIN_PAGE.read_text()
+        self._page = layout.page("signin", "Sign in", csrf_meta=False)
         self._router = Router(
             routes=[
                 Route("/signin", self.signin_page, methods=["GET"]),
