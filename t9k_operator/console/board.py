@@ -31,6 +31,18 @@ REUSE = timedelta(seconds=1)
 one computation of the rows (and their durations)."""
 
 
+def remover(lock: threading.Lock, listeners: list[Any], listener: Any) -> Callable[[], None]:
+    """A function that takes ``listener`` (added before) out of ``listeners``,
+    under ``lock``; calling it again does nothing."""
+
+    def remove() -> None:
+        with lock:
+            if listener in listeners:
+                listeners.remove(listener)
+
+    return remove
+
+
 @dataclass(frozen=True)
 class Change:
     """A row added or changed (``upsert``, with the row), or gone (``delete``);
@@ -93,26 +105,14 @@ class JobBoard:
         with self._lock:
             self._listeners.append(listener)
             rows = self._fresh_rows()
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return rows, unsubscribe
+        return rows, remover(self._lock, self._listeners, listener)
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Each change from now on, without the rows (the GPUs page reads
         :meth:`objects`); call the returned function to stop listening."""
         with self._lock:
             self._listeners.append(listener)
-
-        def unlisten() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unlisten
+        return remover(self._lock, self._listeners, listener)
 
     def objects(self) -> list[tuple[Obj, list[Obj]]]:
         """Every job and its pods, as the informers have them."""

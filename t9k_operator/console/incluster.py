@@ -72,7 +72,7 @@ def _sweeping(people: PersonSessions, stop: threading.Event) -> threading.Thread
 
 
 def run(args: argparse.Namespace) -> int:
-    from t9k_operator.console.serve import DEFAULT_PORT, address_of, listen
+    from t9k_operator.console.serve import DEFAULT_PORT, address_of, listen, server_config
 
     info_logs()
     server = api_server(args.api_server)
@@ -93,14 +93,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"t9k console (in-cluster) for {server}: http://{host}:{port}/signin", flush=True)
     stop = threading.Event()
     _sweeping(people, stop)
-    config = uvicorn.Config(
-        app,
-        access_log=False,
-        log_config=None,
-        log_level="warning",
-        lifespan="off",
-        timeout_graceful_shutdown=1,
-    )
+    config = server_config(app)
     try:
         _Server(config, people).run(sockets=[sock])
     finally:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from t9k_operator import kube
-from t9k_operator.console.board import Change, JobBoard
+from t9k_operator.console.board import Change, JobBoard, remover
 from t9k_operator.informers import ResourceListerWatcher, SharedInformer
 from t9k_operator.resources import NODES
 
@@ -89,13 +89,7 @@ class NodeWatch:
         """Call ``listener`` (from the informer's thread) at each change of a node."""
         with self._lock:
             self._listeners.append(listener)
-
-        def unlisten() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unlisten
+        return remover(self._lock, self._listeners, listener)
 
     def stop(self) -> None:
         with self._lock:

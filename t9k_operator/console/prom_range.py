@@ -53,16 +53,7 @@ def step_query(namespace: str, kind: str, name: str) -> str:
 
 def steps(result: Iterable[Mapping[str, Any]]) -> list[tuple[float, int]]:
     """:func:`step_query`'s range answer as (unix time, step) points."""
-    out = []
-    for series in result:
-        for at, value in series.get("values") or []:
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                continue
-            if v == v:  # not NaN
-                out.append((float(at), int(v)))
-    return sorted(out)
+    return sorted((at, int(v)) for series in result for at, v in prometheus.points(series))
 
 
 def step_history(

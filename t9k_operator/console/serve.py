@@ -19,7 +19,9 @@ import os
 import socket
 import sys
 import webbrowser
+from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import structlog
 import uvicorn
@@ -92,6 +94,19 @@ def quiet_logs() -> None:
     )
 
 
+def server_config(app: Callable[..., Any]) -> uvicorn.Config:
+    """uvicorn's settings for a console (either kind): no access log or log
+    setup of its own, no lifespan, and one second for streams to end on exit."""
+    return uvicorn.Config(
+        app,
+        access_log=False,
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server that, on Ctrl-C, first ends the open event streams
     (else it waits for them, then cancels them with a traceback)."""
@@ -141,14 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Open this URL (it works once; Ctrl-C stops the console):\n    {url}", flush=True)
         if not args.no_browser:
             webbrowser.open(url)
-        config = uvicorn.Config(
-            app,
-            access_log=False,
-            log_config=None,
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
+        config = server_config(app)
         _Server(config, board).run(sockets=[sock])
     finally:
         watches.stop()

@@ -10,6 +10,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 TIMEOUT = 10.0
@@ -42,6 +43,18 @@ def query_range(
     (unix seconds) every ``step`` seconds, at the Prometheus at ``url``."""
     form = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": str(step)}
     return _ask(url, "query_range", form, "matrix", timeout)
+
+
+def points(series: Mapping[str, Any]) -> Iterator[tuple[float, float]]:
+    """One series of a :func:`query_range` answer as (unix seconds, value)
+    points, leaving out values that do not parse and NaN."""
+    for at, value in series.get("values") or []:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            continue
+        if v == v:  # not NaN
+            yield float(at), v
 
 
 def _ask(

@@ -35,14 +35,7 @@ def gpu_series(
         if pod not in wanted:
             continue
         gpu = str(labels.get("UUID") or f"{labels.get('Hostname', '')}/{labels.get('gpu', '')}")
-        points = merged.setdefault((pod, gpu), {})
-        for at, value in series.get("values") or []:
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                continue
-            if v == v:  # not NaN
-                points[float(at)] = v
+        merged.setdefault((pod, gpu), {}).update(prometheus.points(series))
     return [
         {"pod": pod, "gpu": gpu, "points": [[t, v] for t, v in sorted(points.items())]}
         for (pod, gpu), points in sorted(merged.items())
