@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import queue
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,13 +25,12 @@ from t9k_operator.builders.common import JOB_KIND, JOB_NAME, REPLICA_INDEX, REPL
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import PODS, SECRETS
 from tests.integration.cluster import Cluster, wait_for
+from tests.integration.console_process import t9k_console
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
 from tests.integration.test_cli import LOG_TEXTS, log_lines
 
 pytestmark = pytest.mark.usefixtures("crds_installed")
 
-T9K = Path(sys.executable).with_name("t9k")
-URL = re.compile(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)")
 PHASE = 3  # the PHASE column of t9k list -A
 MARKUP = "<script>alert(1)</script><img src=x onerror=alert(1)>"
 
@@ -42,25 +39,8 @@ MARKUP = "<script>alert(1)</script><img src=x onerror=alert(1)>"
 def console_url(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """The base URL and token ``t9k console --no-browser`` printed."""
     out = tmp_path / "console.out"
-    command = [str(T9K), "--kubeconfig", str(cluster.kubeconfig), "-n", namespace]
-    with out.open("w") as sink:
-        proc = subprocess.Popen(
-            [*command, "console", "--no-browser", "--port", "0"],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    try:
-        # It prints the URL once its informers have listed and it listens.
-        deadline = time.monotonic() + 60
-        while not (match := URL.search(out.read_text())):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"t9k console printed no URL:\n{out.read_text()}")
-            time.sleep(0.1)
+    with t9k_console(cluster, namespace, out) as match:
         yield match.group(1), match.group(2)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
     assert match.group(2) not in out.read_text().replace(match.group(0), ""), "token logged"
 
 

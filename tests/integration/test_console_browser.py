@@ -33,10 +33,10 @@ from t9k_operator.builders.common import ssh_secret_name
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import EVENTS, PODS, SECRETS
 from tests.integration.cluster import Cluster, wait_for
+from tests.integration.console_process import t9k_console
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_cli import LOG_TEXTS, log_lines
-from tests.integration.test_console import T9K, URL
 from tests.integration.test_deepspeed_job import DEEPSPEED, ds_job
 
 pytestmark = pytest.mark.usefixtures("crds_installed")
@@ -142,24 +142,8 @@ class Console:
 def console(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Console]:
     """``t9k console --no-browser`` as a user starts it (the admin kubeconfig)."""
     out = tmp_path / "console.out"
-    command = [str(T9K), "--kubeconfig", str(cluster.kubeconfig), "-n", namespace]
-    with out.open("w") as sink:
-        proc = subprocess.Popen(
-            [*command, "console", "--no-browser", "--port", "0"],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (match := URL.search(out.read_text())):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"t9k console printed no URL:\n{out.read_text()}")
-            time.sleep(0.1)
+    with t9k_console(cluster, namespace, out) as match:
         yield Console(match.group(1), match.group(2), match.group(0), out)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 @dataclass

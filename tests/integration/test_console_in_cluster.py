@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +22,11 @@ import pytest
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import NAMESPACES
 from tests.integration.cluster import Cluster, create_namespace, delete_quietly, request_token
+from tests.integration.console_process import T9K, printing
 from tests.integration.jobs import Jobs, pytorch_job
 
 pytestmark = pytest.mark.usefixtures("crds_installed")
 
-T9K = Path(sys.executable).with_name("t9k")
 LISTENING = re.compile(r"(http://127\.0\.0\.1:\d+)/signin")
 JOB = "PyTorchTrainingJob"
 
@@ -86,18 +83,8 @@ def console(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     env["HOME"] = str(tmp_path)  # no ~/.kube/config either
     command = [str(T9K), "console", "--in-cluster", "--address", "127.0.0.1", "--port", "0"]
     command += ["--api-server", cluster.server, "--ca-file", str(cluster.ca_file)]
-    with out.open("w") as sink:
-        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while not (match := LISTENING.search(out.read_text())):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the console printed no address:\n{out.read_text()}")
-            time.sleep(0.1)
+    with printing(command, out, LISTENING, seconds=30, env=env) as match:
         yield match.group(1), out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def _cookie(response: httpx2.Response, name: str) -> str:

@@ -49,6 +49,15 @@ def logged_in(board: JobBoard | None = None) -> tuple[TestClient, Sessions]:
     return client, sessions
 
 
+def signed_in(board: JobBoard, **clients: Any) -> TestClient:
+    """A client that has exchanged the token, of a console over ``board`` with
+    ``clients`` (``reads``, ``writes``: the tests' fakes of the SDK's client)."""
+    app = create_app(board, Sessions(TOKEN), KINDS, allowed_hosts=["127.0.0.1"], **clients)
+    client = TestClient(app, base_url="http://127.0.0.1:8890", follow_redirects=False)
+    assert client.get(f"/?token={TOKEN}").status_code == 303
+    return client
+
+
 def csrf_token_of(page: str) -> str:
     match = re.search(r'<meta name="csrf-token" content="([^"]+)">', page)
     assert match, "the page carries no CSRF token"

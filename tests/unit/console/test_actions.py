@@ -17,11 +17,9 @@ import yaml
 from starlette.testclient import TestClient
 
 from t9k_operator.console import app as console_app
-from t9k_operator.console.app import create_app
-from t9k_operator.console.sessions import Sessions
 from t9k_operator.sdk import errors
 from tests.unit.cli import fixtures as f
-from tests.unit.console.helpers import KINDS, TOKEN, board_of, csrf_token_of
+from tests.unit.console.helpers import board_of, csrf_token_of, signed_in
 
 MNIST = "/api/jobs/team-a/PyTorchTrainingJob/mnist"
 FORBIDDEN = (
@@ -97,15 +95,7 @@ class FakeWrites:
 
 def action_client(writes: FakeWrites) -> tuple[TestClient, str]:
     """A logged-in client of a console over the fixtures' jobs, and its CSRF token."""
-    app = create_app(
-        board_of([f.MNIST, f.MS], f.PODS),
-        Sessions(TOKEN),
-        KINDS,
-        allowed_hosts=["127.0.0.1"],
-        writes=writes,
-    )
-    client = TestClient(app, base_url="http://127.0.0.1:8890", follow_redirects=False)
-    assert client.get(f"/?token={TOKEN}").status_code == 303
+    client = signed_in(board_of([f.MNIST, f.MS], f.PODS), writes=writes)
     return client, csrf_token_of(client.get("/new").text)
 
 
@@ -174,12 +164,18 @@ def test_a_kind_the_console_does_not_show_or_an_unknown_verb_is_404() -> None:
 # -- a new job from YAML -----------------------------------------------------------------
 
 
-def test_a_preview_is_a_dry_run_and_creates_nothing() -> None:
+def new_job(action: str, status: int) -> tuple[FakeWrites, dict[str, Any]]:
+    """JOB_YAML posted to ``/api/new/<action>`` of a console of its own: what
+    it asked of the SDK's client, and its answer (asserted to be ``status``)."""
     writes = FakeWrites()
     client, token = action_client(writes)
-    response = post(client, token, "/api/new/preview", {"yaml": JOB_YAML})
-    assert response.status_code == 200
-    data = response.json()
+    response = post(client, token, f"/api/new/{action}", {"yaml": JOB_YAML})
+    assert response.status_code == status
+    return writes, response.json()
+
+
+def test_a_preview_is_a_dry_run_and_creates_nothing() -> None:
+    writes, data = new_job("preview", 200)
     assert data["key"] == "team-a/PyTorchTrainingJob/fresh" and data["created"] is False
     assert yaml.safe_load(data["yaml"])["metadata"]["uid"] == "0000-dry"
     assert "managedFields" not in data["yaml"]
@@ -204,11 +200,7 @@ def test_a_misspelt_field_is_refused_with_its_path_and_nothing_is_created() -> N
 
 
 def test_create_applies_for_real_and_links_the_new_jobs_page() -> None:
-    writes = FakeWrites()
-    client, token = action_client(writes)
-    response = post(client, token, "/api/new/create", {"yaml": JOB_YAML})
-    assert response.status_code == 201
-    data = response.json()
+    writes, data = new_job("create", 201)
     assert data["url"] == "/jobs/team-a/PyTorchTrainingJob/fresh" and data["created"] is True
     assert writes.calls[-1][0] == "submit" and writes.calls[-1][-1] is False
 

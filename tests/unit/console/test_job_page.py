@@ -21,7 +21,7 @@ from t9k_operator.console.detail import events, job_detail
 from t9k_operator.console.job_page import JobData, job_updates, log_lines, safe_json
 from t9k_operator.console.sessions import Sessions
 from tests.unit.cli import fixtures as f
-from tests.unit.console.helpers import KINDS, TOKEN, board_of
+from tests.unit.console.helpers import KINDS, TOKEN, board_of, signed_in
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -76,16 +76,8 @@ class FakeReads:
 
 def page_client(board: JobBoard | None = None) -> tuple[TestClient, FakeReads]:
     reads = FakeReads()
-    app = create_app(
-        board if board is not None else board_of([f.MNIST, f.MS], f.PODS),
-        Sessions(TOKEN),
-        KINDS,
-        allowed_hosts=["127.0.0.1"],
-        reads=reads,  # type: ignore[arg-type]
-    )
-    client = TestClient(app, base_url="http://127.0.0.1:8890", follow_redirects=False)
-    assert client.get(f"/?token={TOKEN}").status_code == 303
-    return client, reads
+    board = board if board is not None else board_of([f.MNIST, f.MS], f.PODS)
+    return signed_in(board, reads=reads), reads
 
 
 def evil_job() -> dict[str, Any]:

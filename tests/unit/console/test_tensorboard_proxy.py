@@ -10,11 +10,9 @@ from typing import Any
 from starlette.testclient import TestClient
 
 from t9k_operator import kube
-from t9k_operator.console.app import create_app
-from t9k_operator.console.sessions import Sessions
 from t9k_operator.console.tensorboard_proxy import proxy_path
 from tests.unit.cli import fixtures as f
-from tests.unit.console.helpers import KINDS, TOKEN, board_of, csrf_token_of
+from tests.unit.console.helpers import board_of, csrf_token_of, signed_in
 
 TB = "/tensorboard/team-a/PyTorchTrainingJob/mnist/"
 SERVICE = "/api/v1/namespaces/team-a/services/mnist-tensorboard:6006/proxy/"
@@ -67,16 +65,8 @@ def with_tensorboard(job: dict[str, Any]) -> dict[str, Any]:
 
 def client_of(*jobs: dict[str, Any]) -> tuple[TestClient, FakeReads]:
     reads = FakeReads()
-    app = create_app(
-        board_of(jobs or [with_tensorboard(f.MNIST), f.MS], f.PODS),
-        Sessions(TOKEN),
-        KINDS,
-        allowed_hosts=["127.0.0.1"],
-        reads=reads,  # type: ignore[arg-type]
-    )
-    client = TestClient(app, base_url="http://127.0.0.1:8890", follow_redirects=False)
-    assert client.get(f"/?token={TOKEN}").status_code == 303
-    return client, reads
+    board = board_of(jobs or [with_tensorboard(f.MNIST), f.MS], f.PODS)
+    return signed_in(board, reads=reads), reads
 
 
 def test_a_get_reaches_the_jobs_own_tensorboard_through_the_service_proxy() -> None:
