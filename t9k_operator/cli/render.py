@@ -200,7 +200,16 @@ def dump(objs: Sequence[Obj], fmt: str) -> str:
     doc: Any = clean[0] if len(clean) == 1 else {"apiVersion": "v1", "kind": "List", "items": clean}
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
-    return str(yaml.safe_dump(doc, sort_keys=False))
+    return str(yaml.dump(doc, Dumper=_NoAliases, sort_keys=False))
+
+
+class _NoAliases(yaml.SafeDumper):
+    """``yaml.safe_dump`` that writes a part held twice (the console's cached
+    objects share equal parts: console/sharing.py) in full each time, never as
+    an ``&id001`` anchor and its alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _without_managed_fields(obj: Obj) -> dict[str, Any]:

@@ -20,7 +20,8 @@ import structlog
 from t9k_operator import kube
 from t9k_operator.builders.common import JOB_NAME
 from t9k_operator.console.board import JobBoard
-from t9k_operator.informers import ResourceListerWatcher, SharedInformer, transform_for
+from t9k_operator.console.sharing import console_transform
+from t9k_operator.informers import ResourceListerWatcher, SharedInformer
 from t9k_operator.kinds.registry import KINDS
 from t9k_operator.resources import PODS, Resource
 
@@ -124,7 +125,9 @@ def _informer(
     client: kube.KubeClient, resource: Resource, scope: str, selector: str | None = None
 ) -> SharedInformer:
     lw = ResourceListerWatcher(client, resource, scope or None, selector)
-    return SharedInformer(lw, name=f"console-{resource.plural}", transform=transform_for(resource))
+    return SharedInformer(
+        lw, name=f"console-{resource.plural}", transform=console_transform(resource)
+    )
 
 
 def watch_jobs(client: kube.KubeClient, board: JobBoard, namespace: str) -> Watches:

@@ -64,9 +64,10 @@ class Console:
         self.proc.wait(timeout=20)
 
 
-def start(jobs: int) -> Console:
+def start(jobs: int, distinct_times: bool = False) -> Console:
+    command = [sys.executable, "-m", "hack.bench.console.server", "--jobs", str(jobs)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hack.bench.console.server", "--jobs", str(jobs)],
+        command + ["--distinct-times"] * distinct_times,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -161,7 +162,7 @@ def smooth(console: Console, page: object, args: argparse.Namespace) -> None:
 def part_a(args: argparse.Namespace) -> None:
     from playwright.sync_api import sync_playwright
 
-    console = start(args.jobs)
+    console = start(args.jobs, args.distinct_times)
     try:
         seconds, cpu, size = api_jobs(console)
         print(f"(a) {args.jobs} jobs, each with 2 pods on the board")
@@ -200,7 +201,7 @@ def part_a(args: argparse.Namespace) -> None:
 
 def part_b(args: argparse.Namespace) -> None:
     t = time.monotonic()
-    console = start(args.memory_jobs)
+    console = start(args.memory_jobs, args.distinct_times)
     loaded = time.monotonic() - t
     try:
         idle = [int(x) / 1024 for x in console.ask("rss", "rss")]
@@ -243,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--streams", type=int, default=20)
     p.add_argument("--chromium", default=os.environ.get("CHROMIUM", browser.CHROMIUM))
     p.add_argument("--only", choices=("a", "b"), default=None)
+    p.add_argument(
+        "--distinct-times",
+        action="store_true",
+        help="each job and its pods with times of their own (default: all the same)",
+    )
     args = p.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")

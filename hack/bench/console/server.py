@@ -85,7 +85,9 @@ def commands(board: JobBoard, server: uvicorn.Server, jobs: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m hack.bench.console.server")
     p.add_argument("--jobs", type=int, default=5000)
+    p.add_argument("--distinct-times", action="store_true")
     args = p.parse_args()
+    world.DISTINCT_TIMES = args.distinct_times
     board = JobBoard()
     fill(board, args.jobs)
     app = create_app(board, ManySessions(TOKEN), [world.KIND], allowed_hosts=["127.0.0.1"])

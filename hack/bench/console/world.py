@@ -7,11 +7,13 @@ transforms, so the board holds what it holds in ``t9k console``."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from t9k_operator.builders.common import JOB_KIND, JOB_NAME, REPLICA_INDEX, REPLICA_TYPE
-from t9k_operator.informers import compact_for_cache, transform_for
+from t9k_operator.console.sharing import console_transform
 from t9k_operator.kinds.gpus import GPU
+from t9k_operator.kinds.registry import KINDS
 from t9k_operator.resources import PODS
 
 KIND = "PyTorchTrainingJob"
@@ -19,18 +21,29 @@ API_VERSION = "batch.tensorstack.dev/v1beta1"
 NAMESPACES = 20
 NODES = 250
 STAMP = "2026-12-01T10:00:00Z"
-JOB_TRANSFORM = compact_for_cache
-POD_TRANSFORM = transform_for(PODS)
+DISTINCT_TIMES = False
+"""Each job and its pods stamped with times of their own (``--distinct-times``),
+not all with :data:`STAMP`: no two jobs' conditions or pods' states equal."""
+JOB_TRANSFORM = console_transform(next(k.resource for k in KINDS if k.crd.kind == KIND))
+POD_TRANSFORM = console_transform(PODS)
 
 
-def _condition(type_: str, reason: str) -> dict[str, Any]:
+def at(i: int) -> str:
+    """The times of the ``i``-th job and its pods."""
+    if not DISTINCT_TIMES:
+        return STAMP
+    start = datetime(2026, 12, 1, tzinfo=UTC) + timedelta(seconds=37 * i)
+    return start.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(type_: str, reason: str, stamp: str) -> dict[str, Any]:
     return {
         "type": type_,
         "status": "True",
         "reason": reason,
         "message": f"{reason.lower()} for the bench",
-        "lastTransitionTime": STAMP,
-        "lastUpdateTime": STAMP,
+        "lastTransitionTime": stamp,
+        "lastUpdateTime": stamp,
     }
 
 
@@ -65,11 +78,11 @@ def job(i: int, phase: str = "Running") -> dict[str, Any]:
     }
     status = {
         "phase": phase,
-        "startTime": STAMP,
+        "startTime": at(i),
         "conditions": [
-            _condition("Initialized", "Created"),
-            _condition("Scheduled", "PodsScheduled"),
-            _condition("Running", "AllReplicasRunning"),
+            _condition("Initialized", "Created", at(i)),
+            _condition("Scheduled", "PodsScheduled", at(i)),
+            _condition("Running", "AllReplicasRunning", at(i)),
         ],
         "tasks": [
             {"type": t, "replicas": [{"name": f"{name}-{t}-0", "phase": "Running"}]}
@@ -86,7 +99,7 @@ def job(i: int, phase: str = "Running") -> dict[str, Any]:
             "uid": str(uuid.UUID(int=i)),
             "resourceVersion": str(1000 + i),
             "generation": 1,
-            "creationTimestamp": STAMP,
+            "creationTimestamp": at(i),
             "labels": {"team": namespace, "project": "bench"},
             "annotations": {"t9k.dev/owner": f"user-{i % 97}"},
         },
@@ -111,7 +124,7 @@ def pods(i: int) -> list[dict[str, Any]]:
                 "namespace": namespace,
                 "uid": str(uuid.uuid5(uuid.NAMESPACE_OID, f"{name}-{t}")),
                 "resourceVersion": str(50000 + 2 * i),
-                "creationTimestamp": STAMP,
+                "creationTimestamp": at(i),
                 "labels": {JOB_NAME: name, JOB_KIND: KIND, REPLICA_TYPE: t, REPLICA_INDEX: "0"},
                 "ownerReferences": [
                     {"apiVersion": API_VERSION, "kind": KIND, "name": name, "controller": True}
@@ -121,9 +134,9 @@ def pods(i: int) -> list[dict[str, Any]]:
             "status": {
                 "phase": "Running",
                 "podIP": f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}",
-                "startTime": STAMP,
+                "startTime": at(i),
                 "conditions": [
-                    {"type": c, "status": "True", "lastTransitionTime": STAMP}
+                    {"type": c, "status": "True", "lastTransitionTime": at(i)}
                     for c in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
                 ],
                 "containerStatuses": [
@@ -131,7 +144,7 @@ def pods(i: int) -> list[dict[str, Any]]:
                         "name": "pytorch",
                         "ready": True,
                         "restartCount": 0,
-                        "state": {"running": {"startedAt": STAMP}},
+                        "state": {"running": {"startedAt": at(i)}},
                     }
                 ],
             },
