@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from t9k_operator.cli import dispatch, render
+from t9k_operator.cli import dispatch, render, top
 from t9k_operator.cli.common import (
     EXIT_OK,
     client_for,
@@ -169,7 +169,7 @@ def cmd_top(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         if args.what == "nodes":
             nodes = views.node_usage(client.nodes(), client.pods(all_namespaces=True))
-            sys.stdout.write(render.top_nodes(nodes))
+            sys.stdout.write(top.top_nodes(nodes))
             return EXIT_OK
         jobs = client.list(all_namespaces=args.all_namespaces)
         pods = client.pods(all_namespaces=args.all_namespaces)
@@ -180,7 +180,7 @@ def cmd_top(args: argparse.Namespace) -> int:
         for view in views_of_integrations()
         if rows and (c := view.top_jobs(args, jobs, pods, namespace))
     ]
-    text = render.top_jobs(rows, args.all_namespaces, columns)
+    text = top.top_jobs(rows, args.all_namespaces, columns)
     if not text:
         print("No job holds GPUs or pods.", file=sys.stderr)
     for note in (c.note for c in columns if text and c.note):

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from t9k_operator.cli import render
+from t9k_operator.cli import top
 from t9k_operator.console import layout
 from t9k_operator.console.board import Change, JobBoard
 from t9k_operator.console.events import KEEPALIVE_SECONDS, event
@@ -62,7 +62,7 @@ def gpu_view(
     node_rows = [
         {
             "key": u.node,
-            "cells": render.top_node_cells(u),
+            "cells": top.top_node_cells(u),
             "jobs": [
                 {"text": held, "key": _job_page_key(held, kind)}
                 for held in u.jobs
@@ -74,13 +74,13 @@ def gpu_view(
     job_rows = [
         {
             "key": job_key(s.namespace, s.kind, s.name),
-            "cells": [*render.top_job_cells(s, True), ",".join(s.nodes) or "<none>"],
+            "cells": [*top.top_job_cells(s, True), ",".join(s.nodes) or "<none>"],
         }
         for s in summaries
     ]
     return {
-        "nodes": {"headers": list(render.TOP_NODES_HEADERS), "rows": node_rows},
-        "jobs": {"headers": [*render.top_job_headers(True), "NODES"], "rows": job_rows},
+        "nodes": {"headers": list(top.TOP_NODES_HEADERS), "rows": node_rows},
+        "jobs": {"headers": [*top.top_job_headers(True), "NODES"], "rows": job_rows},
         "without_gpus": len(nodes) - sum(1 for n in nodes if _gpus_of(n)),
         "reason": reason,
     }

@@ -27,7 +27,7 @@ import html
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -186,6 +186,18 @@ def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
             headers={"X-Accel-Buffering": "no"},
         )
 
+    return [
+        Route("/jobs/{namespace}/{kind}/{name}", job_page, methods=["GET"]),
+        Route("/api/jobs/{namespace}/{kind}/{name}", job, methods=["GET"]),
+        Route("/api/jobs/{namespace}/{kind}/{name}/events", job_events, methods=["GET"]),
+        Route("/api/jobs/{namespace}/{kind}/{name}/logs", log_route(board, reads), methods=["GET"]),
+    ]
+
+
+def log_route(board: JobBoard, reads: JobReads | None) -> Callable[[Request], Awaitable[Response]]:
+    """The Job page's log of one of the job's containers, as text: once,
+    followed, or as a download (``reads`` None: none is read)."""
+
     async def logs(request: Request) -> Response:
         chosen = _log_source(board, request)
         if isinstance(chosen, Response):
@@ -214,12 +226,7 @@ def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
             log_lines(stream), media_type="text/plain; charset=utf-8", headers=headers
         )
 
-    return [
-        Route("/jobs/{namespace}/{kind}/{name}", job_page, methods=["GET"]),
-        Route("/api/jobs/{namespace}/{kind}/{name}", job, methods=["GET"]),
-        Route("/api/jobs/{namespace}/{kind}/{name}/events", job_events, methods=["GET"]),
-        Route("/api/jobs/{namespace}/{kind}/{name}/logs", logs, methods=["GET"]),
-    ]
+    return logs
 
 
 def _log_source(board: JobBoard, request: Request) -> tuple[Obj, str] | Response:

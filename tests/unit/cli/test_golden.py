@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from t9k_operator.api.parts import Columns
-from t9k_operator.cli import render
+from t9k_operator.cli import render, top
 from t9k_operator.integrations.checkpoint.view import checkpoint_fields
 from t9k_operator.integrations.gpu_usage.usage import describe_usage
 from t9k_operator.integrations.gpu_usage.view import HEADERS, cells
@@ -32,7 +32,7 @@ GOLDEN = Path(__file__).with_name("golden")
 def _top_jobs_with_usage() -> str:
     jobs = [f.MNIST, f.LLM, f.MS]
     rows = views.job_usage(jobs, f.PODS, f.NOW)
-    return render.top_jobs(rows, False, [Columns(HEADERS, cells(rows, jobs, f.GPU_USAGE))])
+    return top.top_jobs(rows, False, [Columns(HEADERS, cells(rows, jobs, f.GPU_USAGE))])
 
 
 def _describe(
@@ -59,8 +59,8 @@ CASES: dict[str, Callable[[], str]] = {
     "describe-mnist.txt": lambda: _describe(f.MNIST, f.PODS, f.EVENTS, tensorboard=f.TENSORBOARD),
     "describe-llm.txt": lambda: _describe(f.LLM, [], []),
     "describe-ms-resnet.txt": lambda: _describe(f.MS, f.PODS, []),
-    "top-nodes.txt": lambda: render.top_nodes(views.node_usage(f.NODES, f.PODS)),
-    "top-jobs.txt": lambda: render.top_jobs(
+    "top-nodes.txt": lambda: top.top_nodes(views.node_usage(f.NODES, f.PODS)),
+    "top-jobs.txt": lambda: top.top_jobs(
         views.job_usage([f.MNIST, f.LLM, f.MS], f.PODS, f.NOW), True
     ),
     "top-jobs-gpu-usage.txt": lambda: _top_jobs_with_usage(),

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.testclient import TestClient
 
 from t9k_operator import kube
-from t9k_operator.cli import render
+from t9k_operator.cli import top
 from t9k_operator.console.app import create_app
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.gpus import gpu_updates, gpu_view
@@ -87,7 +87,7 @@ def test_the_view_is_t9k_top_over_the_boards_pods() -> None:
     # The jobs' rows are t9k top -A jobs' cells, NODES last.
     summary = views.job_usage([f.MNIST], f.PODS, views.now_utc())[0]
     mnist = next(r for r in view["jobs"]["rows"] if r["key"] == MNIST_KEY)
-    assert mnist["cells"] == [*render.top_job_cells(summary, True), "gpu-1,gpu-2"]
+    assert mnist["cells"] == [*top.top_job_cells(summary, True), "gpu-1,gpu-2"]
     assert view["jobs"]["headers"][-1] == "NODES" and view["reason"] == ""
 
 
