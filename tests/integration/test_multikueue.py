@@ -229,7 +229,10 @@ def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(
         wait_for(lambda: gone(worker, resource, name, namespace), 90, "paused: gone on worker-2")
         wait_for(lambda: gone(admin, WORKLOADS, wl_name, namespace), 30, "paused: quota back")
         manager.patch_spec(name, {"runMode": {"pause": {"enabled": False}}})
-        wait_for(lambda: phase(there, name) == "Running", 120, "resumed: Running on worker-2")
+        # The worker's new copy starts once the garbage collector there has taken
+        # the previous copy's pods (each ends its graceful termination first):
+        # over two minutes once in a cold CI run on a loaded 2-core machine.
+        wait_for(lambda: phase(there, name) == "Running", 300, "resumed: Running on worker-2")
 
     admin.delete(resource, name, namespace)  # deleting the manager's job deletes the worker's
     wait_for(lambda: gone(worker, resource, name, namespace), 90, "deleted on worker-2")
