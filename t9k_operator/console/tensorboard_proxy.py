@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -63,11 +62,6 @@ def kept(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _get(client: kube.KubeClient, path: str) -> Any:
-    """One GET through the session's client (its credentials, pace and errors)."""
-    return client._open("GET", path, None, None, "", client.options.read_timeout, stream=False)
-
-
 def tensorboard_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
     """The proxy to the TensorBoard of each of ``board``'s jobs that has one."""
 
@@ -89,7 +83,7 @@ def tensorboard_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
         if request.url.query:
             path += "?" + urllib.parse.urlencode(request.query_params.multi_items())
         try:
-            answer = await asyncio.to_thread(_get, reads.kube, path)
+            answer = await asyncio.to_thread(reads.kube.get_raw, path)
         except kube.ApiError as exc:
             status = exc.status if exc.status and 400 <= exc.status < 600 else 502
             return PlainTextResponse(f"TensorBoard: {exc}", status_code=status)

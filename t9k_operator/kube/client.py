@@ -21,6 +21,8 @@ import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import urllib3
+
 from t9k_operator.kube.config import load_connection
 from t9k_operator.kube.errors import Gone
 from t9k_operator.kube.streams import LogStream, WatchStream
@@ -55,6 +57,11 @@ class KubeClient(Transport):
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         return self.request("GET", resource.path(namespace, name))
+
+    def get_raw(self, path: str) -> urllib3.BaseHTTPResponse:
+        """A GET of ``path`` whose answer is not an API object (a Service's
+        proxy): read whole, its status and headers as the server sent them."""
+        return self._open("GET", path, None, None, "", self.options.read_timeout, stream=False)
 
     def list(
         self,

@@ -34,8 +34,8 @@ class FakeKube:
         self.paths: list[tuple[str, str]] = []
         self.refuse: kube.ApiError | None = None
 
-    def _open(self, method: str, path: str, *args: Any, **kwargs: Any) -> Answer:
-        self.paths.append((method, path))
+    def get_raw(self, path: str) -> Answer:
+        self.paths.append(("GET", path))
         if self.refuse is not None:
             raise self.refuse
         headers = {
