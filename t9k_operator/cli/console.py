@@ -30,7 +30,8 @@ def console_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--prometheus-url",
-        default=None,
+        # the variable t9k top and t9k describe read (integrations/gpu_usage/sdk.py)
+        default=os.environ.get("T9K_PROMETHEUS_URL") or None,
         help="a Prometheus that scrapes the operator and NVIDIA's DCGM exporter "
         "(http://host:9090): the Job page charts steps and GPU utilization over the "
         "job's life (default $T9K_PROMETHEUS_URL)",
@@ -68,9 +69,7 @@ def console_args(p: argparse.ArgumentParser) -> None:
 def cmd_console(args: argparse.Namespace) -> int:
     from t9k_operator.console.serve import run
 
-    if args.prometheus_url:  # the console's app reads it (console.app.create_app)
-        if urlsplit(args.prometheus_url).scheme not in ("http", "https"):
-            raise SystemExit("t9k console: --prometheus-url must be an http:// or https:// address")
-        os.environ["T9K_PROMETHEUS_URL"] = args.prometheus_url
+    if args.prometheus_url and urlsplit(args.prometheus_url).scheme not in ("http", "https"):
+        raise SystemExit("t9k console: --prometheus-url must be an http:// or https:// address")
 
     return run(args)

@@ -24,7 +24,6 @@ with ``textContent`` only.
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,10 +66,9 @@ def create_app(
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
     when ``None``), against DNS rebinding of a console on loopback;
     ``writes``: the client of its actions (``reads`` when that is the SDK's);
-    ``prometheus_url``: the Prometheus of the Job page's charts (default
-    ``$T9K_PROMETHEUS_URL``, which ``t9k console --prometheus-url`` sets)."""
+    ``prometheus_url``: the Prometheus of the Job page's charts (``t9k console
+    --prometheus-url``)."""
     page = layout.page("jobs", "Jobs", scripts=["jobs"])
-    prometheus_url = prometheus_url or os.environ.get("T9K_PROMETHEUS_URL") or None
     if writes is None and isinstance(reads, JobWrites):
         writes = reads
 

@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         lambda token: person_client(server, ca_file, token),
         session_seconds=args.session_hours * 3600,
         secure_cookie=True,
+        prometheus_url=args.prometheus_url,
     )
     address = address_of(args)
     sock = listen(address, args.port if args.port is not None else DEFAULT_PORT)

@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             secure_cookie=secure,
             allowed_hosts=allowed_hosts(args.address),
             reads=client,
+            prometheus_url=args.prometheus_url,
         )
         sock = listen(args.address, args.port)
         port = sock.getsockname()[1]

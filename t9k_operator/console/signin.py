@@ -86,8 +86,10 @@ class SignInConsole:
         *,
         session_seconds: float = 8 * 3600,
         secure_cookie: bool = True,
+        prometheus_url: str | None = None,
     ) -> None:
         self.people, self.connect = people, connect
+        self.prometheus_url = prometheus_url
         self.session_seconds = session_seconds
         self.secure_cookie = secure_cookie
         self._key = secrets.token_bytes(32)
@@ -205,6 +207,7 @@ class SignInConsole:
             workspace.kinds,
             secure_cookie=self.secure_cookie,
             reads=workspace.reads,
+            prometheus_url=self.prometheus_url,
         )
         return workspace
 
