@@ -23,6 +23,7 @@ from t9k_operator.console.board import Change, JobBoard
 from t9k_operator.console.rows import Row, headers
 
 KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = b": keep-alive\n\n"
 
 
 def event(name: str, data: Any) -> str:
@@ -39,24 +40,27 @@ class _LastSnapshot:
     """The last snapshot event written, and the rows and kinds it was written
     from: pages opened together get the board's same list of rows
     (:meth:`~.board.JobBoard.subscribe` reuses one computation), and share
-    one text of it rather than each its own (1.8 MB with 10,000 jobs)."""
+    one encoding of it rather than each its own (1.8 MB with 10,000 jobs):
+    bytes, which the server sends as they are, where it would encode a text
+    afresh for each stream."""
 
     rows: Sequence[Row] | None = None
     kinds: tuple[str, ...] = ()
-    text = ""
+    data = b""
 
     @classmethod
-    def event(cls, rows: Sequence[Row], kinds: Sequence[str]) -> str:
+    def event(cls, rows: Sequence[Row], kinds: Sequence[str]) -> bytes:
         if rows is not cls.rows or tuple(kinds) != cls.kinds:
-            text = event("snapshot", snapshot(rows, kinds))
-            cls.rows, cls.kinds, cls.text = rows, tuple(kinds), text
-        return cls.text
+            data = event("snapshot", snapshot(rows, kinds)).encode()
+            cls.rows, cls.kinds, cls.data = rows, tuple(kinds), data
+        return cls.data
 
 
 async def stream(
     board: JobBoard, kinds: Sequence[str], keepalive: float = KEEPALIVE_SECONDS
-) -> AsyncIterator[str]:
-    """The snapshot, then each change, until the client goes (the caller cancels)."""
+) -> AsyncIterator[bytes]:
+    """The snapshot, then each change, until the client goes (the caller
+    cancels), each event encoded as UTF-8."""
     loop = asyncio.get_running_loop()
     changes: asyncio.Queue[Change] = asyncio.Queue()
 
@@ -71,10 +75,10 @@ async def stream(
             try:
                 change = await asyncio.wait_for(changes.get(), keepalive)
             except TimeoutError:
-                yield ": keep-alive\n\n"
+                yield KEEPALIVE
                 continue
             if change.type == "close":
                 return
-            yield event(change.type, change.to_json())
+            yield event(change.type, change.to_json()).encode()
     finally:
         unsubscribe()
