@@ -10,15 +10,32 @@ Workloads listed with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from t9k_operator.sdk import views
+from t9k_operator.sdk.errors import Forbidden
 
 Obj = Mapping[str, Any]
 
 DISPATCHING = "dispatching"
 """CLUSTER of a handed-over job no worker cluster holds yet."""
+UNKNOWN = "unknown"
+"""CLUSTER of a handed-over job whose Workload the person may not read."""
+NOT_READABLE = "your rights here do not let you read its Kueue Workload, which names it"
+
+Workloads = Sequence[Obj] | None
+"""The Workloads listed; None when the API server refused the person the list."""
+
+
+def readable(read: Callable[[], Sequence[Obj]]) -> Workloads:
+    """``read()``'s Workloads, or None when the API server refuses them (403):
+    a person may read their jobs on MultiKueue's manager without the right to
+    read Kueue's Workloads, and is then told the worker is unknown."""
+    try:
+        return read()
+    except Forbidden:
+        return None
 
 
 def shows_cluster(jobs: Sequence[Obj], wide: bool) -> bool:
@@ -38,22 +55,27 @@ def _gone(job: Obj) -> bool:
     return _paused(job) or views.phase(job) in views.FINISHED
 
 
-def cluster_cell(job: Obj, workloads: Sequence[Obj]) -> str:
+def cluster_cell(job: Obj, workloads: Workloads) -> str:
     """CLUSTER: the worker cluster that holds the job; ``dispatching`` while
     MultiKueue has not placed it; ``-`` for a job not handed over, or one that
-    ended or is paused with no worker named."""
+    ended or is paused with no worker named; ``unknown`` when the Workloads
+    could not be read."""
     if not views.handed_over(job):
         return "-"
+    if workloads is None:
+        return UNKNOWN
     cluster = views.worker_cluster(job, workloads)
     if cluster:
         return cluster
     return "-" if _gone(job) else DISPATCHING
 
 
-def cluster_field(job: Obj, workloads: Sequence[Obj]) -> str | None:
+def cluster_field(job: Obj, workloads: Workloads) -> str | None:
     """``t9k describe``'s ``Cluster:`` line; None for a job not handed over."""
     if not views.handed_over(job):
         return None
+    if workloads is None:
+        return f"{UNKNOWN} (handed over to MultiKueue; {NOT_READABLE})"
     cluster = views.worker_cluster(job, workloads)
     if cluster:
         return f"{cluster} (MultiKueue worker)"
@@ -68,7 +90,7 @@ def cluster_field(job: Obj, workloads: Sequence[Obj]) -> str | None:
 def with_cluster_field(
     fields: Mapping[str, Sequence[tuple[str, str]]],
     job: Obj,
-    workloads: Sequence[Obj],
+    workloads: Workloads,
     after: str,
 ) -> dict[str, list[tuple[str, str]]]:
     """The describe head's added lines (label to lines, as ``t9k describe``
@@ -81,11 +103,17 @@ def with_cluster_field(
     return out
 
 
-def logs_elsewhere(job: Obj, workloads: Sequence[Obj], again: str) -> str:
+def logs_elsewhere(job: Obj, workloads: Workloads, again: str) -> str:
     """Why ``t9k logs`` reads nothing of a handed-over job on the manager, and
     where to read them: ``again`` is the same command, to run against the
     worker cluster."""
     name = str(job["metadata"]["name"])
+    if workloads is None:
+        return (
+            f"job {name} is handed over to MultiKueue and runs in a worker cluster; this "
+            f"cluster has none of its pods, and {NOT_READABLE}: ask who runs the cluster "
+            f"which worker runs it, then run {again} against that cluster"
+        )
     cluster = views.worker_cluster(job, workloads)
     if cluster:
         return (

@@ -101,7 +101,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
         job = client.get(name, kind)
         if views.handed_over(job):  # on MultiKueue's manager: its pods are in a worker cluster
             again = _again(args, str(job["metadata"]["namespace"]))
-            text = dispatch.logs_elsewhere(job, client.workloads(job), again)
+            text = dispatch.logs_elsewhere(
+                job, dispatch.readable(lambda: client.workloads(job)), again
+            )
             print(f"error: {text}", file=sys.stderr)
             return EXIT_ERROR
         since = int(args.since) if args.since else None

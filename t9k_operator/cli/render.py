@@ -146,7 +146,7 @@ def list_row(
     all_namespaces: bool,
     wide: bool,
     cluster: bool = False,
-    workloads: Sequence[Obj] = (),
+    workloads: dispatch.Workloads = (),
 ) -> list[str]:
     """A job's row of ``t9k list`` (and of the console's Jobs page), under
     :func:`job_headers`: its summary's cells, then the integrations'; with
@@ -172,7 +172,7 @@ def jobs_table(
     all_namespaces: bool = False,
     wide: bool = False,
     colour: bool = False,
-    workloads: Sequence[Obj] = (),
+    workloads: dispatch.Workloads = (),
 ) -> str:
     if not jobs:
         return ""
@@ -242,7 +242,7 @@ def describe(
     tensorboard: Obj | None = None,
     colour: bool = False,
     fields: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-    workloads: Sequence[Obj] = (),
+    workloads: dispatch.Workloads = (),
 ) -> str:
     """``t9k describe``: the job, its replicas, restarts, scheduling, TensorBoard
     and Events (``fields``: the integrations' lines of its head, as (label,

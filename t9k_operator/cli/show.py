@@ -89,12 +89,14 @@ def _key(job: dict[str, Any]) -> tuple[str, str, str]:
     return (str(job["metadata"].get("namespace")), str(job["kind"]), str(job["metadata"]["name"]))
 
 
-def _workloads(client: Client, jobs: list[dict[str, Any]], args: argparse.Namespace) -> list[Any]:
+def _workloads(
+    client: Client, jobs: list[dict[str, Any]], args: argparse.Namespace
+) -> dispatch.Workloads:
     """The Workloads that say where the listed jobs handed over to MultiKueue
-    run; none read when no job is."""
+    run; none read when no job is; None when the person may not read them."""
     if not any(views.handed_over(j) for j in jobs):
         return []
-    return client.workloads(all_namespaces=args.all_namespaces)
+    return dispatch.readable(lambda: client.workloads(all_namespaces=args.all_namespaces))
 
 
 def _row(
@@ -102,7 +104,7 @@ def _row(
     pods: list[dict[str, Any]],
     args: argparse.Namespace,
     cluster: bool,
-    workloads: list[Any],
+    workloads: dispatch.Workloads,
 ) -> list[str]:
     return render.list_row(
         job,
@@ -127,7 +129,9 @@ def cmd_describe(args: argparse.Namespace) -> int:
         job = client.get(name, kind)
         pods = client.pods(job)
         events = client.events(job, pods)
-        workloads = client.workloads(job) if views.handed_over(job) else []
+        workloads = (
+            dispatch.readable(lambda: client.workloads(job)) if views.handed_over(job) else []
+        )
         fields: dict[str, list[tuple[str, str]]] = {}
         for view in views_of_integrations():
             fields.setdefault(view.head_after, []).extend(view.fields(args, job, pods))

@@ -83,7 +83,9 @@ def test_a_job_not_dispatched_yet_has_no_worker_but_may_have_nominees() -> None:
 class FakeKube:
     """A manager cluster: the job ``mk``, no pods; Workloads when Kueue is installed."""
 
-    def __init__(self, workloads: list[dict[str, Any]] | None, jobs: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, workloads: list[dict[str, Any]] | str | None, jobs: list[dict[str, Any]]
+    ) -> None:
         self.workloads = workloads
         self.jobs = jobs
         self.asked: list[tuple[str, str | None, str | None]] = []
@@ -95,6 +97,8 @@ class FakeKube:
         if resource == WORKLOADS:
             if self.workloads is None:
                 raise kube.NotFound("the server could not find the requested resource", status=404)
+            if isinstance(self.workloads, str):  # the API server's refusal
+                raise kube.Forbidden(self.workloads, status=403)
             return list(self.workloads), "1"
         if resource in (PODS, EVENTS):
             return [], "1"
@@ -210,4 +214,36 @@ def test_logs_of_a_job_not_dispatched_yet_say_so(
         "error: job mk is handed over to MultiKueue and not dispatched to a worker cluster "
         "yet (nominated: worker-1); this cluster has none of its pods: t9k describe mk names "
         "the worker once one holds it\n"
+    )
+
+
+# -- a person who may not read Workloads ------------------------------------------------
+
+REFUSED = (
+    'workloads.kueue.x-k8s.io is forbidden: User "alice" cannot list resource "workloads" '
+    'in API group "kueue.x-k8s.io" in the namespace "team-a"'
+)
+
+
+def test_without_the_right_to_read_workloads_the_worker_is_unknown(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reading jobs is enough for list, describe and logs: they say the worker
+    # is unknown rather than fail on the Workloads they could not read.
+    _on(monkeypatch, FakeKube(REFUSED, [job(), job("local", "99999999-0000", managed=False)]))
+    assert main(["list"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert lines[0][-1] == "CLUSTER"
+    assert sorted((row[0], row[-1]) for row in lines[1:]) == [("local", "-"), ("mk", "unknown")]
+    assert main(["describe", "mk"]) == 0
+    assert (
+        "Cluster:     unknown (handed over to MultiKueue; your rights here do not let you "
+        "read its Kueue Workload, which names it)\n"
+    ) in capsys.readouterr().out
+    assert main(["logs", "mk"]) == 1
+    assert capsys.readouterr().err == (
+        "error: job mk is handed over to MultiKueue and runs in a worker cluster; this cluster "
+        "has none of its pods, and your rights here do not let you read its Kueue Workload, "
+        "which names it: ask who runs the cluster which worker runs it, then run "
+        "t9k logs mk -n team-a against that cluster\n"
     )
