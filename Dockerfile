@@ -28,6 +28,9 @@ RUN python3 -m venv /opt/t9k-operator \
       --require-hashes -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 # Then the operator itself, built with the locked setuptools and nothing more.
+# Its console's scripts are built files in t9k_operator/console/static/ (make
+# console-assets, which make image and make rootfs run first: no node in the
+# image); the package's build backend stops here if they are missing.
 COPY pyproject.toml README.md /src/
 COPY t9k_operator /src/t9k_operator
 RUN /opt/t9k-operator/bin/pip install --no-cache-dir --disable-pip-version-check \

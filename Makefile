@@ -8,21 +8,41 @@ CLUSTER ?= t9k
 IMG ?= t9k-operator:dev
 KUBECONFIG_PATH = $(shell $(PYTHON) -m hack.cluster kubeconfig --name $(CLUSTER))
 
-.PHONY: help venv lock lint format test test-deps binaries binaries-core unit integration cluster cluster-down run demo manifests deploy undeploy install uninstall image docker-build docker-push rootfs bench bench-memory clean
+.PHONY: help venv console-assets lock lint format test test-deps binaries binaries-core unit integration cluster cluster-down run demo manifests deploy undeploy install uninstall image docker-build docker-push rootfs bench bench-memory clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+# The console's page scripts: frontend/src/<page>.js bundled by esbuild into
+# t9k_operator/console/static/<page>.js (git-ignored), with the npm packages
+# exactly as frontend/package-lock.json locks them. They ship in the package
+# (the wheel, the image): the console loads nothing from elsewhere at run time.
+# Built again only when a source or the lock is newer than the scripts.
+NPM_INSTALLED := frontend/node_modules/.package-lock.json
+CONSOLE_SOURCES := $(wildcard frontend/src/*.js frontend/src/lib/*.js)
+CONSOLE_ASSETS := $(patsubst frontend/src/%.js,t9k_operator/console/static/%.js,$(wildcard frontend/src/*.js))
+
+$(NPM_INSTALLED): frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+$(CONSOLE_ASSETS) &: $(NPM_INSTALLED) $(CONSOLE_SOURCES)
+	cd frontend && npm run --silent build
+	touch $(CONSOLE_ASSETS)
+
+console-assets: $(CONSOLE_ASSETS) ## the console's page scripts, bundled from frontend/ with the locked npm packages (needs node and npm)
+
 # The environment is exactly requirements/dev.txt (hash-checked), then the
-# operator itself, editable, built with the locked setuptools.
-$(STAMP): pyproject.toml requirements/dev.txt
+# operator itself, editable, built with the locked setuptools (whose build
+# wants the console's scripts built).
+$(STAMP): pyproject.toml requirements/dev.txt | $(CONSOLE_ASSETS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(PY) -m pip check
 	touch $(STAMP)
 
-venv: $(STAMP) ## create .venv with the operator and its test and lint tools, as locked in requirements/
+venv: $(STAMP) $(CONSOLE_ASSETS) ## create .venv with the operator and its test and lint tools, as locked in requirements/, and the console's scripts
 
 lock: $(STAMP) ## re-resolve requirements/*.txt from pyproject.toml's ranges (UPGRADE=1: the newest versions allowed)
 	$(PY) -m hack.release.lock$(if $(UPGRADE), --upgrade)
@@ -46,7 +66,7 @@ PYTEST_INTEGRATION = $(VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-
 # The unit tests, on as many workers (each process of its own: nothing shared).
 PYTEST_UNIT = $(VENV)/bin/pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) tests/unit
 
-test: lint test-deps binaries rootfs ## lint, unit tests, then integration tests on local clusters it starts (TEST_WORKERS=2)
+test: lint $(CONSOLE_ASSETS) test-deps binaries rootfs ## lint, unit tests, then integration tests on local clusters it starts (TEST_WORKERS=2)
 	$(PYTEST_UNIT)
 	$(PYTEST_INTEGRATION)
 
@@ -60,10 +80,10 @@ binaries: ## the local cluster's binaries, gang schedulers, Kueue, Helm, kustomi
 binaries-core: ## the control plane's binaries alone (etcd, Kubernetes, KWOK): what the demo and a plain cluster use; the rest is built when first used
 	$(PYTHON) -m hack.cluster binaries --gang none --no-kueue --no-tools
 
-unit: $(STAMP) ## unit tests only (no cluster)
+unit: $(STAMP) $(CONSOLE_ASSETS) ## unit tests only (no cluster)
 	$(PYTEST_UNIT)
 
-integration: $(STAMP) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
+integration: $(STAMP) $(CONSOLE_ASSETS) test-deps binaries rootfs ## integration tests only (TEST_WORKERS=1: one cluster, in order)
 	$(PYTEST_INTEGRATION)
 
 cluster: binaries-core ## start the local cluster (GANG=volcano,coscheduling: with gang schedulers; KUEUE=1: with Kueue; CLUSTERS=3: and two MultiKueue workers, docs/scheduling.md)
@@ -75,12 +95,12 @@ cluster-down: ## stop the local cluster (and its MultiKueue workers) and remove 
 	$(PYTHON) -m hack.cluster down --name $(CLUSTER)-worker-1 >/dev/null 2>&1
 	$(PYTHON) -m hack.cluster down --name $(CLUSTER)-worker-2 >/dev/null 2>&1
 
-run: $(STAMP) ## run the operator against the current kubeconfig context
+run: $(STAMP) $(CONSOLE_ASSETS) ## run the operator against the current kubeconfig context
 	$(PY) -m t9k_operator --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 # The virtualenv (network) and the control plane's build (CPU) side by side.
 demo: ## local cluster + CRDs + operator + sample jobs (Ctrl-C stops everything)
-	$(MAKE) --no-print-directory -j2 $(STAMP) binaries-core
+	$(MAKE) --no-print-directory -j2 venv binaries-core
 	$(PY) -m hack.demo --name $(CLUSTER)
 
 manifests: $(STAMP) binaries ## refresh the pinned Kubernetes pod schema; regenerate the CRDs, the ClusterRole, kustomize's overlays, the Helm chart and deploy/install.yaml
@@ -98,7 +118,7 @@ deploy: ## install into the current kubeconfig's cluster with image IMG (kustomi
 undeploy: ## remove what deploy installed, except the CRDs (so the jobs and their pods) and PriorityClasses
 	$(PYTHON) -m hack.release.deploy delete --overlay $(OVERLAY)$(if $(KUBECTL), --kubectl $(KUBECTL))
 
-bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS), and the notifications' deliverer with 10,000 jobs ending within a minute and one slow endpoint (NOTIFY_ARGS), and MultiKueue's dispatch of 1,000 jobs to two workers (MK_ARGS), and the console's Jobs page with 5,000 jobs in headless Chromium and its memory with 10,000 jobs and 20 open pages (CONSOLE_ARGS) (docs/benchmarks.md)
+bench: $(STAMP) $(CONSOLE_ASSETS) binaries ## job starts on fresh local clusters (BENCH_ARGS="--sizes 200x4" to choose), the progress endpoint (PROGRESS_ARGS), then the operator's reconciles beside 10,000 reporting ranks (BESIDE_ARGS), and the notifications' deliverer with 10,000 jobs ending within a minute and one slow endpoint (NOTIFY_ARGS), and MultiKueue's dispatch of 1,000 jobs to two workers (MK_ARGS), and the console's Jobs page with 5,000 jobs in headless Chromium and its memory with 10,000 jobs and 20 open pages (CONSOLE_ARGS) (docs/benchmarks.md)
 	$(PY) -m hack.bench.job_start $(BENCH_ARGS)
 	$(PY) -m hack.bench.progress $(PROGRESS_ARGS)
 	$(PY) -m hack.bench.progress_beside $(BESIDE_ARGS)
@@ -109,7 +129,7 @@ bench: $(STAMP) binaries ## job starts on fresh local clusters (BENCH_ARGS="--si
 bench-memory: $(STAMP) binaries ## informer store memory per cached pod (docs/benchmarks.md)
 	$(PY) -m hack.bench.store_memory
 
-image: ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
+image: $(CONSOLE_ASSETS) ## build the operator image IMG (default t9k-operator:dev) with docker, podman or buildah, whichever works here; BASE=debootstrap makes its base from Debian's packages (no registry)
 	bash hack/release/image.sh $(IMG)
 
 # kubebuilder's names, for those who know an operator's Makefile by them.
@@ -124,8 +144,8 @@ install: ## install the CRDs alone into the current kubeconfig's cluster (server
 uninstall: ## delete the CRDs from the current kubeconfig's cluster: every job, TensorBoard and their pods go with them
 	$(PYTHON) -m hack.release.deploy uninstall$(if $(KUBECTL), --kubectl $(KUBECTL))
 
-rootfs: ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
+rootfs: $(CONSOLE_ASSETS) ## the image's root filesystem from Debian's packages, by the Dockerfile (cached; the in-cluster tests run it)
 	$(PYTHON) -m hack.release.rootfs build
 
-clean: ## remove the virtualenv and caches in the work tree
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+clean: ## remove the virtualenv, the console's npm packages and built scripts, and caches in the work tree
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache frontend/node_modules $(CONSOLE_ASSETS)

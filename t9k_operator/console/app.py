@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -35,7 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from t9k_operator.console import layout
+from t9k_operator.console import assets, layout
 from t9k_operator.console.actions import JobWrites, action_routes
 from t9k_operator.console.board import JobBoard
 from t9k_operator.console.charts import chart_routes
@@ -47,8 +46,7 @@ from t9k_operator.console.new_page import new_routes
 from t9k_operator.console.sessions import Sessions
 from t9k_operator.console.tensorboard_proxy import tensorboard_routes
 
-HERE = Path(__file__).parent
-STATIC = HERE / "static"
+STATIC = assets.STATIC
 
 
 def create_app(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from t9k_operator.console import assets
+
 PAGES = Path(__file__).parent / "pages"
 
 _HEAD = """\
@@ -48,7 +50,8 @@ def page(
 ) -> str:
     """The page ``pages/<name>.html`` whole: titled ``<title> - t9k console``,
     with ``/static/console.css`` then ``/static/<style>.css`` of each of
-    ``styles``, ``/static/<script>.js`` (deferred) of each of ``scripts``, a
+    ``styles``, ``/static/<script>.js`` (deferred) of each of ``scripts``
+    (built, :mod:`~t9k_operator.console.assets`), a
     ``{{csrf_token}}`` meta unless ``csrf_meta`` is false, the breadcrumb
     links ``nav`` (href, text) and the confirmation dialog ``confirm``
     (title, OK button's text)."""
@@ -59,7 +62,7 @@ def page(
     for style in ("console", *styles):
         head.append(f'<link rel="stylesheet" href="/static/{style}.css">\n')
     for script in scripts:
-        head.append(f'<script src="/static/{script}.js" defer></script>\n')
+        head.append(f'<script src="{assets.script(script)}" defer></script>\n')
     head.append("</head>\n<body>\n")
     body = (PAGES / f"{name}.html").read_text()
     if nav:
