@@ -14,13 +14,15 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 # The console's page scripts: frontend/src/<page>.js bundled by esbuild into
-# t9k_operator/console/static/<page>.js (git-ignored), with the npm packages
+# t9k_operator/console/static/<page>.js (and the charts' uPlot into chart.js
+# and chart.css; all git-ignored), with the npm packages
 # exactly as frontend/package-lock.json locks them. They ship in the package
 # (the wheel, the image): the console loads nothing from elsewhere at run time.
 # Built again only when a source or the lock is newer than the scripts.
 NPM_INSTALLED := frontend/node_modules/.package-lock.json
 CONSOLE_SOURCES := $(wildcard frontend/src/*.js frontend/src/lib/*.js)
-CONSOLE_ASSETS := $(patsubst frontend/src/%.js,t9k_operator/console/static/%.js,$(wildcard frontend/src/*.js))
+CONSOLE_ASSETS := $(patsubst frontend/src/%.js,t9k_operator/console/static/%.js,$(wildcard frontend/src/*.js)) \
+	t9k_operator/console/static/chart.css
 
 $(NPM_INSTALLED): frontend/package.json frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund

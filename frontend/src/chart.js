@@ -2,63 +2,25 @@
 // utilization with the idle-GPU flag, and the link to its TensorBoard, from
 // GET /api/jobs/<ns>/<kind>/<name>/charts. Read again when the page's job
 // changes (job.js dispatches "t9k:job"), at most every few seconds, and every
-// half minute while a Prometheus answers. Drawn as SVG with DOM calls; every
-// string from the cluster is written with textContent.
+// half minute while a Prometheus answers. Drawn by uPlot (lib/lines.js); every
+// string from the cluster is written as text.
 
 import { $, pageJob } from "./lib/dom.js";
+import { followWidth, timeChart } from "./lib/lines.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 const parts = pageJob();
 const api = "/api/jobs/" + parts.map(encodeURIComponent).join("/") + "/charts";
-const W = 640, H = 220, L = 56, R = 16, T = 12, B = 34;
 const MIN_GAP = 5000, POLL = 30000;
+const STEPS = "#0969da", ETA = "#9a6700";
+const GPUS = ["#0969da", "#1a7f37", "#9a6700", "#cf222e", "#8250df", "#bf3989", "#0a7480", "#6e7781"];
+const charts = { progress: null, gpu: null };
 let last = 0, timer = null, busy = false, pending = false;
 
-function svg(tag, attrs, text) {
-  const e = document.createElementNS(SVG, tag);
-  Object.entries(attrs || {}).forEach(([k, v]) => e.setAttribute(k, String(v)));
-  if (text !== undefined) e.textContent = String(text);
-  return e;
-}
-
-function clock(t, long) {
-  const d = new Date(t * 1000);
-  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return long ? d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time : time;
-}
-
-function ticks(lo, hi, n) {
-  const out = [];
-  for (let i = 0; i <= n; i++) out.push(lo + (hi - lo) * i / n);
-  return out;
-}
-
-// series: [{points: [[t, v]], cls, dashed}]; box: {x0, x1, y0, y1}
-function lineChart(box, series, label, yText) {
-  const root = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": label });
-  const sx = (t) => L + (W - L - R) * (t - box.x0) / Math.max(1e-9, box.x1 - box.x0);
-  const sy = (v) => H - B - (H - T - B) * (v - box.y0) / Math.max(1e-9, box.y1 - box.y0);
-  ticks(box.y0, box.y1, 4).forEach((v) => {
-    root.append(svg("line", { x1: L, x2: W - R, y1: sy(v), y2: sy(v), class: "grid" }));
-    root.append(svg("text", { x: L - 6, y: sy(v) + 4, class: "tick y" }, yText(v)));
-  });
-  const long = box.x1 - box.x0 > 20 * 3600;
-  ticks(box.x0, box.x1, 4).forEach((t, i) => {
-    const where = i === 0 ? " first" : i === 4 ? " last" : "";
-    root.append(svg("text", { x: sx(t), y: H - B + 18, class: "tick x" + where }, clock(t, long)));
-  });
-  root.append(svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
-  root.append(svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
-  series.forEach((s) => {
-    if (!s.points.length) return;
-    const d = s.points.map(([t, v], i) => (i ? "L" : "M") + sx(t).toFixed(1) + " " + sy(v).toFixed(1));
-    root.append(svg("path", { d: d.join(" "), class: "line " + s.cls }));
-    if (s.points.length === 1) {
-      const [t, v] = s.points[0];
-      root.append(svg("circle", { cx: sx(t), cy: sy(v), r: 3, class: "dot " + s.cls }));
-    }
-  });
-  return root;
+// Draw chart `which` in its element anew.
+function draw(which, lines, box, label, yText) {
+  if (charts[which]) charts[which].destroy();
+  charts[which] = box ? timeChart($(which + "-chart"), lines, box, label, yText) : null;
+  if (!charts[which]) $(which + "-chart").replaceChildren();
 }
 
 function bounds(series, extra) {
@@ -73,20 +35,18 @@ function bounds(series, extra) {
 
 function renderProgress(p, now) {
   const points = p.points;
-  const series = [{ points, cls: "steps" }];
+  const series = [{ points, label: "Step", color: STEPS }];
   const extra = [];
   const lastPoint = points[points.length - 1];
   if (lastPoint && p.totalSteps && p.stepsPerSecond > 0) {
     const end = lastPoint[0] + Math.max(0, p.totalSteps - lastPoint[1]) / p.stepsPerSecond;
-    series.push({ points: [lastPoint, [end, p.totalSteps]], cls: "eta" });
+    series.push({ points: [lastPoint, [end, p.totalSteps]], label: "Projected", color: ETA, dash: [6, 4] });
   }
   if (p.totalSteps) extra.push([lastPoint ? lastPoint[0] : now, p.totalSteps]);
   const box = bounds(series, extra);
   $("progress-eta").textContent = (p.summary ? "Progress " + p.summary : "No progress reported")
     + (p.eta ? " \u2014 ETA " + p.eta : "");
-  $("progress-chart").replaceChildren(box
-    ? lineChart(box, series, "Steps over time" + (p.eta ? ", ETA " + p.eta : ""), (v) => Math.round(v))
-    : document.createTextNode(""));
+  draw("progress", series, box, "Steps over time" + (p.eta ? ", ETA " + p.eta : ""), (v) => String(Math.round(v)));
   $("progress-note").textContent = points.length + " point(s), from the " + p.source
     + (p.totalSteps ? "; dashed: the projection to step " + p.totalSteps + " at the current rate" : "");
 }
@@ -94,23 +54,14 @@ function renderProgress(p, now) {
 function renderGpus(g) {
   const note = $("gpu-note");
   if (!g.available) {
-    $("gpu-chart").replaceChildren();
+    draw("gpu", [], null);
     note.textContent = g.note;
     return;
   }
-  const series = g.series.map((s, i) => ({ points: s.points, cls: "gpu gpu-" + (i % 8) }));
+  const series = g.series.map((s, i) => ({ points: s.points, label: s.pod + " " + s.gpu, color: GPUS[i % GPUS.length] }));
   const box = bounds(series);
   if (box) box.y1 = 100;
-  $("gpu-chart").replaceChildren(box
-    ? lineChart(box, series, "GPU utilization, percent, per GPU", (v) => Math.round(v) + "%")
-    : document.createTextNode(""));
-  const legend = g.series.map((s, i) => {
-    const item = document.createElement("li");
-    item.className = "gpu gpu-" + (i % 8);
-    item.textContent = s.pod + " " + s.gpu;
-    return item;
-  });
-  $("gpu-legend").replaceChildren(...legend);
+  draw("gpu", series, box, "GPU utilization, percent, per GPU", (v) => Math.round(v) + "%");
   note.textContent = g.error ? "Prometheus: " + g.error
     : g.series.length ? "" : "No DCGM series for the job's pods (" + g.allocated + " GPU(s) allocated)";
 }
@@ -160,4 +111,7 @@ function soon() {
 }
 
 document.addEventListener("t9k:job", soon);
-document.addEventListener("DOMContentLoaded", refresh);
+document.addEventListener("DOMContentLoaded", () => {
+  ["progress", "gpu"].forEach((which) => followWidth($(which + "-chart"), () => charts[which]));
+  refresh();
+});

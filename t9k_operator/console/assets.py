@@ -17,6 +17,8 @@ from pathlib import Path
 STATIC = Path(__file__).parent / "static"
 SCRIPTS = ("chart", "gpus", "job", "jobs", "new")
 """The pages' scripts: ``frontend/src``'s entry points, one per page."""
+STYLES = ("chart",)
+"""The style sheets the build writes too: the CSS a script imports (uPlot's)."""
 
 BUILD = "make console-assets"
 
@@ -26,8 +28,9 @@ class NotBuilt(RuntimeError):
 
 
 def missing(static: Path = STATIC) -> list[str]:
-    """The scripts of :data:`SCRIPTS` missing from ``static``."""
-    return [f"{name}.js" for name in SCRIPTS if not (static / f"{name}.js").is_file()]
+    """The built files (:data:`SCRIPTS`, :data:`STYLES`) missing from ``static``."""
+    built = [f"{name}.js" for name in SCRIPTS] + [f"{name}.css" for name in STYLES]
+    return [file for file in built if not (static / file).is_file()]
 
 
 def require_built(static: Path = STATIC) -> None:
@@ -47,3 +50,11 @@ def script(name: str) -> str:
         raise ValueError(f"{name!r} is not one of the console's scripts {SCRIPTS}")
     require_built()
     return f"/static/{name}.js"
+
+
+def style(name: str) -> str:
+    """The address of style sheet ``name``: a file of ``static/``, built when
+    it is one of :data:`STYLES`."""
+    if name in STYLES:
+        require_built()
+    return f"/static/{name}.css"

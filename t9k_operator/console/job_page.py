@@ -159,7 +159,7 @@ def job_routes(board: JobBoard, reads: JobReads | None) -> list[Route]:
     page = layout.page(
         "job",
         "Job",
-        styles=["job", "actions"],
+        styles=["job", "actions", "chart"],
         scripts=["job", "chart"],
         nav=[("/", "Jobs")],
         confirm=("Confirm", "OK"),

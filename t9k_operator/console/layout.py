@@ -60,7 +60,7 @@ def page(
         head.append('<meta name="csrf-token" content="{{csrf_token}}">\n')
     head.append(f"<title>{title} - t9k console</title>\n")
     for style in ("console", *styles):
-        head.append(f'<link rel="stylesheet" href="/static/{style}.css">\n')
+        head.append(f'<link rel="stylesheet" href="{assets.style(style)}">\n')
     for script in scripts:
         head.append(f'<script src="{assets.script(script)}" defer></script>\n')
     head.append("</head>\n<body>\n")

@@ -70,4 +70,7 @@ def test_each_reported_step_is_a_point_of_the_progress_chart(
         assert no_tb.status_code == 404
         page = client.get(f"/jobs/{namespace}/PyTorchTrainingJob/console-chart")
         assert '<script src="/static/chart.js" defer></script>' in page.text
-        assert "createElementNS" in client.get("/static/chart.js").text
+        # Drawn on a canvas by uPlot, bundled in the package with its style sheet.
+        assert "getContext" in client.get("/static/chart.js").text
+        assert '<link rel="stylesheet" href="/static/chart.css">' in page.text
+        assert ".uplot" in client.get("/static/chart.css").text

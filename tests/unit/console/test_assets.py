@@ -23,6 +23,8 @@ def test_the_built_scripts_are_in_the_package_and_minified() -> None:
     for name in assets.SCRIPTS:
         built = (assets.STATIC / f"{name}.js").read_text()
         assert built.startswith("(()=>{") and "import " not in built
+    # uPlot's style sheet, beside the chart's script that imports it.
+    assert ".uplot" in (assets.STATIC / "chart.css").read_text()
 
 
 def test_a_missing_script_stops_the_console_and_names_the_build(tmp_path: Path) -> None:
