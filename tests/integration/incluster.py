@@ -1,12 +1,15 @@
-"""The operator's Deployment run for real on this machine: each replica from
-the image's root filesystem (hack/release/rootfs), as kubelet and runc would start
-it (incluster_entry.py says how the container is made).
+"""A Deployment of ours (the operator's, the console's) run for real on this
+machine: each replica from the image's root filesystem (hack/release/rootfs),
+as kubelet and runc would start it (incluster_entry.py says how the
+container is made).
 
 Each replica is a pod with a network namespace of its own, where the
 ``kubernetes`` Service's address reaches the local API server
-(incluster_network.py). Its ServiceAccount volume holds a real token of
-the ``t9k-operator`` ServiceAccount (TokenRequest), the cluster's CA and the
-namespace, in kubelet's atomic-writer layout on a read-only tmpfs.
+(incluster_network.py). Unless the pod says
+``automountServiceAccountToken: false``, its ServiceAccount volume holds a
+real token of its ServiceAccount (TokenRequest), the cluster's CA and the
+namespace; its own volumes are made as kubelet makes them
+(incluster_volumes.py).
 
 Needs root, ``ip`` (iproute2) and ``unshare`` (util-linux).
 """
@@ -26,16 +29,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from t9k_operator.kube import KubeClient
 from tests.integration.cluster import wait_for
 from tests.integration.incluster_network import PodNetwork
+from tests.integration.incluster_volumes import pod_volumes, service_account
 from tests.integration.operator_process import parse_metric
-from tests.integration.podhost.host import SERVICE_ENV, atomic_write
+from tests.integration.podhost.host import SERVICE_ENV
 
 ENTRY = Path(__file__).with_name("incluster_entry.py")
 # Where the entry finds container_start.py (standard library only, so never
 # through the tests package).
 PODHOST = Path(__file__).resolve().with_name("podhost")
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The container's namespaces (its network's is the pod's), then the runtime.
 UNSHARE = ("unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--propagation", "private",
            "--", sys.executable, str(ENTRY))  # fmt: skip
@@ -53,9 +57,11 @@ def entry_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-class OperatorPod:
+class DeploymentPod:
     """One replica of the Deployment ``deployment`` (its pod template),
-    started from the image folder ``image`` (hack/release/rootfs's output)."""
+    started from the image folder ``image`` (hack/release/rootfs's output):
+    ``token`` is its ServiceAccount's (``None`` when the pod mounts none),
+    ``client`` reads the ConfigMaps its volumes name, as kubelet does."""
 
     def __init__(
         self,
@@ -63,36 +69,45 @@ class OperatorPod:
         image: Path,
         workdir: Path,
         *,
-        token: str,
+        token: str | None,
         ca: bytes,
         api_server: tuple[str, int],
+        client: KubeClient | None = None,
     ) -> None:
         if os.geteuid() != 0:
-            raise AssertionError("running the operator's pod needs root (namespaces, mounts)")
+            raise AssertionError("running a Deployment's pod needs root (namespaces, mounts)")
         for tool in ("ip", "unshare", "mount"):
             if not shutil.which(tool):
-                raise AssertionError(f"running the operator's pod needs {tool}")
+                raise AssertionError(f"running a Deployment's pod needs {tool}")
         meta, template = deployment["metadata"], deployment["spec"]["template"]
         self.namespace = meta["namespace"]
         self.name = f"{meta['name']}-{secrets.token_hex(5)[:10]}-{secrets.token_hex(3)[:5]}"
         self.dir = workdir / self.name
         self.dir.mkdir(parents=True)
-        self.mounts: list[Path] = []
         index = next(_counter)
         config = json.loads((image / "config.json").read_text())
         pod_spec = template["spec"]
         (container,) = pod_spec["containers"]
         self.container = container
-        ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
-        self.metrics_port, self.health_port = ports["metrics"], ports["health"]
+        self.ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
         self.net = PodNetwork(
             f"t9kop{os.getpid()}r{index}", f"10.244.99.{2 + index % 250}", api_server
         )
-        self._files(token, ca)
-        spec = self._spec(image, config, pod_spec)
+        self._files()
+        mounts, self.mounts = pod_volumes(
+            self.dir, pod_spec, container, namespace=self.namespace, client=client
+        )
+        if pod_spec.get("automountServiceAccountToken", True):
+            if token is None:
+                raise AssertionError(f"{self.name} mounts its ServiceAccount's token: give one")
+            mounts.insert(0, service_account(self.dir / "sa", token, ca, self.namespace))
+            self.mounts.append(self.dir / "sa")
+        elif token is not None:
+            raise AssertionError(f"{self.name} mounts no ServiceAccount token")
+        spec = self._spec(image, config, pod_spec, mounts)
         (self.dir / "scratch").mkdir()
         (self.dir / "spec.json").write_text(json.dumps(spec, indent=2))
-        self.log_path = self.dir / "manager.log"
+        self.log_path = self.dir / "container.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", self.net.name, *UNSHARE, str(self.dir / "spec.json")],
@@ -106,10 +121,14 @@ class OperatorPod:
     # -- setup -------------------------------------------------------------------
 
     def _spec(
-        self, image: Path, config: Mapping[str, Any], pod_spec: Mapping[str, Any]
+        self,
+        image: Path,
+        config: Mapping[str, Any],
+        pod_spec: Mapping[str, Any],
+        mounts: list[dict[str, Any]],
     ) -> dict[str, Any]:
-        """The container's spec for the entry: the pod's files and volumes,
-        the image's configuration overridden by the container's."""
+        """The container's spec for the entry: the pod's files and volumes
+        (``mounts``), the image's configuration overridden by the container's."""
         container = self.container
         security = {**(pod_spec.get("securityContext") or {}), **container["securityContext"]}
         uid, gid = self._user(config, security)
@@ -120,12 +139,7 @@ class OperatorPod:
             "hosts": str(self.dir / "hosts"),
             "hostnameFile": str(self.dir / "hostname"),
             "resolv": str(self.dir / "resolv.conf"),
-            # The ServiceAccount's volume is the admission plugin's, read-only;
-            # then the Deployment's own.
-            "mounts": [
-                {"source": str(self.dir / "sa"), "path": SA_DIR, "readOnly": True},
-                *self._volumes(pod_spec, container),
-            ],
+            "mounts": mounts,
             "readOnlyRoot": bool(security.get("readOnlyRootFilesystem")),
             "workingDir": container.get("workingDir") or config.get("WorkingDir") or "/",
             "uid": uid,
@@ -137,7 +151,8 @@ class OperatorPod:
             "env": self._env(config, container),
         }
 
-    def _files(self, token: str, ca: bytes) -> None:
+    def _files(self) -> None:
+        """kubelet's /etc/hostname, /etc/hosts and /etc/resolv.conf for the pod."""
         (self.dir / "hostname").write_text(self.name + "\n")
         (self.dir / "hosts").write_text(
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
@@ -147,48 +162,6 @@ class OperatorPod:
             f"search {self.namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
             "nameserver 127.0.0.53\noptions ndots:5\n"
         )
-        sa = self.dir / "sa"
-        sa.mkdir()
-        _run("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(sa))
-        # The projected volume kubelet makes for the token: defaultMode 0644.
-        atomic_write(
-            sa,
-            {
-                "token": (token.encode(), 0o644),
-                "ca.crt": (ca, 0o644),
-                "namespace": (self.namespace.encode(), 0o644),
-            },
-        )
-
-    def _volumes(
-        self, pod_spec: Mapping[str, Any], container: Mapping[str, Any]
-    ) -> list[dict[str, Any]]:
-        """The Deployment's volumes, as kubelet makes them: an emptyDir is a
-        directory of mode 0777 (``setupDir``), or with medium Memory a tmpfs
-        (its ``sizeLimit`` the tmpfs's size) whose root is drwxrwxrwt."""
-        made: dict[str, Path] = {}
-        for vol in pod_spec.get("volumes") or []:
-            if "emptyDir" not in vol:
-                raise AssertionError(f"the operator's pod cannot have volume {vol}")
-            target = self.dir / "volumes" / vol["name"]
-            target.mkdir(parents=True)
-            empty = vol["emptyDir"] or {}
-            if empty.get("medium") == "Memory":
-                size = str(empty.get("sizeLimit", "64Mi")).replace("Mi", "m").replace("Ki", "k")
-                _run("mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target))
-                self.mounts.append(target)
-                target.chmod(0o1777)
-            else:
-                target.chmod(0o777)
-            made[vol["name"]] = target
-        return [
-            {
-                "source": str(made[m["name"]]),
-                "path": m["mountPath"],
-                "readOnly": bool(m.get("readOnly")),
-            }
-            for m in container.get("volumeMounts") or []
-        ]
 
     @staticmethod
     def _user(config: Mapping[str, Any], security: Mapping[str, Any]) -> tuple[int, int]:
@@ -213,12 +186,19 @@ class OperatorPod:
 
     # -- queries -----------------------------------------------------------------
 
-    def get(self, path: str, port: int | None = None) -> tuple[int, str]:
-        """An HTTP GET on the pod's own address, from inside its network."""
-        return self.net.get(port or self.health_port, path)
+    def port(self, port: int | str) -> int:
+        """A container port given by number or by name, as a probe or a
+        Service's ``targetPort`` gives it."""
+        return self.ports[port] if isinstance(port, str) else int(port)
+
+    def get(self, path: str, port: int | str | None = None) -> tuple[int, str]:
+        """An HTTP GET on the pod's own address, from inside its network; by
+        default on the readiness probe's port."""
+        probe = self.container["readinessProbe"]["httpGet"]
+        return self.net.get(self.port(probe["port"] if port is None else port), path)
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
-        return parse_metric(self.get("/metrics", self.metrics_port)[1], name, labels)
+        return parse_metric(self.get("/metrics", "metrics")[1], name, labels)
 
     def post_tls(self, port: int, ca: bytes, host: str, path: str) -> tuple[int, bytes]:
         """An HTTPS POST (no body) to the pod's ``port`` from inside its network,
@@ -227,10 +207,14 @@ class OperatorPod:
         return self.net.post_tls(port, ca, host, path)
 
     def wait_ready(self, timeout: float = 60) -> None:
+        """Until the container's readiness probe (an ``httpGet``) succeeds:
+        a status kubelet counts as success (200 to 399)."""
+        probe = self.container["readinessProbe"]["httpGet"]
+
         def ready() -> bool:
             assert self.proc.poll() is None, f"{self.name} exited early:\n{self.logs()}"
             try:
-                return self.get("/readyz")[0] == 200
+                return 200 <= self.get(probe["path"], probe["port"])[0] < 400
             except OSError:
                 return False
 
@@ -276,7 +260,7 @@ class OperatorPod:
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10)
-        for target in (self.dir / "sa", *self.mounts):
+        for target in self.mounts:
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
         self.net.close()
 

@@ -4,7 +4,8 @@ with the pod's address and the ``kubernetes`` Service's address 10.0.0.1:443
 (kubelet's ``KUBERNETES_SERVICE_HOST``/``PORT``, and a name in the API
 server's certificate) forwarded to the local API server, as kube-proxy
 forwards it. The test reaches the pod's ports with sockets made in the
-pod's network namespace.
+pod's network namespace, or through a port of this machine forwarded to the
+pod's address (:class:`PortForward`, what ``kubectl port-forward`` does).
 
 Needs root and ``ip`` (iproute2).
 """
@@ -17,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tests.integration.podhost.host import SERVICE_ENV
@@ -58,18 +60,15 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
         dst.shutdown(socket.SHUT_WR)
 
 
-class ServiceProxy:
-    """kube-proxy's part for one pod: 10.0.0.1:443 in the pod's network
-    namespace reaches the API server (``upstream``, on this machine)."""
+class Forwarder:
+    """Each connection accepted on ``listener`` pumped both ways to a
+    connection ``dial()`` makes (a refused dial closes the accepted one)."""
 
-    def __init__(self, netns: str, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.listener = socket_in(netns)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((SERVICE_IP, SERVICE_PORT))
+    def __init__(self, listener: socket.socket, dial: Callable[[], socket.socket]) -> None:
+        self.listener, self.dial = listener, dial
         self.listener.listen(64)
         self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, name=f"proxy-{netns}", daemon=True).start()
+        threading.Thread(target=self._accept, name="forwarder", daemon=True).start()
 
     def _accept(self) -> None:
         while True:
@@ -78,7 +77,7 @@ class ServiceProxy:
             except OSError:
                 return
             try:
-                server = socket.create_connection(self.upstream, timeout=10)
+                server = self.dial()
             except OSError:
                 client.close()
                 continue
@@ -92,6 +91,40 @@ class ServiceProxy:
         for conn in self.conns:
             with contextlib.suppress(OSError):
                 conn.close()
+
+
+class ServiceProxy(Forwarder):
+    """kube-proxy's part for one pod: 10.0.0.1:443 in the pod's network
+    namespace reaches the API server (``upstream``, on this machine)."""
+
+    def __init__(self, netns: str, upstream: tuple[str, int]) -> None:
+        listener = socket_in(netns)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((SERVICE_IP, SERVICE_PORT))
+        super().__init__(listener, lambda: socket.create_connection(upstream, timeout=10))
+
+
+class PortForward(Forwarder):
+    """``kubectl port-forward``'s part: a free port of this machine's
+    127.0.0.1 (:attr:`port`) reaching ``port`` of the pod's address ``ip``
+    in its network namespace ``netns``."""
+
+    def __init__(self, netns: str, ip: str, port: int) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        self.port: int = listener.getsockname()[1]
+
+        def dial() -> socket.socket:
+            sock = socket_in(netns)
+            sock.settimeout(10)
+            try:
+                sock.connect((ip, port))
+            except OSError:
+                sock.close()
+                raise
+            return sock
+
+        super().__init__(listener, dial)
 
 
 def _ip(*args: str) -> None:

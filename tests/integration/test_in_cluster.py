@@ -33,7 +33,7 @@ from t9k_operator.kinds.command import resource_of
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import LEASES, SECRETS
 from tests.integration.cluster import ROOT, Cluster, delete_quietly, request_token, wait_for
-from tests.integration.incluster import OperatorPod, run_image
+from tests.integration.incluster import DeploymentPod, run_image
 from tests.integration.jobs import Jobs, pytorch_job
 from tests.integration.leases import recording
 
@@ -95,7 +95,7 @@ def holder(admin: KubeClient) -> str:
         return ""
 
 
-def leads(pod: OperatorPod) -> bool:
+def leads(pod: DeploymentPod) -> bool:
     return (pod.metric("leader_election_master_status", {"name": LEASE}) or 0.0) == 1.0
 
 
@@ -108,7 +108,7 @@ def replicas(
     operator_image: Path,
     deployment: dict[str, Any],
     tmp_path: Path,
-) -> Iterator[list[OperatorPod]]:
+) -> Iterator[list[DeploymentPod]]:
     """The Deployment's two replicas, running from the image, ready."""
     count = deployment["spec"]["replicas"]
     assert count == 2
@@ -117,11 +117,11 @@ def replicas(
     delete_quietly(admin, LEASES, LEASE, SA_NAMESPACE)
     server = urlparse(cluster.server)
     assert server.hostname and server.port
-    pods: list[OperatorPod] = []
+    pods: list[DeploymentPod] = []
     try:
         for _ in range(count):
             pods.append(
-                OperatorPod(
+                DeploymentPod(
                     deployment,
                     operator_image,
                     tmp_path,
@@ -140,7 +140,7 @@ def replicas(
 
 @pytest.mark.timeout(420)
 def test_two_replicas_from_the_image_lead_run_jobs_and_hand_over_on_sigterm(
-    replicas: list[OperatorPod], admin: KubeClient, namespace: str
+    replicas: list[DeploymentPod], admin: KubeClient, namespace: str
 ) -> None:
     a, b = replicas
     # One leader: the Lease names it, and its gauge says so; the other's does not.
