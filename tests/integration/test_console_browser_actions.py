@@ -29,6 +29,7 @@ import pytest
 from t9k_operator.kube import KubeClient, NotFound
 from tests.integration import test_console_in_cluster
 from tests.integration.cluster import wait_for
+from tests.integration.console_people import JOB
 from tests.integration.jobs import PYTORCH, Jobs, pytorch_job
 from tests.integration.operator_process import OperatorProcess
 from tests.integration.test_console import TYPO_YAML
@@ -37,8 +38,7 @@ from tests.integration.test_console_browser import browser as browser  # the fix
 from tests.integration.test_console_browser import console as console
 from tests.integration.test_console_browser import operator as operator
 from tests.integration.test_console_browser import tab as tab
-from tests.integration.test_console_in_cluster import JOB
-from tests.integration.test_console_in_cluster import two_teams as two_teams
+from tests.integration.test_console_in_cluster import teams as teams
 
 in_cluster = test_console_in_cluster.console
 """The in-cluster console's fixture, by another name than the browser tests' console."""
@@ -200,14 +200,14 @@ def _sign_in(tab: Tab, token: str) -> None:
 def test_each_person_signed_in_sees_their_jobs_only_and_cannot_pause_the_others(
     browser: Any,
     in_cluster: tuple[str, Path],
-    two_teams: dict[str, tuple[str, str]],
+    teams: dict[str, tuple[str, str]],
     admin: KubeClient,
 ) -> None:
     base, out = in_cluster
-    tokens = {who: token for who, (_, token) in two_teams.items()}
+    tokens = {who: token for who, (_, token) in teams.items()}
     seen: list[str] = []  # every page's content and the browser's console messages
     for me, other in (("alice", "bob"), ("bob", "alice")):
-        mine, theirs = two_teams[me][0], two_teams[other][0]
+        mine, theirs = teams[me][0], teams[other][0]
         with browsing(browser, Console(base, "", "", out)) as tab:
             page = tab.page
             _sign_in(tab, tokens[me])
