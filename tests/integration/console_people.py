@@ -82,15 +82,16 @@ def cookie(response: httpx2.Response, name: str) -> str:
     raise AssertionError(f"no {name} cookie set")
 
 
-def sign_in(client: httpx2.Client, token: str) -> httpx2.Response:
-    """The sign-in form fetched, then posted with ``token`` and no namespaces."""
+def sign_in(client: httpx2.Client, token: str, namespaces: str = "") -> httpx2.Response:
+    """The sign-in form fetched, then posted with ``token`` and ``namespaces``
+    (none: a ServiceAccount's own is watched)."""
     form = client.get("/signin")
     match = re.search(r'name="csrf" value="([^"]+)"', form.text)
     assert form.status_code == 200 and match
     nonce = cookie(form, SIGNIN)
     return client.post(
         "/signin",
-        data={"csrf": match.group(1), "token": token, "namespaces": ""},
+        data={"csrf": match.group(1), "token": token, "namespaces": namespaces},
         headers={"Cookie": f"{SIGNIN}={nonce}"},
     )
 
