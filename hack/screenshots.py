@@ -1,16 +1,18 @@
 """The console's screenshots in docs/images/, taken as a person sees the pages.
 
-    .venv/bin/python -m hack.screenshots            # docs/images/console-jobs.png, console-job.png
-    .venv/bin/python -m hack.screenshots --keep     # and leave the cluster running
+    .venv/bin/python -m hack.screenshots         # docs/images/console-{jobs,job,gpus}.png
+    .venv/bin/python -m hack.screenshots --keep  # and leave the cluster running
 
 It starts a local cluster of its own (``t9k-screenshots``, hack/demo.py's
 steps: the CRDs, the RBAC, the operator as its ServiceAccount), submits the
 sample jobs of manifests/samples/ and a few of its own (one that trains for an
-hour, one that fails), starts ``t9k console`` as a user does, signs in with the
-URL it prints, and has Debian's Chromium (headless, 1280x800, driven by
-Playwright's Python package as in tests/integration/test_console_browser.py)
-take the Jobs page once every sample has ended and the Job page of the job
-still training, its log followed. Then it stops everything it started.
+hour on 4 GPUs per worker, one that fails), starts ``t9k console`` as a user
+does, signs in with the URL it prints, and has Debian's Chromium (headless,
+1280x800, driven by Playwright's Python package as in
+tests/integration/test_console_browser.py) take the Jobs page once every
+sample has ended, the Job page of the job still training, its log followed,
+and the GPUs page (the cluster's KWOK nodes have 8 ``nvidia.com/gpu`` each).
+Then it stops everything it started.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ spec:
         - name: pytorch
           image: pytorch/pytorch:2.4.0
           command: [python, train.py]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
 ---
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
@@ -148,6 +153,13 @@ def shoot(base: str, token: str) -> None:
         page.wait_for_function("() => document.querySelectorAll('#log .line').length >= 4")
         page.screenshot(path=str(IMAGES / "console-job.png"))
         say(f"wrote {IMAGES / 'console-job.png'}")
+
+        page.goto(f"{base}/gpus")
+        page.wait_for_function(live)
+        holding = "() => document.querySelector('#nodes tbody').textContent.includes('mnist-long')"
+        page.wait_for_function(holding)
+        page.screenshot(path=str(IMAGES / "console-gpus.png"))
+        say(f"wrote {IMAGES / 'console-gpus.png'}")
         browser.close()
 
 
