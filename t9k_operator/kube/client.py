@@ -63,6 +63,15 @@ class KubeClient(Transport):
         proxy): read whole, its status and headers as the server sent them."""
         return self._open("GET", path, None, None, "", self.options.read_timeout, stream=False)
 
+    def post_raw(
+        self, path: str, body: bytes, content_type: str, headers: dict[str, str]
+    ) -> urllib3.BaseHTTPResponse:
+        """A POST of ``body`` to ``path`` whose answer is not an API object (a
+        Service's proxy), with the caller's ``headers`` too (never one of the
+        client's own: its credentials and ``Content-Type`` win)."""
+        timeout = self.options.read_timeout
+        return self._open("POST", path, None, body, content_type, timeout, False, headers)
+
     def list(
         self,
         resource: Resource,

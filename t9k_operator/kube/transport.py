@@ -103,6 +103,7 @@ class Transport:
         content_type: str,
         read_timeout: float,
         stream: bool,
+        headers: dict[str, str] | None = None,
     ) -> urllib3.BaseHTTPResponse:
         url = self._prefix + path
         if query:
@@ -112,7 +113,9 @@ class Transport:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
         attempt = 0
         while True:
-            response = self._send(method, url, path, data, content_type, read_timeout, stream)
+            response = self._send(
+                method, url, path, data, content_type, read_timeout, stream, headers
+            )
             if response.status < 300:
                 return response
             payload = response.data if not stream else response.read()
@@ -141,10 +144,14 @@ class Transport:
         content_type: str,
         read_timeout: float,
         stream: bool,
+        extra: dict[str, str] | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """One attempt: wait for the limiter, send, count the answer."""
+        """One attempt: wait for the limiter, send, count the answer;
+        ``extra``: headers of the caller's (a Service proxy's request), under
+        the client's own."""
         self.pace.before_send(method)
-        headers = {"Accept": "application/json", "User-Agent": self.options.user_agent}
+        headers = {**(extra or {}), "Accept": "application/json"}
+        headers["User-Agent"] = self.options.user_agent
         auth = self.connection.authorization()
         if auth:
             headers["Authorization"] = auth
