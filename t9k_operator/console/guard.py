@@ -14,7 +14,12 @@ In order:
 4. A request that may change something (any method but GET, HEAD and
    OPTIONS) must carry the session's CSRF token in :data:`CSRF_HEADER`; else 403.
 
-The app behind it finds the session in ``scope["state"]["session"]``. Neither
+Requests under :data:`~.board_grants.PREFIX` (an opened TensorBoard's, from
+a sandboxed page that sends no cookie) skip 2-4: the grant in their path is
+their authority, checked by :mod:`~.tensorboard_proxy`.
+
+The app behind it finds the session in ``scope["state"]["session"]``, and
+the sessions in ``scope["state"]["sessions"]``. Neither
 the token nor a session id is ever logged: the guard logs that a session
 started or was refused, nothing of the request's URL.
 """
@@ -27,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from t9k_operator.console.board_grants import PREFIX as GRANT_PREFIX
 from t9k_operator.console.sessions import Session, Sessions
 
 COOKIE = "t9k_console_session"
@@ -84,6 +90,8 @@ class Guard:
 
     def _refusal_or_exchange(self, request: Request) -> Response | None:
         """The response the guard gives itself, or ``None`` to pass the request on."""
+        if request.url.path.startswith(GRANT_PREFIX):
+            return None
         token = request.query_params.get("token")
         if token is not None:
             return self._exchange(request, token)
@@ -97,7 +105,8 @@ class Guard:
         ):
             log.warning("console request refused: no CSRF token", method=request.method)
             return PlainTextResponse("Missing or wrong CSRF token.", status_code=403)
-        request.scope.setdefault("state", {})["session"] = session
+        state = request.scope.setdefault("state", {})
+        state["session"], state["sessions"] = session, self.sessions
         return None
 
     def _exchange(self, request: Request, token: str) -> Response:

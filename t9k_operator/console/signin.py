@@ -6,6 +6,8 @@ own console.
 ``POST /signin``            sign in: ``csrf``, ``token``, ``namespaces``
 ``GET /healthz``            ``ok`` (the Deployment's probes)
 ``GET /static/...``         the pages' script and style sheet
+``/tb/<grant>/...``         an opened TensorBoard (:mod:`~.tensorboard_proxy`):
+                            the grant in its path, not a cookie, says whose
 anything else               the signed-in person's console (:mod:`~.app`), or a
                             redirect to ``/signin`` (401 for a non-page request)
 ==========================  ====================================================
@@ -57,6 +59,7 @@ from t9k_operator.console.guard import COOKIE, SECURITY_HEADERS
 from t9k_operator.console.identity import Person, PersonClient, seconds_left, who_is
 from t9k_operator.console.people import PersonSessions, Workspace
 from t9k_operator.console.rows import job_key
+from t9k_operator.console.tensorboard_proxy import grant_routes
 from t9k_operator.kinds.registry import KINDS
 
 log = structlog.get_logger(__name__)
@@ -100,6 +103,7 @@ class SignInConsole:
                 Route("/signin", self.sign_in, methods=["POST"]),
                 Route("/healthz", _healthz, methods=["GET"]),
                 Mount("/static", StaticFiles(directory=STATIC), name="static"),
+                *grant_routes(),
             ],
             default=self.person,
         )

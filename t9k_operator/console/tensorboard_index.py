@@ -1,0 +1,76 @@
+"""TensorBoard's own page (its index), which the API server's service proxy
+cannot carry, fetched through a port-forward to its pod instead.
+
+TensorBoard serves its index (``/`` and ``/index.html``) as ``text/html``
+with ``Content-Encoding: identity``. The API server's proxy rewrites the
+links of every ``text/html`` answer; for an encoding other than gzip or
+deflate it gives up (logging "Proxy encountered encoding identity for
+text/html; can't understand this so not fixing links") but has closed the
+answer's body by then, so the connection is dropped without an answer
+(k8s.io/apimachinery pkg/util/proxy/transport.go, ``rewriteResponse``;
+seen with kube-apiserver 1.34). So the console asks for these two paths
+through ``pods/portforward`` to the TensorBoard's pod, which is named, as
+its Service, from the job (``<name>-tensorboard``), never from the request,
+with the same person's client (RBAC decides: ``create`` on
+``pods/portforward``); one plain HTTP/1.0 request per connection, its
+answer read whole (at most :data:`MAX_ANSWER` bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from t9k_operator import kube
+from t9k_operator.kube.portforward import open_pod_port
+from t9k_operator.sdk.forward import TENSORBOARD_PORT
+
+INDEX_PATHS = ("", "index.html")
+"""The paths TensorBoard answers with its index page."""
+MAX_ANSWER = 8 * 1024 * 1024
+TIMEOUT = 30.0
+
+
+@dataclass
+class PageAnswer:
+    """An HTTP answer read off the pod's port: as urllib3's (status, headers, data)."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    data: bytes = b""
+
+
+def parse(raw: bytes) -> PageAnswer:
+    """An HTTP/1.x answer, whole; :class:`kube.TransportError` if it is not one."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise kube.TransportError("TensorBoard's pod gave no HTTP answer")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return PageAnswer(int(parts[1]), headers, body)
+
+
+def fetch_index(client: kube.KubeClient, namespace: str, pod: str, path: str) -> PageAnswer:
+    """GET ``path`` (one of :data:`INDEX_PATHS`, its query quoted already)
+    from the pod's TensorBoard port, through a port-forward."""
+    port = open_pod_port(client.connection, namespace, pod, TENSORBOARD_PORT)
+    try:
+        sock: socket.socket = port.socket
+        sock.settimeout(TIMEOUT)
+        request = f"GET /{path} HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        sock.sendall(request.encode("ascii"))
+        raw = b""
+        with contextlib.suppress(TimeoutError, OSError):
+            while chunk := sock.recv(65536):
+                raw += chunk
+                if len(raw) > MAX_ANSWER:
+                    raise kube.TransportError("TensorBoard's page is too large")
+    finally:
+        port.close()
+    return parse(raw)
