@@ -59,14 +59,17 @@ def create_app(
     reads: JobReads | None = None,
     writes: JobWrites | None = None,
     prometheus_url: str | None = None,
+    signed_in_as: str | None = None,
 ) -> Starlette:
     """The console over ``board``'s rows; ``kinds``: the job kinds watched (the
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
     when ``None``), against DNS rebinding of a console on loopback;
     ``writes``: the client of its actions (``reads`` when that is the SDK's);
     ``prometheus_url``: the Prometheus of the Job page's charts (``t9k console
-    --prometheus-url``)."""
+    --prometheus-url``); ``signed_in_as``: whom the in-cluster console's
+    person is, shown beside Log out (as text)."""
     page = layout.page("jobs", "Jobs", scripts=["jobs"])
+    page = page.replace("{{whoami}}", layout.whoami(signed_in_as))
     if writes is None and isinstance(reads, JobWrites):
         writes = reads
 

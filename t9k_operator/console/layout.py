@@ -10,6 +10,7 @@ A page is put together once, when its routes are made; what is per request
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -71,3 +72,14 @@ def page(
     if confirm is not None:
         body = body.replace("{{confirm}}", _CONFIRM.format(title=confirm[0], ok=confirm[1]))
     return "".join(head) + body + "</body>\n</html>\n"
+
+
+def whoami(username: str | None) -> str:
+    """The header's "Signed in as" of the in-cluster console's person (their
+    name as the API server gave it, escaped: a name is the identity
+    provider's text); nothing for ``t9k console``, whose user is the
+    kubeconfig's."""
+    if username is None:
+        return ""
+    name = html.escape(username or "a user the API server did not name", quote=True)
+    return f'<p id="whoami">Signed in as <span class="user">{name}</span></p>'

@@ -212,6 +212,7 @@ class SignInConsole:
             secure_cookie=self.secure_cookie,
             reads=workspace.reads,
             prometheus_url=self.prometheus_url,
+            signed_in_as=person.username,
         )
         return workspace
 

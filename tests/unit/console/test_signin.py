@@ -140,6 +140,10 @@ def test_a_token_the_api_server_accepts_opens_the_persons_console(console: Any) 
             assert flag.lower() in cookie.lower()
         responses = [signed_in, client.get("/"), client.get("/api/jobs")]
     assert [r.status_code for r in responses[1:]] == [200, 200]
+    assert (
+        '<p id="whoami">Signed in as <span class="user">system:serviceaccount:a:alice</span></p>'
+        in responses[1].text
+    )
     assert responses[2].json()["rows"] == []
     assert len(people) == 1
     assert any(r.get("user") == "system:serviceaccount:a:alice" for r in records)
@@ -272,3 +276,20 @@ def test_a_token_the_api_server_stops_accepting_ends_the_session(
             client.get(PODS, "p", "a")
     assert ended == ["ended"]
     client.close()
+
+
+def test_the_persons_name_is_shown_as_text_and_only_in_cluster() -> None:
+    from t9k_operator.console.layout import whoami
+    from tests.unit.console.helpers import logged_in
+
+    # An OIDC user's name is the identity provider's text: never markup.
+    shown = whoami('oidc:<img src=x onerror="alert(1)">@example.com')
+    assert shown == (
+        '<p id="whoami">Signed in as <span class="user">'
+        "oidc:&lt;img src=x onerror=&quot;alert(1)&quot;&gt;@example.com</span></p>"
+    )
+    assert "a user the API server did not name" in whoami("")
+    # t9k console's user is the kubeconfig's: no line, and no placeholder left.
+    client, _ = logged_in()
+    page = client.get("/").text
+    assert "whoami" not in page and "{{" not in page
