@@ -99,3 +99,26 @@ def sign_in(client: httpx2.Client, token: str, namespaces: str = "") -> httpx2.R
 def as_(client: httpx2.Client, session: str, path: str, **kw: Any) -> httpx2.Response:
     """A GET of ``path`` in the session ``session``."""
     return client.get(path, headers={"Cookie": f"{SESSION}={session}"}, **kw)
+
+
+def refused_their_job(
+    client: httpx2.Client, session: str, user: str, namespace: str, name: str
+) -> str:
+    """The API server's reason, which the console passes on, for ``user``'s
+    read of job ``name`` in ``namespace``, which their RBAC does not cover."""
+    theirs = as_(client, session, f"/api/jobs/{namespace}/{JOB}/{name}")
+    assert theirs.status_code == 403, theirs.text
+    reason = str(theirs.json()["error"])
+    assert f'"{user}" cannot get resource' in reason, reason
+    assert f'in the namespace "{namespace}"' in reason, reason
+    return reason
+
+
+def pause(client: httpx2.Client, session: str, namespace: str, name: str) -> httpx2.Response:
+    """The Pause button's request for job ``name``, with the page's CSRF token."""
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', as_(client, session, "/").text)
+    assert csrf
+    return client.post(
+        f"/api/jobs/{namespace}/{JOB}/{name}/pause",
+        headers={"Cookie": f"{SESSION}={session}", "X-CSRF-Token": csrf.group(1)},
+    )

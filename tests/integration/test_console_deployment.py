@@ -39,7 +39,16 @@ import yaml
 from t9k_operator.kube import KubeClient
 from t9k_operator.resources import CONFIGMAPS, SERVICES
 from tests.integration.cluster import ROOT, Cluster, wait_for
-from tests.integration.console_people import JOB, SESSION, as_, cookie, sign_in, two_teams
+from tests.integration.console_people import (
+    JOB,
+    SESSION,
+    as_,
+    cookie,
+    pause,
+    refused_their_job,
+    sign_in,
+    two_teams,
+)
 from tests.integration.incluster import DeploymentPod
 from tests.integration.incluster_network import PortForward
 from tests.integration.incluster_volumes import SA_DIR
@@ -158,18 +167,10 @@ def test_people_sign_in_through_the_service_and_act_with_their_own_tokens(
         assert [r["key"] for r in rows] == [f"{a}/{JOB}/alice-job"]
         assert not _assets(client, session, "/"), "the console's pages link missing files"
 
-        theirs = as_(client, session, f"/api/jobs/{b}/{JOB}/bob-job")
-        assert theirs.status_code == 403
-        reason = theirs.json()["error"]
-        assert f'"system:serviceaccount:{a}:alice" cannot get resource' in reason, reason
-        assert f'in the namespace "{b}"' in reason, reason
-
-        csrf = re.search(r'name="csrf-token" content="([^"]+)"', as_(client, session, "/").text)
-        assert csrf
-        paused = client.post(
-            f"/api/jobs/{b}/{JOB}/bob-job/pause",
-            headers={"Cookie": f"{SESSION}={session}", "X-CSRF-Token": csrf.group(1)},
+        reason = refused_their_job(
+            client, session, f"system:serviceaccount:{a}:alice", b, "bob-job"
         )
+        paused = pause(client, session, b, "bob-job")
         # The console asks the API server for a job its board lacks, with her
         # token, before acting on it: the refusal is the API server's.
         assert paused.status_code == 403, paused.text

@@ -55,13 +55,14 @@ from t9k_operator.console.identity import person_client
 from t9k_operator.console.sessions import Sessions
 from t9k_operator.kube import KubeClient, NotFound
 from t9k_operator.resources import PODS, SERVICEACCOUNTS
+from tests.integration import test_console_browser
 from tests.integration.cluster import Cluster, request_token, wait_for
 from tests.integration.console_process import t9k_console
 from tests.integration.jobs import PYTORCH, Jobs, provide_claims, pytorch_job
 from tests.integration.kubelet_status import pod_status, running
 from tests.integration.podhost import Node
 from tests.integration.podhost.pod import PodRun
-from tests.integration.test_console_browser import CHROMIUM, VIEWPORT, _playwright
+from tests.integration.test_console_browser import VIEWPORT
 from tests.integration.test_tensorboard_program import IMAGE, write_events
 
 pytestmark = pytest.mark.usefixtures("crds_installed")
@@ -107,13 +108,8 @@ async () => {
 """
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    sync_playwright = _playwright()
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield launched
-        launched.close()
+browser = test_console_browser.browser
+"""Debian's Chromium, headless (test_console_browser's fixture)."""
 
 
 @pytest.fixture
