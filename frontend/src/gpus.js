@@ -43,7 +43,11 @@ function renderNodes(nodes, withoutGpus) {
     return links;
   })));
   const others = withoutGpus ? ", " + withoutGpus + " without GPUs not shown" : "";
-  $("nodes-count").textContent = nodes.rows.length + " nodes with GPUs" + others;
+  $("nodes-count").textContent = count(nodes.rows.length, "node") + " with GPUs" + others;
+}
+
+function count(n, noun) {
+  return n + " " + noun + (n === 1 ? "" : "s");
 }
 
 function renderJobs(jobs) {
@@ -53,7 +57,7 @@ function renderJobs(jobs) {
   table.querySelector("tbody").replaceChildren(...jobs.rows.map((r) => row(r.cells, name, (i, text) => (
     i === name ? jobLink(r.key.split("/"), text) : null
   ))));
-  $("jobs-count").textContent = jobs.rows.length + " jobs";
+  $("jobs-count").textContent = count(jobs.rows.length, "job");
 }
 
 function render(data) {
