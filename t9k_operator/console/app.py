@@ -65,11 +65,10 @@ def create_app(
     kind filter's choices); ``allowed_hosts``: the Host headers served (all
     when ``None``), against DNS rebinding of a console on loopback;
     ``writes``: the client of its actions (``reads`` when that is the SDK's);
-    ``prometheus_url``: the Prometheus of the Job page's charts (``t9k console
-    --prometheus-url``); ``signed_in_as``: whom the in-cluster console's
-    person is, shown beside Log out (as text)."""
-    page = layout.page("jobs", "Jobs", scripts=["jobs"])
-    page = page.replace("{{whoami}}", layout.whoami(signed_in_as))
+    ``prometheus_url``: the Prometheus of the charts (``--prometheus-url``);
+    ``signed_in_as``: the in-cluster person's name, beside Log out."""
+    whoami = layout.whoami(signed_in_as)
+    page = layout.page("jobs", "Jobs", scripts=["jobs"]).replace("{{whoami}}", whoami)
     if writes is None and isinstance(reads, JobWrites):
         writes = reads
 
