@@ -12,14 +12,14 @@ seen with kube-apiserver 1.34). So the console asks for these two paths
 through ``pods/portforward`` to the TensorBoard's pod, which is named, as
 its Service, from the job (``<name>-tensorboard``), never from the request,
 with the same person's client (RBAC decides: ``create`` on
-``pods/portforward``); one plain HTTP/1.0 request per connection, its
-answer read whole (at most :data:`MAX_ANSWER` bytes).
+``pods/portforward``); one request per connection, spoken and read by the
+standard library's HTTP client, its answer read whole (at most
+:data:`MAX_ANSWER` bytes).
 """
 
 from __future__ import annotations
 
-import contextlib
-import socket
+import http.client
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -42,35 +42,23 @@ class PageAnswer:
     data: bytes = b""
 
 
-def parse(raw: bytes) -> PageAnswer:
-    """An HTTP/1.x answer, whole; :class:`kube.TransportError` if it is not one."""
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise kube.TransportError("TensorBoard's pod gave no HTTP answer")
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return PageAnswer(int(parts[1]), headers, body)
-
-
 def fetch_index(client: kube.KubeClient, namespace: str, pod: str, path: str) -> PageAnswer:
     """GET ``path`` (one of :data:`INDEX_PATHS`, its query quoted already)
-    from the pod's TensorBoard port, through a port-forward."""
+    from the pod's TensorBoard port, through a port-forward;
+    :class:`kube.TransportError` when no whole HTTP answer comes back."""
     port = open_pod_port(client.connection, namespace, pod, TENSORBOARD_PORT)
     try:
-        sock: socket.socket = port.socket
-        sock.settimeout(TIMEOUT)
-        request = f"GET /{path} HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        sock.sendall(request.encode("ascii"))
-        raw = b""
-        with contextlib.suppress(TimeoutError, OSError):
-            while chunk := sock.recv(65536):
-                raw += chunk
-                if len(raw) > MAX_ANSWER:
-                    raise kube.TransportError("TensorBoard's page is too large")
+        port.socket.settimeout(TIMEOUT)
+        connection = http.client.HTTPConnection("localhost", timeout=TIMEOUT)
+        connection.sock = port.socket  # the forwarded connection, already open
+        connection.request("GET", f"/{path}", headers={"Connection": "close"})
+        answer = connection.getresponse()
+        data = answer.read(MAX_ANSWER + 1)
+    except (http.client.HTTPException, OSError) as exc:
+        raise kube.TransportError(f"TensorBoard's pod gave no HTTP answer: {exc}") from None
     finally:
         port.close()
-    return parse(raw)
+    if len(data) > MAX_ANSWER:
+        raise kube.TransportError("TensorBoard's page is too large")
+    headers = {name.lower(): value for name, value in answer.getheaders()}
+    return PageAnswer(answer.status, headers, data)

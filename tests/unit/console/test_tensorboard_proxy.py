@@ -158,9 +158,9 @@ def test_opening_the_board_grants_the_session_its_tensorboard_under_a_path_of_it
     assert client.get(board).status_code == 200 and len(reads.kube.paths) == 1
     ((namespace, pod, port, request),) = pod_ports.opened
     assert (namespace, pod, port) == ("team-a", "mnist-tensorboard", 6006)
-    assert request.startswith(b"GET / HTTP/1.0\r\n") and b"ookie" not in request
+    assert request.startswith(b"GET / HTTP/1.1\r\n") and b"ookie" not in request
     assert client.get(board + "index.html").status_code == 200
-    assert pod_ports.opened[-1][3].startswith(b"GET /index.html HTTP/1.0\r\n")
+    assert pod_ports.opened[-1][3].startswith(b"GET /index.html HTTP/1.1\r\n")
     # Without the session, opening it is refused; a made-up grant is nothing.
     assert client.get(TB).status_code == 401
     assert client.get("/tb/" + "A" * 43 + "/").status_code == 404
