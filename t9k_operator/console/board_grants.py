@@ -73,7 +73,8 @@ class Grants:
         alive: Callable[[], bool],
         pod: tuple[str, str] = ("", ""),
     ) -> str:
-        """A new grant's token."""
+        """A new grant's token (the dead ones swept first)."""
+        self.sweep()
         token = secrets.token_urlsafe(32)
         now = self._clock()
         with self._lock:
@@ -82,22 +83,38 @@ class Grants:
             self._grants[_digest(token)] = Grant(client, base, alive, pod, now, now)
         return token
 
+    def __len__(self) -> int:
+        return len(self._grants)
+
+    def sweep(self) -> None:
+        """Drop the grants that expired or whose session ended, unasked: a
+        grant holds its person's client, so their token goes with it."""
+        now = self._clock()
+        with self._lock:
+            grants = list(self._grants.items())
+        dead = [key for key, grant in grants if not self._live(grant, now)]
+        with self._lock:
+            for key in dead:
+                self._grants.pop(key, None)
+
+    @staticmethod
+    def _live(grant: Grant, now: float) -> bool:
+        fresh = now - grant.used <= IDLE_SECONDS and now - grant.minted <= MAX_SECONDS
+        return fresh and grant.alive()
+
     def get(self, token: str) -> Grant | None:
         """The live grant of ``token`` (its use noted), else ``None``; an
         expired one, or one whose session ended, is dropped."""
         key, now = _digest(token), self._clock()
         with self._lock:
             grant = self._grants.get(key)
-            if grant is None:
-                return None
-            if now - grant.used > IDLE_SECONDS or now - grant.minted > MAX_SECONDS:
-                del self._grants[key]
-                return None
-            grant.used = now
-        if not grant.alive():
+        if grant is None:
+            return None
+        if not self._live(grant, now):
             with self._lock:
                 self._grants.pop(key, None)
             return None
+        grant.used = now
         return grant
 
 

@@ -23,6 +23,7 @@ import threading
 import structlog
 import uvicorn
 
+from t9k_operator.console.board_grants import GRANTS
 from t9k_operator.console.identity import person_client
 from t9k_operator.console.people import PersonSessions
 from t9k_operator.console.signin import SignInConsole
@@ -65,6 +66,7 @@ def _sweeping(people: PersonSessions, stop: threading.Event) -> threading.Thread
     def sweep() -> None:
         while not stop.wait(SWEEP_SECONDS):
             people.sweep()
+            GRANTS.sweep()  # an ended session's TensorBoard grants hold its token
 
     thread = threading.Thread(target=sweep, daemon=True, name="console-sweep")
     thread.start()

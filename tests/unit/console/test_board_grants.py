@@ -66,3 +66,21 @@ def test_the_oldest_go_past_the_most_kept(monkeypatch: Any) -> None:
     tokens = [store.mint(CLIENT, BASE, lambda: True) for _ in range(4)]
     assert store.get(tokens[0]) is None
     assert all(store.get(t) is not None for t in tokens[1:])
+
+
+def test_ended_grants_are_swept_unasked_so_that_no_token_outlives_its_session() -> None:
+    # A grant holds its person's client (their token): once the session ends
+    # or the grant expires, the sweep (the in-cluster console's, every 30 s,
+    # and each new grant's) drops it though nobody opens it again.
+    store, clock = grants()
+    alive = [True]
+    store.mint(CLIENT, BASE, lambda: alive[0])
+    idle = store.mint(CLIENT, BASE, lambda: True)
+    store.sweep()
+    assert len(store) == 2
+    alive[0] = False
+    store.sweep()
+    assert len(store) == 1
+    clock.now += IDLE_SECONDS + 1
+    store.mint(CLIENT, BASE, lambda: True)
+    assert len(store) == 1 and store.get(idle) is None
