@@ -313,9 +313,16 @@ def workload_of(admin: KubeClient, namespace: str, name: str) -> dict[str, Any]:
 
 def story(admin: KubeClient, cluster: Cluster, workers: dict[str, Worker], namespace: str) -> str:
     """Where the namespace's dispatches stand, for a failure's message: the
-    manager's Workloads (conditions, checks, worker), each reachable worker's,
-    and the manager's Kueue's last log lines on the namespace."""
+    MultiKueueClusters' conditions, the manager's Workloads (conditions, checks,
+    worker), each reachable worker's, and the manager's Kueue's last log lines
+    on the namespace."""
     lines = []
+    for mk in admin.list_all(MK_CLUSTERS)[0]:
+        lines += [
+            f"MultiKueueCluster {mk['metadata']['name']}: {c['type']}={c['status']} since "
+            f"{c.get('lastTransitionTime')} {c.get('reason')}: {c.get('message')}"
+            for c in (mk.get("status") or {}).get("conditions") or []
+        ]
     for where, client in [("manager", admin), *((w.name, w.admin) for w in workers.values())]:
         try:
             items, _ = client.list_all(WORKLOADS, namespace)
