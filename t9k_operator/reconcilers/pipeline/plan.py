@@ -21,7 +21,11 @@ order the apply step carries them out:
    by the integrations.
 
 What the last pass could not do (:class:`Recorded`) is an input: a refused
-child holds the job (retried with backoff) or fails it, and a refused soft
+child holds the job or fails it. A held pass writes its status and deletes,
+and tries no child again (4 and 5) until its backoff is due, whatever wakes
+it meanwhile: each try that is refused doubles the wait, so a pass that
+retried would push it out (a child of a previous job of that name, refused
+until collected, would hold the job for minutes after). A refused soft
 action goes back to its integration. A pod the kind cannot build from the spec
 fails the job, and a child an integration cannot build yet holds it, both found
 before anything is written.
@@ -214,7 +218,7 @@ def assemble(obs: Observed, recorded: Recorded, key_pair: KeyPair) -> Steps:
         held = () if problem is None or problem.fail else (Gate(problem.reason, problem.message),)
         out = plan(obs.kind, obs.view, seen, obs.pods, obs.now, blocked=held, failed=failed)
         try:
-            steps = _steps(obs, out, seen, builds, extras, children)
+            steps = _steps(obs, out, seen, builds, extras, children and not held, bool(held))
         except _Cannot as cannot:
             # Planned again, before anything is written: a failure outranks a hold.
             children = children and not cannot.children
@@ -247,9 +251,11 @@ def _steps(
     builds: PodBuilds,
     extras: Callable[[], list[Action]],
     children: bool,
+    held: bool = False,
 ) -> Steps:
     """The actions that carry out ``out``, in order (the integrations' children
-    only with ``children``); raises :class:`_Cannot` for a child the job cannot have."""
+    only with ``children``, no child at all when ``held``); raises
+    :class:`_Cannot` for a child the job cannot have."""
     stored, view = obs.stored, obs.view
     meta = stored["metadata"]
     first = not stored.get("status")
@@ -282,6 +288,8 @@ def _steps(
             steps.actions.extend(_by(s, s.integration.release(s.state, view)))
         return steps
     pods = _pods(obs, out, seen, builds)  # before the children: a spec that fails wins
+    if held:
+        return steps  # tried again once the hold's backoff is due
     steps.actions.extend(extras())
     if children and not _children(obs, seen, builds, steps):
         return steps

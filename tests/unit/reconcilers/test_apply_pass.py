@@ -28,7 +28,7 @@ from t9k_operator.reconcilers.pipeline.contract import (
     JobInput,
     Templates,
 )
-from t9k_operator.resources import PODS
+from t9k_operator.resources import PODS, SERVICES
 from t9k_operator.runtime.controller import Result
 from tests.fakes import FakeClock
 from tests.unit.reconcilers.test_job_reconciler import JOBS, KINDS, NS, Harness, held_pod
@@ -209,3 +209,36 @@ def test_a_job_held_by_a_refusal_is_not_retried_by_its_own_status_writes() -> No
     assert sum(writes) <= 2, writes
     init = [c for c in h.job()["status"]["conditions"] if c["type"] == "Initialized"]
     assert init[0]["reason"] == "FailedCreate" and "being terminated" in init[0]["message"]
+
+
+def test_a_previous_job_s_child_holds_the_job_only_until_it_is_collected(
+    mocker: MockerFixture,
+) -> None:
+    """A job recreated under its name (as MultiKueue does on a worker when it
+    dispatches a job again) finds its Service still held by the previous job,
+    which the garbage collector has not taken yet. The passes that come while
+    it is held (its own status write's event, the queue's fast retries) try
+    nothing, so they neither push its backoff out nor hammer the API server;
+    once the Service is collected the job starts at its next try, seconds
+    later, not minutes."""
+    clock = FakeClock()
+    h = Harness("PyTorchTrainingJob", clock=clock)
+    previous = held_pod("j", "PyTorchTrainingJob", "j", "uid-of-the-previous-job")
+    previous.update(kind="Service", apiVersion="v1")
+    previous["metadata"]["labels"].update({"t9k.dev/job-name": "j"})
+    h.fake.put(SERVICES, previous)
+    h.sync()
+    create = mocker.spy(h.fake, "create")
+    for _ in range(12):  # as fast as the queue brings them, the clock standing still
+        h.reconcile()
+        h.sync()
+    tried = [c for c in create.call_args_list if c.args[0] is SERVICES]
+    assert len(tried) <= 2, f"{len(tried)} creates of the Service tried while held"
+    init = [c for c in h.job()["status"]["conditions"] if c["type"] == "Initialized"]
+    assert init[0]["reason"] == "FailedCreate" and "to be collected" in init[0]["message"]
+    assert h.pod_names() == []
+    h.fake.delete(SERVICES, "j", NS)  # collected
+    h.sync()
+    clock.step(2.0)  # the first two backoffs (1 s, then 2 s) are due by now
+    h.run()
+    assert h.pod_names() == JOBS["PyTorchTrainingJob"][2]
