@@ -184,7 +184,7 @@ def phase(jobs: Jobs, name: str) -> str | None:
         return None
 
 
-@pytest.mark.timeout(600)  # its failure message reads four clusters after a wait of 180 s
+@pytest.mark.timeout(600)  # its failure message reads three clusters after a wait of 180 s
 @pytest.mark.usefixtures("manager_operator")
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_runs_on_the_worker_with_quota_and_its_status_comes_home(

@@ -218,7 +218,7 @@ def assemble(obs: Observed, recorded: Recorded, key_pair: KeyPair) -> Steps:
         held = () if problem is None or problem.fail else (Gate(problem.reason, problem.message),)
         out = plan(obs.kind, obs.view, seen, obs.pods, obs.now, blocked=held, failed=failed)
         try:
-            steps = _steps(obs, out, seen, builds, extras, children and not held, bool(held))
+            steps = _steps(obs, out, seen, builds, extras, children, held=bool(held))
         except _Cannot as cannot:
             # Planned again, before anything is written: a failure outranks a hold.
             children = children and not cannot.children
@@ -251,7 +251,7 @@ def _steps(
     builds: PodBuilds,
     extras: Callable[[], list[Action]],
     children: bool,
-    held: bool = False,
+    held: bool,
 ) -> Steps:
     """The actions that carry out ``out``, in order (the integrations' children
     only with ``children``, no child at all when ``held``); raises

@@ -224,9 +224,7 @@ def test_a_previous_job_s_child_holds_the_job_only_until_it_is_collected(
     clock = FakeClock()
     h = Harness("PyTorchTrainingJob", clock=clock)
     previous = held_pod("j", "PyTorchTrainingJob", "j", "uid-of-the-previous-job")
-    previous.update(kind="Service", apiVersion="v1")
-    previous["metadata"]["labels"].update({"t9k.dev/job-name": "j"})
-    h.fake.put(SERVICES, previous)
+    h.fake.put(SERVICES, {**previous, "kind": "Service"})
     h.sync()
     create = mocker.spy(h.fake, "create")
     for _ in range(12):  # as fast as the queue brings them, the clock standing still
